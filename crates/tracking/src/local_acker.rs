@@ -1,0 +1,187 @@
+//! The local acker (DESIGN.md section 2, item 4): XOR-merges a worker's acks per (component, slot)
+//! and keeps the latest heartbeat per source until the runtime flushes it to the tracker.
+//!
+//! Merging is what makes tracking cheap: a batch sent and received on the same worker between two
+//! flushes cancels here and never reaches the tracker. The runtime must deliver flushes to the
+//! tracker over a FIFO channel and apply them in order, acks before heartbeats (see [`Flush`]).
+//!
+//! One acker per worker thread is a valid refinement of "one per process": the tracker's view is the
+//! union of per-worker prefixes of events, and a zero slot below every heartbeat still implies that
+//! every element of the slot is done (a source's sends precede its heartbeat in its own prefix; a
+//! receive tag follows the send tags of the element's children in the receiver's prefix).
+
+use crate::ack::{AckEntry, ComponentId, Flush, Heartbeat, SourceId};
+use crate::time::{Granularity, Slot, Time, INF};
+use rustc_hash::FxHashMap;
+
+/// Per-worker XOR-merging buffer of acks and heartbeats.
+#[derive(Debug)]
+pub struct LocalAcker {
+    granularity: Granularity,
+    diffs: FxHashMap<(ComponentId, Slot), u64>,
+    heartbeats: Vec<Heartbeat>,
+    /// Updates (point XORs and heartbeats) registered since the last flush, merged or not: the
+    /// count trigger of `--ack-flush-count`.
+    updates: usize,
+}
+
+impl LocalAcker {
+    /// An empty acker for slots of the given granularity.
+    pub fn new(granularity: Granularity) -> Self {
+        LocalAcker {
+            granularity,
+            diffs: FxHashMap::default(),
+            heartbeats: Vec::new(),
+            updates: 0,
+        }
+    }
+
+    /// The granularity slots are computed with.
+    pub fn granularity(&self) -> Granularity {
+        self.granularity
+    }
+
+    /// XOR tag `x` into every slot of component `c` that holds a time of `[lo, hi]` (time units,
+    /// inclusive). Sender and receiver of a batch call this with identical arguments.
+    #[inline]
+    pub fn xor_times(&mut self, c: ComponentId, lo: Time, hi: Time, x: u64) {
+        let g = self.granularity;
+        self.xor_slots(c, g.slot(lo), g.slot(hi), x);
+    }
+
+    /// XOR tag `x` into every slot of `[lo, hi]` (slots, inclusive) of component `c`.
+    #[inline]
+    pub fn xor_slots(&mut self, c: ComponentId, lo: Slot, hi: Slot, x: u64) {
+        debug_assert!(lo <= hi, "empty slot range {lo}..={hi}");
+        self.xor_point(c, lo, x);
+        if hi < INF - 1 {
+            self.xor_point(c, hi + 1, x);
+        }
+    }
+
+    #[inline]
+    fn xor_point(&mut self, c: ComponentId, key: Slot, x: u64) {
+        self.updates += 1;
+        let e = self.diffs.entry((c, key)).or_insert(0);
+        *e ^= x;
+        if *e == 0 {
+            self.diffs.remove(&(c, key));
+        }
+    }
+
+    /// Records that source `source` will emit nothing below `time` (time units). Keeps the maximum.
+    pub fn heartbeat(&mut self, source: SourceId, time: Time) {
+        self.updates += 1;
+        match self.heartbeats.iter_mut().find(|h| h.source == source) {
+            Some(h) => h.time = h.time.max(time),
+            None => self.heartbeats.push(Heartbeat { source, time }),
+        }
+    }
+
+    /// Updates registered since the last flush (before merging).
+    pub fn pending_updates(&self) -> usize {
+        self.updates
+    }
+
+    /// True when a flush would carry nothing.
+    pub fn is_empty(&self) -> bool {
+        self.diffs.is_empty() && self.heartbeats.is_empty()
+    }
+
+    /// Takes everything merged since the last flush. Heartbeats are converted to slot bounds by the
+    /// tracker, not here, so a flush stays in time units.
+    pub fn flush(&mut self) -> Flush {
+        self.updates = 0;
+        let acks = self
+            .diffs
+            .drain()
+            .map(|((component, slot), xor)| AckEntry {
+                component,
+                slot,
+                xor,
+            })
+            .collect();
+        Flush {
+            acks,
+            heartbeats: std::mem::take(&mut self.heartbeats),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn send_and_receive_on_one_worker_cancel_before_the_tracker() {
+        let mut a = LocalAcker::new(Granularity::new(10));
+        a.xor_times(1, 5, 37, 0xfeed); // send: slots 0..=3
+        assert!(!a.is_empty());
+        a.xor_times(1, 5, 37, 0xfeed); // receive of the same batch
+        assert!(a.is_empty());
+        assert_eq!(a.pending_updates(), 4);
+        let f = a.flush();
+        assert!(f.is_empty());
+        assert_eq!(a.pending_updates(), 0);
+    }
+
+    #[test]
+    fn merges_by_component_and_slot() {
+        let mut a = LocalAcker::new(Granularity::new(1));
+        a.xor_slots(0, 3, 3, 0b01);
+        a.xor_slots(0, 3, 3, 0b10); // same keys (3 and 4): merged
+        a.xor_slots(1, 3, 3, 0b01); // other component: separate
+        let mut f = a.flush();
+        f.acks.sort_by_key(|e| (e.component, e.slot));
+        assert_eq!(
+            f.acks,
+            vec![
+                AckEntry {
+                    component: 0,
+                    slot: 3,
+                    xor: 0b11
+                },
+                AckEntry {
+                    component: 0,
+                    slot: 4,
+                    xor: 0b11
+                },
+                AckEntry {
+                    component: 1,
+                    slot: 3,
+                    xor: 0b01
+                },
+                AckEntry {
+                    component: 1,
+                    slot: 4,
+                    xor: 0b01
+                },
+            ]
+        );
+        assert!(a.flush().is_empty());
+    }
+
+    #[test]
+    fn heartbeats_keep_the_maximum_per_source() {
+        let mut a = LocalAcker::new(Granularity::new(1));
+        a.heartbeat(0, 10);
+        a.heartbeat(1, 3);
+        a.heartbeat(0, 7); // older bound: ignored
+        a.heartbeat(1, INF); // unregister
+        let f = a.flush();
+        assert_eq!(
+            f.heartbeats,
+            vec![
+                Heartbeat {
+                    source: 0,
+                    time: 10
+                },
+                Heartbeat {
+                    source: 1,
+                    time: INF
+                }
+            ]
+        );
+        assert!(f.acks.is_empty());
+    }
+}

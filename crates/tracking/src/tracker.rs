@@ -1,0 +1,309 @@
+//! The tracker (DESIGN.md section 2, item 5): per-component slot tables, heartbeats, upstream bounds
+//! and the frontier computation.
+//!
+//! Slot `s` of component `c` is complete when its XOR is zero, it lies below the minimum heartbeat
+//! over all sources, and every upstream component has completed it. The frontier of `c` is its first
+//! incomplete slot; it is reported in time units (`slot * g`): `Frontier(c, t)` means every element
+//! with time `< t` has been fully processed by `c` and every component upstream of `c`.
+
+use crate::ack::{ComponentId, Flush};
+use crate::diff_map::DiffMap;
+use crate::heartbeats::Heartbeats;
+use crate::time::{Granularity, Slot, Time, INF};
+use crate::topology::Topology;
+
+/// A frontier notification: every element with time `< frontier` (time units) is fully processed
+/// by `component` and everything upstream of it. `frontier == INF`: the component is done.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct FrontierUpdate {
+    /// The component whose frontier advanced.
+    pub component: ComponentId,
+    /// New frontier, time units.
+    pub frontier: Time,
+}
+
+impl FrontierUpdate {
+    /// Bytes of one notification on the wire (component u32 + time u64).
+    pub const WIRE_BYTES: u64 = 4 + 8;
+}
+
+/// The centralized tracking agent's state. Apply flushes in the FIFO order of each acker, then call
+/// [`Tracker::advance`] to learn which frontiers moved.
+#[derive(Debug)]
+pub struct Tracker {
+    granularity: Granularity,
+    topology: Topology,
+    tables: Vec<DiffMap>,
+    heartbeats: Heartbeats,
+    /// Last reported frontier per component, slots.
+    frontiers: Vec<Slot>,
+    /// Times a computed frontier came out below the reported one: an invariant violation by the
+    /// runtime (a tag registered below a published frontier). Must stay 0; see [`Tracker::regressions`].
+    regressions: u64,
+}
+
+impl Tracker {
+    /// A tracker for `topology` with `sources` source instances (all registered at time 0).
+    pub fn new(granularity: Granularity, topology: Topology, sources: usize) -> Self {
+        let n = topology.len();
+        Tracker {
+            granularity,
+            topology,
+            tables: vec![DiffMap::new(); n],
+            heartbeats: Heartbeats::new(sources),
+            frontiers: vec![0; n],
+            regressions: 0,
+        }
+    }
+
+    /// Applies one flush: acks first, then heartbeats.
+    ///
+    /// # Errors
+    /// An ack for an unknown component or a heartbeat from an unknown source; the rest of the flush
+    /// is still applied, and the error names the first offender.
+    pub fn apply(&mut self, flush: &Flush) -> Result<(), String> {
+        let mut err = None;
+        for e in &flush.acks {
+            match self.tables.get_mut(e.component as usize) {
+                Some(t) => t.xor_point(e.slot, e.xor),
+                None => {
+                    err.get_or_insert_with(|| {
+                        format!(
+                            "ack for unknown component {} (job has {})",
+                            e.component,
+                            self.frontiers.len()
+                        )
+                    });
+                }
+            }
+        }
+        for h in &flush.heartbeats {
+            if let Err(e) = self.heartbeats.apply(h.source, h.time) {
+                err.get_or_insert(e);
+            }
+        }
+        err.map_or(Ok(()), Err)
+    }
+
+    /// Recomputes every component's frontier (in topological order) and returns those that advanced,
+    /// in time units. Frontiers never move back: a lower computed value is counted in
+    /// [`Tracker::regressions`] and not reported.
+    pub fn advance(&mut self) -> Vec<FrontierUpdate> {
+        let mut out = Vec::new();
+        let hb = self.granularity.slots_below(self.heartbeats.min());
+        for c in 0..self.tables.len() {
+            let mut f = self.tables[c].first_open().min(hb);
+            for &u in self.topology.upstream(c as ComponentId) {
+                f = f.min(self.frontiers[u as usize]);
+            }
+            let old = self.frontiers[c];
+            if f > old {
+                self.frontiers[c] = f;
+                out.push(FrontierUpdate {
+                    component: c as ComponentId,
+                    frontier: self.granularity.start(f),
+                });
+            } else if f < old {
+                self.regressions += 1;
+            }
+        }
+        out
+    }
+
+    /// Current frontier of `c`, time units.
+    pub fn frontier(&self, c: ComponentId) -> Time {
+        self.granularity.start(self.frontiers[c as usize])
+    }
+
+    /// True when every component's frontier is `INF`: all sources unregistered, nothing in flight.
+    pub fn is_done(&self) -> bool {
+        self.frontiers.iter().all(|&f| f == INF)
+    }
+
+    /// Number of components.
+    pub fn components(&self) -> usize {
+        self.frontiers.len()
+    }
+
+    /// Stored non-zero differences over all tables (the tracker's memory, in entries).
+    pub fn table_entries(&self) -> usize {
+        self.tables.iter().map(DiffMap::len).sum()
+    }
+
+    /// Times a frontier would have moved backwards (see the field doc). 0 in a correct run.
+    pub fn regressions(&self) -> u64 {
+        self.regressions
+    }
+
+    /// Minimum heartbeat over sources, time units.
+    pub fn min_heartbeat(&self) -> Time {
+        self.heartbeats.min()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ack::{AckEntry, Heartbeat};
+    use crate::local_acker::LocalAcker;
+
+    fn flush_of(a: &mut LocalAcker) -> Flush {
+        a.flush()
+    }
+
+    #[test]
+    fn frontier_waits_for_heartbeat_then_for_tags() {
+        let g = Granularity::new(10);
+        let mut t = Tracker::new(g, Topology::chain(2), 1);
+        let mut a = LocalAcker::new(g);
+        assert!(t.advance().is_empty()); // nothing promised yet
+
+        // Source sends a batch with times 3..=14 into component 0 and heartbeats 20.
+        a.xor_times(0, 3, 14, 0x1234);
+        a.heartbeat(0, 20);
+        t.apply(&flush_of(&mut a)).unwrap();
+        // Slot 0 holds an unmatched tag: frontier of 0 stays at slot 0, component 1 is capped by 0.
+        assert!(t.advance().is_empty());
+
+        // Component 0 processes it and forwards it to component 1 (tag 0x99, times 3..=14).
+        a.xor_times(1, 3, 14, 0x99);
+        a.xor_times(0, 3, 14, 0x1234);
+        t.apply(&flush_of(&mut a)).unwrap();
+        let ups = t.advance();
+        assert_eq!(
+            ups,
+            vec![FrontierUpdate {
+                component: 0,
+                frontier: 20
+            }]
+        );
+        assert_eq!(t.frontier(1), 0);
+
+        // Component 1 done with it.
+        a.xor_times(1, 3, 14, 0x99);
+        t.apply(&flush_of(&mut a)).unwrap();
+        assert_eq!(
+            t.advance(),
+            vec![FrontierUpdate {
+                component: 1,
+                frontier: 20
+            }]
+        );
+
+        // Unregister: both reach INF.
+        a.heartbeat(0, INF);
+        t.apply(&flush_of(&mut a)).unwrap();
+        assert_eq!(t.advance().len(), 2);
+        assert!(t.is_done());
+        assert_eq!(t.regressions(), 0);
+    }
+
+    #[test]
+    fn downstream_is_capped_by_upstream_and_reported_in_order() {
+        let g = Granularity::new(1);
+        let mut t = Tracker::new(
+            g,
+            Topology::new(vec![vec![], vec![0], vec![0, 1]]).unwrap(),
+            2,
+        );
+        // A hold on component 2 at slot 7 (a deferred output), sources at 100 and 50.
+        let f = Flush {
+            acks: vec![
+                AckEntry {
+                    component: 2,
+                    slot: 7,
+                    xor: 5,
+                },
+                AckEntry {
+                    component: 2,
+                    slot: 8,
+                    xor: 5,
+                },
+            ],
+            heartbeats: vec![
+                Heartbeat {
+                    source: 0,
+                    time: 100,
+                },
+                Heartbeat {
+                    source: 1,
+                    time: 50,
+                },
+            ],
+        };
+        t.apply(&f).unwrap();
+        let ups = t.advance();
+        assert_eq!(
+            ups,
+            vec![
+                FrontierUpdate {
+                    component: 0,
+                    frontier: 50
+                },
+                FrontierUpdate {
+                    component: 1,
+                    frontier: 50
+                },
+                FrontierUpdate {
+                    component: 2,
+                    frontier: 7
+                },
+            ]
+        );
+    }
+
+    #[test]
+    fn unknown_component_and_source_are_errors_but_the_rest_applies() {
+        let g = Granularity::new(1);
+        let mut t = Tracker::new(g, Topology::chain(1), 1);
+        let f = Flush {
+            acks: vec![AckEntry {
+                component: 9,
+                slot: 0,
+                xor: 1,
+            }],
+            heartbeats: vec![Heartbeat { source: 0, time: 5 }],
+        };
+        let e = t.apply(&f).unwrap_err();
+        assert!(e.contains("unknown component 9"), "{e}");
+        assert_eq!(
+            t.advance(),
+            vec![FrontierUpdate {
+                component: 0,
+                frontier: 5
+            }]
+        );
+        let f = Flush {
+            acks: vec![],
+            heartbeats: vec![Heartbeat { source: 3, time: 5 }],
+        };
+        assert!(t.apply(&f).unwrap_err().contains("unknown source 3"));
+    }
+
+    #[test]
+    fn a_tag_below_a_published_frontier_is_counted_as_a_regression() {
+        let g = Granularity::new(1);
+        let mut t = Tracker::new(g, Topology::chain(1), 1);
+        t.apply(&Flush {
+            acks: vec![],
+            heartbeats: vec![Heartbeat {
+                source: 0,
+                time: 10,
+            }],
+        })
+        .unwrap();
+        t.advance();
+        t.apply(&Flush {
+            acks: vec![AckEntry {
+                component: 0,
+                slot: 3,
+                xor: 1,
+            }],
+            heartbeats: vec![],
+        })
+        .unwrap();
+        assert!(t.advance().is_empty());
+        assert_eq!(t.regressions(), 1);
+        assert_eq!(t.frontier(0), 10);
+    }
+}
