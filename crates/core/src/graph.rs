@@ -1,0 +1,123 @@
+//! The logical graph: vertices, edges with their partitioning, and tracking components.
+//!
+//! This is the untyped description the runtime validates and the tracker is configured from; the
+//! typed operators live in the runtime's dataflow builder.
+
+/// Index of a vertex in its dataflow, in creation order (which is a topological order: an operator
+/// can only consume streams that already exist).
+pub type VertexId = usize;
+
+/// Index of a tracking component (see `xorflow-tracking`).
+pub type ComponentId = u32;
+
+/// How elements of an edge are distributed over the instances of the target vertex.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Partitioning {
+    /// Each instance keeps its elements (same worker, no exchange).
+    Forward,
+    /// Elements go to the target instances in turn, one element at a time (Flink's `rebalance`).
+    RoundRobin,
+    /// Elements go to instance `hash(key) mod P` (Flink's `keyBy`, timely's `Exchange`).
+    Hash,
+}
+
+/// A vertex of the logical graph.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct VertexDesc {
+    /// Name given by the job (unique within the dataflow).
+    pub name: String,
+    /// Tracking component (default: one per vertex, numbered like the vertices).
+    pub component: ComponentId,
+    /// True for sources (they have no inputs and send heartbeats).
+    pub is_source: bool,
+    /// Number of source instances (sources only).
+    pub source_instances: usize,
+}
+
+/// An edge of the logical graph.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct EdgeDesc {
+    /// Producing vertex.
+    pub from: VertexId,
+    /// Consuming vertex.
+    pub to: VertexId,
+    /// Distribution over the consumer's instances.
+    pub partitioning: Partitioning,
+}
+
+/// The whole logical graph.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct GraphDesc {
+    /// Vertices in creation (topological) order.
+    pub vertices: Vec<VertexDesc>,
+    /// Edges.
+    pub edges: Vec<EdgeDesc>,
+}
+
+impl GraphDesc {
+    /// Per-component lists of directly upstream components (excluding the component itself), the
+    /// input the tracker's topology needs.
+    pub fn component_upstream(&self) -> Vec<Vec<ComponentId>> {
+        let n = self
+            .vertices
+            .iter()
+            .map(|v| v.component as usize + 1)
+            .max()
+            .unwrap_or(0);
+        let mut up: Vec<Vec<ComponentId>> = vec![Vec::new(); n];
+        for e in &self.edges {
+            let (cf, ct) = (
+                self.vertices[e.from].component,
+                self.vertices[e.to].component,
+            );
+            if cf != ct && !up[ct as usize].contains(&cf) {
+                up[ct as usize].push(cf);
+            }
+        }
+        up
+    }
+
+    /// Total number of source instances (each heartbeats on its own).
+    pub fn source_instances(&self) -> usize {
+        self.vertices
+            .iter()
+            .filter(|v| v.is_source)
+            .map(|v| v.source_instances)
+            .sum()
+    }
+
+    /// Number of tracking components.
+    pub fn components(&self) -> usize {
+        self.component_upstream().len()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn component_upstream_of_a_diamond() {
+        let v = |name: &str, c| VertexDesc {
+            name: name.into(),
+            component: c,
+            is_source: c == 0,
+            source_instances: if c == 0 { 2 } else { 0 },
+        };
+        let e = |from, to| EdgeDesc {
+            from,
+            to,
+            partitioning: Partitioning::Forward,
+        };
+        let g = GraphDesc {
+            vertices: vec![v("s", 0), v("a", 1), v("b", 2), v("j", 3)],
+            edges: vec![e(0, 1), e(0, 2), e(1, 3), e(2, 3)],
+        };
+        assert_eq!(
+            g.component_upstream(),
+            vec![vec![], vec![0], vec![0], vec![1, 2]]
+        );
+        assert_eq!(g.source_instances(), 2);
+        assert_eq!(g.components(), 4);
+    }
+}

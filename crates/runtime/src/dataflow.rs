@@ -1,0 +1,657 @@
+//! The dataflow API: build a graph of typed streams, then run it on P worker threads.
+//!
+//! ```
+//! use xorflow_runtime::{Dataflow, RuntimeConfig, Source, SourceOutput, SourcePoll, VecSink};
+//!
+//! struct Numbers(u64);
+//! impl Source<u64> for Numbers {
+//!     fn poll(&mut self, out: &mut SourceOutput<'_, u64>) -> SourcePoll {
+//!         if self.0 == 100 { return SourcePoll::Done; }
+//!         out.emit(self.0, self.0);    // time = value
+//!         self.0 += 1;
+//!         out.heartbeat(self.0);       // nothing below the next value will come
+//!         SourcePoll::Ready
+//!     }
+//! }
+//!
+//! let df = Dataflow::new(RuntimeConfig::default()).unwrap();
+//! let collected = VecSink::shared();
+//! df.source("numbers", 1, |_| Numbers(0))
+//!     .rebalance()
+//!     .map("square", |x| x * x)
+//!     .filter("even", |x| x % 2 == 0)
+//!     .sink("collect", collected.factory());
+//! let report = df.run().unwrap();
+//! assert_eq!(collected.take().len(), 50);
+//! assert_eq!(report.vertex("square").unwrap().elements_in, 100);
+//! ```
+
+use crate::channel::{channel, Channel, InputPort};
+use crate::config::{RuntimeConfig, TrackingMode};
+use crate::operators::sink::{Sink, SinkVertex};
+use crate::operators::source::{Source, SourceVertex};
+use crate::operators::unary::UnaryVertex;
+use crate::operators::window::WindowVertex;
+use crate::operators::Vertex;
+use crate::port::{EdgeOutput, OutputPort, Partitioner};
+use crate::report::{RunError, RunReport};
+use crate::stats::VertexStats;
+use crate::tracker_agent::{self, TrackerStats};
+use crate::traffic::Traffic;
+use crate::worker::Worker;
+use crate::worker_ctx::{Unparkers, WorkerCtx};
+use std::cell::RefCell;
+use std::hash::{Hash, Hasher};
+use std::rc::Rc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Instant;
+use xorflow_core::{
+    Aggregate, EdgeDesc, Element, GraphDesc, Partitioning, VertexDesc, VertexId, WindowResult,
+};
+use xorflow_tracking::{ComponentId, Granularity, SourceId, Time, Topology, Tracker};
+
+type Factory = Box<dyn FnMut(usize) -> Box<dyn Vertex>>;
+
+struct Builder {
+    config: RuntimeConfig,
+    graph: GraphDesc,
+    factories: Vec<Factory>,
+    sources: usize,
+}
+
+/// A dataflow under construction. Create streams from sources, transform them, end them in sinks,
+/// then [`Dataflow::run`] it. Every vertex is its own tracking component, numbered in creation order.
+pub struct Dataflow {
+    b: Rc<RefCell<Builder>>,
+}
+
+enum PartitionSpec<T> {
+    Forward,
+    RoundRobin,
+    Hash(Arc<dyn Fn(&T) -> u64 + Send + Sync>),
+}
+
+impl<T> Clone for PartitionSpec<T> {
+    fn clone(&self) -> Self {
+        match self {
+            PartitionSpec::Forward => PartitionSpec::Forward,
+            PartitionSpec::RoundRobin => PartitionSpec::RoundRobin,
+            PartitionSpec::Hash(h) => PartitionSpec::Hash(h.clone()),
+        }
+    }
+}
+
+impl<T> PartitionSpec<T> {
+    fn kind(&self) -> Partitioning {
+        match self {
+            PartitionSpec::Forward => Partitioning::Forward,
+            PartitionSpec::RoundRobin => Partitioning::RoundRobin,
+            PartitionSpec::Hash(_) => Partitioning::Hash,
+        }
+    }
+}
+
+/// A consumer edge of a stream: channels `[sender worker][receiver]` (forward: one receiver, the
+/// sender's own worker).
+struct EdgeSpec<T> {
+    component: ComponentId,
+    partition: PartitionSpec<T>,
+    channels: Arc<Vec<Vec<Channel<T>>>>,
+}
+
+/// A typed stream of elements produced by one vertex.
+pub struct Stream<T> {
+    b: Rc<RefCell<Builder>>,
+    vertex: VertexId,
+    consumers: Rc<RefCell<Vec<EdgeSpec<T>>>>,
+    partition: PartitionSpec<T>,
+}
+
+impl<T> Clone for Stream<T> {
+    fn clone(&self) -> Self {
+        Stream {
+            b: self.b.clone(),
+            vertex: self.vertex,
+            consumers: self.consumers.clone(),
+            partition: self.partition.clone(),
+        }
+    }
+}
+
+/// Mixes a 64-bit hash so its low bits are usable for `mod P` (SplitMix64's finalizer).
+#[inline]
+fn mix(mut z: u64) -> u64 {
+    z = (z ^ (z >> 30)).wrapping_mul(0xbf58476d1ce4e5b9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94d049bb133111eb);
+    z ^ (z >> 31)
+}
+
+fn key_hash<K: Hash>(k: &K) -> u64 {
+    let mut h = rustc_hash::FxHasher::default();
+    k.hash(&mut h);
+    mix(h.finish())
+}
+
+impl Dataflow {
+    /// An empty dataflow for `config`.
+    ///
+    /// # Errors
+    /// An invalid configuration, naming the field.
+    pub fn new(config: RuntimeConfig) -> Result<Self, RunError> {
+        config.validate().map_err(RunError::Config)?;
+        Ok(Dataflow {
+            b: Rc::new(RefCell::new(Builder {
+                config,
+                graph: GraphDesc::default(),
+                factories: Vec::new(),
+                sources: 0,
+            })),
+        })
+    }
+
+    /// The configuration this dataflow runs with.
+    pub fn config(&self) -> RuntimeConfig {
+        self.b.borrow().config.clone()
+    }
+
+    fn add_vertex(
+        b: &Rc<RefCell<Builder>>,
+        name: &str,
+        instances: usize,
+    ) -> (VertexId, ComponentId) {
+        let mut bb = b.borrow_mut();
+        assert!(
+            !bb.graph.vertices.iter().any(|v| v.name == name),
+            "vertex name '{name}' is used twice"
+        );
+        let id = bb.graph.vertices.len();
+        bb.graph.vertices.push(VertexDesc {
+            name: name.to_string(),
+            component: id as ComponentId,
+            is_source: instances > 0,
+            source_instances: instances,
+        });
+        (id, id as ComponentId)
+    }
+
+    /// A source vertex with `instances` source instances (at least 1), spread over the workers
+    /// round-robin (instance `i` runs on worker `i mod P`); `factory(i)` creates instance `i`.
+    /// Each instance heartbeats on its own.
+    ///
+    /// # Panics
+    /// If `instances == 0` or the name is already used.
+    pub fn source<T, S, F>(&self, name: &str, instances: usize, mut factory: F) -> Stream<T>
+    where
+        T: Clone + Send + 'static,
+        S: Source<T> + 'static,
+        F: FnMut(usize) -> S + 'static,
+    {
+        assert!(instances > 0, "source '{name}' needs at least one instance");
+        let (vertex, _) = Self::add_vertex(&self.b, name, instances);
+        let first_id = {
+            let mut bb = self.b.borrow_mut();
+            let id = bb.sources;
+            bb.sources += instances;
+            id
+        };
+        let consumers: Rc<RefCell<Vec<EdgeSpec<T>>>> = Rc::default();
+        let peers = self.b.borrow().config.workers;
+        let cons = consumers.clone();
+        let name = name.to_string();
+        self.b.borrow_mut().factories.push(Box::new(move |w| {
+            let mine: Vec<(SourceId, Box<dyn Source<T>>)> = (0..instances)
+                .filter(|i| i % peers == w)
+                .map(|i| {
+                    (
+                        (first_id + i) as SourceId,
+                        Box::new(factory(i)) as Box<dyn Source<T>>,
+                    )
+                })
+                .collect();
+            Box::new(SourceVertex::new(&name, mine, make_output(&cons, w)))
+        }));
+        Stream {
+            b: self.b.clone(),
+            vertex,
+            consumers,
+            partition: PartitionSpec::Forward,
+        }
+    }
+
+    /// The logical graph built so far.
+    pub fn graph(&self) -> GraphDesc {
+        self.b.borrow().graph.clone()
+    }
+
+    /// Runs the dataflow to completion on `config.workers` threads (plus one tracker thread with
+    /// trAcker) and reports counters, traffic and latency.
+    ///
+    /// # Errors
+    /// [`RunError::Vertex`] naming the vertex/worker that failed (e.g. a sink's I/O error),
+    /// [`RunError::Panic`] if user code panicked, [`RunError::Tracker`] on a malformed flush.
+    pub fn run(self) -> Result<RunReport, RunError> {
+        let b = Rc::try_unwrap(self.b)
+            .map_err(|_| RunError::Config("streams of the dataflow are still alive".into()))
+            .map(RefCell::into_inner);
+        let b = match b {
+            Ok(b) => b,
+            Err(e) => return Err(e),
+        };
+        run_built(b)
+    }
+}
+
+fn make_output<T: Clone + Send + 'static>(
+    consumers: &Rc<RefCell<Vec<EdgeSpec<T>>>>,
+    w: usize,
+) -> OutputPort<T> {
+    let edges = consumers
+        .borrow()
+        .iter()
+        .map(|e| {
+            let row = &e.channels[w];
+            let partitioner = match &e.partition {
+                PartitionSpec::Forward => Partitioner::Forward,
+                // Stagger starting targets so workers do not all pick the same receiver first.
+                PartitionSpec::RoundRobin => Partitioner::RoundRobin {
+                    next: w % row.len(),
+                },
+                PartitionSpec::Hash(h) => Partitioner::Hash(h.clone()),
+            };
+            let targets = match e.partition {
+                PartitionSpec::Forward => vec![(w, row[0].clone())],
+                _ => row.iter().cloned().enumerate().collect(),
+            };
+            EdgeOutput::new(e.component, partitioner, targets)
+        })
+        .collect();
+    OutputPort::new(edges)
+}
+
+impl<T: Clone + Send + 'static> Stream<T> {
+    /// Connects this stream to a new vertex; returns a function giving the vertex's input port on
+    /// each worker.
+    fn connect(&self, to: VertexId, component: ComponentId) -> impl Fn(usize) -> InputPort<T> {
+        let (peers, cap) = {
+            let bb = self.b.borrow();
+            (bb.config.workers, bb.config.channel_capacity)
+        };
+        let forward = matches!(self.partition, PartitionSpec::Forward);
+        let channels: Arc<Vec<Vec<Channel<T>>>> = Arc::new(
+            (0..peers)
+                .map(|_| {
+                    (0..if forward { 1 } else { peers })
+                        .map(|_| channel(cap))
+                        .collect()
+                })
+                .collect(),
+        );
+        self.b.borrow_mut().graph.edges.push(EdgeDesc {
+            from: self.vertex,
+            to,
+            partitioning: self.partition.kind(),
+        });
+        self.consumers.borrow_mut().push(EdgeSpec {
+            component,
+            partition: self.partition.clone(),
+            channels: channels.clone(),
+        });
+        move |w| {
+            if forward {
+                InputPort::new(vec![channels[w][0].clone()])
+            } else {
+                InputPort::new((0..peers).map(|s| channels[s][w].clone()).collect())
+            }
+        }
+    }
+
+    /// Builds a new element-wise vertex fed by this stream; `logic(worker)` makes each instance's
+    /// per-element function.
+    fn unary<O, F, L>(&self, name: &str, mut logic: L) -> Stream<O>
+    where
+        O: Clone + Send + 'static,
+        F: FnMut(Element<T>, &mut OutputPort<O>, &mut WorkerCtx) + Send + 'static,
+        L: FnMut(usize) -> F + 'static,
+    {
+        let (vertex, component) = Dataflow::add_vertex(&self.b, name, 0);
+        let input = self.connect(vertex, component);
+        let consumers: Rc<RefCell<Vec<EdgeSpec<O>>>> = Rc::default();
+        let cons = consumers.clone();
+        let name = name.to_string();
+        self.b.borrow_mut().factories.push(Box::new(move |w| {
+            Box::new(UnaryVertex::new(
+                &name,
+                component,
+                input(w),
+                make_output(&cons, w),
+                logic(w),
+            ))
+        }));
+        Stream {
+            b: self.b.clone(),
+            vertex,
+            consumers,
+            partition: PartitionSpec::Forward,
+        }
+    }
+
+    /// Re-partitions round-robin before the next vertex: element by element over all its instances.
+    pub fn rebalance(&self) -> Stream<T> {
+        Stream {
+            partition: PartitionSpec::RoundRobin,
+            ..self.clone()
+        }
+    }
+
+    /// Re-partitions by key hash before the next vertex: elements with equal keys meet at the same
+    /// instance.
+    pub fn key_by<K: Hash>(&self, key: impl Fn(&T) -> K + Send + Sync + 'static) -> Stream<T> {
+        Stream {
+            partition: PartitionSpec::Hash(Arc::new(move |x| key_hash(&key(x)))),
+            ..self.clone()
+        }
+    }
+
+    /// A vertex applying `f` to every element; outputs keep the input's time.
+    pub fn map<O: Clone + Send + 'static>(
+        &self,
+        name: &str,
+        f: impl Fn(T) -> O + Send + Sync + 'static,
+    ) -> Stream<O> {
+        let f = Arc::new(f);
+        self.unary(name, move |_| {
+            let f = f.clone();
+            move |el: Element<T>, out: &mut OutputPort<O>, ctx: &mut WorkerCtx| {
+                out.push(Element::new(el.time, f(el.data)), ctx)
+            }
+        })
+    }
+
+    /// A vertex keeping the elements for which `p` is true.
+    pub fn filter(&self, name: &str, p: impl Fn(&T) -> bool + Send + Sync + 'static) -> Stream<T> {
+        let p = Arc::new(p);
+        self.unary(name, move |_| {
+            let p = p.clone();
+            move |el: Element<T>, out: &mut OutputPort<T>, ctx: &mut WorkerCtx| {
+                if p(&el.data) {
+                    out.push(el, ctx)
+                }
+            }
+        })
+    }
+
+    /// A vertex mapping every element to any number of outputs, all with the input's time.
+    pub fn flat_map<O, I>(
+        &self,
+        name: &str,
+        f: impl Fn(T) -> I + Send + Sync + 'static,
+    ) -> Stream<O>
+    where
+        O: Clone + Send + 'static,
+        I: IntoIterator<Item = O>,
+    {
+        let f = Arc::new(f);
+        self.unary(name, move |_| {
+            let f = f.clone();
+            move |el: Element<T>, out: &mut OutputPort<O>, ctx: &mut WorkerCtx| {
+                for o in f(el.data) {
+                    out.push(Element::new(el.time, o), ctx)
+                }
+            }
+        })
+    }
+
+    /// Keyed event-time tumbling windows of `size` time units (the stream is re-partitioned by
+    /// `key` first). For every (window, key) with at least one element, emits one
+    /// [`WindowResult`] with time `end - 1` once the window's component frontier reaches `end`
+    /// (with `--tracking none`: at end of stream).
+    ///
+    /// # Panics
+    /// If `size == 0`.
+    pub fn tumbling_window<K, A>(
+        &self,
+        name: &str,
+        size: Time,
+        key: impl Fn(&T) -> K + Send + Sync + 'static,
+        agg: A,
+    ) -> Stream<WindowResult<K, A::Out>>
+    where
+        K: Hash + Eq + Clone + Send + 'static,
+        A: Aggregate<T>,
+    {
+        assert!(size > 0, "window '{name}' needs a size of at least 1");
+        let key: Arc<dyn Fn(&T) -> K + Send + Sync> = Arc::new(key);
+        let k2 = key.clone();
+        let keyed = Stream {
+            partition: PartitionSpec::Hash(Arc::new(move |x| key_hash(&k2(x)))),
+            ..self.clone()
+        };
+        let (vertex, component) = Dataflow::add_vertex(&self.b, name, 0);
+        let input = keyed.connect(vertex, component);
+        let consumers: Rc<RefCell<Vec<EdgeSpec<WindowResult<K, A::Out>>>>> = Rc::default();
+        let cons = consumers.clone();
+        let name = name.to_string();
+        let agg = Arc::new(agg);
+        self.b.borrow_mut().factories.push(Box::new(move |w| {
+            Box::new(WindowVertex::new(
+                &name,
+                component,
+                size,
+                input(w),
+                make_output(&cons, w),
+                key.clone(),
+                agg.clone(),
+            ))
+        }));
+        Stream {
+            b: self.b.clone(),
+            vertex,
+            consumers,
+            partition: PartitionSpec::Forward,
+        }
+    }
+
+    /// Ends the stream in a sink vertex; `factory(worker)` creates each worker's sink instance.
+    pub fn sink<S: Sink<T> + 'static>(
+        &self,
+        name: &str,
+        mut factory: impl FnMut(usize) -> S + 'static,
+    ) {
+        let (vertex, component) = Dataflow::add_vertex(&self.b, name, 0);
+        let input = self.connect(vertex, component);
+        let name = name.to_string();
+        self.b.borrow_mut().factories.push(Box::new(move |w| {
+            Box::new(SinkVertex::new(&name, component, input(w), factory(w)))
+        }));
+    }
+}
+
+/// A sink that collects every element into a shared vector (tests and small jobs).
+pub struct VecSink<T> {
+    shared: Arc<Mutex<Vec<Element<T>>>>,
+}
+
+/// Handle to the vector [`VecSink`] instances share.
+pub struct SharedVec<T> {
+    shared: Arc<Mutex<Vec<Element<T>>>>,
+}
+
+impl<T> VecSink<T> {
+    /// A new shared vector to create sinks from.
+    #[allow(clippy::new_ret_no_self)]
+    pub fn shared() -> SharedVec<T> {
+        SharedVec {
+            shared: Arc::new(Mutex::new(Vec::new())),
+        }
+    }
+}
+
+impl<T: Send + 'static> SharedVec<T> {
+    /// A sink factory for [`Stream::sink`].
+    pub fn factory(&self) -> impl FnMut(usize) -> VecSink<T> + 'static {
+        let shared = self.shared.clone();
+        move |_| VecSink {
+            shared: shared.clone(),
+        }
+    }
+
+    /// Takes everything collected so far.
+    pub fn take(&self) -> Vec<Element<T>> {
+        std::mem::take(&mut *self.shared.lock().expect("sink mutex poisoned"))
+    }
+}
+
+impl<T: Send> Sink<T> for VecSink<T> {
+    fn write(&mut self, batch: Vec<Element<T>>) -> Result<(), String> {
+        self.shared
+            .lock()
+            .map_err(|_| "sink mutex poisoned".to_string())?
+            .extend(batch);
+        Ok(())
+    }
+}
+
+fn panic_message(p: Box<dyn std::any::Any + Send>) -> String {
+    p.downcast_ref::<&str>()
+        .map(|s| s.to_string())
+        .or_else(|| p.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "unknown panic".into())
+}
+
+fn run_built(mut b: Builder) -> Result<RunReport, RunError> {
+    let config = b.config.clone();
+    let p = config.workers;
+    let components = b.graph.components();
+    let topology = Topology::new(b.graph.component_upstream()).map_err(RunError::Config)?;
+    let unparkers = Arc::new(Unparkers::new(p));
+    let abort = Arc::new(AtomicBool::new(false));
+    let tracking = config.tracking == TrackingMode::Tracker;
+
+    let (to_tracker, tracker_rx) = crossbeam_channel::unbounded();
+    let mut frontier_txs = Vec::new();
+    let mut workers = Vec::new();
+    for w in 0..p {
+        let vertices: Vec<Box<dyn Vertex>> = b.factories.iter_mut().map(|f| f(w)).collect();
+        let (ftx, frx) = crossbeam_channel::unbounded();
+        frontier_txs.push(ftx);
+        workers.push(Worker {
+            ctx: WorkerCtx::new(w, &config, components, unparkers.clone()),
+            vertices,
+            to_tracker: tracking.then(|| to_tracker.clone()),
+            from_tracker: tracking.then_some(frx),
+            ack_flush_interval_ns: config.ack_flush_interval.as_nanos() as u64,
+            ack_flush_count: config.ack_flush_count,
+            abort: abort.clone(),
+        });
+    }
+    drop(to_tracker);
+    let start = Instant::now();
+    let result = std::thread::scope(|s| {
+        let tracker_handle = tracking.then(|| {
+            let tracker = Tracker::new(Granularity::new(config.granularity), topology, b.sources);
+            let (unparkers, abort) = (unparkers.clone(), abort.clone());
+            let txs = std::mem::take(&mut frontier_txs);
+            std::thread::Builder::new()
+                .name("xorflow-tracker".into())
+                .spawn_scoped(s, move || {
+                    let r = tracker_agent::run(tracker, tracker_rx, txs, unparkers, || {
+                        abort.load(Ordering::Relaxed)
+                    });
+                    if r.is_err() {
+                        abort.store(true, Ordering::Relaxed);
+                    }
+                    r
+                })
+                .expect("spawn tracker thread")
+        });
+        let handles: Vec<_> = workers
+            .into_iter()
+            .enumerate()
+            .map(|(w, worker)| {
+                let abort = abort.clone();
+                std::thread::Builder::new()
+                    .name(format!("xorflow-worker-{w}"))
+                    .spawn_scoped(s, move || {
+                        let r =
+                            std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| worker.run()));
+                        let r = match r {
+                            Ok(Ok(x)) => Ok(x),
+                            Ok(Err(e)) => Err(RunError::Vertex {
+                                worker: w,
+                                message: e,
+                            }),
+                            Err(p) => Err(RunError::Panic {
+                                worker: w,
+                                message: panic_message(p),
+                            }),
+                        };
+                        if r.is_err() {
+                            abort.store(true, Ordering::Relaxed);
+                        }
+                        r
+                    })
+                    .expect("spawn worker thread")
+            })
+            .collect();
+        let results: Vec<_> = handles
+            .into_iter()
+            .map(|h| h.join().expect("worker thread result"))
+            .collect();
+        let tracker: Option<Result<TrackerStats, String>> =
+            tracker_handle.map(|h| h.join().expect("tracker thread result"));
+        (results, tracker)
+    });
+    let elapsed = start.elapsed();
+    let (results, tracker) = result;
+    // Report the root cause: a real error before the "aborted" echoes of other workers.
+    let mut first_err = None;
+    let mut ok = Vec::new();
+    for r in results {
+        match r {
+            Ok(x) => ok.push(x),
+            Err(e) => {
+                let echo = matches!(&e, RunError::Vertex { message, .. } if message.starts_with("aborted"));
+                if first_err.is_none()
+                    || (!echo && first_err.as_ref().is_some_and(RunError::is_echo))
+                {
+                    first_err = Some(e);
+                }
+            }
+        }
+    }
+    let tracker = match tracker {
+        Some(Err(e)) => return Err(RunError::Tracker(e)),
+        Some(Ok(t)) => Some(t),
+        None => None,
+    };
+    if let Some(e) = first_err {
+        return Err(e);
+    }
+    let mut traffic = Traffic::default();
+    let mut vertices: Vec<VertexStats> = b
+        .graph
+        .vertices
+        .iter()
+        .map(|v| VertexStats::new(&v.name))
+        .collect();
+    for r in &ok {
+        traffic += r.traffic;
+        for (i, s) in r.vertices.iter().enumerate() {
+            vertices[i].merge(s);
+        }
+    }
+    if let Some(t) = &tracker {
+        traffic += t.traffic;
+    }
+    Ok(RunReport {
+        elapsed,
+        workers: p,
+        tracking: config.tracking,
+        granularity: config.granularity,
+        traffic,
+        vertices,
+        tracker,
+        graph: b.graph,
+    })
+}

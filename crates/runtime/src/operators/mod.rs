@@ -1,0 +1,77 @@
+//! Vertex instances: what each worker runs for every vertex of the dataflow.
+//!
+//! One file per operator kind. They share the input loop in [`drain_input`]: process a batch, commit
+//! the output's send tags, then register the batch's receive tag (DESIGN.md section 2, item 1).
+
+pub mod sink;
+pub mod source;
+pub mod unary;
+pub mod window;
+
+use crate::channel::{Batch, InputPort, Msg};
+use crate::stats::VertexStats;
+use crate::worker_ctx::WorkerCtx;
+use xorflow_tracking::ComponentId;
+
+/// Input batches a vertex processes per step before the worker moves on (fairness between vertices).
+pub(crate) const BATCHES_PER_STEP: usize = 8;
+
+/// A vertex instance as the worker loop drives it.
+pub trait Vertex: Send {
+    /// Runs one scheduling quantum: takes some input (or emits from a source), sends output, fires
+    /// notifications. Returns whether it did any work.
+    ///
+    /// # Errors
+    /// A message naming what failed (a sink that cannot write, say); the run is aborted.
+    fn step(&mut self, ctx: &mut WorkerCtx) -> Result<bool, String>;
+
+    /// Sends partial batches older than the flush timeout (all with `force`) and retries held-back
+    /// batches. Returns whether anything was sent.
+    fn flush(&mut self, ctx: &mut WorkerCtx, force: bool) -> bool;
+
+    /// Tracking `none`: true once the instance has seen end of stream on every input, emitted
+    /// everything and delivered its own end-of-stream markers.
+    fn ended(&self) -> bool;
+
+    /// Called once after the worker loop ends (sinks flush their files here).
+    ///
+    /// # Errors
+    /// A message naming what failed.
+    fn finish(&mut self) -> Result<(), String> {
+        Ok(())
+    }
+
+    /// Counters of this instance.
+    fn stats(&mut self) -> VertexStats;
+}
+
+/// Pops and processes up to [`BATCHES_PER_STEP`] input batches while `blocked()` is false:
+/// `process(batch, ctx)` handles the elements and commits outputs; the batch's receive tag is
+/// registered for `component` after it returns. Returns the number of batches processed, or
+/// the first error.
+pub(crate) fn drain_input<T>(
+    input: &mut InputPort<T>,
+    component: ComponentId,
+    stats: &mut VertexStats,
+    ctx: &mut WorkerCtx,
+    mut blocked: impl FnMut() -> bool,
+    mut process: impl FnMut(Batch<T>, &mut WorkerCtx) -> Result<(), String>,
+) -> Result<usize, String> {
+    let mut n = 0;
+    while n < BATCHES_PER_STEP && !blocked() {
+        match input.pop() {
+            Some(Msg::Data(b)) => {
+                let (lo, hi, tag) = (b.lo, b.hi, b.tag);
+                stats.elements_in += b.data.len() as u64;
+                stats.batches_in += 1;
+                ctx.now_ns = crate::clock::now_ns();
+                process(b, ctx)?;
+                ctx.ack_received(component, lo, hi, tag);
+                n += 1;
+            }
+            Some(Msg::End) => n += 1,
+            None => break,
+        }
+    }
+    Ok(n)
+}

@@ -1,0 +1,177 @@
+//! Sources: user code that emits timed elements and heartbeats.
+
+use super::Vertex;
+use crate::port::OutputPort;
+use crate::stats::VertexStats;
+use crate::worker_ctx::WorkerCtx;
+use xorflow_core::Element;
+use xorflow_tracking::{SourceId, Time, INF};
+
+/// What a source's [`Source::poll`] reports.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SourcePoll {
+    /// Call again as soon as possible.
+    Ready,
+    /// Nothing to emit before this time (ns on [`crate::clock::now_ns`]'s clock): rate control.
+    WaitUntil(u64),
+    /// End of stream: the source unregisters (heartbeat `INF`).
+    Done,
+}
+
+/// A source instance: emits elements with logical times and promises lower bounds on future times
+/// (heartbeats, DESIGN.md section 2, item 3).
+pub trait Source<T>: Send {
+    /// Emits up to [`SourceOutput::budget`] elements and optionally a heartbeat. Elements must
+    /// not have times below the last heartbeat.
+    fn poll(&mut self, out: &mut SourceOutput<'_, T>) -> SourcePoll;
+}
+
+/// The emitting side a source sees during one poll.
+pub struct SourceOutput<'a, T> {
+    port: &'a mut OutputPort<T>,
+    ctx: &'a mut WorkerCtx,
+    heartbeat: Option<Time>,
+    emitted: usize,
+}
+
+impl<T: Clone + Send> SourceOutput<'_, T> {
+    /// Emits `data` at logical `time`.
+    #[inline]
+    pub fn emit(&mut self, time: Time, data: T) {
+        self.emitted += 1;
+        self.port.push(Element::new(time, data), self.ctx);
+    }
+
+    /// Promises that this source emits nothing with time below `time` from now on. Applied after
+    /// the poll's elements are committed, so it never overtakes their send tags.
+    pub fn heartbeat(&mut self, time: Time) {
+        self.heartbeat = Some(self.heartbeat.map_or(time, |h| h.max(time)));
+    }
+
+    /// How many elements a poll should emit at most (the batch size).
+    pub fn budget(&self) -> usize {
+        self.ctx.batch_size
+    }
+
+    /// The worker's clock, ns ([`crate::clock::now_ns`]).
+    pub fn now_ns(&self) -> u64 {
+        self.ctx.now_ns
+    }
+
+    /// Elements emitted in this poll so far.
+    pub fn emitted(&self) -> usize {
+        self.emitted
+    }
+}
+
+enum State {
+    Active,
+    Waiting(u64),
+    Done,
+}
+
+struct Instance<T> {
+    id: SourceId,
+    source: Box<dyn Source<T>>,
+    state: State,
+}
+
+/// The source vertex's instance on one worker: the source instances hosted here.
+pub struct SourceVertex<T> {
+    instances: Vec<Instance<T>>,
+    output: OutputPort<T>,
+    ended: bool,
+    stats: VertexStats,
+}
+
+impl<T: Clone + Send> SourceVertex<T> {
+    /// A vertex instance hosting `instances` (global source id, source) and sending to `output`.
+    pub fn new(
+        name: &str,
+        instances: Vec<(SourceId, Box<dyn Source<T>>)>,
+        output: OutputPort<T>,
+    ) -> Self {
+        SourceVertex {
+            instances: instances
+                .into_iter()
+                .map(|(id, source)| Instance {
+                    id,
+                    source,
+                    state: State::Active,
+                })
+                .collect(),
+            output,
+            ended: false,
+            stats: VertexStats::new(name),
+        }
+    }
+}
+
+impl<T: Clone + Send> Vertex for SourceVertex<T> {
+    fn step(&mut self, ctx: &mut WorkerCtx) -> Result<bool, String> {
+        let mut did = false;
+        for inst in &mut self.instances {
+            if self.output.blocked() {
+                break;
+            }
+            match inst.state {
+                State::Done => continue,
+                State::Waiting(t) if t > ctx.now_ns => {
+                    ctx.wake_at(t);
+                    continue;
+                }
+                _ => {}
+            }
+            let mut out = SourceOutput {
+                port: &mut self.output,
+                ctx,
+                heartbeat: None,
+                emitted: 0,
+            };
+            let poll = inst.source.poll(&mut out);
+            let (emitted, mut heartbeat) = (out.emitted, out.heartbeat);
+            self.stats.elements_out += emitted as u64;
+            did |= emitted > 0;
+            self.output.commit(ctx);
+            match poll {
+                SourcePoll::Ready => inst.state = State::Active,
+                SourcePoll::WaitUntil(t) => {
+                    inst.state = State::Waiting(t);
+                    ctx.wake_at(t);
+                }
+                SourcePoll::Done => {
+                    inst.state = State::Done;
+                    heartbeat = Some(INF);
+                    did = true;
+                }
+            }
+            if let (Some(h), Some(tr)) = (heartbeat, &mut ctx.tracking) {
+                tr.acker.heartbeat(inst.id, h);
+            }
+        }
+        if !self.ended
+            && !ctx.is_tracking()
+            && self
+                .instances
+                .iter()
+                .all(|i| matches!(i.state, State::Done))
+        {
+            self.output.end(ctx);
+            self.ended = true;
+            did = true;
+        }
+        Ok(did)
+    }
+
+    fn flush(&mut self, ctx: &mut WorkerCtx, force: bool) -> bool {
+        self.output.flush(ctx, force)
+    }
+
+    fn ended(&self) -> bool {
+        self.ended && !self.output.blocked()
+    }
+
+    fn stats(&mut self) -> VertexStats {
+        self.stats.clone()
+    }
+}

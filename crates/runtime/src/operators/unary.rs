@@ -1,0 +1,93 @@
+//! Element-wise operators (`map`, `filter`, `flat_map`): one input, one output, no state of their own.
+
+use super::{drain_input, Vertex};
+use crate::channel::InputPort;
+use crate::port::OutputPort;
+use crate::stats::VertexStats;
+use crate::worker_ctx::WorkerCtx;
+use xorflow_core::Element;
+use xorflow_tracking::ComponentId;
+
+/// An element-wise operator instance; `logic` gets each input element and pushes any outputs (which
+/// inherit the input's time by convention of the builder's closures).
+pub struct UnaryVertex<I, O, F> {
+    component: ComponentId,
+    input: InputPort<I>,
+    output: OutputPort<O>,
+    logic: F,
+    ended: bool,
+    stats: VertexStats,
+}
+
+impl<I, O, F> UnaryVertex<I, O, F>
+where
+    O: Clone + Send,
+    F: FnMut(Element<I>, &mut OutputPort<O>, &mut WorkerCtx) + Send,
+{
+    /// An instance of a vertex in `component`.
+    pub fn new(
+        name: &str,
+        component: ComponentId,
+        input: InputPort<I>,
+        output: OutputPort<O>,
+        logic: F,
+    ) -> Self {
+        UnaryVertex {
+            component,
+            input,
+            output,
+            logic,
+            ended: false,
+            stats: VertexStats::new(name),
+        }
+    }
+}
+
+impl<I, O, F> Vertex for UnaryVertex<I, O, F>
+where
+    I: Send,
+    O: Clone + Send,
+    F: FnMut(Element<I>, &mut OutputPort<O>, &mut WorkerCtx) + Send,
+{
+    fn step(&mut self, ctx: &mut WorkerCtx) -> Result<bool, String> {
+        if self.output.blocked() && !self.output.flush(ctx, false) {
+            return Ok(false);
+        }
+        let (output, logic) = (&mut self.output, &mut self.logic);
+        let blocked = std::cell::Cell::new(false);
+        let n = drain_input(
+            &mut self.input,
+            self.component,
+            &mut self.stats,
+            ctx,
+            || blocked.get(),
+            |b, ctx| {
+                for el in b.data {
+                    logic(el, output, ctx);
+                }
+                output.commit(ctx);
+                blocked.set(output.blocked());
+                Ok(())
+            },
+        )?;
+        let mut did = n > 0;
+        if !self.ended && !ctx.is_tracking() && self.input.all_ended() {
+            self.output.end(ctx);
+            self.ended = true;
+            did = true;
+        }
+        Ok(did)
+    }
+
+    fn flush(&mut self, ctx: &mut WorkerCtx, force: bool) -> bool {
+        self.output.flush(ctx, force)
+    }
+
+    fn ended(&self) -> bool {
+        self.ended && !self.output.blocked()
+    }
+
+    fn stats(&mut self) -> VertexStats {
+        self.stats.clone()
+    }
+}

@@ -1,0 +1,197 @@
+//! Keyed event-time tumbling windows, closed by the frontier of their tracking component.
+//!
+//! Deferred output holds its slot open (DESIGN.md section 2, item 8): when a window `[a, b)` is opened
+//! on an instance, before the receive tag of the element that opened it, the instance XORs a fresh
+//! tag `r` into slot `b - 1` (the results' time) of every downstream component. When the frontier
+//! reaches `b` the results are pushed and committed (their own send tags registered), and only then
+//! is `r` XOR-ed again to release the hold. So a downstream component, even another window, can
+//! never be declared complete at `b - 1` between the notification and the emission.
+
+use super::{drain_input, Vertex};
+use crate::channel::InputPort;
+use crate::port::OutputPort;
+use crate::stats::VertexStats;
+use crate::worker_ctx::WorkerCtx;
+use std::hash::Hash;
+use std::sync::Arc;
+use xorflow_core::{Aggregate, Element, TumblingWindows, WindowResult, INF};
+use xorflow_tracking::{ComponentId, Time};
+
+/// Per-window metadata: the hold tag and the last element's arrival.
+#[derive(Debug)]
+struct Meta {
+    hold: u64,
+    last_arrival_ns: u64,
+}
+
+/// An instance of a keyed tumbling window vertex.
+pub struct WindowVertex<T, K, A: Aggregate<T>> {
+    component: ComponentId,
+    input: InputPort<T>,
+    output: OutputPort<WindowResult<K, A::Out>>,
+    key: Arc<dyn Fn(&T) -> K + Send + Sync>,
+    agg: Arc<A>,
+    windows: TumblingWindows<K, A::Acc, Meta>,
+    /// Everything below this time has been fired (the frontier used at the last firing).
+    fired_below: Time,
+    ended: bool,
+    stats: VertexStats,
+}
+
+impl<T, K, A> WindowVertex<T, K, A>
+where
+    T: Send,
+    K: Hash + Eq + Clone + Send + 'static,
+    A: Aggregate<T>,
+{
+    /// An instance of a window vertex in `component` with windows of `size` time units.
+    pub fn new(
+        name: &str,
+        component: ComponentId,
+        size: Time,
+        input: InputPort<T>,
+        output: OutputPort<WindowResult<K, A::Out>>,
+        key: Arc<dyn Fn(&T) -> K + Send + Sync>,
+        agg: Arc<A>,
+    ) -> Self {
+        WindowVertex {
+            component,
+            input,
+            output,
+            key,
+            agg,
+            windows: TumblingWindows::new(size),
+            fired_below: 0,
+            ended: false,
+            stats: VertexStats::new(name),
+        }
+    }
+
+    /// Emits every window ending at or below `frontier`, then releases their holds.
+    fn fire(&mut self, frontier: Time, ctx: &mut WorkerCtx) {
+        if self.windows.first_end().is_none_or(|e| e > frontier) {
+            self.fired_below = self.fired_below.max(frontier);
+            return;
+        }
+        let done = self.windows.take_complete(frontier);
+        let mut holds = Vec::with_capacity(done.len());
+        for (start, end, w) in done {
+            if ctx.is_tracking() {
+                self.stats
+                    .record_latency(ctx.frontier_seen_ns.saturating_sub(w.meta.last_arrival_ns));
+            }
+            for (key, acc) in w.groups {
+                let value = self.agg.finish(acc);
+                self.stats.elements_out += 1;
+                self.output.push(
+                    Element::new(
+                        end - 1,
+                        WindowResult {
+                            start,
+                            end,
+                            key,
+                            value,
+                        },
+                    ),
+                    ctx,
+                );
+            }
+            holds.push((end - 1, w.meta.hold));
+        }
+        self.output.commit(ctx);
+        if let Some(tr) = &mut ctx.tracking {
+            let comps: Vec<ComponentId> = self.output.components().collect();
+            for (t, r) in holds {
+                for &c in &comps {
+                    tr.acker.xor_times(c, t, t, r);
+                }
+            }
+        }
+        self.fired_below = self.fired_below.max(frontier);
+    }
+}
+
+impl<T, K, A> Vertex for WindowVertex<T, K, A>
+where
+    T: Send,
+    K: Hash + Eq + Clone + Send + 'static,
+    A: Aggregate<T>,
+{
+    fn step(&mut self, ctx: &mut WorkerCtx) -> Result<bool, String> {
+        if self.output.blocked() && !self.output.flush(ctx, false) {
+            return Ok(false);
+        }
+        let comps: Vec<ComponentId> = self.output.components().collect();
+        let size = self.windows.size();
+        let (windows, key, agg, fired_below) =
+            (&mut self.windows, &self.key, &self.agg, self.fired_below);
+        let mut late = 0u64;
+        let n = drain_input(
+            &mut self.input,
+            self.component,
+            &mut self.stats,
+            ctx,
+            || false,
+            |b, ctx| {
+                let now = ctx.now_ns;
+                for el in b.data {
+                    if el.time < fired_below {
+                        late += 1;
+                        continue;
+                    }
+                    let (w, created) = windows.window_for(el.time, |_, _| Meta {
+                        hold: 0,
+                        last_arrival_ns: now,
+                    });
+                    if created {
+                        if let Some(tr) = &mut ctx.tracking {
+                            // Hold slot b-1 of every downstream component before this batch's
+                            // receive tag, which drain_input registers after we return.
+                            let r = tr.tags.next_tag();
+                            let last = el.time - el.time % size + (size - 1);
+                            for &c in &comps {
+                                tr.acker.xor_times(c, last, last, r);
+                            }
+                            w.meta.hold = r;
+                        }
+                    }
+                    w.meta.last_arrival_ns = now;
+                    let acc = w.groups.entry(key(&el.data)).or_insert_with(|| agg.init());
+                    agg.add(acc, &el.data);
+                }
+                Ok(())
+            },
+        )?;
+        self.stats.below_frontier += late;
+        let mut did = n > 0;
+        let frontier = if ctx.is_tracking() {
+            ctx.frontier(self.component)
+        } else if self.input.all_ended() {
+            INF
+        } else {
+            0
+        };
+        if frontier > self.fired_below {
+            self.fire(frontier, ctx);
+            did = true;
+        }
+        if !self.ended && !ctx.is_tracking() && self.input.all_ended() {
+            self.output.end(ctx);
+            self.ended = true;
+            did = true;
+        }
+        Ok(did)
+    }
+
+    fn flush(&mut self, ctx: &mut WorkerCtx, force: bool) -> bool {
+        self.output.flush(ctx, force)
+    }
+
+    fn ended(&self) -> bool {
+        self.ended && !self.output.blocked()
+    }
+
+    fn stats(&mut self) -> VertexStats {
+        self.stats.clone()
+    }
+}

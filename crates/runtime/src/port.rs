@@ -1,0 +1,297 @@
+//! The sending side of a vertex instance: partitioning, batching, range tags and backpressure.
+//!
+//! Elements are appended to one open buffer per target instance. A buffer's send tag is registered
+//! with the local acker at every *commit* (after each processed input batch, before that batch's
+//! receive tag): the tag covers the slot range of the elements buffered so far, and when the range
+//! grows the old registration is cancelled (XOR-ed again) and the new one registered. So every
+//! element produced from an input batch is covered before the input's receive tag, as DESIGN.md
+//! section 2, item 1 requires, while batches still fill up across many input batches.
+
+use crate::channel::{Batch, Channel, Msg};
+use crate::traffic::MessageKind;
+use crate::worker_ctx::WorkerCtx;
+use std::collections::VecDeque;
+use std::sync::Arc;
+use xorflow_core::Element;
+use xorflow_tracking::{ComponentId, Slot, Time};
+
+/// How an edge picks the target instance of each element.
+pub enum Partitioner<T> {
+    /// Same worker.
+    Forward,
+    /// Target instances in turn, one element at a time.
+    RoundRobin {
+        /// Next target.
+        next: usize,
+    },
+    /// `hash(element) mod P`; the function must return a well-mixed 64-bit hash.
+    Hash(Arc<dyn Fn(&T) -> u64 + Send + Sync>),
+}
+
+struct Target<T> {
+    worker: usize,
+    queue: Channel<T>,
+    buf: Vec<Element<T>>,
+    tmin: Time,
+    tmax: Time,
+    opened_ns: u64,
+    tag: u64,
+    registered: Option<(Slot, Slot)>,
+    pending: VecDeque<Msg<T>>,
+}
+
+/// One outgoing edge of a vertex instance.
+pub struct EdgeOutput<T> {
+    component: ComponentId,
+    partitioner: Partitioner<T>,
+    targets: Vec<Target<T>>,
+}
+
+impl<T: Send> EdgeOutput<T> {
+    /// An edge into a vertex of `component`. `queues[i]` goes to worker `workers[i]`; a forward edge
+    /// has exactly one target.
+    pub fn new(
+        component: ComponentId,
+        partitioner: Partitioner<T>,
+        queues: Vec<(usize, Channel<T>)>,
+    ) -> Self {
+        EdgeOutput {
+            component,
+            partitioner,
+            targets: queues
+                .into_iter()
+                .map(|(worker, queue)| Target {
+                    worker,
+                    queue,
+                    buf: Vec::new(),
+                    tmin: 0,
+                    tmax: 0,
+                    opened_ns: 0,
+                    tag: 0,
+                    registered: None,
+                    pending: VecDeque::new(),
+                })
+                .collect(),
+        }
+    }
+
+    /// Component of the receiving vertex.
+    pub fn component(&self) -> ComponentId {
+        self.component
+    }
+
+    #[inline]
+    fn push(&mut self, el: Element<T>, ctx: &mut WorkerCtx) {
+        let i = match &mut self.partitioner {
+            Partitioner::Forward => 0,
+            Partitioner::RoundRobin { next } => {
+                let i = *next;
+                *next = if i + 1 == self.targets.len() {
+                    0
+                } else {
+                    i + 1
+                };
+                i
+            }
+            Partitioner::Hash(h) => (h(&el.data) % self.targets.len() as u64) as usize,
+        };
+        let t = &mut self.targets[i];
+        if t.buf.is_empty() {
+            if t.buf.capacity() == 0 {
+                t.buf.reserve_exact(ctx.batch_size);
+            }
+            t.opened_ns = ctx.now_ns;
+            t.tmin = el.time;
+            t.tmax = el.time;
+        } else {
+            t.tmin = t.tmin.min(el.time);
+            t.tmax = t.tmax.max(el.time);
+        }
+        t.buf.push(el);
+        if t.buf.len() >= ctx.batch_size {
+            Self::seal_and_send(self.component, t, ctx);
+        }
+    }
+
+    /// Registers the send tag of target `t`'s open buffer over its current slot range.
+    #[inline]
+    fn register(component: ComponentId, t: &mut Target<T>, ctx: &mut WorkerCtx) -> (Slot, Slot) {
+        let g = ctx.granularity;
+        let range = (g.slot(t.tmin), g.slot(t.tmax));
+        if let Some(tr) = &mut ctx.tracking {
+            match t.registered {
+                Some(r) if r == range => {}
+                Some((a, b)) => {
+                    tr.acker.xor_slots(component, a, b, t.tag);
+                    tr.acker.xor_slots(component, range.0, range.1, t.tag);
+                }
+                None => {
+                    t.tag = tr.tags.next_tag();
+                    tr.acker.xor_slots(component, range.0, range.1, t.tag);
+                }
+            }
+            t.registered = Some(range);
+        }
+        range
+    }
+
+    fn seal_and_send(component: ComponentId, t: &mut Target<T>, ctx: &mut WorkerCtx) {
+        let (lo, hi) = Self::register(component, t, ctx);
+        let data = std::mem::replace(&mut t.buf, Vec::with_capacity(ctx.batch_size));
+        let batch = Batch {
+            tag: if ctx.tracking.is_some() { t.tag } else { 0 },
+            lo,
+            hi,
+            data,
+        };
+        t.registered = None;
+        ctx.count(
+            MessageKind::Data,
+            24 + (batch.data.len() * std::mem::size_of::<Element<T>>()) as u64,
+        );
+        Self::send(t, Msg::Data(batch), ctx);
+    }
+
+    fn send(t: &mut Target<T>, msg: Msg<T>, ctx: &mut WorkerCtx) {
+        if t.pending.is_empty() {
+            match t.queue.push(msg) {
+                Ok(()) => {
+                    if t.worker != ctx.index {
+                        ctx.unparkers.unpark(t.worker);
+                    }
+                    return;
+                }
+                Err(msg) => t.pending.push_back(msg),
+            }
+        } else {
+            t.pending.push_back(msg);
+        }
+    }
+
+    fn commit(&mut self, ctx: &mut WorkerCtx) {
+        for t in &mut self.targets {
+            if !t.buf.is_empty() {
+                Self::register(self.component, t, ctx);
+            }
+        }
+    }
+
+    fn flush(&mut self, ctx: &mut WorkerCtx, force: bool) -> bool {
+        let mut sent = false;
+        for t in &mut self.targets {
+            sent |= Self::retry(t, ctx);
+            if !t.buf.is_empty()
+                && (force || ctx.now_ns.saturating_sub(t.opened_ns) >= ctx.flush_timeout_ns)
+            {
+                Self::seal_and_send(self.component, t, ctx);
+                sent = true;
+            }
+        }
+        sent
+    }
+
+    fn retry(t: &mut Target<T>, ctx: &WorkerCtx) -> bool {
+        let mut sent = false;
+        while let Some(m) = t.pending.pop_front() {
+            match t.queue.push(m) {
+                Ok(()) => sent = true,
+                Err(m) => {
+                    t.pending.push_front(m);
+                    break;
+                }
+            }
+        }
+        if sent && t.worker != ctx.index {
+            ctx.unparkers.unpark(t.worker);
+        }
+        sent
+    }
+
+    fn end(&mut self, ctx: &mut WorkerCtx) {
+        for t in &mut self.targets {
+            if !t.buf.is_empty() {
+                Self::seal_and_send(self.component, t, ctx);
+            }
+            ctx.count(MessageKind::EndOfStream, 0);
+            Self::send(t, Msg::End, ctx);
+        }
+    }
+
+    fn blocked(&self) -> bool {
+        self.targets.iter().any(|t| !t.pending.is_empty())
+    }
+
+    fn has_buffered(&self) -> bool {
+        self.targets.iter().any(|t| !t.buf.is_empty())
+    }
+}
+
+/// All outgoing edges of a vertex instance (a stream consumed by several vertices is copied to each).
+pub struct OutputPort<T> {
+    edges: Vec<EdgeOutput<T>>,
+}
+
+impl<T: Clone + Send> OutputPort<T> {
+    /// A port over `edges` (empty: the stream has no consumer, elements are discarded).
+    pub fn new(edges: Vec<EdgeOutput<T>>) -> Self {
+        OutputPort { edges }
+    }
+
+    /// Components of the vertices this port feeds.
+    pub fn components(&self) -> impl Iterator<Item = ComponentId> + '_ {
+        self.edges.iter().map(|e| e.component)
+    }
+
+    /// Sends one element (batched). The element's send tag is registered at the next
+    /// [`OutputPort::commit`] or when its batch fills up, whichever comes first.
+    #[inline]
+    pub fn push(&mut self, el: Element<T>, ctx: &mut WorkerCtx) {
+        match self.edges.len() {
+            0 => {}
+            1 => self.edges[0].push(el, ctx),
+            n => {
+                for e in &mut self.edges[..n - 1] {
+                    e.push(el.clone(), ctx);
+                }
+                self.edges[n - 1].push(el, ctx);
+            }
+        }
+    }
+
+    /// Registers send tags for everything buffered so far. Call after each processed input batch,
+    /// before registering that batch's receive tag.
+    #[inline]
+    pub fn commit(&mut self, ctx: &mut WorkerCtx) {
+        for e in &mut self.edges {
+            e.commit(ctx);
+        }
+    }
+
+    /// Sends partial batches older than the flush timeout (all of them with `force`) and retries
+    /// batches held back by full channels. Returns whether anything was sent.
+    pub fn flush(&mut self, ctx: &mut WorkerCtx, force: bool) -> bool {
+        let mut sent = false;
+        for e in &mut self.edges {
+            sent |= e.flush(ctx, force);
+        }
+        sent
+    }
+
+    /// Sends all buffered elements and an end-of-stream marker on every channel.
+    pub fn end(&mut self, ctx: &mut WorkerCtx) {
+        for e in &mut self.edges {
+            e.end(ctx);
+        }
+    }
+
+    /// True while some batch waits for room in a full channel: the vertex must not take more input.
+    #[inline]
+    pub fn blocked(&self) -> bool {
+        self.edges.iter().any(EdgeOutput::blocked)
+    }
+
+    /// True when nothing is buffered or waiting.
+    pub fn is_idle(&self) -> bool {
+        !self.edges.iter().any(|e| e.blocked() || e.has_buffered())
+    }
+}

@@ -1,0 +1,92 @@
+//! What a run reports, and how it fails.
+
+use crate::config::TrackingMode;
+use crate::stats::VertexStats;
+use crate::tracker_agent::TrackerStats;
+use crate::traffic::Traffic;
+use std::time::Duration;
+use xorflow_core::GraphDesc;
+
+/// Why a run failed.
+#[derive(Debug, thiserror::Error)]
+pub enum RunError {
+    /// The configuration or graph is invalid.
+    #[error("invalid configuration: {0}")]
+    Config(String),
+    /// A vertex instance failed (e.g. a sink could not write).
+    #[error("worker {worker}: {message}")]
+    Vertex {
+        /// Worker index.
+        worker: usize,
+        /// What failed.
+        message: String,
+    },
+    /// User code panicked.
+    #[error("worker {worker} panicked: {message}")]
+    Panic {
+        /// Worker index.
+        worker: usize,
+        /// The panic message.
+        message: String,
+    },
+    /// The tracker received a malformed flush.
+    #[error("tracker: {0}")]
+    Tracker(String),
+}
+
+impl RunError {
+    /// True for the "aborted because another thread failed" errors of threads that did not fail
+    /// themselves.
+    pub fn is_echo(&self) -> bool {
+        matches!(self, RunError::Vertex { message, .. } if message.starts_with("aborted"))
+    }
+}
+
+/// Counters, traffic and latency of a finished run.
+#[derive(Debug)]
+pub struct RunReport {
+    /// Wall-clock time from starting the workers to the last one finishing.
+    pub elapsed: Duration,
+    /// Worker threads.
+    pub workers: usize,
+    /// Tracking mode.
+    pub tracking: TrackingMode,
+    /// Tracking granularity (time units per slot).
+    pub granularity: u64,
+    /// Messages and bytes by kind, over all workers and the tracker.
+    pub traffic: Traffic,
+    /// Per-vertex counters merged over instances, in vertex order.
+    pub vertices: Vec<VertexStats>,
+    /// Tracker statistics (trAcker only).
+    pub tracker: Option<TrackerStats>,
+    /// The logical graph that ran.
+    pub graph: GraphDesc,
+}
+
+impl RunReport {
+    /// Counters of the vertex called `name`.
+    pub fn vertex(&self, name: &str) -> Option<&VertexStats> {
+        self.vertices.iter().find(|v| v.name == name)
+    }
+
+    /// Elements emitted by all sources.
+    pub fn source_elements(&self) -> u64 {
+        self.graph
+            .vertices
+            .iter()
+            .zip(&self.vertices)
+            .filter(|(d, _)| d.is_source)
+            .map(|(_, s)| s.elements_out)
+            .sum()
+    }
+
+    /// Source elements per second of wall-clock time.
+    pub fn elements_per_s(&self) -> f64 {
+        self.source_elements() as f64 / self.elapsed.as_secs_f64().max(1e-9)
+    }
+
+    /// Elements seen below a notified frontier anywhere (must be 0 with trAcker).
+    pub fn below_frontier(&self) -> u64 {
+        self.vertices.iter().map(|v| v.below_frontier).sum()
+    }
+}

@@ -1,0 +1,61 @@
+//! Per-vertex counters and the notification-latency histogram.
+
+use hdrhistogram::Histogram;
+
+/// Counters of one vertex (one instance, or merged over all instances).
+#[derive(Clone, Debug)]
+pub struct VertexStats {
+    /// Vertex name.
+    pub name: String,
+    /// Elements received.
+    pub elements_in: u64,
+    /// Batches received.
+    pub batches_in: u64,
+    /// Elements emitted (sources; window results for windows).
+    pub elements_out: u64,
+    /// Elements that arrived for a slot or window this instance had already been notified complete.
+    /// Must be 0 with trAcker (the invariant); windows count and skip such elements.
+    pub below_frontier: u64,
+    /// Notification latency, ns: from the instance receiving the last element of a substream (or
+    /// window) to the notification that it is complete. Empty without tracking.
+    pub notification_latency_ns: Histogram<u64>,
+}
+
+impl VertexStats {
+    /// Zeroed counters for vertex `name`.
+    pub fn new(name: &str) -> Self {
+        VertexStats {
+            name: name.to_string(),
+            elements_in: 0,
+            batches_in: 0,
+            elements_out: 0,
+            below_frontier: 0,
+            // 3 significant digits over 1 ns .. 1 hour.
+            notification_latency_ns: Histogram::new_with_bounds(1, 3_600_000_000_000, 3)
+                .expect("valid histogram bounds"),
+        }
+    }
+
+    /// Records one notification latency sample (ns), clamped to the histogram's range.
+    #[inline]
+    pub fn record_latency(&mut self, ns: u64) {
+        self.notification_latency_ns.saturating_record(ns.max(1));
+    }
+
+    /// Adds another instance's counters.
+    pub fn merge(&mut self, o: &VertexStats) {
+        self.elements_in += o.elements_in;
+        self.batches_in += o.batches_in;
+        self.elements_out += o.elements_out;
+        self.below_frontier += o.below_frontier;
+        self.notification_latency_ns
+            .add(&o.notification_latency_ns)
+            .expect("histograms with equal bounds");
+    }
+
+    /// Latency quantile in microseconds (`q` in 0..=1), or `None` without samples.
+    pub fn latency_us(&self, q: f64) -> Option<f64> {
+        let h = &self.notification_latency_ns;
+        (!h.is_empty()).then(|| h.value_at_quantile(q) as f64 / 1000.0)
+    }
+}

@@ -1,0 +1,128 @@
+//! What a vertex instance sees of its worker: index, clock, tracking state, frontiers, counters.
+
+use crate::config::{RuntimeConfig, TrackingMode};
+use crate::traffic::{MessageKind, Traffic};
+use std::sync::Arc;
+use std::sync::OnceLock;
+use std::thread::Thread;
+use xorflow_tracking::{ComponentId, Granularity, LocalAcker, TagSource, Time, INF};
+
+/// The worker-local trAcker state: local acker and tag source.
+pub struct Tracking {
+    /// Per-worker XOR-merging acker.
+    pub acker: LocalAcker,
+    /// Random tags for batches and deferred-output holds.
+    pub tags: TagSource,
+}
+
+/// Handles to wake worker threads parked while idle. Filled as the threads start.
+#[derive(Default)]
+pub struct Unparkers(pub Vec<OnceLock<Thread>>);
+
+impl Unparkers {
+    /// Room for `n` workers.
+    pub fn new(n: usize) -> Self {
+        Unparkers((0..n).map(|_| OnceLock::new()).collect())
+    }
+
+    /// Wakes worker `w` if it is parked (cheap when it is not).
+    #[inline]
+    pub fn unpark(&self, w: usize) {
+        if let Some(t) = self.0[w].get() {
+            t.unpark();
+        }
+    }
+}
+
+/// Per-worker context passed to every vertex instance step.
+pub struct WorkerCtx {
+    /// This worker's index in `0..peers`.
+    pub index: usize,
+    /// Number of workers P.
+    pub peers: usize,
+    /// trAcker state; `None` with `--tracking none`.
+    pub tracking: Option<Tracking>,
+    /// Tracking granularity.
+    pub granularity: Granularity,
+    /// Latest frontier per component as notified to this worker, time units.
+    pub frontiers: Vec<Time>,
+    /// When (ns, [`crate::clock::now_ns`]) the latest frontier notification was read.
+    pub frontier_seen_ns: u64,
+    /// Cached clock (ns), refreshed by the worker loop and before each input batch.
+    pub now_ns: u64,
+    /// Elements per batch.
+    pub batch_size: usize,
+    /// Flush timeout of partial batches, ns.
+    pub flush_timeout_ns: u64,
+    /// Earliest time (ns) a vertex asked to run again (rate-controlled sources); the worker parks
+    /// no longer than this.
+    pub wake_at_ns: u64,
+    /// Messages sent by this worker, by kind.
+    pub traffic: Traffic,
+    /// Wakes other workers after sending to them.
+    pub unparkers: Arc<Unparkers>,
+}
+
+impl WorkerCtx {
+    pub(crate) fn new(
+        index: usize,
+        config: &RuntimeConfig,
+        components: usize,
+        unparkers: Arc<Unparkers>,
+    ) -> Self {
+        let granularity = Granularity::new(config.granularity);
+        WorkerCtx {
+            index,
+            peers: config.workers,
+            tracking: (config.tracking == TrackingMode::Tracker).then(|| Tracking {
+                acker: LocalAcker::new(granularity),
+                tags: TagSource::from_entropy(),
+            }),
+            granularity,
+            frontiers: vec![0; components],
+            frontier_seen_ns: 0,
+            now_ns: crate::clock::now_ns(),
+            batch_size: config.batch_size,
+            flush_timeout_ns: config.flush_timeout.as_nanos() as u64,
+            wake_at_ns: u64::MAX,
+            traffic: Traffic::default(),
+            unparkers,
+        }
+    }
+
+    /// Frontier of component `c` as known here (time units): every element with a smaller time is
+    /// done at `c` and upstream. Without tracking it stays 0 until end of stream.
+    #[inline]
+    pub fn frontier(&self, c: ComponentId) -> Time {
+        self.frontiers[c as usize]
+    }
+
+    /// True when running with trAcker.
+    pub fn is_tracking(&self) -> bool {
+        self.tracking.is_some()
+    }
+
+    /// Registers the receive tag of a processed batch (no-op without tracking).
+    #[inline]
+    pub fn ack_received(&mut self, c: ComponentId, lo: u64, hi: u64, tag: u64) {
+        if let Some(t) = &mut self.tracking {
+            t.acker.xor_slots(c, lo, hi, tag);
+        }
+    }
+
+    /// Counts one sent message.
+    #[inline]
+    pub fn count(&mut self, kind: MessageKind, payload_bytes: u64) {
+        self.traffic.record(kind, payload_bytes);
+    }
+
+    /// Asks the worker to run again no later than `at_ns`.
+    pub fn wake_at(&mut self, at_ns: u64) {
+        self.wake_at_ns = self.wake_at_ns.min(at_ns);
+    }
+
+    /// True when every component's frontier is `INF` (trAcker says the job is complete).
+    pub fn all_complete(&self) -> bool {
+        self.frontiers.iter().all(|&f| f == INF)
+    }
+}
