@@ -1,1 +1,7 @@
-pub fn _x() {}
+//! # xorflow-bench: the bench stand
+//!
+//! Workloads and experiments that reproduce the papers' measurements. Issue by issue this grows into
+//! one command per experiment; for now it holds seed 000's chain workload.
+
+pub mod chain;
+pub mod generator;

@@ -4,7 +4,6 @@
 //! (`crossbeam_queue::ArrayQueue`), so a full queue holds back exactly one producer instance
 //! (backpressure) and never blocks a thread.
 
-use crate::clock::now_ns;
 use crossbeam_queue::ArrayQueue;
 use std::sync::Arc;
 use xorflow_core::Element;
@@ -90,19 +89,23 @@ impl<T> InputPort<T> {
 /// Arrival times per slot at a vertex instance, to measure notification latency: the time from the
 /// instance receiving the last element of a slot to the notification that the slot is complete.
 ///
-/// Dense slots (the common case near the frontier) live in a ring indexed by `slot - base`; a slot
-/// far ahead falls back to an ordered map, so memory stays bounded by the number of open slots.
+/// Open slots live in a vector indexed by `slot - base` (8 bytes per slot between the notified
+/// frontier and the newest arrival, i.e. proportional to the elements in flight at granularity 1);
+/// only a slot more than 2^24 ahead falls back to an ordered map, so one far-future element cannot
+/// make the vector huge. Cost per element: a compare and a store.
 #[derive(Debug, Default)]
 pub struct ArrivalProbe {
+    /// Slot of `open[head]`.
     base: Slot,
-    ring: std::collections::VecDeque<u64>,
+    head: usize,
+    open: Vec<u64>,
     far: std::collections::BTreeMap<Slot, u64>,
     /// Elements that arrived for a slot the vertex had already been told was complete. Must be 0
     /// with trAcker; counted rather than ignored so a violation shows in reports.
     pub below_frontier: u64,
 }
 
-const RING_SPAN: u64 = 1 << 16;
+const SPAN: u64 = 1 << 24;
 
 impl ArrivalProbe {
     /// Records that an element of `slot` arrived at `now` (ns from [`now_ns`]).
@@ -112,33 +115,64 @@ impl ArrivalProbe {
             self.below_frontier += 1;
             return;
         }
-        let idx = slot - self.base;
-        if idx < RING_SPAN {
-            let idx = idx as usize;
-            if idx >= self.ring.len() {
-                self.ring.resize(idx + 1, 0);
+        let off = slot - self.base;
+        if off < SPAN {
+            let idx = self.head + off as usize;
+            if idx >= self.open.len() {
+                self.open.resize(idx + 1, 0);
             }
-            self.ring[idx] = now.max(1);
+            self.open[idx] = now.max(1);
         } else {
             self.far.insert(slot, now.max(1));
+        }
+    }
+
+    /// Records the arrival at `now` of elements with the given times (one batch), `g` time units
+    /// per slot.
+    #[inline]
+    pub fn record_batch(
+        &mut self,
+        times: impl Iterator<Item = u64>,
+        g: xorflow_tracking::Granularity,
+        now: u64,
+    ) {
+        if g.get() == 1 {
+            for t in times {
+                self.record(t, now);
+            }
+        } else {
+            let mut last = u64::MAX;
+            for t in times {
+                let s = g.slot(t);
+                if s != last {
+                    self.record(s, now);
+                    last = s;
+                }
+            }
         }
     }
 
     /// The slots below `frontier` are complete, as learnt at `seen_ns`: feeds one latency sample
     /// (ns) per slot that received elements to `sample`.
     pub fn complete(&mut self, frontier: Slot, seen_ns: u64, mut sample: impl FnMut(u64)) {
-        while self.base < frontier {
-            match self.ring.pop_front() {
-                Some(v) => {
-                    if v != 0 {
-                        sample(seen_ns.saturating_sub(v));
-                    }
-                    self.base += 1;
-                }
-                None => {
-                    self.base = frontier;
-                }
+        if frontier <= self.base {
+            return;
+        }
+        let open = (self.open.len() - self.head) as u64;
+        let n = (frontier - self.base).min(open) as usize;
+        for &v in &self.open[self.head..self.head + n] {
+            if v != 0 {
+                sample(seen_ns.saturating_sub(v));
             }
+        }
+        self.head += n;
+        self.base = frontier;
+        if self.head == self.open.len() {
+            self.open.clear();
+            self.head = 0;
+        } else if self.head > 4096 && self.head * 2 > self.open.len() {
+            self.open.drain(..self.head);
+            self.head = 0;
         }
         while let Some(e) = self.far.first_entry() {
             if *e.key() >= frontier {
@@ -146,23 +180,14 @@ impl ArrivalProbe {
             }
             sample(seen_ns.saturating_sub(e.remove()));
         }
-        // Far entries that now fall inside the ring's span move into it.
+        // Far entries that now fall inside the span move into the vector.
         while let Some(e) = self.far.first_entry() {
-            if *e.key() - self.base >= RING_SPAN {
+            if *e.key() - self.base >= SPAN {
                 break;
             }
             let (s, v) = e.remove_entry();
-            let idx = (s - self.base) as usize;
-            if idx >= self.ring.len() {
-                self.ring.resize(idx + 1, 0);
-            }
-            self.ring[idx] = v;
+            self.record(s, v);
         }
-    }
-
-    /// Records an arrival now.
-    pub fn record_now(&mut self, slot: Slot) {
-        self.record(slot, now_ns());
     }
 }
 
@@ -207,12 +232,12 @@ mod tests {
         p.record(0, 100);
         p.record(0, 150); // later arrival in the same slot wins
         p.record(2, 160);
-        p.record(RING_SPAN + 5, 170); // far slot
+        p.record(SPAN + 5, 170); // far slot
         let mut s = vec![];
         p.complete(2, 200, |x| s.push(x));
         assert_eq!(s, vec![50]);
         s.clear();
-        p.complete(RING_SPAN + 6, 300, |x| s.push(x));
+        p.complete(SPAN + 6, 300, |x| s.push(x));
         assert_eq!(s, vec![140, 130]);
         p.record(1, 400);
         assert_eq!(p.below_frontier, 1);

@@ -36,7 +36,7 @@ use crate::operators::Vertex;
 use crate::port::{EdgeOutput, OutputPort, Partitioner};
 use crate::report::{RunError, RunReport};
 use crate::stats::VertexStats;
-use crate::tracker_agent::{self, TrackerStats};
+use crate::tracker_agent::TrackerAgent;
 use crate::traffic::Traffic;
 use crate::worker::Worker;
 use crate::worker_ctx::{Unparkers, WorkerCtx};
@@ -231,13 +231,15 @@ impl Dataflow {
     /// [`RunError::Vertex`] naming the vertex/worker that failed (e.g. a sink's I/O error),
     /// [`RunError::Panic`] if user code panicked, [`RunError::Tracker`] on a malformed flush.
     pub fn run(self) -> Result<RunReport, RunError> {
-        let b = Rc::try_unwrap(self.b)
-            .map_err(|_| RunError::Config("streams of the dataflow are still alive".into()))
-            .map(RefCell::into_inner);
-        let b = match b {
-            Ok(b) => b,
-            Err(e) => return Err(e),
+        // Streams may outlive the run; they only share the builder, which is emptied here.
+        let mut bb = self.b.borrow_mut();
+        let b = Builder {
+            config: bb.config.clone(),
+            graph: std::mem::take(&mut bb.graph),
+            factories: std::mem::take(&mut bb.factories),
+            sources: bb.sources,
         };
+        drop(bb);
         run_built(b)
     }
 }
@@ -528,43 +530,45 @@ fn run_built(mut b: Builder) -> Result<RunReport, RunError> {
     let abort = Arc::new(AtomicBool::new(false));
     let tracking = config.tracking == TrackingMode::Tracker;
 
-    let (to_tracker, tracker_rx) = crossbeam_channel::unbounded();
     let mut frontier_txs = Vec::new();
+    let mut frontier_rxs = Vec::new();
+    for _ in 0..p {
+        let (tx, rx) = crossbeam_channel::unbounded();
+        frontier_txs.push(tx);
+        frontier_rxs.push(rx);
+    }
+    let mut instances: Vec<Vec<Box<dyn Vertex>>> = (0..p)
+        .map(|w| b.factories.iter_mut().map(|f| f(w)).collect())
+        .collect();
+    let mut interest = vec![false; components];
+    for v in &instances[0] {
+        if let Some(c) = v.notified_component() {
+            interest[c as usize] = true;
+        }
+    }
+    let agent = tracking.then(|| {
+        let tracker = Tracker::new(Granularity::new(config.granularity), topology, b.sources);
+        Arc::new(TrackerAgent::new(
+            tracker,
+            interest,
+            frontier_txs,
+            unparkers.clone(),
+        ))
+    });
     let mut workers = Vec::new();
-    for w in 0..p {
-        let vertices: Vec<Box<dyn Vertex>> = b.factories.iter_mut().map(|f| f(w)).collect();
-        let (ftx, frx) = crossbeam_channel::unbounded();
-        frontier_txs.push(ftx);
+    for (w, frx) in frontier_rxs.into_iter().enumerate() {
         workers.push(Worker {
             ctx: WorkerCtx::new(w, &config, components, unparkers.clone()),
-            vertices,
-            to_tracker: tracking.then(|| to_tracker.clone()),
+            vertices: std::mem::take(&mut instances[w]),
+            tracker: agent.clone(),
             from_tracker: tracking.then_some(frx),
             ack_flush_interval_ns: config.ack_flush_interval.as_nanos() as u64,
             ack_flush_count: config.ack_flush_count,
             abort: abort.clone(),
         });
     }
-    drop(to_tracker);
     let start = Instant::now();
-    let result = std::thread::scope(|s| {
-        let tracker_handle = tracking.then(|| {
-            let tracker = Tracker::new(Granularity::new(config.granularity), topology, b.sources);
-            let (unparkers, abort) = (unparkers.clone(), abort.clone());
-            let txs = std::mem::take(&mut frontier_txs);
-            std::thread::Builder::new()
-                .name("xorflow-tracker".into())
-                .spawn_scoped(s, move || {
-                    let r = tracker_agent::run(tracker, tracker_rx, txs, unparkers, || {
-                        abort.load(Ordering::Relaxed)
-                    });
-                    if r.is_err() {
-                        abort.store(true, Ordering::Relaxed);
-                    }
-                    r
-                })
-                .expect("spawn tracker thread")
-        });
+    let results: Vec<_> = std::thread::scope(|s| {
         let handles: Vec<_> = workers
             .into_iter()
             .enumerate()
@@ -594,37 +598,29 @@ fn run_built(mut b: Builder) -> Result<RunReport, RunError> {
                     .expect("spawn worker thread")
             })
             .collect();
-        let results: Vec<_> = handles
+        handles
             .into_iter()
             .map(|h| h.join().expect("worker thread result"))
-            .collect();
-        let tracker: Option<Result<TrackerStats, String>> =
-            tracker_handle.map(|h| h.join().expect("tracker thread result"));
-        (results, tracker)
+            .collect()
     });
     let elapsed = start.elapsed();
-    let (results, tracker) = result;
     // Report the root cause: a real error before the "aborted" echoes of other workers.
-    let mut first_err = None;
+    let mut first_err: Option<RunError> = None;
     let mut ok = Vec::new();
     for r in results {
         match r {
             Ok(x) => ok.push(x),
             Err(e) => {
-                let echo = matches!(&e, RunError::Vertex { message, .. } if message.starts_with("aborted"));
-                if first_err.is_none()
-                    || (!echo && first_err.as_ref().is_some_and(RunError::is_echo))
+                if first_err
+                    .as_ref()
+                    .is_none_or(|f| f.is_echo() && !e.is_echo())
                 {
                     first_err = Some(e);
                 }
             }
         }
     }
-    let tracker = match tracker {
-        Some(Err(e)) => return Err(RunError::Tracker(e)),
-        Some(Ok(t)) => Some(t),
-        None => None,
-    };
+    let tracker = agent.map(|a| a.stats());
     if let Some(e) = first_err {
         return Err(e);
     }

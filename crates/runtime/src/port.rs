@@ -97,9 +97,6 @@ impl<T: Send> EdgeOutput<T> {
         };
         let t = &mut self.targets[i];
         if t.buf.is_empty() {
-            if t.buf.capacity() == 0 {
-                t.buf.reserve_exact(ctx.batch_size);
-            }
             t.opened_ns = ctx.now_ns;
             t.tmin = el.time;
             t.tmax = el.time;
@@ -114,6 +111,10 @@ impl<T: Send> EdgeOutput<T> {
     }
 
     /// Registers the send tag of target `t`'s open buffer over its current slot range.
+    ///
+    /// Cancelling the old range and registering the new one must reach the tracker in the same
+    /// flush: either half alone would zero slots that buffered elements still occupy. They do,
+    /// because the local acker is only flushed by the worker loop, between vertex steps.
     #[inline]
     fn register(component: ComponentId, t: &mut Target<T>, ctx: &mut WorkerCtx) -> (Slot, Slot) {
         let g = ctx.granularity;
@@ -137,7 +138,10 @@ impl<T: Send> EdgeOutput<T> {
 
     fn seal_and_send(component: ComponentId, t: &mut Target<T>, ctx: &mut WorkerCtx) {
         let (lo, hi) = Self::register(component, t, ctx);
-        let data = std::mem::replace(&mut t.buf, Vec::with_capacity(ctx.batch_size));
+        // The next buffer starts at twice this batch's size: full batches under load, no 16 KB
+        // allocation (and glibc trimming) per tiny batch at low rates.
+        let next_cap = (t.buf.len() * 2).clamp(16, ctx.batch_size);
+        let data = std::mem::replace(&mut t.buf, Vec::with_capacity(next_cap));
         let batch = Batch {
             tag: if ctx.tracking.is_some() { t.tag } else { 0 },
             lo,

@@ -8,26 +8,26 @@
 
 use crate::operators::Vertex;
 use crate::stats::VertexStats;
-use crate::tracker_agent::TrackerMsg;
+use crate::tracker_agent::{ack_bytes, heartbeat_bytes, TrackerAgent};
 use crate::traffic::{MessageKind, Traffic};
 use crate::worker_ctx::WorkerCtx;
-use crossbeam_channel::{Receiver, Sender};
+use crossbeam_channel::Receiver;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
-use xorflow_tracking::ack::Heartbeat;
-use xorflow_tracking::{AckEntry, FrontierUpdate};
+use xorflow_tracking::FrontierUpdate;
 
 /// Longest idle park; the loop re-checks abort and timeouts at least this often.
 const MAX_PARK: Duration = Duration::from_millis(1);
-/// Below this the worker spins instead of parking for a source's schedule (park is not that precise).
-const SPIN_NS: u64 = 20_000;
+/// Below this the worker spins instead of parking for a source's schedule. Small on purpose: on a
+/// machine with as many cores as workers, a spinning worker takes the core another one needs.
+const SPIN_NS: u64 = 2_000;
 
 /// Everything one worker thread owns.
 pub(crate) struct Worker {
     pub ctx: WorkerCtx,
     pub vertices: Vec<Box<dyn Vertex>>,
-    pub to_tracker: Option<Sender<TrackerMsg>>,
+    pub tracker: Option<Arc<TrackerAgent>>,
     pub from_tracker: Option<Receiver<Vec<FrontierUpdate>>>,
     pub ack_flush_interval_ns: u64,
     pub ack_flush_count: usize,
@@ -41,26 +41,35 @@ pub(crate) struct WorkerResult {
 }
 
 impl Worker {
-    fn flush_acker(&mut self) {
-        let (Some(tr), Some(tx)) = (&mut self.ctx.tracking, &self.to_tracker) else {
-            return;
+    fn flush_acker(&mut self) -> Result<(), String> {
+        let (Some(tr), Some(agent)) = (&mut self.ctx.tracking, &self.tracker) else {
+            return Ok(());
         };
         if tr.acker.is_empty() {
-            return;
+            return Ok(());
         }
         let f = tr.acker.flush();
+        let ctx = &mut self.ctx;
         if !f.acks.is_empty() {
-            self.ctx
-                .traffic
-                .record(MessageKind::Ack, f.acks.len() as u64 * AckEntry::WIRE_BYTES);
-            let _ = tx.send(TrackerMsg::Acks(f.acks));
+            ctx.traffic.record(MessageKind::Ack, ack_bytes(&f.acks));
         }
         if !f.heartbeats.is_empty() {
-            self.ctx.traffic.record(
-                MessageKind::Heartbeat,
-                f.heartbeats.len() as u64 * Heartbeat::WIRE_BYTES,
-            );
-            let _ = tx.send(TrackerMsg::Heartbeats(f.heartbeats));
+            ctx.traffic
+                .record(MessageKind::Heartbeat, heartbeat_bytes(&f.heartbeats));
+        }
+        let ups = agent.deliver(ctx.index, &f)?;
+        Self::apply_frontiers(ctx, ups);
+        Ok(())
+    }
+
+    fn apply_frontiers(ctx: &mut WorkerCtx, ups: Vec<FrontierUpdate>) {
+        if ups.is_empty() {
+            return;
+        }
+        ctx.frontier_seen_ns = crate::clock::now_ns();
+        for u in ups {
+            let f = &mut ctx.frontiers[u.component as usize];
+            *f = (*f).max(u.frontier);
         }
     }
 
@@ -89,11 +98,7 @@ impl Worker {
             ctx.wake_at_ns = u64::MAX;
             if let Some(rx) = &self.from_tracker {
                 while let Ok(ups) = rx.try_recv() {
-                    ctx.frontier_seen_ns = ctx.now_ns;
-                    for u in ups {
-                        let f = &mut ctx.frontiers[u.component as usize];
-                        *f = (*f).max(u.frontier);
-                    }
+                    Self::apply_frontiers(ctx, ups);
                 }
             }
             let mut did = false;
@@ -109,7 +114,7 @@ impl Worker {
                     && (n >= self.ack_flush_count
                         || ctx.now_ns - last_ack_flush >= self.ack_flush_interval_ns)
                 {
-                    self.flush_acker();
+                    self.flush_acker()?;
                     last_ack_flush = self.ctx.now_ns;
                 }
             }
@@ -127,7 +132,7 @@ impl Worker {
                     .as_ref()
                     .is_some_and(|t| !t.acker.is_empty())
                 {
-                    self.flush_acker();
+                    self.flush_acker()?;
                     last_ack_flush = self.ctx.now_ns;
                     did = true;
                 }
@@ -142,7 +147,7 @@ impl Worker {
                 }
             }
         }
-        self.flush_acker();
+        self.flush_acker()?;
         let mut vertices = Vec::with_capacity(self.vertices.len());
         for v in &mut self.vertices {
             v.finish()?;

@@ -43,6 +43,12 @@ pub trait Vertex: Send {
 
     /// Counters of this instance.
     fn stats(&mut self) -> VertexStats;
+
+    /// The component whose frontier this vertex acts on (windows, sinks), if any: notifications
+    /// for other components are not worth waking a worker for.
+    fn notified_component(&self) -> Option<ComponentId> {
+        None
+    }
 }
 
 /// Pops and processes up to [`BATCHES_PER_STEP`] input batches while `blocked()` is false:

@@ -65,15 +65,7 @@ impl<T: Send, S: Sink<T>> Vertex for SinkVertex<T, S> {
             || false,
             |b, ctx| {
                 if tracking {
-                    let (g, now) = (ctx.granularity, ctx.now_ns);
-                    let mut last = u64::MAX;
-                    for el in &b.data {
-                        let s = g.slot(el.time);
-                        if s != last {
-                            probe.record(s, now);
-                            last = s;
-                        }
-                    }
+                    probe.record_batch(b.data.iter().map(|e| e.time), ctx.granularity, ctx.now_ns);
                 }
                 sink.write(b.data)
             },
@@ -101,6 +93,10 @@ impl<T: Send, S: Sink<T>> Vertex for SinkVertex<T, S> {
 
     fn finish(&mut self) -> Result<(), String> {
         self.sink.finish()
+    }
+
+    fn notified_component(&self) -> Option<ComponentId> {
+        Some(self.component)
     }
 
     fn stats(&mut self) -> VertexStats {

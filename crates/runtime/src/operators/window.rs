@@ -191,6 +191,10 @@ where
         self.ended && !self.output.blocked()
     }
 
+    fn notified_component(&self) -> Option<ComponentId> {
+        Some(self.component)
+    }
+
     fn stats(&mut self) -> VertexStats {
         self.stats.clone()
     }

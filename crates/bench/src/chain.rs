@@ -1,0 +1,143 @@
+//! Seed 000's chain workload: a source, K pass-through stages each preceded by a round-robin
+//! re-partition, and a sink that measures notification latency.
+//!
+//! Element times are sequence numbers: source instance `k` of `n` emits times `k, k + n, k + 2n, ...`
+//! (so the union over sources is `0, 1, 2, ...`) and heartbeats the next time after every poll. With
+//! granularity `g` a substream is `g` consecutive sequence numbers.
+
+use crate::generator::Schedule;
+use serde::Serialize;
+use xorflow_runtime::{
+    Dataflow, Element, MessageKind, RunError, RuntimeConfig, Sink, Source, SourceOutput, SourcePoll,
+};
+
+/// Parameters of one chain run.
+#[derive(Clone, Debug)]
+pub struct ChainParams {
+    /// Pass-through stages K.
+    pub stages: usize,
+    /// Elements in total over all sources.
+    pub elements: u64,
+    /// Total rate over all sources, elements/s; 0 = as fast as possible.
+    pub rate: f64,
+    /// Runtime configuration (workers, granularity, tracking, batching).
+    pub runtime: RuntimeConfig,
+}
+
+/// Results of one chain run.
+#[derive(Clone, Debug, Serialize)]
+pub struct ChainResult {
+    /// K.
+    pub stages: usize,
+    /// Workers P.
+    pub workers: usize,
+    /// Granularity g.
+    pub granularity: u64,
+    /// "tracker" or "none".
+    pub tracking: String,
+    /// Elements emitted.
+    pub elements: u64,
+    /// Requested rate, elements/s (0: unlimited).
+    pub rate: f64,
+    /// Wall-clock seconds of the run.
+    pub elapsed_s: f64,
+    /// Elements/s achieved (emitted / elapsed).
+    pub elements_per_s: f64,
+    /// Notification latency at the sink, microseconds (None without tracking).
+    pub latency_p50_us: Option<f64>,
+    /// 99th percentile of the same.
+    pub latency_p99_us: Option<f64>,
+    /// Service messages (all kinds but data) per 1000 elements.
+    pub service_messages_per_1000: f64,
+    /// Messages and bytes by kind.
+    pub traffic: serde_json::Value,
+    /// Seconds spent inside the tracker (None without tracking).
+    pub tracker_busy_s: Option<f64>,
+}
+
+struct ChainSource {
+    next: u64,
+    step: u64,
+    remaining: u64,
+    emitted: u64,
+    schedule: Option<Schedule>,
+}
+
+impl Source<u64> for ChainSource {
+    fn poll(&mut self, out: &mut SourceOutput<'_, u64>) -> SourcePoll {
+        if self.remaining == 0 {
+            return SourcePoll::Done;
+        }
+        let schedule = *self
+            .schedule
+            .get_or_insert_with(|| Schedule::new(out.now_ns(), 0.0));
+        let due = schedule.due_by(out.now_ns()).saturating_sub(self.emitted);
+        if due == 0 {
+            return SourcePoll::WaitUntil(schedule.due_ns(self.emitted));
+        }
+        let n = due.min(out.budget() as u64).min(self.remaining);
+        for _ in 0..n {
+            out.emit(self.next, self.next);
+            self.next += self.step;
+        }
+        self.remaining -= n;
+        self.emitted += n;
+        out.heartbeat(self.next);
+        if self.remaining == 0 {
+            SourcePoll::Done
+        } else {
+            SourcePoll::Ready
+        }
+    }
+}
+
+struct CountSink;
+
+impl Sink<u64> for CountSink {
+    fn write(&mut self, _batch: Vec<Element<u64>>) -> Result<(), String> {
+        Ok(())
+    }
+}
+
+/// Runs one chain.
+///
+/// # Errors
+/// Whatever the runtime reports (invalid configuration, failed worker).
+pub fn run(p: &ChainParams) -> Result<ChainResult, RunError> {
+    let df = Dataflow::new(p.runtime.clone())?;
+    let sources = p.runtime.workers;
+    let per_source = p.elements / sources as u64;
+    let extra = p.elements % sources as u64;
+    let rate = p.rate / sources as f64;
+    let mut s = df.source("source", sources, move |k| ChainSource {
+        next: k as u64,
+        step: sources as u64,
+        remaining: per_source + u64::from((k as u64) < extra),
+        emitted: 0,
+        schedule: (rate > 0.0).then(|| Schedule::new(xorflow_runtime::clock::now_ns(), rate)),
+    });
+    for i in 0..p.stages {
+        s = s.rebalance().map(&format!("stage-{i}"), |x| x);
+    }
+    s.sink("sink", |_| CountSink);
+    let report = df.run()?;
+    let sink = report.vertex("sink").expect("sink vertex");
+    let n = report.source_elements();
+    let service = report.traffic.service().messages;
+    let _ = MessageKind::Data;
+    Ok(ChainResult {
+        stages: p.stages,
+        workers: p.runtime.workers,
+        granularity: p.runtime.granularity,
+        tracking: format!("{:?}", p.runtime.tracking).to_lowercase(),
+        elements: n,
+        rate: p.rate,
+        elapsed_s: report.elapsed.as_secs_f64(),
+        elements_per_s: report.elements_per_s(),
+        latency_p50_us: sink.latency_us(0.5),
+        latency_p99_us: sink.latency_us(0.99),
+        service_messages_per_1000: service as f64 * 1000.0 / n.max(1) as f64,
+        traffic: report.traffic.to_json(),
+        tracker_busy_s: report.tracker.as_ref().map(|t| t.busy_s),
+    })
+}
