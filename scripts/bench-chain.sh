@@ -1,0 +1,36 @@
+#!/usr/bin/env bash
+# Chain benchmark of seed 000 (K=10 stages, P=2 workers), trAcker vs no tracking at granularity 1
+# and 1000, interleaved so every configuration sees the same machine noise; median of REPEAT runs.
+# Then notification latency at a fixed 100,000 elements/s. Writes raw JSON lines and a summary
+# into bench/results/chain-<UTC time>/.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+bin=target/release/xorflow
+[ -x "$bin" ] || cargo build --release -p xorflow-cli
+ELEMENTS=${ELEMENTS:-20000000}
+REPEAT=${REPEAT:-3}
+RATE_ELEMENTS=${RATE_ELEMENTS:-500000}
+out=bench/results/chain-$(date -u +%Y%m%dT%H%M%SZ)
+mkdir -p "$out"
+raw="$out/raw.jsonl"
+: > "$raw"
+for rep in $(seq 1 "$REPEAT"); do
+  for g in 1 1000; do
+    for t in none tracker; do
+      "$bin" bench chain --stages 10 --workers 2 --granularity "$g" --tracking "$t" \
+        --elements "$ELEMENTS" --json | sed "s/^{/{\"kind\":\"max\",\"rep\":$rep,/" | tee -a "$raw"
+    done
+  done
+done
+for rep in $(seq 1 "$REPEAT"); do
+  for g in 1 100 1000; do
+    "$bin" bench chain --stages 10 --workers 2 --granularity "$g" --tracking tracker \
+      --elements "$RATE_ELEMENTS" --rate 100000 --json | sed "s/^{/{\"kind\":\"rate\",\"rep\":$rep,/" | tee -a "$raw"
+  done
+done
+{
+  echo "command: ELEMENTS=$ELEMENTS REPEAT=$REPEAT RATE_ELEMENTS=$RATE_ELEMENTS scripts/bench-chain.sh"
+  echo "git: $(git rev-parse --short HEAD)$(git diff --quiet || echo '-dirty')"
+  echo "machine: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs), $(uname -r)"
+  python3 scripts/chain_summary.py "$raw"
+} | tee "$out/summary.txt"
