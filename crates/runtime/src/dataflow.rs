@@ -53,6 +53,9 @@ use xorflow_tracking::{ComponentId, Granularity, SourceId, Time, Topology, Track
 
 type Factory = Box<dyn FnMut(usize) -> Box<dyn Vertex>>;
 
+/// The consumer edges of a stream, filled in as downstream vertices are added.
+type Consumers<T> = Rc<RefCell<Vec<EdgeSpec<T>>>>;
+
 struct Builder {
     config: RuntimeConfig,
     graph: GraphDesc,
@@ -104,7 +107,7 @@ struct EdgeSpec<T> {
 pub struct Stream<T> {
     b: Rc<RefCell<Builder>>,
     vertex: VertexId,
-    consumers: Rc<RefCell<Vec<EdgeSpec<T>>>>,
+    consumers: Consumers<T>,
     partition: PartitionSpec<T>,
 }
 
@@ -195,7 +198,7 @@ impl Dataflow {
             bb.sources += instances;
             id
         };
-        let consumers: Rc<RefCell<Vec<EdgeSpec<T>>>> = Rc::default();
+        let consumers: Consumers<T> = Rc::default();
         let peers = self.b.borrow().config.workers;
         let cons = consumers.clone();
         let name = name.to_string();
@@ -245,7 +248,7 @@ impl Dataflow {
 }
 
 fn make_output<T: Clone + Send + 'static>(
-    consumers: &Rc<RefCell<Vec<EdgeSpec<T>>>>,
+    consumers: &Consumers<T>,
     w: usize,
 ) -> OutputPort<T> {
     let edges = consumers
@@ -318,7 +321,7 @@ impl<T: Clone + Send + 'static> Stream<T> {
     {
         let (vertex, component) = Dataflow::add_vertex(&self.b, name, 0);
         let input = self.connect(vertex, component);
-        let consumers: Rc<RefCell<Vec<EdgeSpec<O>>>> = Rc::default();
+        let consumers: Consumers<O> = Rc::default();
         let cons = consumers.clone();
         let name = name.to_string();
         self.b.borrow_mut().factories.push(Box::new(move |w| {
@@ -431,7 +434,7 @@ impl<T: Clone + Send + 'static> Stream<T> {
         };
         let (vertex, component) = Dataflow::add_vertex(&self.b, name, 0);
         let input = keyed.connect(vertex, component);
-        let consumers: Rc<RefCell<Vec<EdgeSpec<WindowResult<K, A::Out>>>>> = Rc::default();
+        let consumers: Consumers<WindowResult<K, A::Out>> = Rc::default();
         let cons = consumers.clone();
         let name = name.to_string();
         let agg = Arc::new(agg);

@@ -163,7 +163,6 @@ impl<T: Send> EdgeOutput<T> {
                     if t.worker != ctx.index {
                         ctx.unparkers.unpark(t.worker);
                     }
-                    return;
                 }
                 Err(msg) => t.pending.push_back(msg),
             }
