@@ -8,7 +8,11 @@ use std::time::Duration;
 use xorflow_runtime::{RuntimeConfig, TrackingMode};
 
 #[derive(Parser)]
-#[command(name = "xorflow", version, about = "A stream processing engine whose progress tracking is trAcker")]
+#[command(
+    name = "xorflow",
+    version,
+    about = "A stream processing engine whose progress tracking is trAcker"
+)]
 struct Cli {
     #[command(subcommand)]
     command: Command,
@@ -140,7 +144,9 @@ struct ChainArgs {
 
 fn secs(d: Duration, what: &str) -> Result<u64, String> {
     if d.subsec_nanos() != 0 || d.as_secs() == 0 && what != "lateness" {
-        return Err(format!("--{what} must be a whole number of seconds, at least 1s"));
+        return Err(format!(
+            "--{what} must be a whole number of seconds, at least 1s"
+        ));
     }
     Ok(d.as_secs())
 }
@@ -162,7 +168,10 @@ fn run_flights(a: FlightsArgs) -> ExitCode {
     };
     if let Some(dir) = a.output.parent().filter(|d| !d.as_os_str().is_empty()) {
         if let Err(e) = std::fs::create_dir_all(dir) {
-            eprintln!("error: cannot create output directory '{}': {e}", dir.display());
+            eprintln!(
+                "error: cannot create output directory '{}': {e}",
+                dir.display()
+            );
             return ExitCode::from(2);
         }
     }
@@ -178,7 +187,10 @@ fn run_flights(a: FlightsArgs) -> ExitCode {
     match xorflow_flights::run(&cfg) {
         Ok(s) => {
             for m in &s.malformed_examples {
-                eprintln!("warning: skipped malformed row at line {}: {}", m.line, m.reason);
+                eprintln!(
+                    "warning: skipped malformed row at line {}: {}",
+                    m.line, m.reason
+                );
             }
             let lat = s
                 .notification_latency
@@ -259,7 +271,10 @@ fn run_chain(a: ChainArgs) -> ExitCode {
     }
     if a.repeat > 1 && !a.json {
         results.sort_by(|x, y| x.elements_per_s.total_cmp(&y.elements_per_s));
-        println!("median: {}", xorflow_bench::chain::describe(&results[results.len() / 2]));
+        println!(
+            "median: {}",
+            xorflow_bench::chain::describe(&results[results.len() / 2])
+        );
     }
     ExitCode::SUCCESS
 }
@@ -274,7 +289,11 @@ fn main() -> ExitCode {
         .init();
     let cli = Cli::parse();
     match cli.command {
-        Command::Run { job: Job::Flights(a) } => run_flights(a),
-        Command::Bench { bench: Bench::Chain(a) } => run_chain(a),
+        Command::Run {
+            job: Job::Flights(a),
+        } => run_flights(a),
+        Command::Bench {
+            bench: Bench::Chain(a),
+        } => run_chain(a),
     }
 }

@@ -247,10 +247,7 @@ impl Dataflow {
     }
 }
 
-fn make_output<T: Clone + Send + 'static>(
-    consumers: &Consumers<T>,
-    w: usize,
-) -> OutputPort<T> {
+fn make_output<T: Clone + Send + 'static>(consumers: &Consumers<T>, w: usize) -> OutputPort<T> {
     let edges = consumers
         .borrow()
         .iter()

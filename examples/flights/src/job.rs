@@ -8,8 +8,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 use xorflow_runtime::{
-    Dataflow, MessageKind, RunError, RuntimeConfig, Source, SourceOutput, SourcePoll,
-    TrackingMode,
+    Dataflow, MessageKind, RunError, RuntimeConfig, Source, SourceOutput, SourcePoll, TrackingMode,
 };
 
 /// Everything the job can be told.
@@ -215,7 +214,11 @@ impl FlightsSource {
     }
 }
 
-fn progress_bar(total: u64, progress: Arc<Progress>, done: Arc<AtomicBool>) -> std::thread::JoinHandle<()> {
+fn progress_bar(
+    total: u64,
+    progress: Arc<Progress>,
+    done: Arc<AtomicBool>,
+) -> std::thread::JoinHandle<()> {
     std::thread::spawn(move || {
         let bar = indicatif::ProgressBar::new(total);
         bar.set_style(
@@ -289,7 +292,12 @@ pub fn run(cfg: &FlightsConfig) -> Result<Summary, FlightsError> {
         progress: p2.clone(),
         late_offsets: Vec::new(),
     })
-    .tumbling_window("hourly", cfg.window_s, |f: &Flight| f.origin.clone(), Departures)
+    .tumbling_window(
+        "hourly",
+        cfg.window_s,
+        |f: &Flight| f.origin.clone(),
+        Departures,
+    )
     .sink("csv", move |_| csv.clone());
 
     let done = Arc::new(AtomicBool::new(false));

@@ -116,7 +116,8 @@ impl Sink<WindowResult<String, DepartureStats>> for CsvOutput {
     ) -> Result<(), String> {
         let mut w = self.writer.lock().map_err(|_| self.err("lock poisoned"))?;
         for el in &batch {
-            w.write_record(row_fields(&el.data)).map_err(|e| self.err(e))?;
+            w.write_record(row_fields(&el.data))
+                .map_err(|e| self.err(e))?;
         }
         Ok(())
     }
@@ -136,8 +137,7 @@ pub fn copy_rows(input: &Path, offsets: &mut [u64], output: &Path) -> Result<(),
     let rerr = |e: std::io::Error| format!("cannot re-read input '{}': {e}", input.display());
     let werr = |e: std::io::Error| format!("cannot write late output '{}': {e}", output.display());
     let mut inp = BufReader::new(File::open(input).map_err(rerr)?);
-    let mut out =
-        BufWriter::new(File::create(output).map_err(werr)?);
+    let mut out = BufWriter::new(File::create(output).map_err(werr)?);
     let mut line = String::new();
     inp.read_line(&mut line).map_err(rerr)?;
     out.write_all(line.as_bytes()).map_err(werr)?;
@@ -177,7 +177,11 @@ mod tests {
             ["2013-01-01T10:00:00Z", "JFK", "3", "1", "2.33", "9"].map(String::from)
         );
         let mut r2 = r.clone();
-        r2.value = DepartureStats { flights: 2, cancelled: 2, ..Default::default() };
+        r2.value = DepartureStats {
+            flights: 2,
+            cancelled: 2,
+            ..Default::default()
+        };
         assert_eq!(row_fields(&r2)[4..], [String::new(), String::new()]);
     }
 }

@@ -59,7 +59,11 @@ pub const MALFORMED_EXAMPLES: usize = 5;
 /// Columns the job needs.
 const COLUMNS: [&str; 5] = ["time_hour", "minute", "dep_time", "dep_delay", "origin"];
 
-fn parse_row(rec: &csv::StringRecord, idx: &[usize; 5], width: usize) -> Result<(i64, i64, Flight), String> {
+fn parse_row(
+    rec: &csv::StringRecord,
+    idx: &[usize; 5],
+    width: usize,
+) -> Result<(i64, i64, Flight), String> {
     if rec.len() != width {
         return Err(format!("expected {width} fields, found {}", rec.len()));
     }
@@ -126,17 +130,23 @@ pub fn read_flights(path: &Path) -> Result<FlightsInput, String> {
         .map_err(|e| format!("cannot read the header of '{}': {e}", path.display()))?
         .clone();
     if headers.is_empty() || headers.iter().all(|h| h.trim().is_empty()) {
-        return Err(format!("input '{}' is empty: expected a CSV header", path.display()));
+        return Err(format!(
+            "input '{}' is empty: expected a CSV header",
+            path.display()
+        ));
     }
     let mut idx = [0usize; 5];
     for (i, name) in COLUMNS.iter().enumerate() {
-        idx[i] = headers.iter().position(|h| h.trim() == *name).ok_or_else(|| {
-            format!(
-                "input '{}': the header has no column '{name}' (found: {})",
-                path.display(),
-                headers.iter().collect::<Vec<_>>().join(",")
-            )
-        })?;
+        idx[i] = headers
+            .iter()
+            .position(|h| h.trim() == *name)
+            .ok_or_else(|| {
+                format!(
+                    "input '{}': the header has no column '{name}' (found: {})",
+                    path.display(),
+                    headers.iter().collect::<Vec<_>>().join(",")
+                )
+            })?;
     }
     let width = headers.len();
     let mut out = FlightsInput {
@@ -237,7 +247,11 @@ mod tests {
             .map(|m| (m.line, m.reason.as_str()))
             .collect();
         assert_eq!(ex[0].0, 3);
-        assert!(ex[0].1.contains("expected 19 fields, found 7"), "{}", ex[0].1);
+        assert!(
+            ex[0].1.contains("expected 19 fields, found 7"),
+            "{}",
+            ex[0].1
+        );
         assert!(ex[1].1.contains("dep_delay 'x2'"), "{}", ex[1].1);
         assert!(ex[2].1.contains("minute '75'"), "{}", ex[2].1);
         assert!(ex[3].1.contains("time_hour 'yesterday'"), "{}", ex[3].1);
@@ -247,7 +261,10 @@ mod tests {
     #[test]
     fn missing_file_empty_file_and_missing_column_are_errors() {
         let e = read_flights(Path::new("/nonexistent/flights.csv")).unwrap_err();
-        assert!(e.contains("cannot open input '/nonexistent/flights.csv'"), "{e}");
+        assert!(
+            e.contains("cannot open input '/nonexistent/flights.csv'"),
+            "{e}"
+        );
         let empty = tempfile::NamedTempFile::new().unwrap();
         let e = read_flights(empty.path()).unwrap_err();
         assert!(e.contains("is empty"), "{e}");
