@@ -61,10 +61,15 @@ struct Builder {
     graph: GraphDesc,
     factories: Vec<Factory>,
     sources: usize,
+    /// Tracking components created so far.
+    components: ComponentId,
+    /// Per vertex: it emits deferred output (windows), so nothing may share its component.
+    deferred: Vec<bool>,
 }
 
 /// A dataflow under construction. Create streams from sources, transform them, end them in sinks,
-/// then [`Dataflow::run`] it. Every vertex is its own tracking component, numbered in creation order.
+/// then [`Dataflow::run`] it. Every vertex is its own tracking component, numbered in creation order,
+/// unless [`Stream::same_component`] puts the next vertex into its upstream vertex's component.
 pub struct Dataflow {
     b: Rc<RefCell<Builder>>,
 }
@@ -109,6 +114,8 @@ pub struct Stream<T> {
     vertex: VertexId,
     consumers: Consumers<T>,
     partition: PartitionSpec<T>,
+    /// The next vertex joins this stream's vertex's component.
+    join: bool,
 }
 
 impl<T> Clone for Stream<T> {
@@ -118,6 +125,7 @@ impl<T> Clone for Stream<T> {
             vertex: self.vertex,
             consumers: self.consumers.clone(),
             partition: self.partition.clone(),
+            join: self.join,
         }
     }
 }
@@ -149,6 +157,8 @@ impl Dataflow {
                 graph: GraphDesc::default(),
                 factories: Vec::new(),
                 sources: 0,
+                components: 0,
+                deferred: Vec::new(),
             })),
         })
     }
@@ -158,24 +168,44 @@ impl Dataflow {
         self.b.borrow().config.clone()
     }
 
+    /// Adds a vertex in a new component, or in `join`'s component.
     fn add_vertex(
         b: &Rc<RefCell<Builder>>,
         name: &str,
         instances: usize,
+        join: Option<VertexId>,
+        deferred: bool,
     ) -> (VertexId, ComponentId) {
         let mut bb = b.borrow_mut();
         assert!(
             !bb.graph.vertices.iter().any(|v| v.name == name),
             "vertex name '{name}' is used twice"
         );
+        let component = match join {
+            Some(up) => {
+                assert!(
+                    !bb.deferred[up],
+                    "vertex '{name}' cannot share the tracking component of '{}': a window's \
+                     deferred output holds a slot of its downstream component open, which would \
+                     then block its own frontier",
+                    bb.graph.vertices[up].name
+                );
+                bb.graph.vertices[up].component
+            }
+            None => {
+                bb.components += 1;
+                bb.components - 1
+            }
+        };
         let id = bb.graph.vertices.len();
         bb.graph.vertices.push(VertexDesc {
             name: name.to_string(),
-            component: id as ComponentId,
+            component,
             is_source: instances > 0,
             source_instances: instances,
         });
-        (id, id as ComponentId)
+        bb.deferred.push(deferred);
+        (id, component)
     }
 
     /// A source vertex with `instances` source instances (at least 1), spread over the workers
@@ -191,7 +221,7 @@ impl Dataflow {
         F: FnMut(usize) -> S + 'static,
     {
         assert!(instances > 0, "source '{name}' needs at least one instance");
-        let (vertex, _) = Self::add_vertex(&self.b, name, instances);
+        let (vertex, _) = Self::add_vertex(&self.b, name, instances, None, false);
         let first_id = {
             let mut bb = self.b.borrow_mut();
             let id = bb.sources;
@@ -219,6 +249,7 @@ impl Dataflow {
             vertex,
             consumers,
             partition: PartitionSpec::Forward,
+            join: false,
         }
     }
 
@@ -241,6 +272,8 @@ impl Dataflow {
             graph: std::mem::take(&mut bb.graph),
             factories: std::mem::take(&mut bb.factories),
             sources: bb.sources,
+            components: bb.components,
+            deferred: std::mem::take(&mut bb.deferred),
         };
         drop(bb);
         run_built(b)
@@ -316,7 +349,7 @@ impl<T: Clone + Send + 'static> Stream<T> {
         F: FnMut(Element<T>, &mut OutputPort<O>, &mut WorkerCtx) + Send + 'static,
         L: FnMut(usize) -> F + 'static,
     {
-        let (vertex, component) = Dataflow::add_vertex(&self.b, name, 0);
+        let (vertex, component) = Dataflow::add_vertex(&self.b, name, 0, self.joined(), false);
         let input = self.connect(vertex, component);
         let consumers: Consumers<O> = Rc::default();
         let cons = consumers.clone();
@@ -335,6 +368,25 @@ impl<T: Clone + Send + 'static> Stream<T> {
             vertex,
             consumers,
             partition: PartitionSpec::Forward,
+            join: false,
+        }
+    }
+
+    fn joined(&self) -> Option<VertexId> {
+        self.join.then_some(self.vertex)
+    }
+
+    /// Puts the next vertex into the tracking component of this stream's vertex, so both share one
+    /// frontier (DESIGN.md section 2: components; a cycle must lie inside one). Fewer components
+    /// mean fewer tables and notifications, and coarser notifications.
+    ///
+    /// # Panics
+    /// (When the next vertex is added) if this stream comes out of a window: the window's deferred
+    /// output would hold its own component's frontier back forever.
+    pub fn same_component(&self) -> Stream<T> {
+        Stream {
+            join: true,
+            ..self.clone()
         }
     }
 
@@ -429,7 +481,7 @@ impl<T: Clone + Send + 'static> Stream<T> {
             partition: PartitionSpec::Hash(Arc::new(move |x| key_hash(&k2(x)))),
             ..self.clone()
         };
-        let (vertex, component) = Dataflow::add_vertex(&self.b, name, 0);
+        let (vertex, component) = Dataflow::add_vertex(&self.b, name, 0, self.joined(), true);
         let input = keyed.connect(vertex, component);
         let consumers: Consumers<WindowResult<K, A::Out>> = Rc::default();
         let cons = consumers.clone();
@@ -451,6 +503,7 @@ impl<T: Clone + Send + 'static> Stream<T> {
             vertex,
             consumers,
             partition: PartitionSpec::Forward,
+            join: false,
         }
     }
 
@@ -460,7 +513,7 @@ impl<T: Clone + Send + 'static> Stream<T> {
         name: &str,
         mut factory: impl FnMut(usize) -> S + 'static,
     ) {
-        let (vertex, component) = Dataflow::add_vertex(&self.b, name, 0);
+        let (vertex, component) = Dataflow::add_vertex(&self.b, name, 0, self.joined(), false);
         let input = self.connect(vertex, component);
         let name = name.to_string();
         self.b.borrow_mut().factories.push(Box::new(move |w| {
@@ -650,4 +703,80 @@ fn run_built(mut b: Builder) -> Result<RunReport, RunError> {
         tracker,
         graph: b.graph,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::operators::source::{SourceOutput, SourcePoll};
+
+    struct Count(u64, u64);
+    impl Source<u64> for Count {
+        fn poll(&mut self, out: &mut SourceOutput<'_, u64>) -> SourcePoll {
+            if self.0 == self.1 {
+                return SourcePoll::Done;
+            }
+            out.emit(self.0, self.0);
+            self.0 += 1;
+            out.heartbeat(self.0);
+            SourcePoll::Ready
+        }
+    }
+
+    struct Sum;
+    impl Aggregate<u64> for Sum {
+        type Acc = u64;
+        type Out = u64;
+        fn init(&self) -> u64 {
+            0
+        }
+        fn add(&self, a: &mut u64, v: &u64) {
+            *a += v;
+        }
+        fn finish(&self, a: u64) -> u64 {
+            a
+        }
+    }
+
+    #[test]
+    fn same_component_groups_vertices_and_windows_stay_exact() {
+        let df = Dataflow::new(RuntimeConfig::default()).unwrap();
+        let out = VecSink::shared();
+        df.source("src", 1, |_| Count(0, 1000))
+            .same_component()
+            .map("double", |x| x * 2)
+            .rebalance()
+            .same_component()
+            .map("inc", |x| x + 1)
+            .tumbling_window("w", 100, |_| 0u8, Sum)
+            .sink("out", out.factory());
+        let g = df.graph();
+        let comps: Vec<ComponentId> = g.vertices.iter().map(|v| v.component).collect();
+        assert_eq!(comps, vec![0, 0, 0, 1, 2]);
+        assert_eq!(g.component_upstream(), vec![vec![], vec![0], vec![1]]);
+        let report = df.run().unwrap();
+        let mut got: Vec<(u64, u64)> = out
+            .take()
+            .iter()
+            .map(|e| (e.data.start, e.data.value))
+            .collect();
+        got.sort();
+        let want: Vec<(u64, u64)> = (0..10)
+            .map(|w| (w * 100, (w * 100..w * 100 + 100).map(|x| 2 * x + 1).sum()))
+            .collect();
+        assert_eq!(got, want);
+        assert_eq!(report.below_frontier(), 0);
+        // Every window was closed by a notification (one latency sample each).
+        assert!(report.vertex("w").unwrap().notification_latency_ns.len() >= 10);
+    }
+
+    #[test]
+    #[should_panic(expected = "cannot share the tracking component of 'w'")]
+    fn nothing_may_share_a_windows_component() {
+        let df = Dataflow::new(RuntimeConfig::default()).unwrap();
+        df.source("src", 1, |_| Count(0, 10))
+            .tumbling_window("w", 5, |_| 0u8, Sum)
+            .same_component()
+            .map("after", |r| r.value);
+    }
 }
