@@ -112,7 +112,7 @@ struct FlightsArgs {
     #[arg(long, default_value = "1m", value_parser = humantime::parse_duration)]
     granularity: Duration,
     /// Replay event time this many times faster than real time (default: as fast as possible).
-    #[arg(long)]
+    #[arg(long, allow_hyphen_values = true)]
     speed: Option<f64>,
     #[command(flatten)]
     engine: EngineArgs,
@@ -142,10 +142,11 @@ struct ChainArgs {
     engine: EngineArgs,
 }
 
-fn secs(d: Duration, what: &str) -> Result<u64, String> {
-    if d.subsec_nanos() != 0 || d.as_secs() == 0 && what != "lateness" {
+/// A duration option as whole seconds, at least `min`.
+fn secs(d: Duration, what: &str, min: u64) -> Result<u64, String> {
+    if d.subsec_nanos() != 0 || d.as_secs() < min {
         return Err(format!(
-            "--{what} must be a whole number of seconds, at least 1s"
+            "--{what} must be a whole number of seconds, at least {min}s"
         ));
     }
     Ok(d.as_secs())
@@ -154,9 +155,9 @@ fn secs(d: Duration, what: &str) -> Result<u64, String> {
 fn run_flights(a: FlightsArgs) -> ExitCode {
     let parsed = (|| {
         Ok::<_, String>((
-            secs(a.lateness, "lateness")?,
-            secs(a.window, "window")?,
-            secs(a.granularity, "granularity")?,
+            secs(a.lateness, "lateness", 0)?,
+            secs(a.window, "window", 1)?,
+            secs(a.granularity, "granularity", 1)?,
         ))
     })();
     let (lateness_s, window_s, granularity_s) = match parsed {
@@ -196,7 +197,10 @@ fn run_flights(a: FlightsArgs) -> ExitCode {
                 .notification_latency
                 .as_ref()
                 .map(|l| format!("p50 {:.1} us, p99 {:.1} us", l.p50_us, l.p99_us))
-                .unwrap_or_else(|| "n/a (no tracking)".into());
+                .unwrap_or_else(|| match s.tracking.as_str() {
+                    "none" => "n/a (no tracking)".into(),
+                    _ => "n/a (no window was closed)".into(),
+                });
             println!(
                 "flights: {} rows read, {} malformed, {} late, {} emitted -> {} window rows in {}",
                 s.records_read,

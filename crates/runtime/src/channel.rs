@@ -89,16 +89,18 @@ impl<T> InputPort<T> {
 /// Arrival times per slot at a vertex instance, to measure notification latency: the time from the
 /// instance receiving the last element of a slot to the notification that the slot is complete.
 ///
-/// Open slots live in a vector indexed by `slot - base` (8 bytes per slot between the notified
-/// frontier and the newest arrival, i.e. proportional to the elements in flight at granularity 1);
-/// only a slot more than 2^24 ahead falls back to an ordered map, so one far-future element cannot
-/// make the vector huge. Cost per element: a compare and a store.
+/// Open slots (between the notified frontier and the newest arrival) live in a power-of-two ring
+/// indexed by `slot mod len`, 8 bytes per open slot, i.e. proportional to the elements in flight at
+/// granularity 1. Entries are zeroed as notifications consume them, so recording is a compare and a
+/// store. A slot more than 2^24 ahead of the frontier goes to an ordered map instead, so one
+/// far-future element cannot make the ring huge.
 #[derive(Debug, Default)]
 pub struct ArrivalProbe {
-    /// Slot of `open[head]`.
+    /// First slot not yet notified complete.
     base: Slot,
-    head: usize,
-    open: Vec<u64>,
+    /// One past the highest slot recorded in the ring.
+    top: Slot,
+    ring: Vec<u64>,
     far: std::collections::BTreeMap<Slot, u64>,
     /// Elements that arrived for a slot the vertex had already been told was complete. Must be 0
     /// with trAcker; counted rather than ignored so a violation shows in reports.
@@ -108,23 +110,41 @@ pub struct ArrivalProbe {
 const SPAN: u64 = 1 << 24;
 
 impl ArrivalProbe {
-    /// Records that an element of `slot` arrived at `now` (ns from [`now_ns`]).
-    #[inline]
+    /// Records that an element of `slot` arrived at `now` (ns from [`crate::clock::now_ns`]).
+    #[inline(always)]
     pub fn record(&mut self, slot: Slot, now: u64) {
+        // Below `base` the subtraction wraps to a huge offset and takes the slow path.
+        let off = slot.wrapping_sub(self.base);
+        if off < self.ring.len() as u64 {
+            let mask = self.ring.len() - 1;
+            self.ring[slot as usize & mask] = now.max(1);
+            self.top = self.top.max(slot + 1);
+        } else {
+            self.record_slow(slot, now);
+        }
+    }
+
+    #[cold]
+    fn record_slow(&mut self, slot: Slot, now: u64) {
         if slot < self.base {
             self.below_frontier += 1;
             return;
         }
         let off = slot - self.base;
-        if off < SPAN {
-            let idx = self.head + off as usize;
-            if idx >= self.open.len() {
-                self.open.resize(idx + 1, 0);
-            }
-            self.open[idx] = now.max(1);
-        } else {
+        if off >= SPAN {
             self.far.insert(slot, now.max(1));
+            return;
         }
+        let len = (off as usize + 1).next_power_of_two().max(1024);
+        let mut ring = vec![0u64; len];
+        if !self.ring.is_empty() {
+            let old = self.ring.len() - 1;
+            for s in self.base..self.top {
+                ring[s as usize & (len - 1)] = self.ring[s as usize & old];
+            }
+        }
+        self.ring = ring;
+        self.record(slot, now);
     }
 
     /// Records the arrival at `now` of elements with the given times (one batch), `g` time units
@@ -141,46 +161,53 @@ impl ArrivalProbe {
                 self.record(t, now);
             }
         } else {
-            let mut last = u64::MAX;
+            // Divide only when a time leaves the current slot.
+            let (mut lo, mut hi) = (1u64, 0u64);
             for t in times {
-                let s = g.slot(t);
-                if s != last {
+                if t < lo || t >= hi {
+                    let s = g.slot(t);
+                    lo = g.start(s);
+                    hi = g.start(s.saturating_add(1));
                     self.record(s, now);
-                    last = s;
                 }
             }
         }
     }
 
     /// The slots below `frontier` are complete, as learnt at `seen_ns`: feeds one latency sample
-    /// (ns) per slot that received elements to `sample`.
-    pub fn complete(&mut self, frontier: Slot, seen_ns: u64, mut sample: impl FnMut(u64)) {
+    /// (ns) per slot that received elements to `sample(ns, count)`, runs of equal samples (slots
+    /// that arrived in one batch) coalesced into one call.
+    pub fn complete(&mut self, frontier: Slot, seen_ns: u64, mut sample: impl FnMut(u64, u64)) {
         if frontier <= self.base {
             return;
         }
-        let open = (self.open.len() - self.head) as u64;
-        let n = (frontier - self.base).min(open) as usize;
-        for &v in &self.open[self.head..self.head + n] {
-            if v != 0 {
-                sample(seen_ns.saturating_sub(v));
+        let (mut run_v, mut run_n) = (0u64, 0u64);
+        if !self.ring.is_empty() {
+            let mask = self.ring.len() - 1;
+            for s in self.base..frontier.min(self.top) {
+                let v = std::mem::take(&mut self.ring[s as usize & mask]);
+                if v != 0 {
+                    if v != run_v && run_n > 0 {
+                        sample(seen_ns.saturating_sub(run_v), run_n);
+                        run_n = 0;
+                    }
+                    run_v = v;
+                    run_n += 1;
+                }
             }
         }
-        self.head += n;
-        self.base = frontier;
-        if self.head == self.open.len() {
-            self.open.clear();
-            self.head = 0;
-        } else if self.head > 4096 && self.head * 2 > self.open.len() {
-            self.open.drain(..self.head);
-            self.head = 0;
+        if run_n > 0 {
+            sample(seen_ns.saturating_sub(run_v), run_n);
         }
+        self.base = frontier;
+        self.top = self.top.max(frontier);
         while let Some(e) = self.far.first_entry() {
             if *e.key() >= frontier {
                 break;
             }
-            sample(seen_ns.saturating_sub(e.remove()));
+            sample(seen_ns.saturating_sub(e.remove()), 1);
         }
-        // Far entries that now fall inside the span move into the vector.
+        // Far entries that now fall inside the span move into the ring.
         while let Some(e) = self.far.first_entry() {
             if *e.key() - self.base >= SPAN {
                 break;
@@ -234,11 +261,18 @@ mod tests {
         p.record(2, 160);
         p.record(SPAN + 5, 170); // far slot
         let mut s = vec![];
-        p.complete(2, 200, |x| s.push(x));
-        assert_eq!(s, vec![50]);
+        p.complete(2, 200, |x, n| s.push((x, n)));
+        assert_eq!(s, vec![(50, 1)]);
         s.clear();
-        p.complete(SPAN + 6, 300, |x| s.push(x));
-        assert_eq!(s, vec![140, 130]);
+        p.complete(SPAN + 6, 300, |x, n| s.push((x, n)));
+        assert_eq!(s, vec![(140, 1), (130, 1)]);
+        // Slots that arrived together are one run.
+        for slot in SPAN + 6..SPAN + 16 {
+            p.record(slot, 1000);
+        }
+        s.clear();
+        p.complete(SPAN + 16, 1500, |x, n| s.push((x, n)));
+        assert_eq!(s, vec![(500, 10)]);
         p.record(1, 400);
         assert_eq!(p.below_frontier, 1);
     }

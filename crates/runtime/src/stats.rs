@@ -39,7 +39,14 @@ impl VertexStats {
     /// Records one notification latency sample (ns), clamped to the histogram's range.
     #[inline]
     pub fn record_latency(&mut self, ns: u64) {
-        self.notification_latency_ns.saturating_record(ns.max(1));
+        self.record_latency_n(ns, 1);
+    }
+
+    /// Records `count` equal latency samples (ns).
+    #[inline]
+    pub fn record_latency_n(&mut self, ns: u64, count: u64) {
+        self.notification_latency_ns
+            .saturating_record_n(ns.max(1), count);
     }
 
     /// Adds another instance's counters.

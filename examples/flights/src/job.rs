@@ -11,6 +11,10 @@ use xorflow_runtime::{
     Dataflow, MessageKind, RunError, RuntimeConfig, Source, SourceOutput, SourcePoll, TrackingMode,
 };
 
+/// Largest lateness or window accepted, seconds (100 years): far beyond any real use, and small
+/// enough that time arithmetic cannot overflow.
+pub const MAX_SECONDS: u64 = 100 * 365 * 86_400;
+
 /// Everything the job can be told.
 #[derive(Clone, Debug)]
 pub struct FlightsConfig {
@@ -253,6 +257,11 @@ pub fn run(cfg: &FlightsConfig) -> Result<Summary, FlightsError> {
                 "--speed must be a positive number, got {s}"
             )));
         }
+    }
+    if cfg.lateness_s > MAX_SECONDS || cfg.window_s > MAX_SECONDS {
+        return Err(FlightsError::Config(format!(
+            "--lateness and --window must be at most {MAX_SECONDS} s (100 years)"
+        )));
     }
     cfg.runtime.validate().map_err(FlightsError::Config)?;
     let t0 = Instant::now();

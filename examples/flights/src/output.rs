@@ -146,9 +146,8 @@ pub fn copy_rows(input: &Path, offsets: &mut [u64], output: &Path) -> Result<(),
         inp.seek(SeekFrom::Start(off)).map_err(rerr)?;
         line.clear();
         inp.read_line(&mut line).map_err(rerr)?;
-        if !line.ends_with('\n') {
-            line.push('\n');
-        }
+        let row = line.trim_end_matches(['\r', '\n']);
+        line = format!("{row}\n");
         out.write_all(line.as_bytes()).map_err(werr)?;
     }
     out.flush().map_err(werr)

@@ -1,6 +1,7 @@
 //! Reading and validating `flights.csv`.
 
 use chrono::DateTime;
+use std::io::BufRead;
 use std::path::{Path, PathBuf};
 
 /// The fields of a flight the job uses.
@@ -60,14 +61,14 @@ pub const MALFORMED_EXAMPLES: usize = 5;
 const COLUMNS: [&str; 5] = ["time_hour", "minute", "dep_time", "dep_delay", "origin"];
 
 fn parse_row(
-    rec: &csv::StringRecord,
+    fields: &[&str],
     idx: &[usize; 5],
     width: usize,
 ) -> Result<(i64, i64, Flight), String> {
-    if rec.len() != width {
-        return Err(format!("expected {width} fields, found {}", rec.len()));
+    if fields.len() != width {
+        return Err(format!("expected {width} fields, found {}", fields.len()));
     }
-    let field = |i: usize| rec.get(idx[i]).unwrap_or("").trim();
+    let field = |i: usize| fields[idx[i]].trim();
     let time_hour = DateTime::parse_from_rfc3339(field(0))
         .map_err(|e| format!("time_hour '{}' is not an RFC 3339 time: {e}", field(0)))?
         .timestamp();
@@ -111,9 +112,15 @@ fn parse_row(
     ))
 }
 
-/// Reads `path` (a `flights.csv` with a header row naming at least `time_hour`, `minute`,
-/// `dep_time`, `dep_delay` and `origin`), skipping and counting malformed rows (wrong field count,
-/// unparsable numbers or times), and returns the valid records sorted by arrival time.
+/// Reads `path`, a `flights.csv` with a header row naming at least `time_hour`, `minute`,
+/// `dep_time`, `dep_delay` and `origin`, and returns the valid records sorted by arrival time.
+///
+/// The format is plain comma-separated values without quoting, as nycflights13 writes it; lines
+/// may end in `\n` or `\r\n`, and blank lines are ignored. Malformed rows (wrong field count,
+/// unparsable numbers or times, quoted fields, invalid UTF-8) are skipped and counted, and the first
+/// [`MALFORMED_EXAMPLES`] are kept with their 1-based line numbers. Lines are read by hand rather
+/// than with a CSV library so that line numbers and byte offsets (used to copy late rows verbatim)
+/// are exact whatever the line endings.
 ///
 /// # Errors
 /// A message naming the path when the file cannot be opened or read, is empty, or its header lacks a
@@ -121,32 +128,47 @@ fn parse_row(
 pub fn read_flights(path: &Path) -> Result<FlightsInput, String> {
     let file = std::fs::File::open(path)
         .map_err(|e| format!("cannot open input '{}': {e}", path.display()))?;
-    let mut rdr = csv::ReaderBuilder::new()
-        .flexible(true)
-        .has_headers(true)
-        .from_reader(std::io::BufReader::with_capacity(1 << 20, file));
-    let headers = rdr
-        .headers()
-        .map_err(|e| format!("cannot read the header of '{}': {e}", path.display()))?
-        .clone();
-    if headers.is_empty() || headers.iter().all(|h| h.trim().is_empty()) {
-        return Err(format!(
-            "input '{}' is empty: expected a CSV header",
-            path.display()
-        ));
-    }
+    let mut rdr = std::io::BufReader::with_capacity(1 << 20, file);
+    let rerr = |e: std::io::Error| format!("cannot read '{}': {e}", path.display());
+    let mut buf = Vec::with_capacity(256);
+    let (mut line_no, mut byte) = (0u64, 0u64);
+    // Reads the next non-blank line into `buf` without its terminator; returns (line, byte offset).
+    let mut next_line = |buf: &mut Vec<u8>| -> Result<Option<(u64, u64)>, String> {
+        loop {
+            buf.clear();
+            let n = rdr.read_until(b'\n', buf).map_err(rerr)?;
+            if n == 0 {
+                return Ok(None);
+            }
+            let at = byte;
+            byte += n as u64;
+            line_no += 1;
+            while matches!(buf.last(), Some(b'\n' | b'\r')) {
+                buf.pop();
+            }
+            if !buf.iter().all(u8::is_ascii_whitespace) {
+                return Ok(Some((line_no, at)));
+            }
+        }
+    };
+    let header = match next_line(&mut buf)? {
+        Some(_) => String::from_utf8_lossy(&buf).into_owned(),
+        None => {
+            return Err(format!(
+                "input '{}' is empty: expected a CSV header",
+                path.display()
+            ))
+        }
+    };
+    let headers: Vec<&str> = header.split(',').map(str::trim).collect();
     let mut idx = [0usize; 5];
     for (i, name) in COLUMNS.iter().enumerate() {
-        idx[i] = headers
-            .iter()
-            .position(|h| h.trim() == *name)
-            .ok_or_else(|| {
-                format!(
-                    "input '{}': the header has no column '{name}' (found: {})",
-                    path.display(),
-                    headers.iter().collect::<Vec<_>>().join(",")
-                )
-            })?;
+        idx[i] = headers.iter().position(|h| h == name).ok_or_else(|| {
+            format!(
+                "input '{}': the header has no column '{name}' (found: {header})",
+                path.display()
+            )
+        })?;
     }
     let width = headers.len();
     let mut out = FlightsInput {
@@ -156,18 +178,16 @@ pub fn read_flights(path: &Path) -> Result<FlightsInput, String> {
         malformed: 0,
         malformed_examples: Vec::new(),
     };
-    let mut rec = csv::StringRecord::new();
-    loop {
-        let more = rdr
-            .read_record(&mut rec)
-            .map_err(|e| format!("cannot read '{}': {e}", path.display()))?;
-        if !more {
-            break;
-        }
+    while let Some((line, byte)) = next_line(&mut buf)? {
         out.rows += 1;
-        let pos = rec.position().expect("csv records carry positions");
-        let (line, byte) = (pos.line(), pos.byte());
-        match parse_row(&rec, &idx, width) {
+        let parsed = match std::str::from_utf8(&buf) {
+            Err(_) => Err("the row is not valid UTF-8".to_string()),
+            Ok(text) if text.contains('"') => {
+                Err("quoted fields are not supported (nycflights13 has none)".to_string())
+            }
+            Ok(text) => parse_row(&text.split(',').collect::<Vec<_>>(), &idx, width),
+        };
+        match parsed {
             Ok((event_time, arrival_time, flight)) => out.records.push(Record {
                 line,
                 byte,
@@ -256,6 +276,22 @@ mod tests {
         assert!(ex[2].1.contains("minute '75'"), "{}", ex[2].1);
         assert!(ex[3].1.contains("time_hour 'yesterday'"), "{}", ex[3].1);
         assert!(ex[4].1.contains("dep_time '5z7'"), "{}", ex[4].1);
+    }
+
+    #[test]
+    fn crlf_and_blank_lines_keep_exact_line_numbers_and_offsets() {
+        let mut f = tempfile::NamedTempFile::new().unwrap();
+        let good = "2013,1,1,517,515,2,830,819,11,UA,1545,N14228,EWR,IAH,227,1400,5,15,2013-01-01T10:00:00Z";
+        let text = format!("{HEADER}\r\n{good}\r\n\r\n2013,1,1\r\n\n{good}");
+        write!(f, "{text}").unwrap();
+        let inp = read_flights(f.path()).unwrap();
+        assert_eq!(inp.rows, 3);
+        assert_eq!(inp.malformed_examples[0].line, 4);
+        let lines: Vec<u64> = inp.records.iter().map(|r| r.line).collect();
+        assert_eq!(lines, vec![2, 6]);
+        for r in &inp.records {
+            assert_eq!(&text[r.byte as usize..r.byte as usize + good.len()], good);
+        }
     }
 
     #[test]

@@ -74,8 +74,8 @@ impl<T: Send, S: Sink<T>> Vertex for SinkVertex<T, S> {
         if tracking && f > self.notified {
             let stats = &mut self.stats;
             self.probe
-                .complete(ctx.granularity.slot(f), ctx.frontier_seen_ns, |ns| {
-                    stats.record_latency(ns)
+                .complete(ctx.granularity.slot(f), ctx.frontier_seen_ns, |ns, n| {
+                    stats.record_latency_n(ns, n)
                 });
             self.notified = f;
             self.sink.on_frontier(f);

