@@ -148,7 +148,7 @@ impl ArrivalProbe {
     }
 
     /// Records the arrival at `now` of elements with the given times (one batch), `g` time units
-    /// per slot.
+    /// per slot. The per-element path is a subtraction, a compare and a store.
     #[inline]
     pub fn record_batch(
         &mut self,
@@ -156,10 +156,22 @@ impl ArrivalProbe {
         g: xorflow_tracking::Granularity,
         now: u64,
     ) {
+        let now = now.max(1);
+        let mut top = self.top;
         if g.get() == 1 {
             for t in times {
-                self.record(t, now);
+                let off = t.wrapping_sub(self.base);
+                if off < self.ring.len() as u64 {
+                    let mask = self.ring.len() - 1;
+                    self.ring[t as usize & mask] = now;
+                    top = top.max(t + 1);
+                } else {
+                    self.top = top;
+                    self.record_slow(t, now);
+                    top = self.top;
+                }
             }
+            self.top = top;
         } else {
             // Divide only when a time leaves the current slot.
             let (mut lo, mut hi) = (1u64, 0u64);
