@@ -118,6 +118,19 @@ pub struct Stream<T> {
     join: bool,
 }
 
+impl<T> Stream<T> {
+    /// The output stream of `vertex`, forward-partitioned, in a component of its own by default.
+    fn new(b: &Rc<RefCell<Builder>>, vertex: VertexId, consumers: Consumers<T>) -> Self {
+        Stream {
+            b: b.clone(),
+            vertex,
+            consumers,
+            partition: PartitionSpec::Forward,
+            join: false,
+        }
+    }
+}
+
 impl<T> Clone for Stream<T> {
     fn clone(&self) -> Self {
         Stream {
@@ -244,13 +257,7 @@ impl Dataflow {
                 .collect();
             Box::new(SourceVertex::new(&name, mine, make_output(&cons, w)))
         }));
-        Stream {
-            b: self.b.clone(),
-            vertex,
-            consumers,
-            partition: PartitionSpec::Forward,
-            join: false,
-        }
+        Stream::new(&self.b, vertex, consumers)
     }
 
     /// The logical graph built so far.
@@ -363,13 +370,7 @@ impl<T: Clone + Send + 'static> Stream<T> {
                 logic(w),
             ))
         }));
-        Stream {
-            b: self.b.clone(),
-            vertex,
-            consumers,
-            partition: PartitionSpec::Forward,
-            join: false,
-        }
+        Stream::new(&self.b, vertex, consumers)
     }
 
     fn joined(&self) -> Option<VertexId> {
@@ -498,13 +499,7 @@ impl<T: Clone + Send + 'static> Stream<T> {
                 agg.clone(),
             ))
         }));
-        Stream {
-            b: self.b.clone(),
-            vertex,
-            consumers,
-            partition: PartitionSpec::Forward,
-            join: false,
-        }
+        Stream::new(&self.b, vertex, consumers)
     }
 
     /// Ends the stream in a sink vertex; `factory(worker)` creates each worker's sink instance.

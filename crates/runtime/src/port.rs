@@ -232,12 +232,17 @@ impl<T: Send> EdgeOutput<T> {
 /// All outgoing edges of a vertex instance (a stream consumed by several vertices is copied to each).
 pub struct OutputPort<T> {
     edges: Vec<EdgeOutput<T>>,
+    /// End-of-stream markers have been sent.
+    ended: bool,
 }
 
 impl<T: Clone + Send> OutputPort<T> {
     /// A port over `edges` (empty: the stream has no consumer, elements are discarded).
     pub fn new(edges: Vec<EdgeOutput<T>>) -> Self {
-        OutputPort { edges }
+        OutputPort {
+            edges,
+            ended: false,
+        }
     }
 
     /// Components of the vertices this port feeds.
@@ -280,11 +285,23 @@ impl<T: Clone + Send> OutputPort<T> {
         sent
     }
 
-    /// Sends all buffered elements and an end-of-stream marker on every channel.
-    pub fn end(&mut self, ctx: &mut WorkerCtx) {
+    /// Tracking `none`: once `input_ended` holds, sends all buffered elements and an end-of-stream
+    /// marker on every channel, once. Returns whether it sent them now. (trAcker needs no markers:
+    /// the frontier reaching `INF` ends the run.)
+    pub fn end_when(&mut self, input_ended: bool, ctx: &mut WorkerCtx) -> bool {
+        if self.ended || ctx.is_tracking() || !input_ended {
+            return false;
+        }
         for e in &mut self.edges {
             e.end(ctx);
         }
+        self.ended = true;
+        true
+    }
+
+    /// True once the end-of-stream markers are sent and delivered into the channels.
+    pub fn ended(&self) -> bool {
+        self.ended && !self.blocked()
     }
 
     /// True while some batch waits for room in a full channel: the vertex must not take more input.

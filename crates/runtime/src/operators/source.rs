@@ -80,7 +80,6 @@ struct Instance<T> {
 pub struct SourceVertex<T> {
     instances: Vec<Instance<T>>,
     output: OutputPort<T>,
-    ended: bool,
     stats: VertexStats,
 }
 
@@ -101,7 +100,6 @@ impl<T: Clone + Send> SourceVertex<T> {
                 })
                 .collect(),
             output,
-            ended: false,
             stats: VertexStats::new(name),
         }
     }
@@ -149,17 +147,11 @@ impl<T: Clone + Send> Vertex for SourceVertex<T> {
                 tr.acker.heartbeat(inst.id, h);
             }
         }
-        if !self.ended
-            && !ctx.is_tracking()
-            && self
-                .instances
-                .iter()
-                .all(|i| matches!(i.state, State::Done))
-        {
-            self.output.end(ctx);
-            self.ended = true;
-            did = true;
-        }
+        let all_done = self
+            .instances
+            .iter()
+            .all(|i| matches!(i.state, State::Done));
+        did |= self.output.end_when(all_done, ctx);
         Ok(did)
     }
 
@@ -168,7 +160,7 @@ impl<T: Clone + Send> Vertex for SourceVertex<T> {
     }
 
     fn ended(&self) -> bool {
-        self.ended && !self.output.blocked()
+        self.output.ended()
     }
 
     fn stats(&mut self) -> VertexStats {

@@ -15,7 +15,6 @@ pub struct UnaryVertex<I, O, F> {
     input: InputPort<I>,
     output: OutputPort<O>,
     logic: F,
-    ended: bool,
     stats: VertexStats,
 }
 
@@ -37,7 +36,6 @@ where
             input,
             output,
             logic,
-            ended: false,
             stats: VertexStats::new(name),
         }
     }
@@ -71,11 +69,7 @@ where
             },
         )?;
         let mut did = n > 0;
-        if !self.ended && !ctx.is_tracking() && self.input.all_ended() {
-            self.output.end(ctx);
-            self.ended = true;
-            did = true;
-        }
+        did |= self.output.end_when(self.input.all_ended(), ctx);
         Ok(did)
     }
 
@@ -84,7 +78,7 @@ where
     }
 
     fn ended(&self) -> bool {
-        self.ended && !self.output.blocked()
+        self.output.ended()
     }
 
     fn stats(&mut self) -> VertexStats {

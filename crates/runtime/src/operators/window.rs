@@ -34,7 +34,6 @@ pub struct WindowVertex<T, K, A: Aggregate<T>> {
     windows: TumblingWindows<K, A::Acc, Meta>,
     /// Everything below this time has been fired (the frontier used at the last firing).
     fired_below: Time,
-    ended: bool,
     stats: VertexStats,
 }
 
@@ -62,7 +61,6 @@ where
             agg,
             windows: TumblingWindows::new(size),
             fired_below: 0,
-            ended: false,
             stats: VertexStats::new(name),
         }
     }
@@ -175,11 +173,7 @@ where
             self.fire(frontier, ctx);
             did = true;
         }
-        if !self.ended && !ctx.is_tracking() && self.input.all_ended() {
-            self.output.end(ctx);
-            self.ended = true;
-            did = true;
-        }
+        did |= self.output.end_when(self.input.all_ended(), ctx);
         Ok(did)
     }
 
@@ -188,7 +182,7 @@ where
     }
 
     fn ended(&self) -> bool {
-        self.ended && !self.output.blocked()
+        self.output.ended()
     }
 
     fn notified_component(&self) -> Option<ComponentId> {
