@@ -140,7 +140,7 @@ impl<T: Send> EdgeOutput<T> {
         let (lo, hi) = Self::register(component, t, ctx);
         // The next buffer starts at twice this batch's size: full batches under load, no 16 KB
         // allocation (and glibc trimming) per tiny batch at low rates.
-        let next_cap = (t.buf.len() * 2).clamp(16, ctx.batch_size);
+        let next_cap = (t.buf.len() * 2).max(16).min(ctx.batch_size);
         let data = std::mem::replace(&mut t.buf, Vec::with_capacity(next_cap));
         let batch = Batch {
             tag: if ctx.tracking.is_some() { t.tag } else { 0 },
