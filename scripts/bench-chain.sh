@@ -14,10 +14,16 @@ out=bench/results/chain-$(date -u +%Y%m%dT%H%M%SZ)
 mkdir -p "$out"
 raw="$out/raw.jsonl"
 : > "$raw"
+# Max throughput: none, tracker (with the sink's per-slot latency probe, as every chain run has
+# by default) and tracker without the probe (tracking cost alone).
 for rep in $(seq 1 "$REPEAT"); do
   for g in 1 1000; do
-    for t in none tracker; do
-      "$bin" bench chain --stages 10 --workers 2 --granularity "$g" --tracking "$t" \
+    for t in none tracker tracker-noprobe; do
+      case $t in
+        tracker-noprobe) args=(--tracking tracker --no-latency-probe) ;;
+        *) args=(--tracking "$t") ;;
+      esac
+      "$bin" bench chain --stages 10 --workers 2 --granularity "$g" "${args[@]}" \
         --elements "$ELEMENTS" --json | sed "s/^{/{\"kind\":\"max\",\"rep\":$rep,/" | tee -a "$raw"
     done
   done

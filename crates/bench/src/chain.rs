@@ -39,6 +39,8 @@ pub struct ChainResult {
     pub elements: u64,
     /// Requested rate, elements/s (0: unlimited).
     pub rate: f64,
+    /// The sink measured notification latency per slot.
+    pub latency_probe: bool,
     /// Wall-clock seconds of the run.
     pub elapsed_s: f64,
     /// Elements/s achieved (emitted / elapsed).
@@ -131,6 +133,7 @@ pub fn run(p: &ChainParams) -> Result<ChainResult, RunError> {
         tracking: format!("{:?}", p.runtime.tracking).to_lowercase(),
         elements: n,
         rate: p.rate,
+        latency_probe: p.runtime.latency_probe,
         elapsed_s: report.elapsed.as_secs_f64(),
         elements_per_s: report.elements_per_s(),
         latency_p50_us: sink.latency_us(0.5),

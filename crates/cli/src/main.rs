@@ -68,6 +68,9 @@ struct EngineArgs {
     /// Local acker flushes after this many updates.
     #[arg(long, default_value_t = 4096)]
     ack_flush_count: usize,
+    /// Do not measure notification latency per slot at sinks (pure throughput runs).
+    #[arg(long)]
+    no_latency_probe: bool,
 }
 
 impl EngineArgs {
@@ -81,6 +84,7 @@ impl EngineArgs {
             granularity,
             ack_flush_interval: self.ack_flush_interval,
             ack_flush_count: self.ack_flush_count,
+            latency_probe: !self.no_latency_probe,
         }
     }
 }

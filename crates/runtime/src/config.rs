@@ -43,6 +43,9 @@ pub struct RuntimeConfig {
     pub ack_flush_interval: Duration,
     /// The local acker flushes after this many updates (0: after every operator step).
     pub ack_flush_count: usize,
+    /// Sinks record every slot's last arrival to measure notification latency (a compare and a
+    /// store per element; windows measure per window and always do). Off for pure throughput runs.
+    pub latency_probe: bool,
 }
 
 impl Default for RuntimeConfig {
@@ -56,6 +59,7 @@ impl Default for RuntimeConfig {
             granularity: 1,
             ack_flush_interval: Duration::from_millis(1),
             ack_flush_count: 4096,
+            latency_probe: true,
         }
     }
 }

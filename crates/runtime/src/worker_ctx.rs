@@ -54,6 +54,8 @@ pub struct WorkerCtx {
     pub batch_size: usize,
     /// Flush timeout of partial batches, ns.
     pub flush_timeout_ns: u64,
+    /// Sinks measure notification latency per slot ([`RuntimeConfig::latency_probe`]).
+    pub latency_probe: bool,
     /// Earliest time (ns) a vertex asked to run again (rate-controlled sources); the worker parks
     /// no longer than this.
     pub wake_at_ns: u64,
@@ -84,6 +86,7 @@ impl WorkerCtx {
             now_ns: crate::clock::now_ns(),
             batch_size: config.batch_size,
             flush_timeout_ns: config.flush_timeout.as_nanos() as u64,
+            latency_probe: config.latency_probe,
             wake_at_ns: u64::MAX,
             traffic: Traffic::default(),
             unparkers,

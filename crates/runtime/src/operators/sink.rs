@@ -56,7 +56,7 @@ impl<T: Send, S: Sink<T>> SinkVertex<T, S> {
 impl<T: Send, S: Sink<T>> Vertex for SinkVertex<T, S> {
     fn step(&mut self, ctx: &mut WorkerCtx) -> Result<bool, String> {
         let (sink, probe) = (&mut self.sink, &mut self.probe);
-        let tracking = ctx.is_tracking();
+        let probe_on = ctx.is_tracking() && ctx.latency_probe;
         let n = drain_input(
             &mut self.input,
             self.component,
@@ -64,14 +64,14 @@ impl<T: Send, S: Sink<T>> Vertex for SinkVertex<T, S> {
             ctx,
             || false,
             |b, ctx| {
-                if tracking {
+                if probe_on {
                     probe.record_batch(b.data.iter().map(|e| e.time), ctx.granularity, ctx.now_ns);
                 }
                 sink.write(b.data)
             },
         )?;
         let f = ctx.frontier(self.component);
-        if tracking && f > self.notified {
+        if ctx.is_tracking() && f > self.notified {
             let stats = &mut self.stats;
             self.probe
                 .complete(ctx.granularity.slot(f), ctx.frontier_seen_ns, |ns, n| {
