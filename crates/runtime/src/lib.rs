@@ -14,6 +14,7 @@ pub mod config;
 pub mod dataflow;
 pub mod operators;
 pub mod port;
+pub mod probe;
 pub mod report;
 pub mod stats;
 pub mod tracker_agent;

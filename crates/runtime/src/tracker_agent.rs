@@ -39,17 +39,6 @@ pub struct TrackerStats {
     pub peak_table_entries: usize,
 }
 
-/// Thread CPU time of the calling thread, seconds.
-pub fn thread_cpu_s() -> f64 {
-    let mut ts = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: clock_gettime writes into the timespec we own.
-    unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
-    ts.tv_sec as f64 + ts.tv_nsec as f64 * 1e-9
-}
-
 struct Inner {
     tracker: Tracker,
     stats: TrackerStats,

@@ -1,7 +1,8 @@
 //! Sinks: user code that consumes the stream's elements and may act on notifications.
 
 use super::{drain_input, Vertex};
-use crate::channel::{ArrivalProbe, InputPort};
+use crate::channel::InputPort;
+use crate::probe::ArrivalProbe;
 use crate::stats::VertexStats;
 use crate::worker_ctx::WorkerCtx;
 use xorflow_core::Element;
