@@ -349,11 +349,11 @@ impl<T: Clone + Send + 'static> Stream<T> {
     }
 
     /// Builds a new element-wise vertex fed by this stream; `logic(worker)` makes each instance's
-    /// per-element function.
+    /// per-batch function.
     fn unary<O, F, L>(&self, name: &str, mut logic: L) -> Stream<O>
     where
         O: Clone + Send + 'static,
-        F: FnMut(Element<T>, &mut OutputPort<O>, &mut WorkerCtx) + Send + 'static,
+        F: FnMut(Vec<Element<T>>, &mut OutputPort<O>, &mut WorkerCtx) + Send + 'static,
         L: FnMut(usize) -> F + 'static,
     {
         let (vertex, component) = Dataflow::add_vertex(&self.b, name, 0, self.joined(), false);
@@ -417,8 +417,13 @@ impl<T: Clone + Send + 'static> Stream<T> {
         let f = Arc::new(f);
         self.unary(name, move |_| {
             let f = f.clone();
-            move |el: Element<T>, out: &mut OutputPort<O>, ctx: &mut WorkerCtx| {
-                out.push(Element::new(el.time, f(el.data)), ctx)
+            move |batch: Vec<Element<T>>, out: &mut OutputPort<O>, ctx: &mut WorkerCtx| {
+                out.push_all(
+                    batch
+                        .into_iter()
+                        .map(|el| Element::new(el.time, f(el.data))),
+                    ctx,
+                )
             }
         })
     }
@@ -428,10 +433,8 @@ impl<T: Clone + Send + 'static> Stream<T> {
         let p = Arc::new(p);
         self.unary(name, move |_| {
             let p = p.clone();
-            move |el: Element<T>, out: &mut OutputPort<T>, ctx: &mut WorkerCtx| {
-                if p(&el.data) {
-                    out.push(el, ctx)
-                }
+            move |batch: Vec<Element<T>>, out: &mut OutputPort<T>, ctx: &mut WorkerCtx| {
+                out.push_all(batch.into_iter().filter(|el| p(&el.data)), ctx)
             }
         })
     }
@@ -449,10 +452,14 @@ impl<T: Clone + Send + 'static> Stream<T> {
         let f = Arc::new(f);
         self.unary(name, move |_| {
             let f = f.clone();
-            move |el: Element<T>, out: &mut OutputPort<O>, ctx: &mut WorkerCtx| {
-                for o in f(el.data) {
-                    out.push(Element::new(el.time, o), ctx)
-                }
+            move |batch: Vec<Element<T>>, out: &mut OutputPort<O>, ctx: &mut WorkerCtx| {
+                out.push_all(
+                    batch.into_iter().flat_map(|el| {
+                        let t = el.time;
+                        f(el.data).into_iter().map(move |o| Element::new(t, o))
+                    }),
+                    ctx,
+                )
             }
         })
     }

@@ -82,20 +82,49 @@ impl<T: Send> EdgeOutput<T> {
 
     #[inline]
     fn push(&mut self, el: Element<T>, ctx: &mut WorkerCtx) {
-        let i = match &mut self.partitioner {
-            Partitioner::Forward => 0,
-            Partitioner::RoundRobin { next } => {
-                let i = *next;
-                *next = if i + 1 == self.targets.len() {
-                    0
-                } else {
-                    i + 1
-                };
-                i
+        self.push_all(std::iter::once(el), ctx);
+    }
+
+    /// Sends every element of `elements`. The partitioner is matched once per call, not per
+    /// element, so a batch's loop is only target choice, append and the full-batch check.
+    #[inline]
+    fn push_all(&mut self, elements: impl Iterator<Item = Element<T>>, ctx: &mut WorkerCtx) {
+        let EdgeOutput {
+            component,
+            partitioner,
+            targets,
+        } = self;
+        let n = targets.len();
+        match partitioner {
+            Partitioner::Forward => {
+                let t = &mut targets[0];
+                for el in elements {
+                    Self::append(*component, t, el, ctx);
+                }
             }
-            Partitioner::Hash(h) => (h(&el.data) % self.targets.len() as u64) as usize,
-        };
-        let t = &mut self.targets[i];
+            Partitioner::RoundRobin { next } => {
+                let mut i = *next;
+                for el in elements {
+                    Self::append(*component, &mut targets[i], el, ctx);
+                    i += 1;
+                    if i == n {
+                        i = 0;
+                    }
+                }
+                *next = i;
+            }
+            Partitioner::Hash(h) => {
+                for el in elements {
+                    let i = (h(&el.data) % n as u64) as usize;
+                    Self::append(*component, &mut targets[i], el, ctx);
+                }
+            }
+        }
+    }
+
+    /// Appends `el` to target `t`'s open buffer, sending the buffer when it is full.
+    #[inline(always)]
+    fn append(component: ComponentId, t: &mut Target<T>, el: Element<T>, ctx: &mut WorkerCtx) {
         if t.buf.is_empty() {
             t.opened_ns = ctx.now_ns;
             t.tmin = el.time;
@@ -106,7 +135,7 @@ impl<T: Send> EdgeOutput<T> {
         }
         t.buf.push(el);
         if t.buf.len() >= ctx.batch_size {
-            Self::seal_and_send(self.component, t, ctx);
+            Self::seal_and_send(component, t, ctx);
         }
     }
 
@@ -262,6 +291,21 @@ impl<T: Clone + Send> OutputPort<T> {
                     e.push(el.clone(), ctx);
                 }
                 self.edges[n - 1].push(el, ctx);
+            }
+        }
+    }
+
+    /// Sends every element of `elements` (batched, like [`OutputPort::push`]); cheaper per element
+    /// than repeated `push` because partitioning is dispatched once.
+    #[inline]
+    pub fn push_all(&mut self, elements: impl Iterator<Item = Element<T>>, ctx: &mut WorkerCtx) {
+        match self.edges.len() {
+            0 => {}
+            1 => self.edges[0].push_all(elements, ctx),
+            _ => {
+                for el in elements {
+                    self.push(el, ctx);
+                }
             }
         }
     }

@@ -8,8 +8,9 @@ use crate::worker_ctx::WorkerCtx;
 use xorflow_core::Element;
 use xorflow_tracking::ComponentId;
 
-/// An element-wise operator instance; `logic` gets each input element and pushes any outputs (which
-/// inherit the input's time by convention of the builder's closures).
+/// An element-wise operator instance; `logic` gets each input batch's elements and pushes any
+/// outputs (which inherit the input's time by convention of the builder's closures). Batch-level
+/// logic lets the output port dispatch partitioning once per batch.
 pub struct UnaryVertex<I, O, F> {
     component: ComponentId,
     input: InputPort<I>,
@@ -21,7 +22,7 @@ pub struct UnaryVertex<I, O, F> {
 impl<I, O, F> UnaryVertex<I, O, F>
 where
     O: Clone + Send,
-    F: FnMut(Element<I>, &mut OutputPort<O>, &mut WorkerCtx) + Send,
+    F: FnMut(Vec<Element<I>>, &mut OutputPort<O>, &mut WorkerCtx) + Send,
 {
     /// An instance of a vertex in `component`.
     pub fn new(
@@ -45,7 +46,7 @@ impl<I, O, F> Vertex for UnaryVertex<I, O, F>
 where
     I: Send,
     O: Clone + Send,
-    F: FnMut(Element<I>, &mut OutputPort<O>, &mut WorkerCtx) + Send,
+    F: FnMut(Vec<Element<I>>, &mut OutputPort<O>, &mut WorkerCtx) + Send,
 {
     fn step(&mut self, ctx: &mut WorkerCtx) -> Result<bool, String> {
         if self.output.blocked() && !self.output.flush(ctx, false) {
@@ -60,9 +61,7 @@ where
             ctx,
             || blocked.get(),
             |b, ctx| {
-                for el in b.data {
-                    logic(el, output, ctx);
-                }
+                logic(b.data, output, ctx);
                 output.commit(ctx);
                 blocked.set(output.blocked());
                 Ok(())
