@@ -29,6 +29,8 @@ pub struct WindowVertex<T, K, A: Aggregate<T>> {
     component: ComponentId,
     input: InputPort<T>,
     output: OutputPort<WindowResult<K, A::Out>>,
+    /// Components of the downstream vertices: where holds go.
+    downstream: Vec<ComponentId>,
     key: Arc<dyn Fn(&T) -> K + Send + Sync>,
     agg: Arc<A>,
     windows: TumblingWindows<K, A::Acc, Meta>,
@@ -56,6 +58,7 @@ where
         WindowVertex {
             component,
             input,
+            downstream: output.components().collect(),
             output,
             key,
             agg,
@@ -98,9 +101,8 @@ where
         }
         self.output.commit(ctx);
         if let Some(tr) = &mut ctx.tracking {
-            let comps: Vec<ComponentId> = self.output.components().collect();
             for (t, r) in holds {
-                for &c in &comps {
+                for &c in &self.downstream {
                     tr.acker.xor_times(c, t, t, r);
                 }
             }
@@ -119,7 +121,7 @@ where
         if self.output.blocked() && !self.output.flush(ctx, false) {
             return Ok(false);
         }
-        let comps: Vec<ComponentId> = self.output.components().collect();
+        let comps = &self.downstream;
         let size = self.windows.size();
         let (windows, key, agg, fired_below) =
             (&mut self.windows, &self.key, &self.agg, self.fired_below);
@@ -147,7 +149,7 @@ where
                             // receive tag, which drain_input registers after we return.
                             let r = tr.tags.next_tag();
                             let last = el.time - el.time % size + (size - 1);
-                            for &c in &comps {
+                            for &c in comps {
                                 tr.acker.xor_times(c, last, last, r);
                             }
                             w.meta.hold = r;
