@@ -227,12 +227,16 @@ fn progress_bar(
         let bar = indicatif::ProgressBar::new(total);
         bar.set_style(
             indicatif::ProgressStyle::with_template(
-                "{spinner} [{elapsed_precise}] {bar:40} {pos}/{len} records {per_sec}",
+                "{spinner} [{elapsed_precise}] {bar:40} {pos}/{len} records {msg}",
             )
             .expect("valid progress template"),
         );
+        let start = Instant::now();
         while !done.load(Ordering::Relaxed) {
-            bar.set_position(progress.emitted.load(Ordering::Relaxed));
+            let n = progress.emitted.load(Ordering::Relaxed);
+            bar.set_position(n);
+            let rate = n as f64 / start.elapsed().as_secs_f64().max(1e-3);
+            bar.set_message(format!("{rate:.0}/s"));
             std::thread::sleep(Duration::from_millis(100));
         }
         bar.finish_and_clear();
