@@ -24,16 +24,20 @@
 //! costs O(1) acker and tracker updates whatever its span and granularity.
 
 pub mod ack;
+pub mod combine;
 pub mod diff_map;
 pub mod heartbeats;
 pub mod local_acker;
+pub mod shard;
 pub mod tag;
 pub mod time;
 pub mod topology;
 pub mod tracker;
 
 pub use ack::{AckEntry, ComponentId, Flush, SourceId};
+pub use combine::FrontierCombiner;
 pub use local_acker::LocalAcker;
+pub use shard::{split_flush, ShardMap};
 pub use tag::TagSource;
 pub use time::{Granularity, Slot, Time, INF};
 pub use topology::Topology;

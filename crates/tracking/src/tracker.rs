@@ -9,6 +9,7 @@
 use crate::ack::{ComponentId, Flush};
 use crate::diff_map::DiffMap;
 use crate::heartbeats::Heartbeats;
+use crate::shard::ShardMap;
 use crate::time::{Granularity, Slot, Time, INF};
 use crate::topology::Topology;
 
@@ -32,10 +33,12 @@ impl FrontierUpdate {
 #[derive(Debug)]
 pub struct Tracker {
     granularity: Granularity,
+    /// The slots this tracker owns (all of them unless it is a shard).
+    shard: ShardMap,
     topology: Topology,
     tables: Vec<DiffMap>,
     heartbeats: Heartbeats,
-    /// Last reported frontier per component, slots.
+    /// Last reported frontier per component, local slots.
     frontiers: Vec<Slot>,
     /// Times a computed frontier came out below the reported one: an invariant violation by the
     /// runtime (a tag registered below a published frontier). Must stay 0; see [`Tracker::regressions`].
@@ -45,9 +48,22 @@ pub struct Tracker {
 impl Tracker {
     /// A tracker for `topology` with `sources` source instances (all registered at time 0).
     pub fn new(granularity: Granularity, topology: Topology, sources: usize) -> Self {
+        Self::sharded(granularity, topology, sources, ShardMap::SINGLE)
+    }
+
+    /// Shard `shard` of a sharded tracker (DESIGN.md section 2, item 6): it receives the flush pieces
+    /// of [`crate::split_flush`] (local slot keys) and every heartbeat, and reports frontiers in
+    /// global time units, meaning "every slot this shard owns below the frontier is complete".
+    pub fn sharded(
+        granularity: Granularity,
+        topology: Topology,
+        sources: usize,
+        shard: ShardMap,
+    ) -> Self {
         let n = topology.len();
         Tracker {
             granularity,
+            shard,
             topology,
             tables: vec![DiffMap::new(); n],
             heartbeats: Heartbeats::new(sources),
@@ -90,7 +106,9 @@ impl Tracker {
     /// [`Tracker::regressions`] and not reported.
     pub fn advance(&mut self) -> Vec<FrontierUpdate> {
         let mut out = Vec::new();
-        let hb = self.granularity.slots_below(self.heartbeats.min());
+        let hb = self
+            .shard
+            .local_bound(self.granularity.slots_below(self.heartbeats.min()));
         for c in 0..self.tables.len() {
             let mut f = self.tables[c].first_open().min(hb);
             for &u in self.topology.upstream(c as ComponentId) {
@@ -101,7 +119,7 @@ impl Tracker {
                 self.frontiers[c] = f;
                 out.push(FrontierUpdate {
                     component: c as ComponentId,
-                    frontier: self.granularity.start(f),
+                    frontier: self.granularity.start(self.shard.global(f)),
                 });
             } else if f < old {
                 self.regressions += 1;
@@ -112,7 +130,8 @@ impl Tracker {
 
     /// Current frontier of `c`, time units.
     pub fn frontier(&self, c: ComponentId) -> Time {
-        self.granularity.start(self.frontiers[c as usize])
+        self.granularity
+            .start(self.shard.global(self.frontiers[c as usize]))
     }
 
     /// True when every component's frontier is `INF`: all sources unregistered, nothing in flight.
