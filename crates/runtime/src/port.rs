@@ -45,6 +45,9 @@ pub struct EdgeOutput<T> {
     component: ComponentId,
     partitioner: Partitioner<T>,
     targets: Vec<Target<T>>,
+    /// Tracking range (time units) of the input the next elements derive from; `None`: each
+    /// element's own time (sources). See [`OutputPort::set_lineage`].
+    lineage: Option<(Time, Time)>,
 }
 
 impl<T: Send> EdgeOutput<T> {
@@ -72,6 +75,7 @@ impl<T: Send> EdgeOutput<T> {
                     pending: VecDeque::new(),
                 })
                 .collect(),
+            lineage: None,
         }
     }
 
@@ -93,19 +97,21 @@ impl<T: Send> EdgeOutput<T> {
             component,
             partitioner,
             targets,
+            lineage,
         } = self;
+        let lineage = *lineage;
         let n = targets.len();
         match partitioner {
             Partitioner::Forward => {
                 let t = &mut targets[0];
                 for el in elements {
-                    Self::append(*component, t, el, ctx);
+                    Self::append(*component, t, el, lineage, ctx);
                 }
             }
             Partitioner::RoundRobin { next } => {
                 let mut i = *next;
                 for el in elements {
-                    Self::append(*component, &mut targets[i], el, ctx);
+                    Self::append(*component, &mut targets[i], el, lineage, ctx);
                     i += 1;
                     if i == n {
                         i = 0;
@@ -116,22 +122,30 @@ impl<T: Send> EdgeOutput<T> {
             Partitioner::Hash(h) => {
                 for el in elements {
                     let i = (h(&el.data) % n as u64) as usize;
-                    Self::append(*component, &mut targets[i], el, ctx);
+                    Self::append(*component, &mut targets[i], el, lineage, ctx);
                 }
             }
         }
     }
 
-    /// Appends `el` to target `t`'s open buffer, sending the buffer when it is full.
+    /// Appends `el` to target `t`'s open buffer, sending the buffer when it is full. The buffer's
+    /// tracking range grows by `lineage` (or the element's own time without one).
     #[inline(always)]
-    fn append(component: ComponentId, t: &mut Target<T>, el: Element<T>, ctx: &mut WorkerCtx) {
+    fn append(
+        component: ComponentId,
+        t: &mut Target<T>,
+        el: Element<T>,
+        lineage: Option<(Time, Time)>,
+        ctx: &mut WorkerCtx,
+    ) {
+        let (lo, hi) = lineage.unwrap_or((el.time, el.time));
         if t.buf.is_empty() {
             t.opened_ns = ctx.now_ns;
-            t.tmin = el.time;
-            t.tmax = el.time;
+            t.tmin = lo;
+            t.tmax = hi;
         } else {
-            t.tmin = t.tmin.min(el.time);
-            t.tmax = t.tmax.max(el.time);
+            t.tmin = t.tmin.min(lo);
+            t.tmax = t.tmax.max(hi);
         }
         t.buf.push(el);
         if t.buf.len() >= ctx.batch_size {
@@ -271,6 +285,24 @@ impl<T: Clone + Send> OutputPort<T> {
         OutputPort {
             edges,
             ended: false,
+        }
+    }
+
+    /// Sets the tracking range of the elements pushed from now on: they derive from input tracked
+    /// over slots `[lo, hi]` (an input batch's range), so their batches' tags must cover it.
+    ///
+    /// Why not the elements' own times: a deferred output (a window's result, event time `b - 1`)
+    /// is tracked in its creator's slot, so that with a sharded tracker the whole tree of an element
+    /// stays in one shard (DESIGN.md section 2, item 8, first option; docs/sharding-notes.md). A
+    /// range that covers the creator's slot is enough for that and is never early: tracking slots
+    /// are at or below the event-time slots of everything derived. `None`: each element's own time
+    /// (sources).
+    #[inline]
+    pub fn set_lineage(&mut self, slots: Option<(Slot, Slot)>, ctx: &WorkerCtx) {
+        let g = ctx.granularity;
+        let r = slots.map(|(lo, hi)| (g.start(lo), g.start(hi)));
+        for e in &mut self.edges {
+            e.lineage = r;
         }
     }
 

@@ -61,6 +61,7 @@ where
             ctx,
             || blocked.get(),
             |b, ctx| {
+                output.set_lineage(Some((b.lo, b.hi)), ctx);
                 logic(b.data, output, ctx);
                 output.commit(ctx);
                 blocked.set(output.blocked());

@@ -1,12 +1,14 @@
 //! Keyed event-time tumbling windows, closed by the frontier of their tracking component.
 //!
 //! Deferred output holds its slot open (DESIGN.md section 2, item 8): when a window `[a, b)` is opened
-//! on an instance, before the receive tag of the element that opened it, the instance XORs a fresh
-//! tag `r` into slot `b - 1` (the results' time) of every downstream component. When the frontier
-//! reaches `b` the results are pushed and committed (their own send tags registered), and only then
-//! is `r` XOR-ed again to release the hold. So a downstream component, even another window, can
-//! never be declared complete at `b - 1` between the notification and the emission.
-
+//! on an instance by an input batch tracked over slots `[lo, hi]`, before that batch's receive tag,
+//! the instance XORs a fresh tag `r` into slot `lo` of every downstream component (the creator's
+//! slot, not the results' slot `b - 1`). When the frontier reaches `b` the results (time `b - 1`)
+//! are pushed with tracking range `[lo, lo]` and committed, and only then is `r` XOR-ed again to
+//! release the hold. So a downstream component, even another window, can never be declared complete
+//! at `b - 1` between the notification and the emission, and with a sharded tracker the hold, the
+//! creator's receive tag and the output all live in the shard owning `lo` (docs/sharding-notes.md,
+//! option 1: conservative, shard-local).
 use super::{drain_input, Vertex};
 use crate::channel::InputPort;
 use crate::port::OutputPort;
@@ -21,6 +23,8 @@ use xorflow_tracking::{ComponentId, Time};
 #[derive(Debug)]
 struct Meta {
     hold: u64,
+    /// Tracking slot of the hold (the creating batch's first slot).
+    hold_slot: u64,
     last_arrival_ns: u64,
 }
 
@@ -81,6 +85,8 @@ where
                 self.stats
                     .record_latency(ctx.frontier_seen_ns.saturating_sub(w.meta.last_arrival_ns));
             }
+            self.output
+                .set_lineage(Some((w.meta.hold_slot, w.meta.hold_slot)), ctx);
             for (key, acc) in w.groups {
                 let value = self.agg.finish(acc);
                 self.stats.elements_out += 1;
@@ -97,13 +103,13 @@ where
                     ctx,
                 );
             }
-            holds.push((end - 1, w.meta.hold));
+            holds.push((w.meta.hold_slot, w.meta.hold));
         }
         self.output.commit(ctx);
         if let Some(tr) = &mut ctx.tracking {
-            for (t, r) in holds {
+            for (s, r) in holds {
                 for &c in &self.downstream {
-                    tr.acker.xor_times(c, t, t, r);
+                    tr.acker.xor_slots(c, s, s, r);
                 }
             }
         }
@@ -122,7 +128,6 @@ where
             return Ok(false);
         }
         let comps = &self.downstream;
-        let size = self.windows.size();
         let (windows, key, agg, fired_below) =
             (&mut self.windows, &self.key, &self.agg, self.fired_below);
         let mut late = 0u64;
@@ -134,6 +139,7 @@ where
             || false,
             |b, ctx| {
                 let now = ctx.now_ns;
+                let lo = b.lo;
                 for el in b.data {
                     if el.time < fired_below {
                         late += 1;
@@ -141,16 +147,16 @@ where
                     }
                     let (w, created) = windows.window_for(el.time, |_, _| Meta {
                         hold: 0,
+                        hold_slot: lo,
                         last_arrival_ns: now,
                     });
                     if created {
                         if let Some(tr) = &mut ctx.tracking {
-                            // Hold slot b-1 of every downstream component before this batch's
-                            // receive tag, which drain_input registers after we return.
+                            // Hold the creator's slot of every downstream component before this
+                            // batch's receive tag, which drain_input registers after we return.
                             let r = tr.tags.next_tag();
-                            let last = el.time - el.time % size + (size - 1);
                             for &c in comps {
-                                tr.acker.xor_times(c, last, last, r);
+                                tr.acker.xor_slots(c, lo, lo, r);
                             }
                             w.meta.hold = r;
                         }
