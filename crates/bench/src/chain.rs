@@ -29,8 +29,16 @@ pub struct ChainParams {
 pub struct ChainResult {
     /// K.
     pub stages: usize,
-    /// Workers P.
+    /// Worker threads per process.
     pub workers: usize,
+    /// Processes (each with `workers` worker threads).
+    pub processes: usize,
+    /// Tracker shards.
+    pub tracker_shards: usize,
+    /// Local acker flush count (0: unbatched).
+    pub ack_flush_count: usize,
+    /// Self-cancelling acks per real ack / 2.
+    pub ack_multiplier: usize,
     /// Granularity g.
     pub granularity: u64,
     /// "tracker" or "none".
@@ -107,7 +115,7 @@ impl Sink<u64> for CountSink {
 /// Whatever the runtime reports (invalid configuration, failed worker).
 pub fn run(p: &ChainParams) -> Result<ChainResult, RunError> {
     let df = Dataflow::new(p.runtime.clone())?;
-    let sources = p.runtime.workers;
+    let sources = p.runtime.workers * p.runtime.cluster.launch_processes();
     let per_source = p.elements / sources as u64;
     let extra = p.elements % sources as u64;
     let rate = p.rate / sources as f64;
@@ -130,7 +138,11 @@ pub fn run(p: &ChainParams) -> Result<ChainResult, RunError> {
         stages: p.stages,
         workers: p.runtime.workers,
         granularity: p.runtime.granularity,
-        tracking: format!("{:?}", p.runtime.tracking).to_lowercase(),
+        tracking: p.runtime.tracking.name().into(),
+        processes: report.processes,
+        tracker_shards: report.tracker_shards,
+        ack_flush_count: p.runtime.ack_flush_count,
+        ack_multiplier: p.runtime.ack_multiplier,
         elements: n,
         rate: p.rate,
         latency_probe: p.runtime.latency_probe,
@@ -151,15 +163,49 @@ pub fn describe(r: &ChainResult) -> String {
         _ => "notification latency n/a".into(),
     };
     format!(
-        "chain K={} P={} g={} tracking={}: {} elements in {:.3} s = {:.2} M elements/s; {lat}; \
-         {:.3} service messages per 1000 elements",
+        "chain K={} N={} P={} g={} tracking={}{}: {} elements in {:.3} s = {:.2} M elements/s; {lat}; \
+         {:.3} service messages per 1000 elements ({})",
         r.stages,
+        r.processes,
         r.workers,
         r.granularity,
         r.tracking,
+        if r.tracking == "tracker" {
+            format!(
+                " shards={}{}",
+                r.tracker_shards,
+                if r.ack_flush_count == 0 { " unbatched" } else { "" }
+            )
+        } else {
+            String::new()
+        },
         r.elements,
         r.elapsed_s,
         r.elements_per_s / 1e6,
-        r.service_messages_per_1000
+        r.service_messages_per_1000,
+        traffic_line(&r.traffic)
     )
+}
+
+/// `kind messages/bytes` for every service kind with traffic.
+fn traffic_line(t: &serde_json::Value) -> String {
+    let mut parts = Vec::new();
+    for k in [
+        "ack",
+        "heartbeat",
+        "frontier",
+        "marker",
+        "end_of_stream",
+        "control",
+    ] {
+        let m = t[k]["messages"].as_u64().unwrap_or(0);
+        if m > 0 {
+            parts.push(format!("{k} {m}/{}B", t[k]["bytes"].as_u64().unwrap_or(0)));
+        }
+    }
+    if parts.is_empty() {
+        "no service messages".into()
+    } else {
+        parts.join(", ")
+    }
 }

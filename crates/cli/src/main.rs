@@ -5,6 +5,7 @@ use std::io::IsTerminal;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
+use xorflow_runtime::net::cluster::{is_local_child, ClusterConfig, Launch};
 use xorflow_runtime::{RuntimeConfig, TrackingMode};
 
 #[derive(Parser)]
@@ -50,9 +51,29 @@ struct EngineArgs {
     /// Worker threads.
     #[arg(long, default_value_t = 2)]
     workers: usize,
-    /// Completeness tracking: tracker or none.
+    /// Completeness tracking: tracker, markers or none.
     #[arg(long, default_value = "tracker")]
     tracking: TrackingMode,
+    /// Processes on this machine (loopback), each with --workers threads; process 0 starts the
+    /// others.
+    #[arg(long, default_value_t = 1, conflicts_with = "hostfile")]
+    processes: usize,
+    /// Run on real hosts: one host:port per process; every host runs the same command with its
+    /// own --process index and the same cluster token.
+    #[arg(long, requires = "process")]
+    hostfile: Option<PathBuf>,
+    /// This process's index in the hostfile.
+    #[arg(long, requires = "hostfile")]
+    process: Option<usize>,
+    /// Shared secret for a hostfile run (default: $XORFLOW_CLUSTER_TOKEN).
+    #[arg(long)]
+    cluster_token: Option<String>,
+    /// A peer process silent for this long is declared dead and the job fails.
+    #[arg(long, default_value = "5s", value_parser = humantime::parse_duration)]
+    peer_timeout: Duration,
+    /// Tracker shards: slot s is tracked by shard s mod S (shard k runs in process k mod N).
+    #[arg(long, default_value_t = 1)]
+    tracker_shards: usize,
     /// Max elements per batch.
     #[arg(long, default_value_t = 1024)]
     batch_size: usize,
@@ -65,9 +86,13 @@ struct EngineArgs {
     /// Local acker flush interval.
     #[arg(long, default_value = "1ms", value_parser = humantime::parse_duration)]
     ack_flush_interval: Duration,
-    /// Local acker flushes after this many updates.
+    /// Local acker flushes after this many updates (0: unbatched, every ack sent at once).
     #[arg(long, default_value_t = 4096)]
     ack_flush_count: usize,
+    /// Adds 2m self-cancelling random acks per real ack (tracker load (2m+1)x; 1x/5x/9x/17x =
+    /// 0/2/4/8).
+    #[arg(long, default_value_t = 0)]
+    ack_multiplier: usize,
     /// Do not measure notification latency per slot at sinks (pure throughput runs).
     #[arg(long)]
     no_latency_probe: bool,
@@ -75,6 +100,16 @@ struct EngineArgs {
 
 impl EngineArgs {
     fn runtime(&self, granularity: u64) -> RuntimeConfig {
+        let launch = match (&self.hostfile, self.process) {
+            (Some(h), Some(p)) => Launch::Hosts {
+                hostfile: h.clone(),
+                process: p,
+            },
+            _ if self.processes > 1 => Launch::Local {
+                processes: self.processes,
+            },
+            _ => Launch::Single,
+        };
         RuntimeConfig {
             workers: self.workers,
             batch_size: self.batch_size,
@@ -84,9 +119,31 @@ impl EngineArgs {
             granularity,
             ack_flush_interval: self.ack_flush_interval,
             ack_flush_count: self.ack_flush_count,
+            ack_multiplier: self.ack_multiplier,
+            tracker_shards: self.tracker_shards,
             latency_probe: !self.no_latency_probe,
+            cluster: ClusterConfig {
+                launch,
+                token: self.cluster_token.clone(),
+                peer_timeout: self.peer_timeout,
+                ..ClusterConfig::default()
+            },
         }
     }
+
+    /// Checks what clap cannot.
+    fn validate(&self) -> Result<(), String> {
+        if self.processes == 0 {
+            return Err("--processes must be at least 1".into());
+        }
+        Ok(())
+    }
+}
+
+/// True when this process must not print results: a child of a local launch (process 0 reports)
+/// or a non-zero process of a hostfile run.
+fn quiet(e: &EngineArgs) -> bool {
+    is_local_child() || e.process.is_some_and(|p| p != 0)
 }
 
 #[derive(Args)]
@@ -158,6 +215,7 @@ fn secs(d: Duration, what: &str, min: u64) -> Result<u64, String> {
 
 fn run_flights(a: FlightsArgs) -> ExitCode {
     let parsed = (|| {
+        a.engine.validate()?;
         Ok::<_, String>((
             secs(a.lateness, "lateness", 0)?,
             secs(a.window, "window", 1)?,
@@ -187,9 +245,10 @@ fn run_flights(a: FlightsArgs) -> ExitCode {
     cfg.lateness_s = lateness_s;
     cfg.window_s = window_s;
     cfg.speed = a.speed;
-    cfg.progress = std::io::stderr().is_terminal();
+    cfg.progress = std::io::stderr().is_terminal() && !quiet(&a.engine);
     cfg.runtime = a.engine.runtime(granularity_s);
     match xorflow_flights::run(&cfg) {
+        Ok(_) if quiet(&a.engine) => ExitCode::SUCCESS,
         Ok(s) => {
             for m in &s.malformed_examples {
                 eprintln!(
@@ -215,17 +274,19 @@ fn run_flights(a: FlightsArgs) -> ExitCode {
                 a.output.display()
             );
             println!(
-                "engine: {} workers, {} sources, tracking {}: {:.3} s, {:.0} elements/s; notification latency {lat}",
-                s.workers, s.sources, s.tracking, s.elapsed_s, s.elements_per_s
+                "engine: {} process(es) x {} workers, {} sources, tracking {}: {:.3} s, {:.0} elements/s; notification latency {lat}",
+                s.processes, s.workers, s.sources, s.tracking, s.elapsed_s, s.elements_per_s
             );
             let svc = &s.traffic["service"];
             println!(
-                "tracking traffic: {} service messages, {} bytes (ack {}, heartbeat {}, frontier {})",
+                "service traffic: {} messages, {} bytes (ack {}, heartbeat {}, frontier {}, marker {}, control {})",
                 svc.messages,
                 svc.bytes,
                 s.traffic["ack"].messages,
                 s.traffic["heartbeat"].messages,
-                s.traffic["frontier"].messages
+                s.traffic["frontier"].messages,
+                s.traffic["marker"].messages,
+                s.traffic["control"].messages
             );
             if let Some(p) = a.summary {
                 println!("summary: {}", p.display());
@@ -251,6 +312,13 @@ fn run_chain(a: ChainArgs) -> ExitCode {
         eprintln!("error: --repeat must be at least 1");
         return ExitCode::from(2);
     }
+    if let Err(e) = a.engine.validate() {
+        eprintln!("error: {e}");
+        return ExitCode::from(2);
+    }
+    // Every run of a local launch starts its own children, which run once.
+    let repeat = if is_local_child() { 1 } else { a.repeat };
+    let quiet = quiet(&a.engine);
     let params = xorflow_bench::chain::ChainParams {
         stages: a.stages,
         elements: a.elements,
@@ -258,8 +326,9 @@ fn run_chain(a: ChainArgs) -> ExitCode {
         runtime: a.engine.runtime(a.granularity),
     };
     let mut results = Vec::new();
-    for _ in 0..a.repeat {
+    for _ in 0..repeat {
         match xorflow_bench::chain::run(&params) {
+            Ok(_) if quiet => {}
             Ok(r) => {
                 if a.json {
                     println!("{}", serde_json::to_string(&r).expect("serializable"));
@@ -277,7 +346,7 @@ fn run_chain(a: ChainArgs) -> ExitCode {
             }
         }
     }
-    if a.repeat > 1 && !a.json {
+    if repeat > 1 && !a.json && !quiet {
         results.sort_by(|x, y| x.elements_per_s.total_cmp(&y.elements_per_s));
         println!(
             "median: {}",

@@ -77,6 +77,55 @@ impl GraphDesc {
         up
     }
 
+    /// A cycle of the vertex graph, as vertex names from a vertex back to itself, if there is one
+    /// (markers cannot flow around a cycle: an instance would wait for its own marker).
+    pub fn find_cycle(&self) -> Option<Vec<String>> {
+        let n = self.vertices.len();
+        let mut out: Vec<Vec<usize>> = vec![Vec::new(); n];
+        for e in &self.edges {
+            out[e.from].push(e.to);
+        }
+        // Iterative DFS with colours: 0 new, 1 on the stack, 2 done.
+        let mut colour = vec![0u8; n];
+        let mut parent = vec![usize::MAX; n];
+        for root in 0..n {
+            if colour[root] != 0 {
+                continue;
+            }
+            let mut stack = vec![(root, 0usize)];
+            colour[root] = 1;
+            while let Some(&mut (v, ref mut i)) = stack.last_mut() {
+                if let Some(&w) = out[v].get(*i) {
+                    *i += 1;
+                    match colour[w] {
+                        0 => {
+                            colour[w] = 1;
+                            parent[w] = v;
+                            stack.push((w, 0));
+                        }
+                        1 => {
+                            let mut path = vec![self.vertices[w].name.clone()];
+                            let mut x = v;
+                            let mut rev = Vec::new();
+                            while x != w {
+                                rev.push(self.vertices[x].name.clone());
+                                x = parent[x];
+                            }
+                            path.extend(rev.into_iter().rev());
+                            path.push(self.vertices[w].name.clone());
+                            return Some(path);
+                        }
+                        _ => {}
+                    }
+                } else {
+                    colour[v] = 2;
+                    stack.pop();
+                }
+            }
+        }
+        None
+    }
+
     /// Total number of source instances (each heartbeats on its own).
     pub fn source_instances(&self) -> usize {
         self.vertices
@@ -119,5 +168,18 @@ mod tests {
         );
         assert_eq!(g.source_instances(), 2);
         assert_eq!(g.components(), 4);
+        assert_eq!(g.find_cycle(), None);
+        let mut c = g.clone();
+        c.edges.push(e(3, 1));
+        assert_eq!(
+            c.find_cycle().unwrap(),
+            vec!["a".to_string(), "j".into(), "a".into()]
+        );
+        let mut selfloop = g;
+        selfloop.edges.push(e(2, 2));
+        assert_eq!(
+            selfloop.find_cycle().unwrap(),
+            vec!["b".to_string(), "b".into()]
+        );
     }
 }

@@ -8,7 +8,7 @@ pub mod element;
 pub mod graph;
 pub mod window;
 
-pub use element::Element;
+pub use element::{Data, Element};
 pub use graph::{ComponentId, EdgeDesc, GraphDesc, Partitioning, VertexDesc, VertexId};
 pub use window::{Aggregate, TumblingWindows, WindowResult};
 

@@ -25,7 +25,7 @@ pub trait Aggregate<T>: Send + Sync + 'static {
 }
 
 /// The result of one (window, key): emitted with element time `end - 1`.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct WindowResult<K, O> {
     /// First time of the window (inclusive).
     pub start: Time,

@@ -2,12 +2,16 @@
 //!
 //! Every (edge, sender worker, receiver worker) pair has its own bounded lock-free queue
 //! (`crossbeam_queue::ArrayQueue`), so a full queue holds back exactly one producer instance
-//! (backpressure) and never blocks a thread.
+//! (backpressure) and never blocks a thread. Between processes the same channel is a
+//! credit-controlled stream of frames ([`crate::net::link`]); the receiving port decodes them.
 
+use crate::net::link::RemoteIn;
+use crate::traffic::MessageKind;
+use crate::worker_ctx::WorkerCtx;
 use crossbeam_queue::ArrayQueue;
 use std::sync::Arc;
 use xorflow_core::Element;
-use xorflow_tracking::Slot;
+use xorflow_tracking::{MarkerAligner, Slot, Time};
 
 /// A batch of elements with its trAcker tag: the sender XOR-ed `tag` into every slot of
 /// `[lo, hi]` of the receiving vertex's component; the receiver does the same once the whole batch is
@@ -20,6 +24,9 @@ pub struct Batch<T> {
     pub lo: Slot,
     /// Last slot of the tag's range (inclusive).
     pub hi: Slot,
+    /// Markers (tracking `markers` only) that follow the elements, in order: `Marker(t)` promises
+    /// that nothing below `t` follows on this channel. Empty otherwise.
+    pub markers: Vec<Time>,
     /// The elements.
     pub data: Vec<Element<T>>,
 }
@@ -41,31 +48,67 @@ pub fn channel<T>(capacity: usize) -> Channel<T> {
     Arc::new(ArrayQueue::new(capacity))
 }
 
+/// Decodes a frame of a remote channel (set where the element type is known to be serializable).
+pub type Decoder<T> = fn(&[u8]) -> Result<Msg<T>, String>;
+
+/// One input channel of a port.
+pub enum InLink<T> {
+    /// From a worker of this process.
+    Local(Channel<T>),
+    /// From a worker of another process.
+    Remote(RemoteIn, Decoder<T>),
+}
+
 /// The receiving side of one vertex instance: the channels of all its input edges, polled in turn.
 pub struct InputPort<T> {
-    queues: Vec<Channel<T>>,
+    queues: Vec<InLink<T>>,
     next: usize,
     ends: usize,
+    /// Index of the channel the last message came from.
+    last: usize,
+    /// Marker alignment over the channels (tracking `markers`).
+    pub aligner: MarkerAligner,
 }
 
 impl<T> InputPort<T> {
-    /// A port reading `queues`.
+    /// A port reading local `queues`.
     pub fn new(queues: Vec<Channel<T>>) -> Self {
+        Self::with_links(queues.into_iter().map(InLink::Local).collect())
+    }
+
+    /// A port reading `links`.
+    pub fn with_links(queues: Vec<InLink<T>>) -> Self {
         InputPort {
+            aligner: MarkerAligner::new(queues.len()),
             queues,
             next: 0,
             ends: 0,
+            last: 0,
         }
     }
 
     /// The next message of any input channel, round-robin over channels so none starves.
+    ///
+    /// # Panics
+    /// If a remote frame cannot be decoded: the peer passed the handshake, so it runs different
+    /// code; the worker fails with the reason.
     #[inline]
-    pub fn pop(&mut self) -> Option<Msg<T>> {
+    pub fn pop(&mut self, ctx: &mut WorkerCtx) -> Option<Msg<T>> {
         let n = self.queues.len();
         for i in 0..n {
             let q = (self.next + i) % n;
-            if let Some(m) = self.queues[q].pop() {
+            let m = match &mut self.queues[q] {
+                InLink::Local(c) => c.pop(),
+                InLink::Remote(r, decode) => r.pop().map(|(f, credit)| {
+                    if let Some(bytes) = credit {
+                        ctx.traffic.record_frame(MessageKind::Control, bytes);
+                    }
+                    decode(&f).unwrap_or_else(|e| panic!("{e}"))
+                }),
+            };
+            if let Some(m) = m {
                 self.next = (q + 1) % n;
+                self.last = q;
                 if matches!(m, Msg::End) {
                     self.ends += 1;
                 }
@@ -73,6 +116,11 @@ impl<T> InputPort<T> {
             }
         }
         None
+    }
+
+    /// Index (in `0..senders()`) of the channel the last popped message came from.
+    pub fn last_channel(&self) -> usize {
+        self.last
     }
 
     /// True once every sender instance has sent its end-of-stream marker.
@@ -99,6 +147,7 @@ mod tests {
                 tag: 0,
                 lo: t,
                 hi: t,
+                markers: vec![],
                 data: vec![Element::new(t, 0)],
             })
         };
@@ -107,8 +156,9 @@ mod tests {
         b.push(mk(3)).unwrap();
         b.push(Msg::End).unwrap();
         let mut p = InputPort::new(vec![a.clone(), b.clone()]);
+        let mut ctx = WorkerCtx::for_tests();
         let mut seen = vec![];
-        while let Some(m) = p.pop() {
+        while let Some(m) = p.pop(&mut ctx) {
             match m {
                 Msg::Data(b) => seen.push(b.lo),
                 Msg::End => seen.push(99),
@@ -117,7 +167,7 @@ mod tests {
         assert_eq!(seen, vec![1, 3, 2, 99]);
         assert!(!p.all_ended());
         a.push(Msg::End).unwrap();
-        p.pop();
+        p.pop(&mut ctx);
         assert!(p.all_ended());
     }
 }

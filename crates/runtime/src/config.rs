@@ -7,8 +7,24 @@ use std::time::Duration;
 pub enum TrackingMode {
     /// trAcker: XOR tags, local ackers and a centralized tracker (DESIGN.md section 2).
     Tracker,
+    /// In-band markers (punctuations): sources send `Marker(t)` on every output channel each time
+    /// their heartbeat passes a multiple of the granularity; every instance aligns the minimum
+    /// over its input channels and forwards it to all downstream instances (DESIGN.md section 2,
+    /// the baseline of seed 000). Rejected for cyclic graphs.
+    Markers,
     /// No tracking: windows close only at end of stream (to measure tracking overhead).
     None,
+}
+
+impl TrackingMode {
+    /// The CLI name.
+    pub fn name(self) -> &'static str {
+        match self {
+            TrackingMode::Tracker => "tracker",
+            TrackingMode::Markers => "markers",
+            TrackingMode::None => "none",
+        }
+    }
 }
 
 impl std::str::FromStr for TrackingMode {
@@ -16,9 +32,10 @@ impl std::str::FromStr for TrackingMode {
     fn from_str(s: &str) -> Result<Self, String> {
         match s {
             "tracker" => Ok(TrackingMode::Tracker),
+            "markers" => Ok(TrackingMode::Markers),
             "none" => Ok(TrackingMode::None),
             other => Err(format!(
-                "unknown tracking mode '{other}' (expected 'tracker' or 'none')"
+                "unknown tracking mode '{other}' (expected 'tracker', 'markers' or 'none')"
             )),
         }
     }
@@ -41,8 +58,16 @@ pub struct RuntimeConfig {
     pub granularity: u64,
     /// The local acker flushes at least this often while it holds updates.
     pub ack_flush_interval: Duration,
-    /// The local acker flushes after this many updates (0: after every operator step).
+    /// The local acker flushes after this many updates (0: unbatched, every ack is sent at once
+    /// as its own message).
     pub ack_flush_count: usize,
+    /// Self-cancelling random acks added per real ack: 2 × this (seed 000's scalability load;
+    /// 1x/5x/9x/17x = 0/2/4/8).
+    pub ack_multiplier: usize,
+    /// Tracker shards S: slot `s` is tracked by shard `s mod S`.
+    pub tracker_shards: usize,
+    /// Processes and how they find each other.
+    pub cluster: crate::net::cluster::ClusterConfig,
     /// Sinks record every slot's last arrival to measure notification latency (a compare and a
     /// store per element; windows measure per window and always do). Off for pure throughput runs.
     pub latency_probe: bool,
@@ -59,6 +84,9 @@ impl Default for RuntimeConfig {
             granularity: 1,
             ack_flush_interval: Duration::from_millis(1),
             ack_flush_count: 4096,
+            ack_multiplier: 0,
+            tracker_shards: 1,
+            cluster: crate::net::cluster::ClusterConfig::default(),
             latency_probe: true,
         }
     }
@@ -85,6 +113,19 @@ impl RuntimeConfig {
         if self.granularity == 0 {
             return Err("granularity must be at least 1".into());
         }
+        if self.tracker_shards == 0 || self.tracker_shards > 1024 {
+            return Err(format!(
+                "tracker shards must be between 1 and 1024, got {}",
+                self.tracker_shards
+            ));
+        }
+        if self.ack_multiplier > 1000 {
+            return Err(format!(
+                "ack multiplier {} is more than 1000",
+                self.ack_multiplier
+            ));
+        }
+        self.cluster.validate()?;
         Ok(())
     }
 }

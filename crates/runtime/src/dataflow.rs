@@ -26,17 +26,22 @@
 //! assert_eq!(report.vertex("square").unwrap().elements_in, 100);
 //! ```
 
-use crate::channel::{channel, Channel, InputPort};
+use crate::channel::{channel, Channel, InLink, InputPort, Msg};
 use crate::config::{RuntimeConfig, TrackingMode};
+use crate::net::frame::ChannelId;
+use crate::net::link::{self, RemoteOut, Wiring};
+use crate::net::transport::{self, Delivery, Failure, Identity};
 use crate::operators::sink::{Sink, SinkVertex};
 use crate::operators::source::{Source, SourceVertex};
 use crate::operators::unary::UnaryVertex;
 use crate::operators::window::WindowVertex;
 use crate::operators::Vertex;
-use crate::port::{EdgeOutput, OutputPort, Partitioner};
+use crate::port::{EdgeOutput, OutLink, OutputPort, Partitioner};
+use crate::process_acker::{AckPolicy, ProcessAcker, ShardRoute};
+use crate::report::ProcessReport;
 use crate::report::{RunError, RunReport};
 use crate::stats::VertexStats;
-use crate::tracker_agent::TrackerAgent;
+use crate::tracker_agent::{TrackerAgent, TrackerStats};
 use crate::traffic::Traffic;
 use crate::worker::Worker;
 use crate::worker_ctx::{Unparkers, WorkerCtx};
@@ -44,14 +49,15 @@ use std::cell::RefCell;
 use std::hash::{Hash, Hasher};
 use std::rc::Rc;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex};
-use std::time::Instant;
+use std::sync::{Arc, Mutex, OnceLock};
+use std::time::{Duration, Instant};
 use xorflow_core::{
-    Aggregate, EdgeDesc, Element, GraphDesc, Partitioning, VertexDesc, VertexId, WindowResult,
+    Aggregate, Data, EdgeDesc, Element, GraphDesc, Partitioning, VertexDesc, VertexId, WindowResult,
 };
-use xorflow_tracking::{ComponentId, Granularity, SourceId, Time, Topology, Tracker};
+use xorflow_tracking::{ComponentId, Granularity, ShardMap, SourceId, Time, Topology, Tracker};
 
-type Factory = Box<dyn FnMut(usize) -> Box<dyn Vertex>>;
+/// Creates the instance of a vertex for global worker `w`, wiring its channels.
+type Factory = Box<dyn FnMut(usize, &Wiring) -> Box<dyn Vertex>>;
 
 /// The consumer edges of a stream, filled in as downstream vertices are added.
 type Consumers<T> = Rc<RefCell<Vec<EdgeSpec<T>>>>;
@@ -100,12 +106,32 @@ impl<T> PartitionSpec<T> {
     }
 }
 
-/// A consumer edge of a stream: channels `[sender worker][receiver]` (forward: one receiver, the
-/// sender's own worker).
+/// The in-process queues of one edge, `[sender local worker][receiver local worker]`, made when
+/// the first instance of either end is created.
+type LocalChannels<T> = Arc<OnceLock<Vec<Vec<Channel<T>>>>>;
+
+/// A consumer edge of a stream.
 struct EdgeSpec<T> {
+    edge: u32,
     component: ComponentId,
     partition: PartitionSpec<T>,
-    channels: Arc<Vec<Vec<Channel<T>>>>,
+    channels: LocalChannels<T>,
+}
+
+fn local_channels<'a, T>(c: &'a LocalChannels<T>, wiring: &Wiring) -> &'a Vec<Vec<Channel<T>>> {
+    c.get_or_init(|| {
+        (0..wiring.workers)
+            .map(|_| {
+                (0..wiring.workers)
+                    .map(|_| channel(wiring.capacity))
+                    .collect()
+            })
+            .collect()
+    })
+}
+
+fn remote_send<T: Data>(r: &RemoteOut, m: Msg<T>) -> Result<u64, Msg<T>> {
+    r.try_send(m)
 }
 
 /// A typed stream of elements produced by one vertex.
@@ -229,7 +255,7 @@ impl Dataflow {
     /// If `instances == 0` or the name is already used.
     pub fn source<T, S, F>(&self, name: &str, instances: usize, mut factory: F) -> Stream<T>
     where
-        T: Clone + Send + 'static,
+        T: Data,
         S: Source<T> + 'static,
         F: FnMut(usize) -> S + 'static,
     {
@@ -242,21 +268,28 @@ impl Dataflow {
             id
         };
         let consumers: Consumers<T> = Rc::default();
-        let peers = self.b.borrow().config.workers;
         let cons = consumers.clone();
         let name = name.to_string();
-        self.b.borrow_mut().factories.push(Box::new(move |w| {
-            let mine: Vec<(SourceId, Box<dyn Source<T>>)> = (0..instances)
-                .filter(|i| i % peers == w)
-                .map(|i| {
-                    (
-                        (first_id + i) as SourceId,
-                        Box::new(factory(i)) as Box<dyn Source<T>>,
-                    )
-                })
-                .collect();
-            Box::new(SourceVertex::new(&name, mine, make_output(&cons, w)))
-        }));
+        self.b
+            .borrow_mut()
+            .factories
+            .push(Box::new(move |w, wiring| {
+                let peers = wiring.total_workers();
+                let mine: Vec<(SourceId, Box<dyn Source<T>>)> = (0..instances)
+                    .filter(|i| i % peers == w)
+                    .map(|i| {
+                        (
+                            (first_id + i) as SourceId,
+                            Box::new(factory(i)) as Box<dyn Source<T>>,
+                        )
+                    })
+                    .collect();
+                Box::new(SourceVertex::new(
+                    &name,
+                    mine,
+                    make_output(&cons, w, wiring),
+                ))
+            }));
         Stream::new(&self.b, vertex, consumers)
     }
 
@@ -287,63 +320,92 @@ impl Dataflow {
     }
 }
 
-fn make_output<T: Clone + Send + 'static>(consumers: &Consumers<T>, w: usize) -> OutputPort<T> {
+fn make_output<T: Data>(consumers: &Consumers<T>, w: usize, wiring: &Wiring) -> OutputPort<T> {
+    let wl = wiring
+        .local(w)
+        .expect("instances are made for local workers");
     let edges = consumers
         .borrow()
         .iter()
         .map(|e| {
-            let row = &e.channels[w];
+            let chans = local_channels(&e.channels, wiring);
+            let peers = wiring.total_workers();
             let partitioner = match &e.partition {
                 PartitionSpec::Forward => Partitioner::Forward,
                 // Stagger starting targets so workers do not all pick the same receiver first.
-                PartitionSpec::RoundRobin => Partitioner::RoundRobin {
-                    next: w % row.len(),
-                },
+                PartitionSpec::RoundRobin => Partitioner::RoundRobin { next: w % peers },
                 PartitionSpec::Hash(h) => Partitioner::Hash(h.clone()),
             };
-            let targets = match e.partition {
-                PartitionSpec::Forward => vec![(w, row[0].clone())],
-                _ => row.iter().cloned().enumerate().collect(),
+            let links = match e.partition {
+                PartitionSpec::Forward => vec![OutLink::Local(wl, chans[wl][wl].clone())],
+                _ => (0..peers)
+                    .map(|r| match wiring.local(r) {
+                        Some(rl) => OutLink::Local(rl, chans[wl][rl].clone()),
+                        None => OutLink::Remote(
+                            wiring.remote_out(ChannelId {
+                                edge: e.edge,
+                                from: w as u32,
+                                to: r as u32,
+                            }),
+                            remote_send::<T>,
+                        ),
+                    })
+                    .collect(),
             };
-            EdgeOutput::new(e.component, partitioner, targets)
+            EdgeOutput::new(e.component, partitioner, links)
         })
         .collect();
     OutputPort::new(edges)
 }
 
-impl<T: Clone + Send + 'static> Stream<T> {
+impl<T: Data> Stream<T> {
     /// Connects this stream to a new vertex; returns a function giving the vertex's input port on
-    /// each worker.
-    fn connect(&self, to: VertexId, component: ComponentId) -> impl Fn(usize) -> InputPort<T> {
-        let (peers, cap) = {
-            let bb = self.b.borrow();
-            (bb.config.workers, bb.config.channel_capacity)
-        };
+    /// each (global) worker.
+    fn connect(
+        &self,
+        to: VertexId,
+        component: ComponentId,
+    ) -> impl Fn(usize, &Wiring) -> InputPort<T> {
         let forward = matches!(self.partition, PartitionSpec::Forward);
-        let channels: Arc<Vec<Vec<Channel<T>>>> = Arc::new(
-            (0..peers)
-                .map(|_| {
-                    (0..if forward { 1 } else { peers })
-                        .map(|_| channel(cap))
-                        .collect()
-                })
-                .collect(),
-        );
-        self.b.borrow_mut().graph.edges.push(EdgeDesc {
-            from: self.vertex,
-            to,
-            partitioning: self.partition.kind(),
-        });
+        let channels: LocalChannels<T> = Arc::default();
+        let edge = {
+            let mut bb = self.b.borrow_mut();
+            bb.graph.edges.push(EdgeDesc {
+                from: self.vertex,
+                to,
+                partitioning: self.partition.kind(),
+            });
+            bb.graph.edges.len() as u32 - 1
+        };
         self.consumers.borrow_mut().push(EdgeSpec {
+            edge,
             component,
             partition: self.partition.clone(),
             channels: channels.clone(),
         });
-        move |w| {
+        move |w, wiring| {
+            let wl = wiring
+                .local(w)
+                .expect("instances are made for local workers");
+            let chans = local_channels(&channels, wiring);
             if forward {
-                InputPort::new(vec![channels[w][0].clone()])
+                InputPort::new(vec![chans[wl][wl].clone()])
             } else {
-                InputPort::new((0..peers).map(|s| channels[s][w].clone()).collect())
+                InputPort::with_links(
+                    (0..wiring.total_workers())
+                        .map(|s| match wiring.local(s) {
+                            Some(sl) => InLink::Local(chans[sl][wl].clone()),
+                            None => InLink::Remote(
+                                wiring.remote_in(ChannelId {
+                                    edge,
+                                    from: s as u32,
+                                    to: w as u32,
+                                }),
+                                link::decode::<T>,
+                            ),
+                        })
+                        .collect(),
+                )
             }
         }
     }
@@ -352,7 +414,7 @@ impl<T: Clone + Send + 'static> Stream<T> {
     /// per-batch function.
     fn unary<O, F, L>(&self, name: &str, mut logic: L) -> Stream<O>
     where
-        O: Clone + Send + 'static,
+        O: Data,
         F: FnMut(Vec<Element<T>>, &mut OutputPort<O>, &mut WorkerCtx) + Send + 'static,
         L: FnMut(usize) -> F + 'static,
     {
@@ -361,15 +423,18 @@ impl<T: Clone + Send + 'static> Stream<T> {
         let consumers: Consumers<O> = Rc::default();
         let cons = consumers.clone();
         let name = name.to_string();
-        self.b.borrow_mut().factories.push(Box::new(move |w| {
-            Box::new(UnaryVertex::new(
-                &name,
-                component,
-                input(w),
-                make_output(&cons, w),
-                logic(w),
-            ))
-        }));
+        self.b
+            .borrow_mut()
+            .factories
+            .push(Box::new(move |w, wiring| {
+                Box::new(UnaryVertex::new(
+                    &name,
+                    component,
+                    input(w, wiring),
+                    make_output(&cons, w, wiring),
+                    logic(w),
+                ))
+            }));
         Stream::new(&self.b, vertex, consumers)
     }
 
@@ -399,6 +464,15 @@ impl<T: Clone + Send + 'static> Stream<T> {
         }
     }
 
+    /// Sends every element to instance 0 of the next vertex (worker 0, in process 0): a single
+    /// writer for small results, e.g. a job's output file.
+    pub fn gather(&self) -> Stream<T> {
+        Stream {
+            partition: PartitionSpec::Hash(Arc::new(|_| 0)),
+            ..self.clone()
+        }
+    }
+
     /// Re-partitions by key hash before the next vertex: elements with equal keys meet at the same
     /// instance.
     pub fn key_by<K: Hash>(&self, key: impl Fn(&T) -> K + Send + Sync + 'static) -> Stream<T> {
@@ -409,7 +483,7 @@ impl<T: Clone + Send + 'static> Stream<T> {
     }
 
     /// A vertex applying `f` to every element; outputs keep the input's time.
-    pub fn map<O: Clone + Send + 'static>(
+    pub fn map<O: Data>(
         &self,
         name: &str,
         f: impl Fn(T) -> O + Send + Sync + 'static,
@@ -446,7 +520,7 @@ impl<T: Clone + Send + 'static> Stream<T> {
         f: impl Fn(T) -> I + Send + Sync + 'static,
     ) -> Stream<O>
     where
-        O: Clone + Send + 'static,
+        O: Data,
         I: IntoIterator<Item = O>,
     {
         let f = Arc::new(f);
@@ -479,8 +553,9 @@ impl<T: Clone + Send + 'static> Stream<T> {
         agg: A,
     ) -> Stream<WindowResult<K, A::Out>>
     where
-        K: Hash + Eq + Clone + Send + 'static,
+        K: Hash + Eq + Data,
         A: Aggregate<T>,
+        A::Out: Data,
     {
         assert!(size > 0, "window '{name}' needs a size of at least 1");
         let key: Arc<dyn Fn(&T) -> K + Send + Sync> = Arc::new(key);
@@ -495,17 +570,20 @@ impl<T: Clone + Send + 'static> Stream<T> {
         let cons = consumers.clone();
         let name = name.to_string();
         let agg = Arc::new(agg);
-        self.b.borrow_mut().factories.push(Box::new(move |w| {
-            Box::new(WindowVertex::new(
-                &name,
-                component,
-                size,
-                input(w),
-                make_output(&cons, w),
-                key.clone(),
-                agg.clone(),
-            ))
-        }));
+        self.b
+            .borrow_mut()
+            .factories
+            .push(Box::new(move |w, wiring| {
+                Box::new(WindowVertex::new(
+                    &name,
+                    component,
+                    size,
+                    input(w, wiring),
+                    make_output(&cons, w, wiring),
+                    key.clone(),
+                    agg.clone(),
+                ))
+            }));
         Stream::new(&self.b, vertex, consumers)
     }
 
@@ -518,9 +596,17 @@ impl<T: Clone + Send + 'static> Stream<T> {
         let (vertex, component) = Dataflow::add_vertex(&self.b, name, 0, self.joined(), false);
         let input = self.connect(vertex, component);
         let name = name.to_string();
-        self.b.borrow_mut().factories.push(Box::new(move |w| {
-            Box::new(SinkVertex::new(&name, component, input(w), factory(w)))
-        }));
+        self.b
+            .borrow_mut()
+            .factories
+            .push(Box::new(move |w, wiring| {
+                Box::new(SinkVertex::new(
+                    &name,
+                    component,
+                    input(w, wiring),
+                    factory(w),
+                ))
+            }));
     }
 }
 
@@ -576,24 +662,81 @@ fn panic_message(p: Box<dyn std::any::Any + Send>) -> String {
         .unwrap_or_else(|| "unknown panic".into())
 }
 
+/// A hash of everything every process must agree on: the graph and the knobs that shape the
+/// wiring and tracking. The handshake compares it.
+fn job_id(graph: &GraphDesc, c: &RuntimeConfig) -> u64 {
+    let mut h = rustc_hash::FxHasher::default();
+    format!(
+        "{graph:?}|{}|{:?}|{}|{}|{}|{:?}",
+        c.workers,
+        c.tracking,
+        c.granularity,
+        c.tracker_shards,
+        c.channel_capacity,
+        c.cluster.launch
+    )
+    .hash(&mut h);
+    mix(h.finish())
+}
+
 fn run_built(mut b: Builder) -> Result<RunReport, RunError> {
     let config = b.config.clone();
-    let p = config.workers;
+    if config.tracking == TrackingMode::Markers {
+        if let Some(cycle) = b.graph.find_cycle() {
+            return Err(RunError::Config(format!(
+                "tracking 'markers' cannot run a cyclic graph (cycle: {}): an instance would wait \
+                 for a marker that depends on its own output; use the tracker",
+                cycle.join(" -> ")
+            )));
+        }
+    }
     let components = b.graph.components();
     let topology = Topology::new(b.graph.component_upstream()).map_err(RunError::Config)?;
-    let unparkers = Arc::new(Unparkers::new(p));
+    let mut cluster = crate::net::cluster::resolve(&config.cluster).map_err(RunError::Cluster)?;
+    let processes = cluster.processes();
+    let me = cluster.process;
+    let w_local = config.workers;
+    let unparkers = Arc::new(Unparkers::new(w_local));
     let abort = Arc::new(AtomicBool::new(false));
     let tracking = config.tracking == TrackingMode::Tracker;
 
+    // One frame queue per peer process; its receiver goes to the transport's writer.
+    let mut peer_txs = Vec::new();
+    let mut peer_rxs = Vec::new();
+    for j in 0..processes {
+        if j == me {
+            peer_txs.push(None);
+            peer_rxs.push(None);
+        } else {
+            let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
+            peer_txs.push(Some(tx));
+            peer_rxs.push(Some(rx));
+        }
+    }
+    let peers: Vec<Option<link::PeerTx>> = peer_txs
+        .iter()
+        .enumerate()
+        .map(|(j, t)| t.clone().map(|t| link::PeerTx::new(j, t)))
+        .collect();
+    let remote_peers: Vec<link::PeerTx> = peers.iter().flatten().cloned().collect();
+    let wiring = Wiring::new(
+        me,
+        processes,
+        w_local,
+        peers.clone(),
+        config.channel_capacity,
+    );
+
     let mut frontier_txs = Vec::new();
     let mut frontier_rxs = Vec::new();
-    for _ in 0..p {
+    for _ in 0..w_local {
         let (tx, rx) = crossbeam_channel::unbounded();
         frontier_txs.push(tx);
         frontier_rxs.push(rx);
     }
-    let mut instances: Vec<Vec<Box<dyn Vertex>>> = (0..p)
-        .map(|w| b.factories.iter_mut().map(|f| f(w)).collect())
+    let mut instances: Vec<Vec<Box<dyn Vertex>>> = wiring
+        .local_workers()
+        .map(|w| b.factories.iter_mut().map(|f| f(w, &wiring)).collect())
         .collect();
     let mut interest = vec![false; components];
     for v in &instances[0] {
@@ -601,33 +744,116 @@ fn run_built(mut b: Builder) -> Result<RunReport, RunError> {
             interest[c as usize] = true;
         }
     }
-    let agent = tracking.then(|| {
-        let tracker = Tracker::new(Granularity::new(config.granularity), topology, b.sources);
-        Arc::new(TrackerAgent::new(
-            tracker,
-            interest,
-            frontier_txs,
-            unparkers.clone(),
-        ))
-    });
+    // Shard k lives in process k mod N.
+    let shards = config.tracker_shards;
+    let mut agents: Vec<Option<Arc<TrackerAgent>>> = vec![None; shards];
+    let mut acker = None;
+    if tracking {
+        let g = Granularity::new(config.granularity);
+        let mut routes = Vec::new();
+        for (k, agent) in agents.iter_mut().enumerate() {
+            let host = k % processes;
+            if host == me {
+                let tracker = Tracker::sharded(
+                    g,
+                    topology.clone(),
+                    b.sources,
+                    ShardMap::new(shards as u64, k as u64),
+                );
+                let a = Arc::new(TrackerAgent::new(
+                    k as u32,
+                    tracker,
+                    interest.clone(),
+                    frontier_txs.clone(),
+                    unparkers.clone(),
+                    remote_peers.clone(),
+                ));
+                *agent = Some(a.clone());
+                routes.push(ShardRoute::Local(a));
+            } else {
+                routes.push(ShardRoute::Remote(
+                    peers[host]
+                        .clone()
+                        .expect("remote shard host has a connection"),
+                ));
+            }
+        }
+        acker = Some(Arc::new(ProcessAcker::new(
+            g,
+            routes,
+            AckPolicy {
+                interval_ns: config.ack_flush_interval.as_nanos() as u64,
+                count: config.ack_flush_count,
+                multiplier: config.ack_multiplier,
+            },
+        )));
+    }
+
+    let failure = Failure {
+        message: Arc::default(),
+        abort: abort.clone(),
+        unparkers: unparkers.clone(),
+    };
+    let transport = match cluster.listener.take() {
+        None => None,
+        Some(listener) => {
+            let id = Identity {
+                process: me,
+                addrs: cluster.addrs.clone(),
+                job_id: job_id(&b.graph, &config),
+                token: cluster.token.clone(),
+            };
+            let delivery = Delivery {
+                routes: wiring.take_routes(),
+                shards: agents.clone(),
+                inboxes: frontier_txs.clone(),
+                unparkers: unparkers.clone(),
+            };
+            let t = transport::start(
+                id,
+                listener,
+                &config.cluster,
+                peer_rxs,
+                peer_txs,
+                delivery,
+                failure.clone(),
+            );
+            match t {
+                Ok(t) => Some(t),
+                Err(e) => {
+                    reap(&mut cluster.children, true);
+                    return Err(RunError::Cluster(e));
+                }
+            }
+        }
+    };
+    drop(frontier_txs);
+
     let mut workers = Vec::new();
-    for (w, frx) in frontier_rxs.into_iter().enumerate() {
+    for (wl, frx) in frontier_rxs.into_iter().enumerate() {
+        let w = me * w_local + wl;
         workers.push(Worker {
-            ctx: WorkerCtx::new(w, &config, components, unparkers.clone()),
-            vertices: std::mem::take(&mut instances[w]),
-            tracker: agent.clone(),
+            ctx: WorkerCtx::new(
+                w,
+                wl,
+                wiring.total_workers(),
+                &config,
+                components,
+                unparkers.clone(),
+            ),
+            vertices: std::mem::take(&mut instances[wl]),
+            acker: acker.clone(),
             from_tracker: tracking.then_some(frx),
-            ack_flush_interval_ns: config.ack_flush_interval.as_nanos() as u64,
-            ack_flush_count: config.ack_flush_count,
             abort: abort.clone(),
         });
     }
+    drop(wiring);
     let start = Instant::now();
     let results: Vec<_> = std::thread::scope(|s| {
         let handles: Vec<_> = workers
             .into_iter()
-            .enumerate()
-            .map(|(w, worker)| {
+            .map(|worker| {
+                let w = worker.ctx.index;
                 let abort = abort.clone();
                 std::thread::Builder::new()
                     .name(format!("xorflow-worker-{w}"))
@@ -659,7 +885,8 @@ fn run_built(mut b: Builder) -> Result<RunReport, RunError> {
             .collect()
     });
     let elapsed = start.elapsed();
-    // Report the root cause: a real error before the "aborted" echoes of other workers.
+    // Report the root cause: a real error before the "aborted" echoes of other workers, and a
+    // dead peer before the local echoes it caused.
     let mut first_err: Option<RunError> = None;
     let mut ok = Vec::new();
     for r in results {
@@ -675,36 +902,118 @@ fn run_built(mut b: Builder) -> Result<RunReport, RunError> {
             }
         }
     }
-    let tracker = agent.map(|a| a.stats());
+    if first_err.as_ref().is_none_or(RunError::is_echo) {
+        if let Some(m) = failure.message.lock().expect("failure lock").clone() {
+            first_err = Some(RunError::Cluster(m));
+        }
+    }
     if let Some(e) = first_err {
+        if let Some(t) = transport {
+            t.abort(format!("process {me}: {e}"));
+        }
+        reap(&mut cluster.children, true);
         return Err(e);
     }
-    let mut traffic = Traffic::default();
     let mut vertices: Vec<VertexStats> = b
         .graph
         .vertices
         .iter()
         .map(|v| VertexStats::new(&v.name))
         .collect();
+    let mut traffic = Traffic::default();
     for r in &ok {
         traffic += r.traffic;
         for (i, s) in r.vertices.iter().enumerate() {
             vertices[i].merge(s);
         }
     }
+    let mut tracker: Option<TrackerStats> = None;
+    for a in agents.iter().flatten() {
+        tracker
+            .get_or_insert_with(TrackerStats::default)
+            .merge(&a.stats());
+    }
     if let Some(t) = &tracker {
         traffic += t.traffic;
     }
+    if let Some(a) = &acker {
+        traffic += a.traffic();
+    }
+    let mut local = ProcessReport {
+        process: me,
+        elapsed_s: elapsed.as_secs_f64(),
+        traffic,
+        vertices: vertices.iter().map(VertexStats::to_wire).collect(),
+        tracker: tracker.clone(),
+    };
+    let mut per_process = Vec::new();
+    let mut elapsed = elapsed;
+    if let Some(t) = transport {
+        let payload = if me == 0 {
+            Vec::new()
+        } else {
+            serde_json::to_vec(&local).expect("report serializes")
+        };
+        let outcome = t.finish(payload).map_err(|e| {
+            reap(&mut cluster.children, true);
+            RunError::Cluster(e)
+        })?;
+        local.traffic += outcome.traffic;
+        traffic += outcome.traffic;
+        per_process.push(local.clone());
+        if me == 0 {
+            for (j, r) in outcome.reports.into_iter().enumerate() {
+                let Some(r) = r else { continue };
+                let pr: ProcessReport = serde_json::from_slice(&r).map_err(|e| {
+                    RunError::Cluster(format!("process {j} sent an unreadable report: {e}"))
+                })?;
+                traffic += pr.traffic;
+                for (v, w) in vertices.iter_mut().zip(&pr.vertices) {
+                    v.merge(&VertexStats::from_wire(w));
+                }
+                if let Some(ts) = &pr.tracker {
+                    tracker.get_or_insert_with(TrackerStats::default).merge(ts);
+                }
+                elapsed = elapsed.max(Duration::from_secs_f64(pr.elapsed_s));
+                per_process.push(pr);
+            }
+        }
+        if let Some(e) = reap(&mut cluster.children, false) {
+            return Err(RunError::Cluster(e));
+        }
+    }
     Ok(RunReport {
         elapsed,
-        workers: p,
+        workers: w_local,
+        processes,
+        process: me,
         tracking: config.tracking,
         granularity: config.granularity,
+        tracker_shards: shards,
         traffic,
+        per_process,
         vertices,
         tracker,
         graph: b.graph,
     })
+}
+
+/// Waits for (or with `kill`, kills) the children of a local launch; names the first that failed.
+fn reap(children: &mut Vec<std::process::Child>, kill: bool) -> Option<String> {
+    let mut err = None;
+    for (i, c) in children.iter_mut().enumerate() {
+        if kill {
+            let _ = c.kill();
+        }
+        match c.wait() {
+            Ok(st) if !st.success() && !kill => {
+                err.get_or_insert(format!("process {} exited with {st}", i + 1));
+            }
+            _ => {}
+        }
+    }
+    children.clear();
+    err
 }
 
 #[cfg(test)]

@@ -8,6 +8,7 @@
 //! section 2, item 1 requires, while batches still fill up across many input batches.
 
 use crate::channel::{Batch, Channel, Msg};
+use crate::net::link::RemoteOut;
 use crate::traffic::MessageKind;
 use crate::worker_ctx::WorkerCtx;
 use std::collections::VecDeque;
@@ -28,15 +29,28 @@ pub enum Partitioner<T> {
     Hash(Arc<dyn Fn(&T) -> u64 + Send + Sync>),
 }
 
+/// Encodes a channel message into a frame (set where the element type is serializable); returns
+/// the message back when the channel has no credit.
+pub type RemoteSend<T> = fn(&RemoteOut, Msg<T>) -> Result<u64, Msg<T>>;
+
+/// Where a target's batches go.
+pub enum OutLink<T> {
+    /// A queue to local worker `.0` (local index, to wake it).
+    Local(usize, Channel<T>),
+    /// A remote channel.
+    Remote(RemoteOut, RemoteSend<T>),
+}
+
 struct Target<T> {
-    worker: usize,
-    queue: Channel<T>,
+    link: OutLink<T>,
     buf: Vec<Element<T>>,
     tmin: Time,
     tmax: Time,
     opened_ns: u64,
     tag: u64,
     registered: Option<(Slot, Slot)>,
+    /// Markers to send after the buffered elements (tracking `markers`).
+    markers: Vec<Time>,
     pending: VecDeque<Msg<T>>,
 }
 
@@ -51,27 +65,27 @@ pub struct EdgeOutput<T> {
 }
 
 impl<T: Send> EdgeOutput<T> {
-    /// An edge into a vertex of `component`. `queues[i]` goes to worker `workers[i]`; a forward edge
-    /// has exactly one target.
+    /// An edge into a vertex of `component`, one link per receiving instance in partition order;
+    /// a forward edge has exactly one.
     pub fn new(
         component: ComponentId,
         partitioner: Partitioner<T>,
-        queues: Vec<(usize, Channel<T>)>,
+        links: Vec<OutLink<T>>,
     ) -> Self {
         EdgeOutput {
             component,
             partitioner,
-            targets: queues
+            targets: links
                 .into_iter()
-                .map(|(worker, queue)| Target {
-                    worker,
-                    queue,
+                .map(|link| Target {
+                    link,
                     buf: Vec::new(),
                     tmin: 0,
                     tmax: 0,
                     opened_ns: 0,
                     tag: 0,
                     registered: None,
+                    markers: Vec::new(),
                     pending: VecDeque::new(),
                 })
                 .collect(),
@@ -140,7 +154,9 @@ impl<T: Send> EdgeOutput<T> {
     ) {
         let (lo, hi) = lineage.unwrap_or((el.time, el.time));
         if t.buf.is_empty() {
-            t.opened_ns = ctx.now_ns;
+            if t.markers.is_empty() {
+                t.opened_ns = ctx.now_ns;
+            }
             t.tmin = lo;
             t.tmax = hi;
         } else {
@@ -155,9 +171,9 @@ impl<T: Send> EdgeOutput<T> {
 
     /// Registers the send tag of target `t`'s open buffer over its current slot range.
     ///
-    /// Cancelling the old range and registering the new one must reach the tracker in the same
-    /// flush: either half alone would zero slots that buffered elements still occupy. They do,
-    /// because the local acker is only flushed by the worker loop, between vertex steps.
+    /// A grown range is registered under a *fresh* tag before the old registration is cancelled,
+    /// so every slot the buffer occupies stays non-zero after either half: the pair is safe even
+    /// when acks travel one by one (unbatched, `--ack-flush-count 0`).
     #[inline]
     fn register(component: ComponentId, t: &mut Target<T>, ctx: &mut WorkerCtx) -> (Slot, Slot) {
         let g = ctx.granularity;
@@ -166,8 +182,10 @@ impl<T: Send> EdgeOutput<T> {
             match t.registered {
                 Some(r) if r == range => {}
                 Some((a, b)) => {
+                    let fresh = tr.tags.next_tag();
+                    tr.acker.xor_slots(component, range.0, range.1, fresh);
                     tr.acker.xor_slots(component, a, b, t.tag);
-                    tr.acker.xor_slots(component, range.0, range.1, t.tag);
+                    t.tag = fresh;
                 }
                 None => {
                     t.tag = tr.tags.next_tag();
@@ -180,37 +198,80 @@ impl<T: Send> EdgeOutput<T> {
     }
 
     fn seal_and_send(component: ComponentId, t: &mut Target<T>, ctx: &mut WorkerCtx) {
-        let (lo, hi) = Self::register(component, t, ctx);
+        let has_data = !t.buf.is_empty();
+        let (lo, hi) = if has_data {
+            Self::register(component, t, ctx)
+        } else {
+            (0, 0)
+        };
         // The next buffer starts at twice this batch's size: full batches under load, no 16 KB
         // allocation (and glibc trimming) per tiny batch at low rates.
         let next_cap = (t.buf.len() * 2).max(16).min(ctx.batch_size);
-        let data = std::mem::replace(&mut t.buf, Vec::with_capacity(next_cap));
+        let data = if has_data {
+            std::mem::replace(&mut t.buf, Vec::with_capacity(next_cap))
+        } else {
+            Vec::new()
+        };
         let batch = Batch {
-            tag: if ctx.tracking.is_some() { t.tag } else { 0 },
+            tag: if ctx.tracking.is_some() && has_data {
+                t.tag
+            } else {
+                0
+            },
             lo,
             hi,
+            markers: std::mem::take(&mut t.markers),
             data,
         };
         t.registered = None;
-        ctx.count(
-            MessageKind::Data,
-            24 + (batch.data.len() * std::mem::size_of::<Element<T>>()) as u64,
-        );
+        if !batch.markers.is_empty() {
+            let n = batch.markers.len() as u64;
+            ctx.traffic.record_n(
+                MessageKind::Marker,
+                n,
+                n * (crate::traffic::HEADER_BYTES + 8),
+            );
+        }
+        if has_data && matches!(t.link, OutLink::Local(..)) {
+            ctx.count(
+                MessageKind::Data,
+                24 + (batch.data.len() * std::mem::size_of::<Element<T>>()) as u64,
+            );
+        }
         Self::send(t, Msg::Data(batch), ctx);
     }
 
+    /// Pushes `msg` into the link, or queues it behind earlier held-back messages.
     fn send(t: &mut Target<T>, msg: Msg<T>, ctx: &mut WorkerCtx) {
         if t.pending.is_empty() {
-            match t.queue.push(msg) {
-                Ok(()) => {
-                    if t.worker != ctx.index {
-                        ctx.unparkers.unpark(t.worker);
-                    }
-                }
-                Err(msg) => t.pending.push_back(msg),
+            if let Err(msg) = Self::push_link(&t.link, msg, ctx) {
+                t.pending.push_back(msg);
             }
         } else {
             t.pending.push_back(msg);
+        }
+    }
+
+    /// One attempt to hand `msg` to the link: a local queue with room (waking its worker) or a
+    /// remote channel with credit (counting the frame).
+    #[inline]
+    fn push_link(link: &OutLink<T>, msg: Msg<T>, ctx: &mut WorkerCtx) -> Result<(), Msg<T>> {
+        match link {
+            OutLink::Local(w, q) => {
+                q.push(msg)?;
+                if *w != ctx.local_index {
+                    ctx.unparkers.unpark(*w);
+                }
+                Ok(())
+            }
+            OutLink::Remote(r, send) => {
+                let is_data = matches!(&msg, Msg::Data(b) if !b.data.is_empty());
+                let bytes = send(r, msg)?;
+                if is_data {
+                    ctx.traffic.record_frame(MessageKind::Data, bytes);
+                }
+                Ok(())
+            }
         }
     }
 
@@ -226,7 +287,7 @@ impl<T: Send> EdgeOutput<T> {
         let mut sent = false;
         for t in &mut self.targets {
             sent |= Self::retry(t, ctx);
-            if !t.buf.is_empty()
+            if (!t.buf.is_empty() || !t.markers.is_empty())
                 && (force || ctx.now_ns.saturating_sub(t.opened_ns) >= ctx.flush_timeout_ns)
             {
                 Self::seal_and_send(self.component, t, ctx);
@@ -236,10 +297,10 @@ impl<T: Send> EdgeOutput<T> {
         sent
     }
 
-    fn retry(t: &mut Target<T>, ctx: &WorkerCtx) -> bool {
+    fn retry(t: &mut Target<T>, ctx: &mut WorkerCtx) -> bool {
         let mut sent = false;
         while let Some(m) = t.pending.pop_front() {
-            match t.queue.push(m) {
+            match Self::push_link(&t.link, m, ctx) {
                 Ok(()) => sent = true,
                 Err(m) => {
                     t.pending.push_front(m);
@@ -247,10 +308,18 @@ impl<T: Send> EdgeOutput<T> {
                 }
             }
         }
-        if sent && t.worker != ctx.index {
-            ctx.unparkers.unpark(t.worker);
-        }
         sent
+    }
+
+    /// Queues `Marker(time)` on every target after what is buffered (tracking `markers`). It
+    /// rides in the next batch and is subject to the flush timeout like elements.
+    fn marker(&mut self, time: Time, ctx: &WorkerCtx) {
+        for t in &mut self.targets {
+            if t.buf.is_empty() && t.markers.is_empty() {
+                t.opened_ns = ctx.now_ns;
+            }
+            t.markers.push(time);
+        }
     }
 
     fn end(&mut self, ctx: &mut WorkerCtx) {
@@ -268,7 +337,9 @@ impl<T: Send> EdgeOutput<T> {
     }
 
     fn has_buffered(&self) -> bool {
-        self.targets.iter().any(|t| !t.buf.is_empty())
+        self.targets
+            .iter()
+            .any(|t| !t.buf.is_empty() || !t.markers.is_empty())
     }
 }
 
@@ -361,11 +432,23 @@ impl<T: Clone + Send> OutputPort<T> {
         sent
     }
 
+    /// Sends `Marker(time)` to every instance of every consumer (tracking `markers`: a broadcast
+    /// per edge, DESIGN.md section 2), after the elements buffered so far. `Marker(INF)` ends the
+    /// stream.
+    pub fn marker(&mut self, time: Time, ctx: &WorkerCtx) {
+        for e in &mut self.edges {
+            e.marker(time, ctx);
+        }
+        if time == xorflow_tracking::INF {
+            self.ended = true;
+        }
+    }
+
     /// Tracking `none`: once `input_ended` holds, sends all buffered elements and an end-of-stream
     /// marker on every channel, once. Returns whether it sent them now. (trAcker needs no markers:
     /// the frontier reaching `INF` ends the run.)
     pub fn end_when(&mut self, input_ended: bool, ctx: &mut WorkerCtx) -> bool {
-        if self.ended || ctx.is_tracking() || !input_ended {
+        if self.ended || ctx.mode != crate::config::TrackingMode::None || !input_ended {
             return false;
         }
         for e in &mut self.edges {
@@ -375,9 +458,10 @@ impl<T: Clone + Send> OutputPort<T> {
         true
     }
 
-    /// True once the end-of-stream markers are sent and delivered into the channels.
+    /// True once the end-of-stream markers (or `Marker(INF)`) are sent and delivered into the
+    /// channels.
     pub fn ended(&self) -> bool {
-        self.ended && !self.blocked()
+        self.ended && self.is_idle()
     }
 
     /// True while some batch waits for room in a full channel: the vertex must not take more input.

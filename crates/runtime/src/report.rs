@@ -1,9 +1,10 @@
 //! What a run reports, and how it fails.
 
 use crate::config::TrackingMode;
-use crate::stats::VertexStats;
+use crate::stats::{VertexStats, VertexStatsWire};
 use crate::tracker_agent::TrackerStats;
 use crate::traffic::Traffic;
+use serde::{Deserialize, Serialize};
 use std::time::Duration;
 use xorflow_core::GraphDesc;
 
@@ -32,6 +33,9 @@ pub enum RunError {
     /// The tracker received a malformed flush.
     #[error("tracker: {0}")]
     Tracker(String),
+    /// The cluster failed: a process could not be started or reached, died, or failed.
+    #[error("cluster: {0}")]
+    Cluster(String),
 }
 
 impl RunError {
@@ -42,18 +46,42 @@ impl RunError {
     }
 }
 
-/// Counters, traffic and latency of a finished run.
+/// What one process reports to process 0 at the end of a multi-process run.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct ProcessReport {
+    /// Process index.
+    pub process: usize,
+    /// Its workers' run time, seconds.
+    pub elapsed_s: f64,
+    /// Messages it sent, by kind.
+    pub traffic: Traffic,
+    /// Its vertex counters, in vertex order.
+    pub vertices: Vec<VertexStatsWire>,
+    /// Its tracker shards' statistics.
+    pub tracker: Option<TrackerStats>,
+}
+
+/// Counters, traffic and latency of a finished run. In a multi-process run, process 0's report
+/// covers every process; the others' cover themselves.
 #[derive(Debug)]
 pub struct RunReport {
-    /// Wall-clock time from starting the workers to the last one finishing.
+    /// Wall-clock time from starting the workers to the last one finishing (the slowest process).
     pub elapsed: Duration,
-    /// Worker threads.
+    /// Worker threads per process.
     pub workers: usize,
+    /// Processes.
+    pub processes: usize,
+    /// This process's index.
+    pub process: usize,
+    /// Tracker shards.
+    pub tracker_shards: usize,
+    /// Per-process reports (multi-process runs; process 0 has all of them).
+    pub per_process: Vec<ProcessReport>,
     /// Tracking mode.
     pub tracking: TrackingMode,
     /// Tracking granularity (time units per slot).
     pub granularity: u64,
-    /// Messages and bytes by kind, over all workers and the tracker.
+    /// Messages and bytes by kind, over all workers, ackers, trackers and transports.
     pub traffic: Traffic,
     /// Per-vertex counters merged over instances, in vertex order.
     pub vertices: Vec<VertexStats>,

@@ -1,6 +1,19 @@
 //! Per-vertex counters and the notification-latency histogram.
 
+use hdrhistogram::serialization::{Deserializer, Serializer, V2Serializer};
 use hdrhistogram::Histogram;
+use serde::{Deserialize, Serialize};
+
+/// [`VertexStats`] as sent between processes (histogram in HdrHistogram's V2 encoding).
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct VertexStatsWire {
+    name: String,
+    elements_in: u64,
+    batches_in: u64,
+    elements_out: u64,
+    below_frontier: u64,
+    latency_v2: Vec<u8>,
+}
 
 /// Counters of one vertex (one instance, or merged over all instances).
 #[derive(Clone, Debug)]
@@ -58,6 +71,35 @@ impl VertexStats {
         self.notification_latency_ns
             .add(&o.notification_latency_ns)
             .expect("histograms with equal bounds");
+    }
+
+    /// The wire form.
+    pub fn to_wire(&self) -> VertexStatsWire {
+        let mut latency_v2 = Vec::new();
+        V2Serializer::new()
+            .serialize(&self.notification_latency_ns, &mut latency_v2)
+            .expect("serializing a histogram into memory");
+        VertexStatsWire {
+            name: self.name.clone(),
+            elements_in: self.elements_in,
+            batches_in: self.batches_in,
+            elements_out: self.elements_out,
+            below_frontier: self.below_frontier,
+            latency_v2,
+        }
+    }
+
+    /// Back from the wire form (an undecodable histogram comes back empty).
+    pub fn from_wire(w: &VertexStatsWire) -> Self {
+        let mut s = VertexStats::new(&w.name);
+        s.elements_in = w.elements_in;
+        s.batches_in = w.batches_in;
+        s.elements_out = w.elements_out;
+        s.below_frontier = w.below_frontier;
+        if let Ok(h) = Deserializer::new().deserialize::<u64, _>(&mut &w.latency_v2[..]) {
+            let _ = s.notification_latency_ns.add(&h);
+        }
+        s
     }
 
     /// Latency quantile in microseconds (`q` in 0..=1), or `None` without samples.

@@ -1,42 +1,61 @@
-//! The centralized tracking agent of one process.
+//! A tracker shard hosted by a process (DESIGN.md section 2, items 5 and 6).
 //!
-//! In one process the tracker runs *inline*: a worker that flushes its local acker applies the flush
-//! to the shared [`Tracker`] under a mutex, advances it, learns its own new frontiers at once and
-//! sends `Frontier(c, t)` to every other worker. This keeps the FIFO order per worker (a worker's
-//! flushes are applied in its program order), needs no extra thread competing for cores, and saves a
-//! thread wake-up on every notification. (A tracker in its own process comes with the network
-//! transport.)
+//! The tracker runs *inline*: whoever brings a flush piece (a worker flushing this process's acker,
+//! or the network thread with another process's piece) applies it to the shard's [`Tracker`] under a
+//! mutex, advances it and sends the frontiers that moved to every worker: to this process's workers
+//! through their inboxes, to other processes in one Frontier frame each. This keeps each process's
+//! pieces in FIFO order (they are applied in the order they were made), needs no thread of its own
+//! competing for cores, and saves a thread wake-up per notification.
 //!
-//! A notification goes to the workers whose vertices act on that component's frontier (windows,
-//! sinks) and, for termination, to every worker once a frontier reaches `INF`; a pass-through
-//! vertex's frontier is not worth a wake-up. Every worker runs the same vertices, so in practice a
-//! consumed component's notifications reach every worker.
+//! A notification goes out for components some vertex acts on (windows, sinks) and, for termination,
+//! for every component reaching `INF`; a pass-through vertex's frontier is not worth a wake-up.
 
+use crate::net::frame;
+use crate::net::link::PeerTx;
 use crate::traffic::{MessageKind, Traffic};
 use crate::worker_ctx::Unparkers;
 use crossbeam_channel::Sender;
+use serde::{Deserialize, Serialize};
 use std::sync::{Arc, Mutex};
 use xorflow_tracking::ack::Heartbeat;
 use xorflow_tracking::{AckEntry, Flush, FrontierUpdate, Tracker, INF};
 
-/// What the tracker did during a run.
-#[derive(Clone, Debug, Default)]
+/// A frontier notification as a worker's inbox carries it: the shard and what moved.
+pub type Notification = (u32, Vec<FrontierUpdate>);
+
+/// What a tracker shard did during a run.
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
 pub struct TrackerStats {
-    /// Notifications sent, by kind (acks and heartbeats are counted by the sending workers).
+    /// Notifications sent, by kind (acks and heartbeats are counted by the sending ackers).
     pub traffic: Traffic,
-    /// Flushes applied.
+    /// Flush pieces applied.
     pub flushes_applied: u64,
+    /// Ack entries applied (difference points, multiplier load included).
+    pub acks_applied: u64,
     /// Frontier computations.
     pub advances: u64,
     /// Frontiers that would have moved back (must be 0).
     pub regressions: u64,
-    /// Time spent inside the tracker (applying flushes, computing frontiers, sending
-    /// notifications), seconds of wall-clock time on the workers that called it. Nothing inside
+    /// Time spent inside the tracker (applying pieces, computing frontiers, sending
+    /// notifications), seconds of wall-clock time on the threads that called it. Nothing inside
     /// blocks, so this is CPU time; it is read with the monotonic clock (~25 ns) because a thread
-    /// CPU clock read is a ~0.5 us system call here, and this runs on every flush.
+    /// CPU clock read is a ~0.5 us system call here, and this runs on every piece.
     pub busy_s: f64,
-    /// Largest number of non-zero differences the tracker's tables held at once.
+    /// Largest number of non-zero differences the tables held at once.
     pub peak_table_entries: usize,
+}
+
+impl TrackerStats {
+    /// Adds another shard's statistics (busy time and peaks add up: shards run in parallel).
+    pub fn merge(&mut self, o: &TrackerStats) {
+        self.traffic += o.traffic;
+        self.flushes_applied += o.flushes_applied;
+        self.acks_applied += o.acks_applied;
+        self.advances += o.advances;
+        self.regressions += o.regressions;
+        self.busy_s += o.busy_s;
+        self.peak_table_entries += o.peak_table_entries;
+    }
 }
 
 struct Inner {
@@ -44,25 +63,31 @@ struct Inner {
     stats: TrackerStats,
 }
 
-/// The tracker shared by the workers of a process.
+/// One tracker shard and the workers it notifies.
 pub struct TrackerAgent {
+    shard: u32,
     inner: Mutex<Inner>,
     /// `interest[c]`: some vertex acts on component `c`'s frontier.
     interest: Vec<bool>,
-    workers: Vec<Sender<Vec<FrontierUpdate>>>,
+    workers: Vec<Sender<Notification>>,
     unparkers: Arc<Unparkers>,
+    remote: Vec<PeerTx>,
 }
 
 impl TrackerAgent {
-    /// An agent around `tracker` notifying `workers[w]` (and waking them through `unparkers`) of
-    /// the components flagged in `interest`, and of every component reaching `INF`.
+    /// Shard `shard` around `tracker`, notifying this process's `workers` (waking them through
+    /// `unparkers`) and the processes behind `remote` of the components flagged in `interest`, and
+    /// of every component reaching `INF`.
     pub fn new(
+        shard: u32,
         tracker: Tracker,
         interest: Vec<bool>,
-        workers: Vec<Sender<Vec<FrontierUpdate>>>,
+        workers: Vec<Sender<Notification>>,
         unparkers: Arc<Unparkers>,
+        remote: Vec<PeerTx>,
     ) -> Self {
         TrackerAgent {
+            shard,
             interest,
             inner: Mutex::new(Inner {
                 tracker,
@@ -70,20 +95,22 @@ impl TrackerAgent {
             }),
             workers,
             unparkers,
+            remote,
         }
     }
 
-    /// Applies worker `from`'s flush, advances the frontiers, notifies the other workers of the
-    /// ones that moved (see the module doc) and returns all of them for `from` itself.
+    /// Applies one flush piece, advances the frontiers and notifies every worker of the ones that
+    /// moved (see the module doc).
     ///
     /// # Errors
-    /// A malformed flush (unknown component or source), naming it.
-    pub fn deliver(&self, from: usize, flush: &Flush) -> Result<Vec<FrontierUpdate>, String> {
+    /// A malformed piece (unknown component or source), naming it.
+    pub fn deliver(&self, piece: &Flush) -> Result<(), String> {
         let mut g = self.inner.lock().map_err(|_| "tracker mutex poisoned")?;
         let t0 = crate::clock::now_ns();
         let inner = &mut *g;
         inner.stats.flushes_applied += 1;
-        inner.tracker.apply(flush)?;
+        inner.stats.acks_applied += piece.acks.len() as u64;
+        inner.tracker.apply(piece)?;
         inner.stats.advances += 1;
         let ups = inner.tracker.advance();
         inner.stats.peak_table_entries = inner
@@ -91,22 +118,31 @@ impl TrackerAgent {
             .peak_table_entries
             .max(inner.tracker.table_entries());
         let wanted: Vec<FrontierUpdate> = ups
-            .iter()
+            .into_iter()
             .filter(|u| u.frontier == INF || self.interest[u.component as usize])
-            .copied()
             .collect();
         if !wanted.is_empty() {
             let bytes = wanted.len() as u64 * FrontierUpdate::WIRE_BYTES;
             for (w, tx) in self.workers.iter().enumerate() {
                 inner.stats.traffic.record(MessageKind::Frontier, bytes);
                 // A worker that already finished has dropped its receiver; nothing to tell it.
-                if w != from && tx.send(wanted.clone()).is_ok() {
+                if tx.send((self.shard, wanted.clone())).is_ok() {
                     self.unparkers.unpark(w);
+                }
+            }
+            if !self.remote.is_empty() {
+                let f = frame::frontier(self.shard, &wanted);
+                for p in &self.remote {
+                    inner
+                        .stats
+                        .traffic
+                        .record_frame(MessageKind::Frontier, f.len() as u64 + 4);
+                    p.send(f.clone());
                 }
             }
         }
         inner.stats.busy_s += (crate::clock::now_ns() - t0) as f64 * 1e-9;
-        Ok(ups)
+        Ok(())
     }
 
     /// Statistics so far.
@@ -118,7 +154,7 @@ impl TrackerAgent {
     }
 }
 
-/// Bytes a flush's acks occupy on the wire.
+/// Bytes a flush's acks occupy on the wire (fixed-width encoding, header included).
 pub fn ack_bytes(acks: &[AckEntry]) -> u64 {
     acks.len() as u64 * AckEntry::WIRE_BYTES
 }

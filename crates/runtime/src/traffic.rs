@@ -5,7 +5,7 @@
 //! Bytes are what the message would occupy on the wire with xorflow's encoding (fixed-width fields,
 //! a 4-byte header per message), so in-process and cross-process runs report comparable figures.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use std::ops::AddAssign;
 
 /// Kinds of messages.
@@ -22,16 +22,23 @@ pub enum MessageKind {
     Frontier,
     /// An end-of-stream marker (tracking `none` only; trAcker needs none).
     EndOfStream,
+    /// A progress marker `Marker(t)` on one channel (tracking `markers`), counted per marker even
+    /// when it travels inside a data batch.
+    Marker,
+    /// Transport control between processes: handshakes, credits, keep-alives, shutdown.
+    Control,
 }
 
 impl MessageKind {
     /// Every kind, in report order.
-    pub const ALL: [MessageKind; 5] = [
+    pub const ALL: [MessageKind; 7] = [
         MessageKind::Data,
         MessageKind::Ack,
         MessageKind::Heartbeat,
         MessageKind::Frontier,
         MessageKind::EndOfStream,
+        MessageKind::Marker,
+        MessageKind::Control,
     ];
 
     /// Snake-case name used in reports.
@@ -42,6 +49,8 @@ impl MessageKind {
             MessageKind::Heartbeat => "heartbeat",
             MessageKind::Frontier => "frontier",
             MessageKind::EndOfStream => "end_of_stream",
+            MessageKind::Marker => "marker",
+            MessageKind::Control => "control",
         }
     }
 
@@ -55,7 +64,7 @@ impl MessageKind {
 pub const HEADER_BYTES: u64 = 4;
 
 /// Messages and bytes of one kind.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Count {
     /// Messages sent.
     pub messages: u64,
@@ -64,9 +73,9 @@ pub struct Count {
 }
 
 /// Per-kind counts.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Traffic {
-    counts: [Count; 5],
+    counts: [Count; 7],
 }
 
 impl Traffic {
@@ -76,6 +85,23 @@ impl Traffic {
         let c = &mut self.counts[kind as usize];
         c.messages += 1;
         c.bytes += HEADER_BYTES + payload_bytes;
+    }
+
+    /// Counts one message of `kind` whose encoded size, headers included, is `bytes` (a frame
+    /// that really crossed a process boundary).
+    #[inline]
+    pub fn record_frame(&mut self, kind: MessageKind, bytes: u64) {
+        let c = &mut self.counts[kind as usize];
+        c.messages += 1;
+        c.bytes += bytes;
+    }
+
+    /// Counts `n` messages of `kind` with `bytes` in total.
+    #[inline]
+    pub fn record_n(&mut self, kind: MessageKind, n: u64, bytes: u64) {
+        let c = &mut self.counts[kind as usize];
+        c.messages += n;
+        c.bytes += bytes;
     }
 
     /// Counts of one kind.

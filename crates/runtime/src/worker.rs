@@ -7,15 +7,16 @@
 //! the tracker or a rate-controlled source's schedule wakes it.
 
 use crate::operators::Vertex;
+use crate::process_acker::ProcessAcker;
 use crate::stats::VertexStats;
-use crate::tracker_agent::{ack_bytes, heartbeat_bytes, TrackerAgent};
-use crate::traffic::{MessageKind, Traffic};
+use crate::tracker_agent::Notification;
+use crate::traffic::Traffic;
 use crate::worker_ctx::WorkerCtx;
 use crossbeam_channel::Receiver;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
-use xorflow_tracking::FrontierUpdate;
+use xorflow_tracking::Flush;
 
 /// Longest idle park; the loop re-checks abort and timeouts at least this often.
 const MAX_PARK: Duration = Duration::from_millis(1);
@@ -27,10 +28,8 @@ const SPIN_NS: u64 = 2_000;
 pub(crate) struct Worker {
     pub ctx: WorkerCtx,
     pub vertices: Vec<Box<dyn Vertex>>,
-    pub tracker: Option<Arc<TrackerAgent>>,
-    pub from_tracker: Option<Receiver<Vec<FrontierUpdate>>>,
-    pub ack_flush_interval_ns: u64,
-    pub ack_flush_count: usize,
+    pub acker: Option<Arc<ProcessAcker>>,
+    pub from_tracker: Option<Receiver<Notification>>,
     pub abort: Arc<AtomicBool>,
 }
 
@@ -41,36 +40,41 @@ pub(crate) struct WorkerResult {
 }
 
 impl Worker {
-    fn flush_acker(&mut self) -> Result<(), String> {
-        let (Some(tr), Some(agent)) = (&mut self.ctx.tracking, &self.tracker) else {
+    /// Hands the worker's acks to the process acker; `force` makes it flush to the shards now.
+    fn flush_acker(&mut self, force: bool) -> Result<(), String> {
+        let (Some(tr), Some(pa)) = (&mut self.ctx.tracking, &self.acker) else {
             return Ok(());
         };
-        if tr.acker.is_empty() {
-            return Ok(());
+        if pa.unbatched() {
+            let log = tr.acker.take_log();
+            if !log.is_empty() {
+                pa.submit_log(&log)?;
+            }
+        } else {
+            let f = if tr.acker.is_empty() {
+                Flush::default()
+            } else {
+                tr.acker.flush()
+            };
+            pa.submit(&f, self.ctx.now_ns, force)?;
         }
-        let f = tr.acker.flush();
-        let ctx = &mut self.ctx;
-        if !f.acks.is_empty() {
-            ctx.traffic.record(MessageKind::Ack, ack_bytes(&f.acks));
-        }
-        if !f.heartbeats.is_empty() {
-            ctx.traffic
-                .record(MessageKind::Heartbeat, heartbeat_bytes(&f.heartbeats));
-        }
-        let ups = agent.deliver(ctx.index, &f)?;
-        Self::apply_frontiers(ctx, ups);
         Ok(())
     }
 
-    fn apply_frontiers(ctx: &mut WorkerCtx, ups: Vec<FrontierUpdate>) {
-        if ups.is_empty() {
-            return;
+    fn read_notifications(&mut self) -> Result<(), String> {
+        let Some(rx) = &self.from_tracker else {
+            return Ok(());
+        };
+        let ctx = &mut self.ctx;
+        while let Ok((shard, ups)) = rx.try_recv() {
+            ctx.frontier_seen_ns = crate::clock::now_ns();
+            for u in ups {
+                if let Some(f) = ctx.combiner.update(shard as usize, u)? {
+                    ctx.frontiers[u.component as usize] = f;
+                }
+            }
         }
-        ctx.frontier_seen_ns = crate::clock::now_ns();
-        for u in ups {
-            let f = &mut ctx.frontiers[u.component as usize];
-            *f = (*f).max(u.frontier);
-        }
+        Ok(())
     }
 
     fn done(&self) -> bool {
@@ -87,20 +91,15 @@ impl Worker {
     /// The first vertex error, or "aborted" when another thread failed.
     pub fn run(mut self) -> Result<WorkerResult, String> {
         crate::clock::tighten_timer_slack();
-        let _ = self.ctx.unparkers.0[self.ctx.index].set(std::thread::current());
-        let mut last_ack_flush = crate::clock::now_ns();
+        let _ = self.ctx.unparkers.0[self.ctx.local_index].set(std::thread::current());
         loop {
             if self.abort.load(Ordering::Relaxed) {
                 return Err("aborted because another thread failed".into());
             }
+            self.ctx.now_ns = crate::clock::now_ns();
+            self.ctx.wake_at_ns = u64::MAX;
+            self.read_notifications()?;
             let ctx = &mut self.ctx;
-            ctx.now_ns = crate::clock::now_ns();
-            ctx.wake_at_ns = u64::MAX;
-            if let Some(rx) = &self.from_tracker {
-                while let Ok(ups) = rx.try_recv() {
-                    Self::apply_frontiers(ctx, ups);
-                }
-            }
             let mut did = false;
             for v in &mut self.vertices {
                 did |= v.step(ctx)?;
@@ -108,15 +107,10 @@ impl Worker {
             for v in &mut self.vertices {
                 did |= v.flush(ctx, false);
             }
-            if let Some(tr) = &ctx.tracking {
-                let n = tr.acker.pending_updates();
-                if n > 0
-                    && (n >= self.ack_flush_count
-                        || ctx.now_ns - last_ack_flush >= self.ack_flush_interval_ns)
-                {
-                    self.flush_acker()?;
-                    last_ack_flush = self.ctx.now_ns;
-                }
+            if ctx.tracking.as_ref().is_some_and(|t| !t.acker.is_empty()) {
+                self.flush_acker(false)?;
+            } else if let Some(pa) = &self.acker {
+                pa.tick(ctx.now_ns)?;
             }
             if self.done() {
                 break;
@@ -126,15 +120,10 @@ impl Worker {
                 for v in &mut self.vertices {
                     did |= v.flush(ctx, true);
                 }
-                if self
-                    .ctx
-                    .tracking
-                    .as_ref()
-                    .is_some_and(|t| !t.acker.is_empty())
-                {
-                    self.flush_acker()?;
-                    last_ack_flush = self.ctx.now_ns;
-                    did = true;
+                if self.ctx.tracking.is_some() {
+                    // Going idle: whatever this process has pending goes to the shards now, so
+                    // notifications do not wait for the interval at low load.
+                    self.flush_acker(true)?;
                 }
                 if !did {
                     let now = crate::clock::now_ns();
@@ -147,7 +136,7 @@ impl Worker {
                 }
             }
         }
-        self.flush_acker()?;
+        self.flush_acker(true)?;
         let mut vertices = Vec::with_capacity(self.vertices.len());
         for v in &mut self.vertices {
             v.finish()?;

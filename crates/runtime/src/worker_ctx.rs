@@ -5,7 +5,9 @@ use crate::traffic::{MessageKind, Traffic};
 use std::sync::Arc;
 use std::sync::OnceLock;
 use std::thread::Thread;
-use xorflow_tracking::{ComponentId, Granularity, LocalAcker, TagSource, Time, INF};
+use xorflow_tracking::{
+    ComponentId, FrontierCombiner, Granularity, LocalAcker, TagSource, Time, INF,
+};
 
 /// The worker-local trAcker state: local acker and tag source.
 pub struct Tracking {
@@ -36,12 +38,18 @@ impl Unparkers {
 
 /// Per-worker context passed to every vertex instance step.
 pub struct WorkerCtx {
-    /// This worker's index in `0..peers`.
+    /// This worker's global index in `0..peers`.
     pub index: usize,
-    /// Number of workers P.
+    /// This worker's index within its process.
+    pub local_index: usize,
+    /// Number of workers P in the whole job (all processes).
     pub peers: usize,
-    /// trAcker state; `None` with `--tracking none`.
+    /// How completeness is tracked.
+    pub mode: TrackingMode,
+    /// trAcker state; `None` unless tracking with trAcker.
     pub tracking: Option<Tracking>,
+    /// Per-shard frontiers combined into [`WorkerCtx::frontiers`] (trAcker).
+    pub combiner: FrontierCombiner,
     /// Tracking granularity.
     pub granularity: Granularity,
     /// Latest frontier per component as notified to this worker, time units.
@@ -68,6 +76,8 @@ pub struct WorkerCtx {
 impl WorkerCtx {
     pub(crate) fn new(
         index: usize,
+        local_index: usize,
+        peers: usize,
         config: &RuntimeConfig,
         components: usize,
         unparkers: Arc<Unparkers>,
@@ -75,11 +85,18 @@ impl WorkerCtx {
         let granularity = Granularity::new(config.granularity);
         WorkerCtx {
             index,
-            peers: config.workers,
+            local_index,
+            peers,
+            mode: config.tracking,
             tracking: (config.tracking == TrackingMode::Tracker).then(|| Tracking {
-                acker: LocalAcker::new(granularity),
+                acker: if config.ack_flush_count == 0 {
+                    LocalAcker::unbatched(granularity)
+                } else {
+                    LocalAcker::new(granularity)
+                },
                 tags: TagSource::from_entropy(),
             }),
+            combiner: FrontierCombiner::new(components, config.tracker_shards.max(1)),
             granularity,
             frontiers: vec![0; components],
             frontier_seen_ns: 0,
@@ -91,6 +108,19 @@ impl WorkerCtx {
             traffic: Traffic::default(),
             unparkers,
         }
+    }
+
+    /// A context for unit tests: worker 0 of 1, default configuration, one component.
+    #[cfg(test)]
+    pub(crate) fn for_tests() -> Self {
+        Self::new(
+            0,
+            0,
+            1,
+            &RuntimeConfig::default(),
+            1,
+            Arc::new(Unparkers::new(1)),
+        )
     }
 
     /// Frontier of component `c` as known here (time units): every element with a smaller time is

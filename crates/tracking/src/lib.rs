@@ -28,6 +28,7 @@ pub mod combine;
 pub mod diff_map;
 pub mod heartbeats;
 pub mod local_acker;
+pub mod markers;
 pub mod shard;
 pub mod tag;
 pub mod time;
@@ -36,7 +37,8 @@ pub mod tracker;
 
 pub use ack::{AckEntry, ComponentId, Flush, SourceId};
 pub use combine::FrontierCombiner;
-pub use local_acker::LocalAcker;
+pub use local_acker::{AckEvent, LocalAcker};
+pub use markers::MarkerAligner;
 pub use shard::{split_flush, ShardMap};
 pub use tag::TagSource;
 pub use time::{Granularity, Slot, Time, INF};

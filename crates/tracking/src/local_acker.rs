@@ -14,10 +14,32 @@ use crate::ack::{AckEntry, ComponentId, Flush, Heartbeat, SourceId};
 use crate::time::{Granularity, Slot, Time, INF};
 use rustc_hash::FxHashMap;
 
+/// One ack or heartbeat in program order (an unbatched acker's log).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum AckEvent {
+    /// XOR `xor` into slots `[lo, hi]` of `component`.
+    Range {
+        /// Component.
+        component: ComponentId,
+        /// First slot.
+        lo: Slot,
+        /// Last slot (inclusive).
+        hi: Slot,
+        /// The tag.
+        xor: u64,
+    },
+    /// A source heartbeat.
+    Heartbeat(Heartbeat),
+}
+
 /// Per-worker XOR-merging buffer of acks and heartbeats.
 #[derive(Debug)]
 pub struct LocalAcker {
     granularity: Granularity,
+    /// Unbatched mode: keep every ack and heartbeat in program order instead of merging, so each
+    /// can be sent as its own message (FIFO order is then the only guarantee, as in FlameStream's
+    /// unbatched mode).
+    log: Option<Vec<AckEvent>>,
     diffs: FxHashMap<(ComponentId, Slot), u64>,
     heartbeats: Vec<Heartbeat>,
     /// Updates (point XORs and heartbeats) registered since the last flush, merged or not: the
@@ -30,10 +52,25 @@ impl LocalAcker {
     pub fn new(granularity: Granularity) -> Self {
         LocalAcker {
             granularity,
+            log: None,
             diffs: FxHashMap::default(),
             heartbeats: Vec::new(),
             updates: 0,
         }
+    }
+
+    /// An acker that keeps acks and heartbeats unmerged, in program order ([`LocalAcker::take_log`]).
+    pub fn unbatched(granularity: Granularity) -> Self {
+        LocalAcker {
+            log: Some(Vec::new()),
+            ..Self::new(granularity)
+        }
+    }
+
+    /// Takes the unbatched log (empty for a merging acker).
+    pub fn take_log(&mut self) -> Vec<AckEvent> {
+        self.updates = 0;
+        self.log.as_mut().map(std::mem::take).unwrap_or_default()
     }
 
     /// The granularity slots are computed with.
@@ -53,6 +90,16 @@ impl LocalAcker {
     #[inline]
     pub fn xor_slots(&mut self, c: ComponentId, lo: Slot, hi: Slot, x: u64) {
         debug_assert!(lo <= hi, "empty slot range {lo}..={hi}");
+        if let Some(log) = &mut self.log {
+            self.updates += 1;
+            log.push(AckEvent::Range {
+                component: c,
+                lo,
+                hi,
+                xor: x,
+            });
+            return;
+        }
         self.xor_point(c, lo, x);
         if hi < INF - 1 {
             self.xor_point(c, hi + 1, x);
@@ -72,9 +119,24 @@ impl LocalAcker {
     /// Records that source `source` will emit nothing below `time` (time units). Keeps the maximum.
     pub fn heartbeat(&mut self, source: SourceId, time: Time) {
         self.updates += 1;
+        if let Some(log) = &mut self.log {
+            log.push(AckEvent::Heartbeat(Heartbeat { source, time }));
+            return;
+        }
         match self.heartbeats.iter_mut().find(|h| h.source == source) {
             Some(h) => h.time = h.time.max(time),
             None => self.heartbeats.push(Heartbeat { source, time }),
+        }
+    }
+
+    /// XOR-merges another acker's flush into this one (a process-level acker collecting its
+    /// workers' flushes, DESIGN.md section 2, item 4).
+    pub fn merge(&mut self, f: &Flush) {
+        for e in &f.acks {
+            self.xor_point(e.component, e.slot, e.xor);
+        }
+        for h in &f.heartbeats {
+            self.heartbeat(h.source, h.time);
         }
     }
 
@@ -85,7 +147,9 @@ impl LocalAcker {
 
     /// True when a flush would carry nothing.
     pub fn is_empty(&self) -> bool {
-        self.diffs.is_empty() && self.heartbeats.is_empty()
+        self.diffs.is_empty()
+            && self.heartbeats.is_empty()
+            && self.log.as_ref().is_none_or(Vec::is_empty)
     }
 
     /// Takes everything merged since the last flush. Heartbeats are converted to slot bounds by the

@@ -65,6 +65,18 @@ impl ShardMap {
         self.local_point(b)
     }
 
+    /// The local slots this shard owns within global slots `[lo, hi]`, if any.
+    #[inline]
+    pub fn local_range(self, lo: Slot, hi: Slot) -> Option<(Slot, Slot)> {
+        let a = self.local_point(lo);
+        let b = if hi >= INF - 1 {
+            INF
+        } else {
+            self.local_point(hi + 1)
+        };
+        (b > a).then(|| (a, b - 1))
+    }
+
     /// The global slot of local slot `l` (`INF` stays `INF`).
     #[inline]
     pub fn global(self, l: Slot) -> Slot {
@@ -133,6 +145,9 @@ mod tests {
         // Slots below 5 owned by shard 1: 1 and 4.
         assert_eq!(m.local_bound(5), 2);
         assert_eq!(ShardMap::SINGLE.local_point(17), 17);
+        assert_eq!(m.local_range(2, 3), None);
+        assert_eq!(m.local_range(1, 7), Some((0, 2)));
+        assert_eq!(m.local_range(5, 9), Some((2, 2)));
     }
 
     #[test]

@@ -1,14 +1,15 @@
 //! The flights dataflow, its sources and its summary.
 
-use crate::output::{copy_rows, CsvOutput, Departures};
+use crate::output::{copy_rows, CsvOutput, DepartureStats, Departures};
 use crate::reader::{read_flights, Flight, FlightsInput, Malformed, Record};
 use serde::Serialize;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 use xorflow_runtime::{
-    Dataflow, MessageKind, RunError, RuntimeConfig, Source, SourceOutput, SourcePoll, TrackingMode,
+    Dataflow, MessageKind, RunError, RuntimeConfig, Sink, Source, SourceOutput, SourcePoll,
+    WindowResult,
 };
 
 /// Largest lateness or window accepted, seconds (100 years): far beyond any real use, and small
@@ -114,8 +115,14 @@ pub struct Latency {
 pub struct Summary {
     /// Input file.
     pub input: String,
-    /// Workers P.
+    /// Worker threads per process.
     pub workers: usize,
+    /// Processes (each with `workers` worker threads).
+    pub processes: usize,
+    /// This process (only process 0's summary covers the whole job).
+    pub process: usize,
+    /// Tracker shards (tracking `tracker`).
+    pub tracker_shards: usize,
     /// Source instances N.
     pub sources: usize,
     /// "tracker" or "none".
@@ -156,7 +163,6 @@ pub struct Summary {
 #[derive(Default)]
 struct Progress {
     emitted: AtomicU64,
-    late_offsets: Mutex<Vec<u64>>,
 }
 
 struct FlightsSource {
@@ -168,7 +174,6 @@ struct FlightsSource {
     speed: Option<(i64, f64)>,
     start_ns: Arc<OnceLock<u64>>,
     progress: Arc<Progress>,
-    late_offsets: Vec<u64>,
 }
 
 impl Source<Flight> for FlightsSource {
@@ -188,21 +193,12 @@ impl Source<Flight> for FlightsSource {
                 }
             }
             self.next += 1;
-            if r.event_time < r.arrival_time - self.lateness {
-                self.late_offsets.push(r.byte);
-                continue;
-            }
             out.emit(r.event_time as u64, r.flight.clone());
             out.heartbeat((r.arrival_time - self.lateness).max(0) as u64);
             n += 1;
         }
         self.publish(n);
         if self.next >= self.records.len() {
-            self.progress
-                .late_offsets
-                .lock()
-                .expect("late list lock")
-                .append(&mut self.late_offsets);
             SourcePoll::Done
         } else {
             SourcePoll::Ready
@@ -248,6 +244,36 @@ fn progress_bar(
 ///
 /// # Errors
 /// [`FlightsError`]: bad configuration, unreadable input, unwritable output, or an engine failure.
+/// True for the process that writes the output (process 0; the only one without a cluster).
+fn is_leader(rt: &RuntimeConfig) -> bool {
+    use xorflow_runtime::net::cluster::{is_local_child, Launch};
+    match &rt.cluster.launch {
+        Launch::Single => true,
+        Launch::Local { .. } => !is_local_child(),
+        Launch::Hosts { process, .. } => *process == 0,
+    }
+}
+
+/// The CSV sink on the process that owns the output; elsewhere it must never see a result (all
+/// results are gathered to worker 0, which runs in process 0).
+struct LeaderSink(Option<CsvOutput>);
+
+impl Sink<WindowResult<String, DepartureStats>> for LeaderSink {
+    fn write(
+        &mut self,
+        batch: Vec<xorflow_runtime::Element<WindowResult<String, DepartureStats>>>,
+    ) -> Result<(), String> {
+        match &mut self.0 {
+            Some(c) => c.write(batch),
+            None => Err("results reached a process without the output file".into()),
+        }
+    }
+
+    fn finish(&mut self) -> Result<(), String> {
+        self.0.as_mut().map_or(Ok(()), Sink::finish)
+    }
+}
+
 pub fn run(cfg: &FlightsConfig) -> Result<Summary, FlightsError> {
     if cfg.sources == 0 {
         return Err(FlightsError::Config("--sources must be at least 1".into()));
@@ -271,25 +297,40 @@ pub fn run(cfg: &FlightsConfig) -> Result<Summary, FlightsError> {
     let t0 = Instant::now();
     let input: FlightsInput = read_flights(&cfg.input).map_err(FlightsError::Input)?;
     let load_s = t0.elapsed().as_secs_f64();
-    let csv = CsvOutput::create(&cfg.output).map_err(FlightsError::Output)?;
-    if let Some(p) = &cfg.late_output {
-        std::fs::File::create(p).map_err(|e| {
-            FlightsError::Output(format!("cannot create late output '{}': {e}", p.display()))
-        })?;
-    }
+    // In a multi-process run every process reads the input and emits its sources' share; the
+    // results are gathered to worker 0, and process 0 alone writes the output files.
+    let leader = is_leader(&cfg.runtime);
+    let csv = if leader {
+        let csv = CsvOutput::create(&cfg.output).map_err(FlightsError::Output)?;
+        if let Some(p) = &cfg.late_output {
+            std::fs::File::create(p).map_err(|e| {
+                FlightsError::Output(format!("cannot create late output '{}': {e}", p.display()))
+            })?;
+        }
+        Some(csv)
+    } else {
+        None
+    };
 
     let n = cfg.sources;
     let total = input.records.len() as u64;
     let a0 = input.records.first().map_or(0, |r| r.arrival_time);
     let speed = cfg.speed.map(|s| (a0, s));
     let lateness = cfg.lateness_s as i64;
+    // Lateness is a property of each row (event time below its own arrival minus the allowed
+    // lateness), so late rows are set aside here, counted, and never enter the dataflow.
+    let (on_time, mut late): (Vec<&Record>, Vec<&Record>) = input
+        .records
+        .iter()
+        .partition(|r| r.event_time >= r.arrival_time - lateness);
+    let mut late: Vec<u64> = late.drain(..).map(|r| r.byte).collect();
     let start_ns = Arc::new(OnceLock::new());
     let progress = Arc::new(Progress::default());
     let records: Vec<Arc<Vec<Record>>> = {
         // Round-robin split of the arrival sequence: instance k gets records k, k+n, k+2n, ...
         let mut parts: Vec<Vec<Record>> = vec![Vec::new(); n];
-        for (i, r) in input.records.iter().enumerate() {
-            parts[i % n].push(r.clone());
+        for (i, r) in on_time.iter().enumerate() {
+            parts[i % n].push((*r).clone());
         }
         parts.into_iter().map(Arc::new).collect()
     };
@@ -303,7 +344,6 @@ pub fn run(cfg: &FlightsConfig) -> Result<Summary, FlightsError> {
         speed,
         start_ns: s2.clone(),
         progress: p2.clone(),
-        late_offsets: Vec::new(),
     })
     .tumbling_window(
         "hourly",
@@ -311,7 +351,8 @@ pub fn run(cfg: &FlightsConfig) -> Result<Summary, FlightsError> {
         |f: &Flight| f.origin.clone(),
         Departures,
     )
-    .sink("csv", move |_| csv.clone());
+    .gather()
+    .sink("csv", move |_| LeaderSink(csv.clone()));
 
     let done = Arc::new(AtomicBool::new(false));
     let bar = cfg
@@ -324,9 +365,8 @@ pub fn run(cfg: &FlightsConfig) -> Result<Summary, FlightsError> {
     }
     let report = report?;
 
-    let mut late = std::mem::take(&mut *progress.late_offsets.lock().expect("late list lock"));
     let records_late = late.len() as u64;
-    if let Some(p) = &cfg.late_output {
+    if let (Some(p), true) = (&cfg.late_output, leader) {
         copy_rows(&cfg.input, &mut late, p).map_err(FlightsError::Output)?;
     }
     let window = report.vertex("hourly").expect("window vertex");
@@ -355,10 +395,10 @@ pub fn run(cfg: &FlightsConfig) -> Result<Summary, FlightsError> {
         input: cfg.input.display().to_string(),
         workers: cfg.runtime.workers,
         sources: n,
-        tracking: match cfg.runtime.tracking {
-            TrackingMode::Tracker => "tracker".into(),
-            TrackingMode::None => "none".into(),
-        },
+        processes: report.processes,
+        process: report.process,
+        tracker_shards: report.tracker_shards,
+        tracking: cfg.runtime.tracking.name().into(),
         lateness_s: cfg.lateness_s,
         window_s: cfg.window_s,
         granularity_s: cfg.runtime.granularity,
@@ -379,7 +419,7 @@ pub fn run(cfg: &FlightsConfig) -> Result<Summary, FlightsError> {
         traffic,
         malformed_examples: input.malformed_examples.clone(),
     };
-    if let Some(p) = &cfg.summary {
+    if let (Some(p), true) = (&cfg.summary, leader) {
         let json = serde_json::to_string_pretty(&summary).expect("summary serializes");
         std::fs::write(p, json + "\n").map_err(|e| {
             FlightsError::Output(format!("cannot write summary '{}': {e}", p.display()))

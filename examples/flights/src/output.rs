@@ -13,7 +13,7 @@ pub const HEADER: &str =
     "window_start,origin,flights,cancelled,avg_dep_delay_min,max_dep_delay_min";
 
 /// Per (window, origin) statistics.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct DepartureStats {
     /// Flights in the window.
     pub flights: u64,

@@ -5,7 +5,7 @@ use std::io::BufRead;
 use std::path::{Path, PathBuf};
 
 /// The fields of a flight the job uses.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Flight {
     /// Origin airport code (e.g. `JFK`).
     pub origin: String,

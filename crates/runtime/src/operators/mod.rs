@@ -11,7 +11,15 @@ pub mod window;
 use crate::channel::{Batch, InputPort, Msg};
 use crate::stats::VertexStats;
 use crate::worker_ctx::WorkerCtx;
-use xorflow_tracking::ComponentId;
+use xorflow_tracking::{ComponentId, Time};
+
+/// What [`drain_input`] hands a vertex.
+pub(crate) enum Input<T> {
+    /// A batch of elements (its markers already taken out).
+    Batch(Batch<T>),
+    /// The aligned marker rose to this time (tracking `markers`).
+    Aligned(Time),
+}
 
 /// Input batches a vertex processes per step before the worker moves on (fairness between vertices).
 pub(crate) const BATCHES_PER_STEP: usize = 8;
@@ -52,27 +60,37 @@ pub trait Vertex: Send {
 }
 
 /// Pops and processes up to [`BATCHES_PER_STEP`] input batches while `blocked()` is false:
-/// `process(batch, ctx)` handles the elements and commits outputs; the batch's receive tag is
-/// registered for `component` after it returns. Returns the number of batches processed, or
-/// the first error.
+/// `process(Input::Batch(b), ctx)` handles the elements and commits outputs; the batch's receive
+/// tag is registered for `component` after it returns. Then each marker that came with the batch
+/// is aligned over the input channels, and every rise of the aligned marker is handed over as
+/// `Input::Aligned`. Returns the number of messages processed, or the first error.
 pub(crate) fn drain_input<T>(
     input: &mut InputPort<T>,
     component: ComponentId,
     stats: &mut VertexStats,
     ctx: &mut WorkerCtx,
     mut blocked: impl FnMut() -> bool,
-    mut process: impl FnMut(Batch<T>, &mut WorkerCtx) -> Result<(), String>,
+    mut process: impl FnMut(Input<T>, &mut WorkerCtx) -> Result<(), String>,
 ) -> Result<usize, String> {
     let mut n = 0;
     while n < BATCHES_PER_STEP && !blocked() {
-        match input.pop() {
-            Some(Msg::Data(b)) => {
-                let (lo, hi, tag) = (b.lo, b.hi, b.tag);
-                stats.elements_in += b.data.len() as u64;
-                stats.batches_in += 1;
-                ctx.now_ns = crate::clock::now_ns();
-                process(b, ctx)?;
-                ctx.ack_received(component, lo, hi, tag);
+        match input.pop(ctx) {
+            Some(Msg::Data(mut b)) => {
+                let markers = std::mem::take(&mut b.markers);
+                if !b.data.is_empty() {
+                    let (lo, hi, tag) = (b.lo, b.hi, b.tag);
+                    stats.elements_in += b.data.len() as u64;
+                    stats.batches_in += 1;
+                    ctx.now_ns = crate::clock::now_ns();
+                    process(Input::Batch(b), ctx)?;
+                    ctx.ack_received(component, lo, hi, tag);
+                }
+                let ch = input.last_channel();
+                for m in markers {
+                    if let Some(a) = input.aligner.observe(ch, m) {
+                        process(Input::Aligned(a), ctx)?;
+                    }
+                }
                 n += 1;
             }
             Some(Msg::End) => n += 1,

@@ -1,7 +1,8 @@
 //! Sinks: user code that consumes the stream's elements and may act on notifications.
 
-use super::{drain_input, Vertex};
+use super::{drain_input, Input, Vertex};
 use crate::channel::InputPort;
+use crate::config::TrackingMode;
 use crate::probe::ArrivalProbe;
 use crate::stats::VertexStats;
 use crate::worker_ctx::WorkerCtx;
@@ -57,22 +58,38 @@ impl<T: Send, S: Sink<T>> SinkVertex<T, S> {
 impl<T: Send, S: Sink<T>> Vertex for SinkVertex<T, S> {
     fn step(&mut self, ctx: &mut WorkerCtx) -> Result<bool, String> {
         let (sink, probe) = (&mut self.sink, &mut self.probe);
-        let probe_on = ctx.is_tracking() && ctx.latency_probe;
+        let probe_on = ctx.mode != TrackingMode::None && ctx.latency_probe;
+        let mut aligned = None;
         let n = drain_input(
             &mut self.input,
             self.component,
             &mut self.stats,
             ctx,
             || false,
-            |b, ctx| {
-                if probe_on {
-                    probe.record_batch(b.data.iter().map(|e| e.time), ctx.granularity, ctx.now_ns);
+            |input, ctx| match input {
+                Input::Batch(b) => {
+                    if probe_on {
+                        probe.record_batch(
+                            b.data.iter().map(|e| e.time),
+                            ctx.granularity,
+                            ctx.now_ns,
+                        );
+                    }
+                    sink.write(b.data)
                 }
-                sink.write(b.data)
+                Input::Aligned(t) => {
+                    aligned = Some(t);
+                    ctx.frontier_seen_ns = crate::clock::now_ns();
+                    Ok(())
+                }
             },
         )?;
-        let f = ctx.frontier(self.component);
-        if ctx.is_tracking() && f > self.notified {
+        let f = match ctx.mode {
+            TrackingMode::Tracker => ctx.frontier(self.component),
+            TrackingMode::Markers => aligned.unwrap_or(self.notified),
+            TrackingMode::None => 0,
+        };
+        if f > self.notified {
             let stats = &mut self.stats;
             self.probe
                 .complete(ctx.granularity.slot(f), ctx.frontier_seen_ns, |ns, n| {
@@ -89,7 +106,7 @@ impl<T: Send, S: Sink<T>> Vertex for SinkVertex<T, S> {
     }
 
     fn ended(&self) -> bool {
-        self.input.all_ended()
+        self.input.all_ended() || self.input.aligner.aligned() == xorflow_tracking::INF
     }
 
     fn finish(&mut self) -> Result<(), String> {

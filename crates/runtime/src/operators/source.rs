@@ -1,6 +1,7 @@
 //! Sources: user code that emits timed elements and heartbeats.
 
 use super::Vertex;
+use crate::config::TrackingMode;
 use crate::port::OutputPort;
 use crate::stats::VertexStats;
 use crate::worker_ctx::WorkerCtx;
@@ -74,12 +75,16 @@ struct Instance<T> {
     id: SourceId,
     source: Box<dyn Source<T>>,
     state: State,
+    /// Latest heartbeat (tracking `markers`: the instance's markers derive from it).
+    heartbeat: Time,
 }
 
 /// The source vertex's instance on one worker: the source instances hosted here.
 pub struct SourceVertex<T> {
     instances: Vec<Instance<T>>,
     output: OutputPort<T>,
+    /// Last marker sent (tracking `markers`).
+    marker: Time,
     stats: VertexStats,
 }
 
@@ -97,9 +102,11 @@ impl<T: Clone + Send> SourceVertex<T> {
                     id,
                     source,
                     state: State::Active,
+                    heartbeat: 0,
                 })
                 .collect(),
             output,
+            marker: 0,
             stats: VertexStats::new(name),
         }
     }
@@ -143,8 +150,31 @@ impl<T: Clone + Send> Vertex for SourceVertex<T> {
                     did = true;
                 }
             }
-            if let (Some(h), Some(tr)) = (heartbeat, &mut ctx.tracking) {
-                tr.acker.heartbeat(inst.id, h);
+            if let Some(h) = heartbeat {
+                inst.heartbeat = inst.heartbeat.max(h);
+                if let Some(tr) = &mut ctx.tracking {
+                    tr.acker.heartbeat(inst.id, h);
+                }
+            }
+        }
+        if ctx.mode == TrackingMode::Markers {
+            // This instance's channels carry all its hosted sources: its marker is their minimum,
+            // rounded down to a substream boundary (one marker per granularity step passed).
+            let min = self
+                .instances
+                .iter()
+                .map(|i| i.heartbeat)
+                .min()
+                .unwrap_or(INF);
+            let m = if min == INF {
+                INF
+            } else {
+                ctx.granularity.start(ctx.granularity.slots_below(min))
+            };
+            if m > self.marker {
+                self.marker = m;
+                self.output.marker(m, ctx);
+                did = true;
             }
         }
         let all_done = self

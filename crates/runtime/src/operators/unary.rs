@@ -1,6 +1,6 @@
 //! Element-wise operators (`map`, `filter`, `flat_map`): one input, one output, no state of their own.
 
-use super::{drain_input, Vertex};
+use super::{drain_input, Input, Vertex};
 use crate::channel::InputPort;
 use crate::port::OutputPort;
 use crate::stats::VertexStats;
@@ -60,11 +60,16 @@ where
             &mut self.stats,
             ctx,
             || blocked.get(),
-            |b, ctx| {
-                output.set_lineage(Some((b.lo, b.hi)), ctx);
-                logic(b.data, output, ctx);
-                output.commit(ctx);
-                blocked.set(output.blocked());
+            |input, ctx| {
+                match input {
+                    Input::Batch(b) => {
+                        output.set_lineage(Some((b.lo, b.hi)), ctx);
+                        logic(b.data, output, ctx);
+                        output.commit(ctx);
+                        blocked.set(output.blocked());
+                    }
+                    Input::Aligned(t) => output.marker(t, ctx),
+                }
                 Ok(())
             },
         )?;

@@ -9,8 +9,9 @@
 //! at `b - 1` between the notification and the emission, and with a sharded tracker the hold, the
 //! creator's receive tag and the output all live in the shard owning `lo` (docs/sharding-notes.md,
 //! option 1: conservative, shard-local).
-use super::{drain_input, Vertex};
+use super::{drain_input, Input, Vertex};
 use crate::channel::InputPort;
+use crate::config::TrackingMode;
 use crate::port::OutputPort;
 use crate::stats::VertexStats;
 use crate::worker_ctx::WorkerCtx;
@@ -81,7 +82,7 @@ where
         let done = self.windows.take_complete(frontier);
         let mut holds = Vec::with_capacity(done.len());
         for (start, end, w) in done {
-            if ctx.is_tracking() {
+            if ctx.mode != TrackingMode::None {
                 self.stats
                     .record_latency(ctx.frontier_seen_ns.saturating_sub(w.meta.last_arrival_ns));
             }
@@ -131,13 +132,22 @@ where
         let (windows, key, agg, fired_below) =
             (&mut self.windows, &self.key, &self.agg, self.fired_below);
         let mut late = 0u64;
+        let mut aligned = None;
         let n = drain_input(
             &mut self.input,
             self.component,
             &mut self.stats,
             ctx,
             || false,
-            |b, ctx| {
+            |input, ctx| {
+                let b = match input {
+                    Input::Batch(b) => b,
+                    Input::Aligned(t) => {
+                        aligned = Some(t);
+                        ctx.frontier_seen_ns = crate::clock::now_ns();
+                        return Ok(());
+                    }
+                };
                 let now = ctx.now_ns;
                 let lo = b.lo;
                 for el in b.data {
@@ -170,15 +180,19 @@ where
         )?;
         self.stats.below_frontier += late;
         let mut did = n > 0;
-        let frontier = if ctx.is_tracking() {
-            ctx.frontier(self.component)
-        } else if self.input.all_ended() {
-            INF
-        } else {
-            0
+        let frontier = match ctx.mode {
+            TrackingMode::Tracker => ctx.frontier(self.component),
+            TrackingMode::Markers => self.input.aligner.aligned(),
+            TrackingMode::None if self.input.all_ended() => INF,
+            TrackingMode::None => 0,
         };
         if frontier > self.fired_below {
             self.fire(frontier, ctx);
+            did = true;
+        }
+        if let Some(t) = aligned {
+            // Results first, then the marker that says they are complete.
+            self.output.marker(t, ctx);
             did = true;
         }
         did |= self.output.end_when(self.input.all_ended(), ctx);

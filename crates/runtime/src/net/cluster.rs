@@ -1,0 +1,362 @@
+//! Cluster configuration and launch: which process this is, where the others listen, and the
+//! embedded local launch.
+//!
+//! Three ways to run (timely's `-n/-p/-h` style for real hosts):
+//! * one process (the default);
+//! * `--processes N` on one machine: process 0 re-executes the current program N - 1 times with the
+//!   same arguments (environment `XORFLOW_LOCAL_PROCESS=i` marks a child), every process listens on
+//!   an ephemeral loopback port, and process 0 collects the ports over the children's stdout and
+//!   hands out the address table over their stdin; a random cluster token comes with it;
+//! * `--hostfile FILE --process I` on real hosts: line `i` of the file (`host:port`; `#` comments and
+//!   blank lines skipped) is process `i`'s listening address; every host runs the same command with
+//!   its own index and the same token (`--cluster-token` or `XORFLOW_CLUSTER_TOKEN`).
+//!
+//! Every process must build the same dataflow; the handshake's job id checks it.
+
+use std::io::{BufRead, BufReader, Write};
+use std::net::{SocketAddr, TcpListener, ToSocketAddrs};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+
+/// Environment variable marking a child of a local launch (its process index).
+pub const LOCAL_PROCESS_ENV: &str = "XORFLOW_LOCAL_PROCESS";
+/// Environment variable carrying the cluster token.
+pub const TOKEN_ENV: &str = "XORFLOW_CLUSTER_TOKEN";
+/// Prefix of the line a local child prints with its listening port.
+const LISTEN_LINE: &str = "XORFLOW-LISTEN ";
+
+/// How the processes of a job are started and find each other.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Launch {
+    /// One process.
+    Single,
+    /// `processes` processes on loopback, launched by process 0.
+    Local {
+        /// Number of processes (at least 2).
+        processes: usize,
+    },
+    /// Process `process` of the hosts listed in `hostfile`.
+    Hosts {
+        /// One `host:port` per process.
+        hostfile: PathBuf,
+        /// This process's index (line in the hostfile).
+        process: usize,
+    },
+}
+
+/// Cluster knobs.
+#[derive(Clone, Debug)]
+pub struct ClusterConfig {
+    /// How processes are started.
+    pub launch: Launch,
+    /// Shared secret every process must present in the handshake (hostfile runs; local runs make
+    /// their own).
+    pub token: Option<String>,
+    /// A peer that sends nothing for this long (not even a keep-alive) is declared dead.
+    pub peer_timeout: Duration,
+    /// How long to wait for all processes to connect at start.
+    pub connect_timeout: Duration,
+    /// Largest frame accepted, bytes; a larger one closes the connection.
+    pub max_frame_bytes: usize,
+}
+
+impl Default for ClusterConfig {
+    fn default() -> Self {
+        ClusterConfig {
+            launch: Launch::Single,
+            token: None,
+            peer_timeout: Duration::from_secs(5),
+            connect_timeout: Duration::from_secs(30),
+            max_frame_bytes: 64 << 20,
+        }
+    }
+}
+
+impl ClusterConfig {
+    /// Number of processes the launch asks for (a hostfile's count is known only once read: 1
+    /// here, see [`Resolved::processes`]).
+    pub fn launch_processes(&self) -> usize {
+        match &self.launch {
+            Launch::Single => 1,
+            Launch::Local { processes } => *processes,
+            Launch::Hosts { hostfile, .. } => read_hostfile(hostfile).map_or(1, |a| a.len()),
+        }
+    }
+
+    /// Checks the knobs (the hostfile is read at launch).
+    ///
+    /// # Errors
+    /// A message naming the invalid knob.
+    pub fn validate(&self) -> Result<(), String> {
+        if let Launch::Local { processes } = self.launch {
+            if !(2..=64).contains(&processes) {
+                return Err(format!(
+                    "--processes must be between 1 and 64, got {processes}"
+                ));
+            }
+        }
+        if self.peer_timeout < Duration::from_millis(100) {
+            return Err("--peer-timeout must be at least 100ms".into());
+        }
+        if self.max_frame_bytes < 1024 {
+            return Err("max frame size must be at least 1024 bytes".into());
+        }
+        Ok(())
+    }
+}
+
+/// A launched (or joined) cluster as seen by this process.
+pub struct Resolved {
+    /// This process's index.
+    pub process: usize,
+    /// Listening address per process.
+    pub addrs: Vec<SocketAddr>,
+    /// This process's listening socket (`None` for a single process).
+    pub listener: Option<TcpListener>,
+    /// The token every handshake must carry.
+    pub token: String,
+    /// Children started by a local launch (process 0 only).
+    pub children: Vec<Child>,
+}
+
+impl Resolved {
+    /// Number of processes.
+    pub fn processes(&self) -> usize {
+        self.addrs.len().max(1)
+    }
+}
+
+/// Reads a hostfile: one `host:port` per process.
+///
+/// # Errors
+/// A missing or unreadable file, a line that is not `host:port`, or no hosts, naming file and line.
+pub fn read_hostfile(path: &Path) -> Result<Vec<SocketAddr>, String> {
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| format!("cannot read hostfile '{}': {e}", path.display()))?;
+    let mut addrs = Vec::new();
+    for (i, line) in text.lines().enumerate() {
+        let line = line.split('#').next().unwrap_or("").trim();
+        if line.is_empty() {
+            continue;
+        }
+        let a = line
+            .to_socket_addrs()
+            .ok()
+            .and_then(|mut it| it.next())
+            .ok_or_else(|| {
+                format!(
+                    "hostfile '{}' line {}: '{line}' is not host:port",
+                    path.display(),
+                    i + 1
+                )
+            })?;
+        addrs.push(a);
+    }
+    if addrs.is_empty() {
+        return Err(format!("hostfile '{}' lists no hosts", path.display()));
+    }
+    Ok(addrs)
+}
+
+/// Starts or joins the cluster described by `cfg`.
+///
+/// # Errors
+/// What failed, naming the process, file or address.
+pub fn resolve(cfg: &ClusterConfig) -> Result<Resolved, String> {
+    match &cfg.launch {
+        Launch::Single => Ok(Resolved {
+            process: 0,
+            addrs: Vec::new(),
+            listener: None,
+            token: String::new(),
+            children: Vec::new(),
+        }),
+        Launch::Hosts { hostfile, process } => {
+            let addrs = read_hostfile(hostfile)?;
+            if *process >= addrs.len() {
+                return Err(format!(
+                    "--process {process} but hostfile '{}' lists {} hosts",
+                    hostfile.display(),
+                    addrs.len()
+                ));
+            }
+            let token = cfg
+                .token
+                .clone()
+                .or_else(|| std::env::var(TOKEN_ENV).ok())
+                .ok_or_else(|| {
+                    format!("a hostfile run needs a cluster token (--cluster-token or {TOKEN_ENV})")
+                })?;
+            let listener = TcpListener::bind(addrs[*process]).map_err(|e| {
+                format!(
+                    "process {process}: cannot listen on {}: {e}",
+                    addrs[*process]
+                )
+            })?;
+            Ok(Resolved {
+                process: *process,
+                addrs,
+                listener: Some(listener),
+                token,
+                children: Vec::new(),
+            })
+        }
+        Launch::Local { processes } => match std::env::var(LOCAL_PROCESS_ENV) {
+            Ok(i) => join_local(&i, *processes),
+            Err(_) => launch_local(*processes),
+        },
+    }
+}
+
+fn bind_loopback() -> Result<TcpListener, String> {
+    TcpListener::bind("127.0.0.1:0").map_err(|e| format!("cannot listen on loopback: {e}"))
+}
+
+/// Process 0 of a local launch: start the children and hand out the address table.
+fn launch_local(n: usize) -> Result<Resolved, String> {
+    let listener = bind_loopback()?;
+    let mut addrs = vec![listener.local_addr().map_err(|e| e.to_string())?];
+    let token = format!(
+        "{:016x}{:016x}",
+        rand::random::<u64>(),
+        rand::random::<u64>()
+    );
+    let exe = std::env::current_exe().map_err(|e| format!("cannot find own executable: {e}"))?;
+    let mut children = Vec::new();
+    let mut outs = Vec::new();
+    for i in 1..n {
+        let mut child = Command::new(&exe)
+            .args(std::env::args_os().skip(1))
+            .env(LOCAL_PROCESS_ENV, i.to_string())
+            .env(TOKEN_ENV, &token)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .map_err(|e| format!("cannot start process {i} ('{}'): {e}", exe.display()))?;
+        let out = BufReader::new(child.stdout.take().expect("piped stdout"));
+        children.push(child);
+        outs.push(out);
+    }
+    let kill_all = |children: &mut Vec<Child>| {
+        for c in children.iter_mut() {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    };
+    for (i, out) in outs.iter_mut().enumerate() {
+        let mut line = String::new();
+        let port = out
+            .read_line(&mut line)
+            .ok()
+            .and_then(|_| line.trim().strip_prefix(LISTEN_LINE)?.parse::<u16>().ok());
+        match port {
+            Some(p) => addrs.push(SocketAddr::from(([127, 0, 0, 1], p))),
+            None => {
+                kill_all(&mut children);
+                return Err(format!(
+                    "process {} exited or failed before listening (said: '{}')",
+                    i + 1,
+                    line.trim()
+                ));
+            }
+        }
+    }
+    let table = addrs
+        .iter()
+        .map(ToString::to_string)
+        .collect::<Vec<_>>()
+        .join(" ");
+    for (i, c) in children.iter_mut().enumerate() {
+        let mut stdin = c.stdin.take().expect("piped stdin");
+        if writeln!(stdin, "{table}").is_err() {
+            kill_all(&mut children);
+            return Err(format!("process {} exited during start", i + 1));
+        }
+    }
+    // Whatever a child prints later goes to our stderr, so its pipe never fills.
+    for out in outs {
+        std::thread::spawn(move || {
+            for line in out.lines().map_while(Result::ok) {
+                eprintln!("{line}");
+            }
+        });
+    }
+    Ok(Resolved {
+        process: 0,
+        addrs,
+        listener: Some(listener),
+        token,
+        children,
+    })
+}
+
+/// A child of a local launch: report the port, read the table.
+fn join_local(index: &str, n: usize) -> Result<Resolved, String> {
+    let process: usize = index
+        .parse()
+        .ok()
+        .filter(|&i| i > 0 && i < n)
+        .ok_or_else(|| format!("{LOCAL_PROCESS_ENV}={index} is not a process index below {n}"))?;
+    let listener = bind_loopback()?;
+    let port = listener.local_addr().map_err(|e| e.to_string())?.port();
+    println!("{LISTEN_LINE}{port}");
+    std::io::stdout().flush().map_err(|e| e.to_string())?;
+    let mut line = String::new();
+    std::io::stdin()
+        .read_line(&mut line)
+        .map_err(|e| format!("process {process}: no address table from process 0: {e}"))?;
+    let addrs: Vec<SocketAddr> = line
+        .split_whitespace()
+        .map(|a| a.parse::<SocketAddr>())
+        .collect::<Result<_, _>>()
+        .map_err(|e| {
+            format!(
+                "process {process}: bad address table '{}': {e}",
+                line.trim()
+            )
+        })?;
+    if addrs.len() != n {
+        return Err(format!(
+            "process {process}: address table lists {} processes, expected {n}",
+            addrs.len()
+        ));
+    }
+    let token = std::env::var(TOKEN_ENV).map_err(|_| format!("{TOKEN_ENV} not set"))?;
+    Ok(Resolved {
+        process,
+        addrs,
+        listener: Some(listener),
+        token,
+        children: Vec::new(),
+    })
+}
+
+/// True when this process is a child of a local launch (it should stay quiet on stdout).
+pub fn is_local_child() -> bool {
+    std::env::var_os(LOCAL_PROCESS_ENV).is_some()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn hostfile_parsing_and_errors() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("hosts");
+        std::fs::write(&p, "# cluster\n10.0.0.1:7000\n\n10.0.0.2:7000  # second\n").unwrap();
+        let a = read_hostfile(&p).unwrap();
+        assert_eq!(a.len(), 2);
+        assert_eq!(a[1].to_string(), "10.0.0.2:7000");
+        std::fs::write(&p, "10.0.0.1:7000\nnot-an-address\n").unwrap();
+        let e = read_hostfile(&p).unwrap_err();
+        assert!(e.contains("line 2"), "{e}");
+        std::fs::write(&p, "# nothing\n").unwrap();
+        assert!(read_hostfile(&p).unwrap_err().contains("no hosts"));
+        assert!(read_hostfile(&dir.path().join("missing"))
+            .unwrap_err()
+            .contains("cannot read hostfile"));
+    }
+}

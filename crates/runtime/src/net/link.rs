@@ -1,0 +1,251 @@
+//! Channels whose two ends live in different processes, and the wiring that creates them.
+//!
+//! A remote channel keeps the shape of a local one (bounded, one per (edge, sender, receiver)):
+//! the sender holds *credits*, one per batch the receiver can queue (the channel capacity). Sending
+//! a batch spends one; the receiver returns them in a Credit frame once it has taken a quarter of the
+//! capacity out of its queue or emptied it. A sender without credit keeps the batch pending and takes
+//! no more input, exactly like a full local queue (backpressure), so a slow receiver never blocks the
+//! shared TCP connection for other channels and its inbound queue can never overflow.
+
+use super::frame::{self, ChannelId, Kind};
+use crate::channel::{Batch, Msg};
+use bytes::Bytes;
+use crossbeam_queue::ArrayQueue;
+use rustc_hash::FxHashMap;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use tokio::sync::mpsc::UnboundedSender;
+use xorflow_core::{Data, Element};
+
+/// The sending half of the connection to one peer process (frames are written in order).
+#[derive(Clone, Debug)]
+pub struct PeerTx {
+    /// The peer's process index.
+    pub process: usize,
+    tx: UnboundedSender<Bytes>,
+}
+
+impl PeerTx {
+    /// A handle writing into `tx`.
+    pub fn new(process: usize, tx: UnboundedSender<Bytes>) -> Self {
+        PeerTx { process, tx }
+    }
+
+    /// Queues a frame for the peer. False once the connection is gone (the job is failing then;
+    /// the transport reports why).
+    #[inline]
+    pub fn send(&self, f: Bytes) -> bool {
+        self.tx.send(f).is_ok()
+    }
+}
+
+/// Sending end of a remote channel.
+#[derive(Debug)]
+pub struct RemoteOut {
+    /// The channel.
+    pub ch: ChannelId,
+    peer: PeerTx,
+    credits: Arc<AtomicUsize>,
+}
+
+impl RemoteOut {
+    /// Sends `msg` if a credit is available (spending it); otherwise hands it back.
+    /// Returns the frame's size in bytes (length prefix included) on success.
+    #[inline]
+    pub fn try_send<T: Data>(&self, msg: Msg<T>) -> Result<u64, Msg<T>> {
+        // Only this thread spends credits; the network thread only adds them.
+        if self.credits.load(Ordering::Acquire) == 0 {
+            return Err(msg);
+        }
+        self.credits.fetch_sub(1, Ordering::AcqRel);
+        let f = encode(&msg, self.ch);
+        let n = f.len() as u64 + 4;
+        self.peer.send(f);
+        Ok(n)
+    }
+
+    /// The peer process.
+    pub fn process(&self) -> usize {
+        self.peer.process
+    }
+}
+
+/// Receiving end of a remote channel.
+#[derive(Debug)]
+pub struct RemoteIn {
+    /// The channel.
+    pub ch: ChannelId,
+    queue: Arc<ArrayQueue<Bytes>>,
+    peer: PeerTx,
+    unreturned: u32,
+    threshold: u32,
+}
+
+impl RemoteIn {
+    /// Takes the next frame, returning credits when due. Returns the frame and, when credits were
+    /// returned, the credit frame's size in bytes (for the traffic counters).
+    #[inline]
+    pub fn pop(&mut self) -> Option<(Bytes, Option<u64>)> {
+        let f = self.queue.pop()?;
+        self.unreturned += 1;
+        let mut credit_bytes = None;
+        if self.unreturned >= self.threshold || self.queue.is_empty() {
+            let c = frame::credit(self.ch, self.unreturned);
+            credit_bytes = Some(c.len() as u64 + 4);
+            self.peer.send(c);
+            self.unreturned = 0;
+        }
+        Some((f, credit_bytes))
+    }
+}
+
+/// Encodes a channel message as a Data or End frame.
+pub fn encode<T: Data>(msg: &Msg<T>, ch: ChannelId) -> Bytes {
+    match msg {
+        Msg::Data(b) => {
+            let v = frame::channel_frame(Kind::Data, ch, 32 + 16 * b.data.len());
+            postcard::to_extend(&(b.tag, b.lo, b.hi, &b.markers, &b.data), v)
+                .expect("encoding into a Vec cannot fail")
+                .into()
+        }
+        Msg::End => frame::channel_frame(Kind::End, ch, 0).into(),
+    }
+}
+
+/// Decodes a Data or End frame.
+///
+/// # Errors
+/// An undecodable payload (a peer running different code), naming the channel.
+pub fn decode<T: Data>(f: &[u8]) -> Result<Msg<T>, String> {
+    let (ch, body) = frame::read_channel(f)?;
+    match Kind::of(f[0])? {
+        Kind::End => Ok(Msg::End),
+        Kind::Data => {
+            type Body<T> = (u64, u64, u64, Vec<u64>, Vec<Element<T>>);
+            let (tag, lo, hi, markers, data): Body<T> =
+                postcard::from_bytes(body).map_err(|e| {
+                    format!(
+                        "undecodable batch on edge {} from worker {}: {e}",
+                        ch.edge, ch.from
+                    )
+                })?;
+            Ok(Msg::Data(Batch {
+                tag,
+                lo,
+                hi,
+                markers,
+                data,
+            }))
+        }
+        k => Err(format!("{k:?} frame routed as data")),
+    }
+}
+
+/// Where the transport delivers what arrives: inbound queues of remote channels (with the local
+/// worker to wake) and the credit counters of outgoing ones (with the local sender to wake).
+#[derive(Default)]
+pub struct Routes {
+    /// Inbound queue and local receiving worker, per channel.
+    pub inbound: FxHashMap<ChannelId, (Arc<ArrayQueue<Bytes>>, usize)>,
+    /// Credit counter and local sending worker, per channel.
+    pub credits: FxHashMap<ChannelId, (Arc<AtomicUsize>, usize)>,
+}
+
+/// How this process's workers are placed in the cluster and how channels between them are made.
+pub struct Wiring {
+    /// This process's index.
+    pub process: usize,
+    /// Worker processes.
+    pub processes: usize,
+    /// Worker threads per process.
+    pub workers: usize,
+    /// Connection to each peer process (`None` for this one).
+    pub peers: Vec<Option<PeerTx>>,
+    /// Channel capacity in batches (credits per remote channel).
+    pub capacity: usize,
+    routes: Mutex<Routes>,
+}
+
+impl Wiring {
+    /// Wiring of process `process` of `processes`, `workers` threads each.
+    pub fn new(
+        process: usize,
+        processes: usize,
+        workers: usize,
+        peers: Vec<Option<PeerTx>>,
+        capacity: usize,
+    ) -> Self {
+        Wiring {
+            process,
+            processes,
+            workers,
+            peers,
+            capacity,
+            routes: Mutex::new(Routes::default()),
+        }
+    }
+
+    /// Workers in the whole job.
+    pub fn total_workers(&self) -> usize {
+        self.processes * self.workers
+    }
+
+    /// The local index of global worker `w`, if it runs in this process.
+    #[inline]
+    pub fn local(&self, w: usize) -> Option<usize> {
+        let first = self.process * self.workers;
+        (first..first + self.workers)
+            .contains(&w)
+            .then(|| w - first)
+    }
+
+    /// Global indices of this process's workers.
+    pub fn local_workers(&self) -> std::ops::Range<usize> {
+        self.process * self.workers..(self.process + 1) * self.workers
+    }
+
+    /// The sending end of channel `ch` (its receiver is in another process).
+    pub fn remote_out(&self, ch: ChannelId) -> RemoteOut {
+        let credits = Arc::new(AtomicUsize::new(self.capacity));
+        let sender = self.local(ch.from as usize).expect("sender is local");
+        self.routes
+            .lock()
+            .expect("routes lock")
+            .credits
+            .insert(ch, (credits.clone(), sender));
+        RemoteOut {
+            ch,
+            peer: self.peer_of(ch.to as usize),
+            credits,
+        }
+    }
+
+    /// The receiving end of channel `ch` (its sender is in another process).
+    pub fn remote_in(&self, ch: ChannelId) -> RemoteIn {
+        let queue = Arc::new(ArrayQueue::new(self.capacity));
+        let receiver = self.local(ch.to as usize).expect("receiver is local");
+        self.routes
+            .lock()
+            .expect("routes lock")
+            .inbound
+            .insert(ch, (queue.clone(), receiver));
+        RemoteIn {
+            ch,
+            queue,
+            peer: self.peer_of(ch.from as usize),
+            unreturned: 0,
+            threshold: (self.capacity as u32 / 4).max(1),
+        }
+    }
+
+    fn peer_of(&self, worker: usize) -> PeerTx {
+        self.peers[worker / self.workers]
+            .clone()
+            .expect("a remote worker's process has a connection")
+    }
+
+    /// The routes registered so far (taken once, when the transport starts).
+    pub fn take_routes(&self) -> Routes {
+        std::mem::take(&mut *self.routes.lock().expect("routes lock"))
+    }
+}

@@ -1,0 +1,662 @@
+//! The network transport: one TCP connection per pair of processes, on a tokio runtime in one
+//! thread per process.
+//!
+//! Start: process `i` connects to every `j < i` (retrying until `connect_timeout`) and accepts every
+//! `j > i`; both sides exchange a [`Hello`] (magic, protocol version, job id, process index, cluster
+//! token) and check it. A connection that fails the check, sends garbage or an oversized frame, or
+//! says nothing within the handshake timeout is refused and logged; the listener keeps running and
+//! refuses every later stranger the same way, so nobody can disturb a running job.
+//!
+//! Run: per peer a writer task drains the peer's frame queue (written in order, flushed when the
+//! queue is empty, a Ping after a third of the peer timeout of silence) and a reader task routes
+//! what arrives: batches into the receiving worker's inbound queue, credits to the sender's counter,
+//! ack pieces to the shard hosted here, frontiers to every local worker's inbox.
+//!
+//! End: when this process's workers are done it sends Done (process 0 gets the report) and waits for
+//! Done from everyone. A peer whose connection closes before its Done, that sends Abort, or that
+//! stays silent longer than the peer timeout fails the job: the error names the process and its
+//! address, and the workers are stopped.
+
+use super::cluster::ClusterConfig;
+use super::frame::{self, ChannelId, Hello, Kind, PROTOCOL_VERSION};
+use super::link::Routes;
+use crate::tracker_agent::{Notification, TrackerAgent};
+use crate::traffic::{MessageKind, Traffic};
+use crate::worker_ctx::Unparkers;
+use bytes::{Buf, Bytes};
+use crossbeam_channel::Sender;
+use futures_util::{SinkExt, StreamExt};
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::mpsc::{unbounded_channel, UnboundedReceiver, UnboundedSender};
+use tokio::time::{sleep, timeout, Instant};
+use tokio_util::codec::{Framed, FramedRead, FramedWrite, LengthDelimitedCodec};
+
+/// How long a new connection may take to present its handshake.
+const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// What arriving frames are delivered to.
+pub struct Delivery {
+    /// Inbound queues and credit counters of remote channels.
+    pub routes: Routes,
+    /// Tracker shards hosted here, by shard index.
+    pub shards: Vec<Option<Arc<TrackerAgent>>>,
+    /// Frontier inboxes of this process's workers.
+    pub inboxes: Vec<Sender<Notification>>,
+    /// Wakes this process's workers.
+    pub unparkers: Arc<Unparkers>,
+}
+
+/// Identity checked in every handshake.
+#[derive(Clone, Debug)]
+pub struct Identity {
+    /// This process.
+    pub process: usize,
+    /// Listening address per process.
+    pub addrs: Vec<SocketAddr>,
+    /// Job id (hash of graph and configuration).
+    pub job_id: u64,
+    /// Cluster token.
+    pub token: String,
+}
+
+/// Instructions from the runtime to the transport.
+pub enum Control {
+    /// Local workers are done; `report` goes to process 0 in the Done frame.
+    Finish(Vec<u8>),
+    /// This process failed; tell the others.
+    Abort(String),
+}
+
+/// What the transport hands back at the end.
+#[derive(Default)]
+pub struct Outcome {
+    /// Reports received in Done frames, by process (process 0 only).
+    pub reports: Vec<Option<Vec<u8>>>,
+    /// Control frames this process sent (handshakes, keep-alives, Done, Abort).
+    pub traffic: Traffic,
+}
+
+/// A running transport.
+pub struct TransportHandle {
+    control: UnboundedSender<Control>,
+    thread: Option<std::thread::JoinHandle<Result<Outcome, String>>>,
+}
+
+impl TransportHandle {
+    /// Tells the transport the workers finished and waits for every peer's Done.
+    ///
+    /// # Errors
+    /// A peer failed or died first.
+    pub fn finish(mut self, report: Vec<u8>) -> Result<Outcome, String> {
+        let _ = self.control.send(Control::Finish(report));
+        self.join()
+    }
+
+    /// Tells the peers this process failed, then stops.
+    pub fn abort(mut self, reason: String) {
+        let _ = self.control.send(Control::Abort(reason));
+        let _ = self.join();
+    }
+
+    fn join(&mut self) -> Result<Outcome, String> {
+        match self.thread.take().map(std::thread::JoinHandle::join) {
+            Some(Ok(r)) => r,
+            Some(Err(_)) => Err("network thread panicked".into()),
+            None => Err("transport already stopped".into()),
+        }
+    }
+}
+
+/// Shared failure state: the first error, the abort flag the workers watch.
+#[derive(Clone)]
+pub struct Failure {
+    /// First error seen by the transport.
+    pub message: Arc<Mutex<Option<String>>>,
+    /// Set to stop the workers.
+    pub abort: Arc<AtomicBool>,
+    /// Wakes the workers so they notice.
+    pub unparkers: Arc<Unparkers>,
+}
+
+impl Failure {
+    fn fail(&self, msg: String) {
+        tracing::error!("{msg}");
+        let mut m = self.message.lock().expect("failure lock");
+        m.get_or_insert(msg);
+        self.abort.store(true, Ordering::Relaxed);
+        for w in 0..self.unparkers.0.len() {
+            self.unparkers.unpark(w);
+        }
+    }
+}
+
+/// Connects to every peer and starts serving; returns once all connections are up.
+///
+/// `queues[j]` is the frame queue of the connection to process `j` (`None` for this process).
+///
+/// # Errors
+/// Peers missing at the connect timeout, or a runtime that cannot start, naming the processes.
+pub fn start(
+    id: Identity,
+    listener: std::net::TcpListener,
+    cfg: &ClusterConfig,
+    queues: Vec<Option<UnboundedReceiver<Bytes>>>,
+    peer_txs: Vec<Option<UnboundedSender<Bytes>>>,
+    delivery: Delivery,
+    failure: Failure,
+) -> Result<TransportHandle, String> {
+    let cfg = cfg.clone();
+    let (control_tx, control_rx) = unbounded_channel();
+    let (ready_tx, ready_rx) = std::sync::mpsc::channel::<Result<(), String>>();
+    let thread = std::thread::Builder::new()
+        .name(format!("xorflow-net-{}", id.process))
+        .spawn(move || {
+            let rt = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .map_err(|e| format!("cannot start the network runtime: {e}"))?;
+            rt.block_on(async move {
+                listener
+                    .set_nonblocking(true)
+                    .map_err(|e| format!("listener: {e}"))?;
+                let listener =
+                    TcpListener::from_std(listener).map_err(|e| format!("listener: {e}"))?;
+                let mut traffic = Traffic::default();
+                let conns = match connect_all(&id, &listener, &cfg, &mut traffic).await {
+                    Ok(c) => {
+                        let _ = ready_tx.send(Ok(()));
+                        c
+                    }
+                    Err(e) => {
+                        let _ = ready_tx.send(Err(e.clone()));
+                        return Err(e);
+                    }
+                };
+                serve(
+                    id, listener, cfg, conns, queues, peer_txs, delivery, failure, control_rx,
+                    traffic,
+                )
+                .await
+            })
+        })
+        .map_err(|e| format!("cannot start the network thread: {e}"))?;
+    match ready_rx.recv() {
+        Ok(Ok(())) => Ok(TransportHandle {
+            control: control_tx,
+            thread: Some(thread),
+        }),
+        Ok(Err(e)) => {
+            let _ = thread.join();
+            Err(e)
+        }
+        Err(_) => Err(match thread.join() {
+            Ok(Err(e)) => e,
+            _ => "network thread failed at start".into(),
+        }),
+    }
+}
+
+fn codec(max: usize) -> LengthDelimitedCodec {
+    LengthDelimitedCodec::builder()
+        .max_frame_length(max)
+        .new_codec()
+}
+
+type Conn = Framed<TcpStream, LengthDelimitedCodec>;
+
+fn hello_of(id: &Identity) -> Hello {
+    Hello {
+        version: PROTOCOL_VERSION,
+        job_id: id.job_id,
+        process: id.process as u32,
+        processes: id.addrs.len() as u32,
+        token: id.token.clone(),
+    }
+}
+
+/// Checks a peer's handshake; returns its process index.
+fn check_hello(id: &Identity, h: &Hello) -> Result<usize, String> {
+    if h.version != PROTOCOL_VERSION {
+        return Err(format!(
+            "protocol version {} (this process speaks {PROTOCOL_VERSION})",
+            h.version
+        ));
+    }
+    if h.token != id.token {
+        return Err("wrong cluster token".into());
+    }
+    if h.job_id != id.job_id {
+        return Err(format!(
+            "different job (id {:016x}, this job is {:016x}): every process must run the same \
+             dataflow and configuration",
+            h.job_id, id.job_id
+        ));
+    }
+    if h.processes as usize != id.addrs.len() {
+        return Err(format!(
+            "expects {} processes, this job has {}",
+            h.processes,
+            id.addrs.len()
+        ));
+    }
+    let p = h.process as usize;
+    if p >= id.addrs.len() || p == id.process {
+        return Err(format!("claims to be process {p}"));
+    }
+    Ok(p)
+}
+
+async fn read_hello(conn: &mut Conn) -> Result<Hello, String> {
+    match timeout(HANDSHAKE_TIMEOUT, conn.next()).await {
+        Err(_) => Err("no handshake within 5 s".into()),
+        Ok(None) => Err("closed before its handshake".into()),
+        Ok(Some(Err(e))) => Err(format!("unreadable handshake: {e}")),
+        Ok(Some(Ok(f))) => Hello::decode(&f),
+    }
+}
+
+/// Handshake of an accepted connection: returns the peer's index.
+async fn accept_handshake(
+    stream: TcpStream,
+    id: &Identity,
+    max: usize,
+) -> Result<(usize, Conn), String> {
+    let _ = stream.set_nodelay(true);
+    // Small frames only until the peer has proven itself.
+    let mut conn = Framed::new(stream, codec(max.min(64 << 10)));
+    let h = read_hello(&mut conn).await?;
+    let p = check_hello(id, &h)?;
+    if p < id.process {
+        return Err(format!("process {p} should be connected to, not connect"));
+    }
+    conn.send(hello_of(id).encode())
+        .await
+        .map_err(|e| e.to_string())?;
+    Ok((p, conn))
+}
+
+async fn connect_to(j: usize, id: Identity, deadline: Instant) -> Result<(usize, Conn), String> {
+    let addr = id.addrs[j];
+    let stream = loop {
+        match TcpStream::connect(addr).await {
+            Ok(s) => break s,
+            Err(e) if Instant::now() >= deadline => {
+                return Err(format!("cannot connect to process {j} at {addr}: {e}"))
+            }
+            Err(_) => sleep(Duration::from_millis(50)).await,
+        }
+    };
+    let _ = stream.set_nodelay(true);
+    let mut conn = Framed::new(stream, codec(64 << 10));
+    conn.send(hello_of(&id).encode())
+        .await
+        .map_err(|e| format!("process {j} at {addr}: {e}"))?;
+    let h = read_hello(&mut conn)
+        .await
+        .map_err(|e| format!("process {j} at {addr}: {e}"))?;
+    match check_hello(&id, &h) {
+        Ok(p) if p == j => Ok((j, conn)),
+        Ok(p) => Err(format!("{addr} answered as process {p}, expected {j}")),
+        Err(e) => Err(format!("process {j} at {addr} refused: {e}")),
+    }
+}
+
+async fn connect_all(
+    id: &Identity,
+    listener: &TcpListener,
+    cfg: &ClusterConfig,
+    traffic: &mut Traffic,
+) -> Result<Vec<Option<Conn>>, String> {
+    let n = id.addrs.len();
+    let deadline = Instant::now() + cfg.connect_timeout;
+    let mut conns: Vec<Option<Conn>> = (0..n).map(|_| None).collect();
+    let mut connects = tokio::task::JoinSet::new();
+    for j in 0..id.process {
+        connects.spawn(connect_to(j, id.clone(), deadline));
+    }
+    let mut handshakes = tokio::task::JoinSet::new();
+    let missing = |conns: &Vec<Option<Conn>>| -> Vec<usize> {
+        (0..n)
+            .filter(|&j| j != id.process && conns[j].is_none())
+            .collect()
+    };
+    while !missing(&conns).is_empty() {
+        tokio::select! {
+            a = listener.accept() => {
+                if let Ok((stream, from)) = a {
+                    let id = id.clone();
+                    let max = cfg.max_frame_bytes;
+                    handshakes.spawn(async move {
+                        (from, accept_handshake(stream, &id, max).await)
+                    });
+                }
+            }
+            Some(r) = handshakes.join_next() => {
+                if let Ok((from, r)) = r {
+                    match r {
+                        Ok((p, conn)) if conns[p].is_none() => {
+                            traffic.record_frame(MessageKind::Control, 4 + 25 + id.token.len() as u64);
+                            conns[p] = Some(conn);
+                        }
+                        Ok((p, _)) => tracing::warn!("refused connection from {from}: process {p} is already connected"),
+                        Err(e) => tracing::warn!("refused connection from {from}: {e}"),
+                    }
+                }
+            }
+            Some(r) = connects.join_next() => {
+                let (j, conn) = r.map_err(|e| e.to_string())??;
+                traffic.record_frame(MessageKind::Control, 4 + 25 + id.token.len() as u64);
+                conns[j] = Some(conn);
+            }
+            _ = tokio::time::sleep_until(deadline) => {
+                let m = missing(&conns);
+                return Err(format!(
+                    "process {}: processes {m:?} did not connect within {:?} (addresses {:?})",
+                    id.process,
+                    cfg.connect_timeout,
+                    m.iter().map(|&j| id.addrs[j]).collect::<Vec<_>>()
+                ));
+            }
+        }
+    }
+    Ok(conns)
+}
+
+/// What reader and writer tasks tell the serving loop.
+enum Event {
+    Done(usize, Vec<u8>),
+    Failed(usize, String),
+    Aborted(usize, String),
+}
+
+#[allow(clippy::too_many_arguments)]
+async fn serve(
+    id: Identity,
+    listener: TcpListener,
+    cfg: ClusterConfig,
+    conns: Vec<Option<Conn>>,
+    queues: Vec<Option<UnboundedReceiver<Bytes>>>,
+    peer_txs: Vec<Option<UnboundedSender<Bytes>>>,
+    delivery: Delivery,
+    failure: Failure,
+    mut control: UnboundedReceiver<Control>,
+    mut traffic: Traffic,
+) -> Result<Outcome, String> {
+    let n = id.addrs.len();
+    let delivery = Arc::new(delivery);
+    let (ev_tx, mut ev_rx) = unbounded_channel::<Event>();
+    // Strangers after the start are refused for the whole run.
+    let refuser = {
+        let id = id.clone();
+        tokio::spawn(async move {
+            loop {
+                let Ok((stream, from)) = listener.accept().await else {
+                    continue;
+                };
+                let id = id.clone();
+                tokio::spawn(async move {
+                    let why = match accept_handshake_check(stream, &id).await {
+                        Ok(p) => format!("process {p} is already connected"),
+                        Err(e) => e,
+                    };
+                    tracing::warn!("refused connection from {from}: {why}");
+                });
+            }
+        })
+    };
+    let mut writers = Vec::new();
+    for (j, (conn, queue)) in conns.into_iter().zip(queues).enumerate() {
+        let (Some(conn), Some(queue)) = (conn, queue) else {
+            continue;
+        };
+        let parts = conn.into_parts();
+        let (r, w) = parts.io.into_split();
+        let mut reader = FramedRead::new(r, codec(cfg.max_frame_bytes));
+        reader.read_buffer_mut().extend_from_slice(&parts.read_buf);
+        let writer = FramedWrite::new(w, codec(cfg.max_frame_bytes));
+        writers.push(tokio::spawn(write_loop(
+            j,
+            writer,
+            queue,
+            cfg.peer_timeout / 3,
+        )));
+        tokio::spawn(read_loop(
+            j,
+            id.addrs[j],
+            reader,
+            delivery.clone(),
+            ev_tx.clone(),
+            cfg.peer_timeout,
+        ));
+    }
+    let mut outcome = Outcome {
+        reports: vec![None; n],
+        traffic: Traffic::default(),
+    };
+    let mut done_from = vec![false; n];
+    done_from[id.process] = true;
+    let mut finished = false;
+    let send_all =
+        |kind: Kind, payload: &[u8], to_leader_only_payload: bool, traffic: &mut Traffic| {
+            for (j, tx) in peer_txs.iter().enumerate() {
+                if let Some(tx) = tx {
+                    let p = if to_leader_only_payload && j != 0 {
+                        &[][..]
+                    } else {
+                        payload
+                    };
+                    let f = frame::simple(kind, p);
+                    traffic.record_frame(MessageKind::Control, f.len() as u64 + 4);
+                    let _ = tx.send(f);
+                }
+            }
+        };
+    let result = loop {
+        if finished && done_from.iter().all(|&d| d) {
+            break Ok(());
+        }
+        tokio::select! {
+            c = control.recv() => match c {
+                Some(Control::Finish(report)) => {
+                    send_all(Kind::Done, &report, true, &mut traffic);
+                    finished = true;
+                }
+                Some(Control::Abort(reason)) => {
+                    send_all(Kind::Abort, reason.as_bytes(), false, &mut traffic);
+                    break Err(reason);
+                }
+                None => break Err("runtime stopped without finishing".into()),
+            },
+            e = ev_rx.recv() => match e {
+                Some(Event::Done(j, report)) => {
+                    done_from[j] = true;
+                    outcome.reports[j] = Some(report);
+                }
+                Some(Event::Failed(j, why)) => {
+                    let msg = format!("process {j} ({}) {why}", id.addrs[j]);
+                    failure.fail(msg.clone());
+                    send_all(Kind::Abort, format!("process {} saw: {msg}", id.process).as_bytes(), false, &mut traffic);
+                    break Err(msg);
+                }
+                Some(Event::Aborted(j, why)) => {
+                    let msg = format!("process {j} ({}) failed: {why}", id.addrs[j]);
+                    failure.fail(msg.clone());
+                    break Err(msg);
+                }
+                None => break Err("network tasks stopped".into()),
+            },
+        }
+    };
+    // Let the writers put out what is queued (Done or Abort), briefly.
+    drop(peer_txs);
+    for w in writers {
+        let _ = timeout(Duration::from_secs(2), w).await;
+    }
+    refuser.abort();
+    outcome.traffic = traffic;
+    result.map(|()| outcome)
+}
+
+/// The refuser's check of a late connection (any outcome is a refusal).
+async fn accept_handshake_check(stream: TcpStream, id: &Identity) -> Result<usize, String> {
+    let mut conn = Framed::new(stream, codec(64 << 10));
+    let h = read_hello(&mut conn).await?;
+    check_hello(id, &h)
+}
+
+async fn write_loop(
+    peer: usize,
+    mut w: FramedWrite<tokio::net::tcp::OwnedWriteHalf, LengthDelimitedCodec>,
+    mut queue: UnboundedReceiver<Bytes>,
+    ping_every: Duration,
+) {
+    let ping = frame::simple(Kind::Ping, &[]);
+    loop {
+        let first = tokio::select! {
+            m = queue.recv() => m,
+            _ = sleep(ping_every) => Some(ping.clone()),
+        };
+        let Some(f) = first else {
+            break;
+        };
+        let mut last = f[0];
+        if w.feed(f).await.is_err() {
+            break;
+        }
+        while last != Kind::Done as u8 && last != Kind::Abort as u8 {
+            match queue.try_recv() {
+                Ok(f) => {
+                    last = f[0];
+                    if w.feed(f).await.is_err() {
+                        return;
+                    }
+                }
+                Err(_) => break,
+            }
+        }
+        if SinkExt::<Bytes>::flush(&mut w).await.is_err() {
+            tracing::debug!("connection to process {peer} closed while writing");
+            break;
+        }
+        if last == Kind::Done as u8 || last == Kind::Abort as u8 {
+            break;
+        }
+    }
+}
+
+async fn read_loop(
+    peer: usize,
+    addr: SocketAddr,
+    mut r: FramedRead<tokio::net::tcp::OwnedReadHalf, LengthDelimitedCodec>,
+    d: Arc<Delivery>,
+    events: UnboundedSender<Event>,
+    peer_timeout: Duration,
+) {
+    loop {
+        let f = match timeout(peer_timeout, r.next()).await {
+            Err(_) => {
+                let _ = events.send(Event::Failed(
+                    peer,
+                    format!("sent nothing for {peer_timeout:?}: presumed dead"),
+                ));
+                return;
+            }
+            Ok(None) => {
+                let _ = events.send(Event::Failed(
+                    peer,
+                    "closed its connection before finishing: it died or was killed".into(),
+                ));
+                return;
+            }
+            Ok(Some(Err(e))) => {
+                let _ = events.send(Event::Failed(peer, format!("sent a bad frame: {e}")));
+                return;
+            }
+            Ok(Some(Ok(f))) => f.freeze(),
+        };
+        if f.is_empty() {
+            let _ = events.send(Event::Failed(peer, "sent an empty frame".into()));
+            return;
+        }
+        match route(&d, f) {
+            Ok(Routed::More) => {}
+            Ok(Routed::Done(report)) => {
+                let _ = events.send(Event::Done(peer, report));
+                return;
+            }
+            Ok(Routed::Abort(why)) => {
+                let _ = events.send(Event::Aborted(peer, why));
+                return;
+            }
+            Err(e) => {
+                let _ = events.send(Event::Failed(peer, format!("({addr}) protocol error: {e}")));
+                return;
+            }
+        }
+    }
+}
+
+enum Routed {
+    More,
+    Done(Vec<u8>),
+    Abort(String),
+}
+
+fn route(d: &Delivery, f: Bytes) -> Result<Routed, String> {
+    match Kind::of(f[0])? {
+        Kind::Data | Kind::End => {
+            let (ch, _) = frame::read_channel(&f)?;
+            let (q, w) = d
+                .routes
+                .inbound
+                .get(&ch)
+                .ok_or_else(|| format!("batch for unknown channel {ch:?}"))?;
+            let w = *w;
+            q.push(f)
+                .map_err(|_| format!("channel {ch:?} overflowed its credits"))?;
+            d.unparkers.unpark(w);
+        }
+        Kind::Credit => {
+            let (ch, mut rest): (ChannelId, &[u8]) = frame::read_channel(&f)?;
+            if rest.len() != 4 {
+                return Err("bad credit frame".into());
+            }
+            let n = rest.get_u32_le() as usize;
+            let (c, w) = d
+                .routes
+                .credits
+                .get(&ch)
+                .ok_or_else(|| format!("credit for unknown channel {ch:?}"))?;
+            c.fetch_add(n, Ordering::AcqRel);
+            d.unparkers.unpark(*w);
+        }
+        Kind::Acks => {
+            let (shard, piece) = frame::read_acks(&f)?;
+            let agent = d
+                .shards
+                .get(shard as usize)
+                .and_then(Option::as_ref)
+                .ok_or_else(|| format!("acks for shard {shard}, not hosted here"))?;
+            agent.deliver(&piece)?;
+        }
+        Kind::Frontier => {
+            let (shard, ups) = frame::read_frontier(&f)?;
+            for (w, tx) in d.inboxes.iter().enumerate() {
+                if tx.send((shard, ups.clone())).is_ok() {
+                    d.unparkers.unpark(w);
+                }
+            }
+        }
+        Kind::Ping => {}
+        Kind::Done => return Ok(Routed::Done(f[1..].to_vec())),
+        Kind::Abort => {
+            return Ok(Routed::Abort(String::from_utf8_lossy(&f[1..]).into_owned()));
+        }
+        Kind::Hello => return Err("second handshake".into()),
+    }
+    Ok(Routed::More)
+}
