@@ -118,6 +118,12 @@ impl<T> InputPort<T> {
         None
     }
 
+    /// One port reading the channels of both (a vertex with two input edges).
+    pub fn merge(mut self, other: InputPort<T>) -> InputPort<T> {
+        self.queues.extend(other.queues);
+        InputPort::with_links(self.queues)
+    }
+
     /// Index (in `0..senders()`) of the channel the last popped message came from.
     pub fn last_channel(&self) -> usize {
         self.last

@@ -31,6 +31,7 @@ use crate::config::{RuntimeConfig, TrackingMode};
 use crate::net::frame::ChannelId;
 use crate::net::link::{self, RemoteOut, Wiring};
 use crate::net::transport::{self, Delivery, Failure, Identity};
+use crate::operators::iterate::{IterateVertex, Iteration};
 use crate::operators::sink::{Sink, SinkVertex};
 use crate::operators::source::{Source, SourceVertex};
 use crate::operators::unary::UnaryVertex;
@@ -587,6 +588,42 @@ impl<T: Data> Stream<T> {
         Stream::new(&self.b, vertex, consumers)
     }
 
+    /// Iterates every element to a fixpoint: `step` returns [`Iteration::Again`] to send a value
+    /// around the loop (round-robin over all instances: a real cycle across workers) or
+    /// [`Iteration::Done`] to emit a result; both keep the element's time. The vertex and its loop
+    /// form one tracking component, whose frontier passes a time once nothing of that time
+    /// circulates. Runs with trAcker only: `--tracking markers` and `none` reject the cycle.
+    pub fn iterate<O: Data>(
+        &self,
+        name: &str,
+        step: impl Fn(T) -> Iteration<T, O> + Send + Sync + 'static,
+    ) -> Stream<O> {
+        let (vertex, component) = Dataflow::add_vertex(&self.b, name, 0, self.joined(), false);
+        let input = self.connect(vertex, component);
+        let loop_consumers: Consumers<T> = Rc::default();
+        let around = Stream::new(&self.b, vertex, loop_consumers.clone()).rebalance();
+        // The loop edge stays inside the vertex's component: it must not split it.
+        let loop_input = around.connect(vertex, component);
+        let consumers: Consumers<O> = Rc::default();
+        let cons = consumers.clone();
+        let name = name.to_string();
+        let step: Arc<dyn Fn(T) -> Iteration<T, O> + Send + Sync> = Arc::new(step);
+        self.b
+            .borrow_mut()
+            .factories
+            .push(Box::new(move |w, wiring| {
+                Box::new(IterateVertex::new(
+                    &name,
+                    component,
+                    input(w, wiring).merge(loop_input(w, wiring)),
+                    make_output(&loop_consumers, w, wiring),
+                    make_output(&cons, w, wiring),
+                    step.clone(),
+                ))
+            }));
+        Stream::new(&self.b, vertex, consumers)
+    }
+
     /// Ends the stream in a sink vertex; `factory(worker)` creates each worker's sink instance.
     pub fn sink<S: Sink<T> + 'static>(
         &self,
@@ -681,12 +718,18 @@ fn job_id(graph: &GraphDesc, c: &RuntimeConfig) -> u64 {
 
 fn run_built(mut b: Builder) -> Result<RunReport, RunError> {
     let config = b.config.clone();
-    if config.tracking == TrackingMode::Markers {
+    if config.tracking != TrackingMode::Tracker {
         if let Some(cycle) = b.graph.find_cycle() {
             return Err(RunError::Config(format!(
-                "tracking 'markers' cannot run a cyclic graph (cycle: {}): an instance would wait \
-                 for a marker that depends on its own output; use the tracker",
-                cycle.join(" -> ")
+                "tracking '{}' cannot run a cyclic graph (cycle: {}): an instance would wait \
+                 for a {} that depends on its own output; use --tracking tracker",
+                config.tracking.name(),
+                cycle.join(" -> "),
+                if config.tracking == TrackingMode::Markers {
+                    "marker"
+                } else {
+                    "end-of-stream marker"
+                }
             )));
         }
     }

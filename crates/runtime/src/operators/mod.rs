@@ -3,6 +3,7 @@
 //! One file per operator kind. They share the input loop in [`drain_input`]: process a batch, commit
 //! the output's send tags, then register the batch's receive tag (DESIGN.md section 2, item 1).
 
+pub mod iterate;
 pub mod sink;
 pub mod source;
 pub mod unary;
