@@ -13,6 +13,7 @@
 //!   event time `< a - L` is late: not emitted, counted, written to the late output if asked for.
 
 pub mod job;
+pub mod oracle;
 pub mod output;
 pub mod reader;
 

@@ -8,6 +8,10 @@ use crate::worker_ctx::WorkerCtx;
 use xorflow_core::Element;
 use xorflow_tracking::{SourceId, Time, INF};
 
+/// Most markers a source instance sends for one heartbeat jump (tracking `markers`): a longer
+/// jump sends the last ones only, which promise everything the skipped ones would have.
+const MAX_MARKER_STEPS: u64 = 65_536;
+
 /// What a source's [`Source::poll`] reports.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum SourcePoll {
@@ -158,23 +162,29 @@ impl<T: Clone + Send> Vertex for SourceVertex<T> {
             }
         }
         if ctx.mode == TrackingMode::Markers {
-            // This instance's channels carry all its hosted sources: its marker is their minimum,
-            // rounded down to a substream boundary (one marker per granularity step passed).
-            let min = self
-                .instances
-                .iter()
-                .map(|i| i.heartbeat)
-                .min()
-                .unwrap_or(INF);
-            let m = if min == INF {
-                INF
+            // This instance's channels carry all its hosted sources: its marker is their minimum.
+            // One marker per granularity step passed (the paper's baseline), at most
+            // MAX_MARKER_STEPS per poll; end of stream sends Marker(INF).
+            let min = self.instances.iter().map(|i| i.heartbeat).min().unwrap_or(INF);
+            let g = ctx.granularity;
+            if min == INF {
+                if self.marker != INF {
+                    self.marker = INF;
+                    self.output.marker(INF, ctx);
+                    did = true;
+                }
             } else {
-                ctx.granularity.start(ctx.granularity.slots_below(min))
-            };
-            if m > self.marker {
-                self.marker = m;
-                self.output.marker(m, ctx);
-                did = true;
+                let target = g.slots_below(min);
+                let mut s = g.slots_below(self.marker);
+                if target > s {
+                    s = s.max(target.saturating_sub(MAX_MARKER_STEPS));
+                    while s < target {
+                        s += 1;
+                        self.output.marker(g.start(s), ctx);
+                    }
+                    self.marker = g.start(target);
+                    did = true;
+                }
             }
         }
         let all_done = self
