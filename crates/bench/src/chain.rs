@@ -61,6 +61,8 @@ pub struct ChainResult {
     pub service_messages_per_1000: f64,
     /// Messages and bytes by kind.
     pub traffic: serde_json::Value,
+    /// Messages and bytes by kind sent by each process, in process order.
+    pub traffic_per_process: Vec<serde_json::Value>,
     /// Seconds spent inside the tracker (None without tracking).
     pub tracker_busy_s: Option<f64>,
 }
@@ -152,6 +154,11 @@ pub fn run(p: &ChainParams) -> Result<ChainResult, RunError> {
         latency_p99_us: sink.latency_us(0.99),
         service_messages_per_1000: service as f64 * 1000.0 / n.max(1) as f64,
         traffic: report.traffic.to_json(),
+        traffic_per_process: report
+            .traffic_per_process()
+            .iter()
+            .map(|t| t.to_json())
+            .collect(),
         tracker_busy_s: report.tracker.as_ref().map(|t| t.busy_s),
     })
 }

@@ -113,6 +113,18 @@ impl RunReport {
         self.source_elements() as f64 / self.elapsed.as_secs_f64().max(1e-9)
     }
 
+    /// Traffic per process, in process order (one entry, the total, for a single process; only
+    /// process 0 of a multi-process run has every process's).
+    pub fn traffic_per_process(&self) -> Vec<Traffic> {
+        if self.per_process.is_empty() {
+            vec![self.traffic]
+        } else {
+            let mut v: Vec<&ProcessReport> = self.per_process.iter().collect();
+            v.sort_by_key(|p| p.process);
+            v.into_iter().map(|p| p.traffic).collect()
+        }
+    }
+
     /// Elements seen below a notified frontier anywhere (must be 0 with trAcker).
     pub fn below_frontier(&self) -> u64 {
         self.vertices.iter().map(|v| v.below_frontier).sum()

@@ -155,6 +155,8 @@ pub struct Summary {
     pub elements_below_frontier: u64,
     /// Messages and bytes by kind, plus `service` (everything but data).
     pub traffic: std::collections::BTreeMap<String, KindTraffic>,
+    /// The same per process, in process order (process 0 first).
+    pub traffic_per_process: Vec<std::collections::BTreeMap<String, KindTraffic>>,
     /// The first malformed rows.
     pub malformed_examples: Vec<Malformed>,
 }
@@ -244,6 +246,30 @@ fn progress_bar(
 ///
 /// # Errors
 /// [`FlightsError`]: bad configuration, unreadable input, unwritable output, or an engine failure.
+/// `kind -> {messages, bytes}` for every kind, plus `service` (all but data).
+fn traffic_map(t: &xorflow_runtime::Traffic) -> std::collections::BTreeMap<String, KindTraffic> {
+    let mut m = std::collections::BTreeMap::new();
+    for k in MessageKind::ALL {
+        let c = t.get(k);
+        m.insert(
+            k.name().to_string(),
+            KindTraffic {
+                messages: c.messages,
+                bytes: c.bytes,
+            },
+        );
+    }
+    let s = t.service();
+    m.insert(
+        "service".into(),
+        KindTraffic {
+            messages: s.messages,
+            bytes: s.bytes,
+        },
+    );
+    m
+}
+
 /// True for the process that writes the output (process 0; the only one without a cluster).
 fn is_leader(rt: &RuntimeConfig) -> bool {
     use xorflow_runtime::net::cluster::{is_local_child, Launch};
@@ -371,25 +397,12 @@ pub fn run(cfg: &FlightsConfig) -> Result<Summary, FlightsError> {
     }
     let window = report.vertex("hourly").expect("window vertex");
     let elapsed_s = report.elapsed.as_secs_f64();
-    let mut traffic = std::collections::BTreeMap::new();
-    for k in MessageKind::ALL {
-        let c = report.traffic.get(k);
-        traffic.insert(
-            k.name().to_string(),
-            KindTraffic {
-                messages: c.messages,
-                bytes: c.bytes,
-            },
-        );
-    }
-    let s = report.traffic.service();
-    traffic.insert(
-        "service".into(),
-        KindTraffic {
-            messages: s.messages,
-            bytes: s.bytes,
-        },
-    );
+    let traffic = traffic_map(&report.traffic);
+    let traffic_per_process = report
+        .traffic_per_process()
+        .iter()
+        .map(traffic_map)
+        .collect();
     let emitted = report.source_elements();
     let summary = Summary {
         input: cfg.input.display().to_string(),
@@ -417,6 +430,7 @@ pub fn run(cfg: &FlightsConfig) -> Result<Summary, FlightsError> {
         }),
         elements_below_frontier: report.below_frontier(),
         traffic,
+        traffic_per_process,
         malformed_examples: input.malformed_examples.clone(),
     };
     if let (Some(p), true) = (&cfg.summary, leader) {
