@@ -38,7 +38,7 @@ fn collatz(x: (u64, u64)) -> Iteration<(u64, u64), u64> {
 fn steps(mut v: u64) -> u64 {
     let mut n = 0;
     while v != 1 {
-        v = if v % 2 == 0 { v / 2 } else { 3 * v + 1 };
+        v = if v.is_multiple_of(2) { v / 2 } else { 3 * v + 1 };
         n += 1;
     }
     n
@@ -104,7 +104,7 @@ fn iterate_to_fixpoint_completes_with_notifications_and_matches_oracle() {
     assert_eq!(got, want.into_iter().collect::<Vec<_>>());
     // Windows were closed by notifications while the loop ran, not all at the end: every window
     // has a latency sample, and nothing arrived after its window closed.
-    assert!(report.vertex("sum").unwrap().notification_latency_ns.len() >= (n / 100) as u64);
+    assert!(report.vertex("sum").unwrap().notification_latency_ns.len() >= n / 100);
     assert_eq!(report.below_frontier(), 0);
     // Elements really went around the loop (many more inputs than sources emitted).
     assert!(report.vertex("collatz").unwrap().elements_in > 10 * n);
