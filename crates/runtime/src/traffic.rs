@@ -54,9 +54,11 @@ impl MessageKind {
         }
     }
 
-    /// True for service (non-data) messages.
+    /// True for service messages: what progress tracking costs (acks, heartbeats, frontier
+    /// notifications, markers, end-of-stream markers). Data and transport control (handshakes,
+    /// credits, keep-alives), which every mode pays alike, are not service.
     pub fn is_service(self) -> bool {
-        self != MessageKind::Data
+        !matches!(self, MessageKind::Data | MessageKind::Control)
     }
 }
 
@@ -109,7 +111,7 @@ impl Traffic {
         self.counts[kind as usize]
     }
 
-    /// Sum over service kinds (everything but data).
+    /// Sum over service kinds (see [`MessageKind::is_service`]).
     pub fn service(&self) -> Count {
         let mut s = Count::default();
         for k in MessageKind::ALL.iter().filter(|k| k.is_service()) {

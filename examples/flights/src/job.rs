@@ -320,6 +320,21 @@ pub fn run(cfg: &FlightsConfig) -> Result<Summary, FlightsError> {
         )));
     }
     cfg.runtime.validate().map_err(FlightsError::Config)?;
+    // A bad hostfile is a configuration error: say so before reading the input or touching the
+    // outputs.
+    if let xorflow_runtime::net::cluster::Launch::Hosts { hostfile, process } =
+        &cfg.runtime.cluster.launch
+    {
+        let hosts =
+            xorflow_runtime::net::cluster::read_hostfile(hostfile).map_err(FlightsError::Config)?;
+        if *process >= hosts.len() {
+            return Err(FlightsError::Config(format!(
+                "--process {process} but hostfile '{}' lists {} hosts",
+                hostfile.display(),
+                hosts.len()
+            )));
+        }
+    }
     let t0 = Instant::now();
     let input: FlightsInput = read_flights(&cfg.input).map_err(FlightsError::Input)?;
     let load_s = t0.elapsed().as_secs_f64();
