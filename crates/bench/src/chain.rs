@@ -116,7 +116,9 @@ impl Sink<u64> for CountSink {
 /// # Errors
 /// Whatever the runtime reports (invalid configuration, failed worker).
 pub fn run(p: &ChainParams) -> Result<ChainResult, RunError> {
-    let df = Dataflow::new(p.runtime.clone())?;
+    let mut runtime = p.runtime.clone();
+    runtime.job_key = format!("chain elements={} rate={}", p.elements, p.rate);
+    let df = Dataflow::new(runtime)?;
     let sources = p.runtime.workers * p.runtime.cluster.launch_processes();
     let per_source = p.elements / sources as u64;
     let extra = p.elements % sources as u64;

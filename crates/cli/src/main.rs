@@ -128,6 +128,7 @@ impl EngineArgs {
                 peer_timeout: self.peer_timeout,
                 ..ClusterConfig::default()
             },
+            job_key: String::new(),
         }
     }
 
@@ -363,6 +364,7 @@ fn main() -> ExitCode {
                 .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn")),
         )
         .with_writer(std::io::stderr)
+        .with_ansi(std::io::stderr().is_terminal())
         .init();
     let cli = Cli::parse();
     match cli.command {

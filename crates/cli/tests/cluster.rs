@@ -361,7 +361,10 @@ fn missing_hostfile_fails_naming_the_file() {
         .unwrap();
     let err = String::from_utf8_lossy(&out.stderr);
     // A configuration error (exit 2), found before the input is read or the output touched.
-    assert!(!dir.path().join("out.csv").exists(), "output written despite the bad hostfile");
+    assert!(
+        !dir.path().join("out.csv").exists(),
+        "output written despite the bad hostfile"
+    );
     assert!(
         out.status.code() == Some(2),
         "exit status {:?}; stderr:\n{err}",

@@ -68,6 +68,9 @@ pub struct RuntimeConfig {
     pub tracker_shards: usize,
     /// Processes and how they find each other.
     pub cluster: crate::net::cluster::ClusterConfig,
+    /// The job's own parameters that every process must agree on (window sizes, input, ...):
+    /// hashed into the job id the handshake compares, with the graph and the runtime knobs.
+    pub job_key: String,
     /// Sinks record every slot's last arrival to measure notification latency (a compare and a
     /// store per element; windows measure per window and always do). Off for pure throughput runs.
     pub latency_probe: bool,
@@ -87,6 +90,7 @@ impl Default for RuntimeConfig {
             ack_multiplier: 0,
             tracker_shards: 1,
             cluster: crate::net::cluster::ClusterConfig::default(),
+            job_key: String::new(),
             latency_probe: true,
         }
     }

@@ -701,16 +701,12 @@ fn panic_message(p: Box<dyn std::any::Any + Send>) -> String {
 
 /// A hash of everything every process must agree on: the graph and the knobs that shape the
 /// wiring and tracking. The handshake compares it.
-fn job_id(graph: &GraphDesc, c: &RuntimeConfig) -> u64 {
+fn job_id(graph: &GraphDesc, c: &RuntimeConfig, processes: usize) -> u64 {
     let mut h = rustc_hash::FxHasher::default();
+    // Not the launch itself: it names this process's own index and hostfile path.
     format!(
-        "{graph:?}|{}|{:?}|{}|{}|{}|{:?}",
-        c.workers,
-        c.tracking,
-        c.granularity,
-        c.tracker_shards,
-        c.channel_capacity,
-        c.cluster.launch
+        "{graph:?}|{}|{:?}|{}|{}|{}|{processes}|{}",
+        c.workers, c.tracking, c.granularity, c.tracker_shards, c.channel_capacity, c.job_key
     )
     .hash(&mut h);
     mix(h.finish())
@@ -843,7 +839,7 @@ fn run_built(mut b: Builder) -> Result<RunReport, RunError> {
             let id = Identity {
                 process: me,
                 addrs: cluster.addrs.clone(),
-                job_id: job_id(&b.graph, &config),
+                job_id: job_id(&b.graph, &config, processes),
                 token: cluster.token.clone(),
             };
             let delivery = Delivery {

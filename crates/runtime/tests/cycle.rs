@@ -38,7 +38,11 @@ fn collatz(x: (u64, u64)) -> Iteration<(u64, u64), u64> {
 fn steps(mut v: u64) -> u64 {
     let mut n = 0;
     while v != 1 {
-        v = if v.is_multiple_of(2) { v / 2 } else { 3 * v + 1 };
+        v = if v.is_multiple_of(2) {
+            v / 2
+        } else {
+            3 * v + 1
+        };
         n += 1;
     }
     n

@@ -376,7 +376,12 @@ pub fn run(cfg: &FlightsConfig) -> Result<Summary, FlightsError> {
         parts.into_iter().map(Arc::new).collect()
     };
 
-    let df = Dataflow::new(cfg.runtime.clone())?;
+    let mut runtime = cfg.runtime.clone();
+    runtime.job_key = format!(
+        "flights rows={} window={} lateness={} sources={} speed={:?}",
+        input.rows, cfg.window_s, cfg.lateness_s, cfg.sources, cfg.speed
+    );
+    let df = Dataflow::new(runtime)?;
     let (p2, s2) = (progress.clone(), start_ns.clone());
     df.source("departures", n, move |k| FlightsSource {
         records: records[k].clone(),

