@@ -38,13 +38,14 @@
 //!
 //! Deliberately broken protocols ([`Protocol`]) must make the oracle fire, so it is not vacuous.
 
+mod common;
+use common::{Graph, Output};
 use proptest::prelude::*;
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 use std::collections::{BTreeMap, VecDeque};
 use xorflow_tracking::{
-    ComponentId, Flush, FrontierUpdate, Granularity, LocalAcker, TagSource, Time, Topology,
-    Tracker, INF,
+    ComponentId, Flush, FrontierUpdate, Granularity, LocalAcker, TagSource, Time, Tracker, INF,
 };
 
 /// How the simulated runtime behaves. Everything but `Correct` is a deliberately broken protocol,
@@ -58,93 +59,6 @@ enum Protocol {
     NoWindowHold,
     /// An open buffer's cancel and re-registration reach the tracker in different flushes.
     SplitReregister,
-}
-
-/// How a vertex ships its outputs.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Output {
-    /// One batch per (input batch, destination), sent before the input's receive tag.
-    Immediate,
-    /// Output buffers stay open for 1..=max_inputs input batches (or until a timeout).
-    Open { max_inputs: u32 },
-}
-
-#[derive(Clone, Debug)]
-struct Graph {
-    upstream: Vec<Vec<usize>>,
-    downstream: Vec<Vec<usize>>,
-    source_vertices: Vec<usize>,
-    window: Vec<Option<u64>>,
-    output: Vec<Output>,
-}
-
-impl Graph {
-    fn new(
-        upstream: Vec<Vec<usize>>,
-        source_vertices: Vec<usize>,
-        window: Vec<Option<u64>>,
-        output: Vec<Output>,
-    ) -> Self {
-        let n = upstream.len();
-        assert!(window.len() == n && output.len() == n);
-        let mut downstream = vec![Vec::new(); n];
-        for (v, ups) in upstream.iter().enumerate() {
-            for &u in ups {
-                assert!(u < v, "vertices must be numbered topologically");
-                downstream[u].push(v);
-            }
-        }
-        Graph {
-            upstream,
-            downstream,
-            source_vertices,
-            window,
-            output,
-        }
-    }
-
-    fn random(n: usize, rng: &mut SmallRng) -> Self {
-        let ns = rng.random_range(1..=2.min(n - 1));
-        let mut upstream = vec![Vec::new(); n];
-        for (v, ups) in upstream.iter_mut().enumerate().skip(ns) {
-            let k = rng.random_range(1..=2.min(v));
-            while ups.len() < k {
-                let u = rng.random_range(0..v);
-                if !ups.contains(&u) {
-                    ups.push(u);
-                }
-            }
-        }
-        let window = (0..n)
-            .map(|v| (v >= ns && rng.random_ratio(2, 5)).then(|| rng.random_range(1..=10)))
-            .collect();
-        let output = (0..n)
-            .map(|_| {
-                if rng.random_ratio(2, 5) {
-                    Output::Open {
-                        max_inputs: rng.random_range(1..=4),
-                    }
-                } else {
-                    Output::Immediate
-                }
-            })
-            .collect();
-        Graph::new(upstream, (0..ns).collect(), window, output)
-    }
-
-    fn topology(&self) -> Topology {
-        Topology::new(
-            self.upstream
-                .iter()
-                .map(|ups| ups.iter().map(|&u| u as ComponentId).collect())
-                .collect(),
-        )
-        .expect("topological numbering")
-    }
-
-    fn len(&self) -> usize {
-        self.upstream.len()
-    }
 }
 
 #[derive(Clone, Debug)]
@@ -905,7 +819,7 @@ proptest! {
         mid_flush_percent in 0u32..=40,
     ) {
         // The graph comes from its own stream so that shrinking the other parameters keeps it.
-        let graph = Graph::random(vertices, &mut SmallRng::seed_from_u64(seed ^ 0xD1B5_4A32_D192_ED03));
+        let graph = Graph::random(vertices, &mut SmallRng::seed_from_u64(seed ^ 0xD1B5_4A32_D192_ED03), (2, 5));
         let cfg = Config {
             seed,
             workers,

@@ -62,13 +62,15 @@
 //! protocol (hold at slot `b - 1`, output tracked at its event time), which is correct with one
 //! tracker and must be caught with shards.
 
+mod common;
+use common::{Graph, Output};
 use proptest::prelude::*;
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 use std::collections::{BTreeMap, VecDeque};
 use xorflow_tracking::{
     split_flush, ComponentId, Flush, FrontierCombiner, FrontierUpdate, Granularity, LocalAcker,
-    ShardMap, Slot, TagSource, Time, Topology, Tracker, INF,
+    ShardMap, Slot, TagSource, Time, Tracker, INF,
 };
 
 /// How the simulated runtime behaves. Everything but `Correct` is deliberately broken (or, for
@@ -103,100 +105,6 @@ impl Protocol {
             self,
             Protocol::OldEventTime | Protocol::HoldAtCreatorOnly | Protocol::StretchedOutput
         )
-    }
-}
-
-/// How a vertex ships its outputs.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Output {
-    /// One batch per (input batch, destination), sent before the input's receive tag.
-    Immediate,
-    /// Output buffers stay open for 1..=max_inputs input batches (or until a timeout).
-    Open { max_inputs: u32 },
-}
-
-#[derive(Clone, Debug)]
-struct Graph {
-    upstream: Vec<Vec<usize>>,
-    downstream: Vec<Vec<usize>>,
-    source_vertices: Vec<usize>,
-    window: Vec<Option<u64>>,
-    output: Vec<Output>,
-}
-
-impl Graph {
-    fn new(
-        upstream: Vec<Vec<usize>>,
-        source_vertices: Vec<usize>,
-        window: Vec<Option<u64>>,
-        output: Vec<Output>,
-    ) -> Self {
-        let n = upstream.len();
-        assert!(window.len() == n && output.len() == n);
-        let mut downstream = vec![Vec::new(); n];
-        for (v, ups) in upstream.iter().enumerate() {
-            for &u in ups {
-                assert!(u < v, "vertices must be numbered topologically");
-                downstream[u].push(v);
-            }
-        }
-        Graph {
-            upstream,
-            downstream,
-            source_vertices,
-            window,
-            output,
-        }
-    }
-
-    fn random(n: usize, rng: &mut SmallRng) -> Self {
-        let ns = rng.random_range(1..=2.min(n - 1));
-        let mut upstream = vec![Vec::new(); n];
-        for (v, ups) in upstream.iter_mut().enumerate().skip(ns) {
-            let k = rng.random_range(1..=2.min(v));
-            while ups.len() < k {
-                let u = rng.random_range(0..v);
-                if !ups.contains(&u) {
-                    ups.push(u);
-                }
-            }
-        }
-        let window = (0..n)
-            .map(|v| (v >= ns && rng.random_ratio(1, 2)).then(|| rng.random_range(1..=10)))
-            .collect();
-        let output = (0..n)
-            .map(|_| {
-                if rng.random_ratio(2, 5) {
-                    Output::Open {
-                        max_inputs: rng.random_range(1..=4),
-                    }
-                } else {
-                    Output::Immediate
-                }
-            })
-            .collect();
-        Graph::new(upstream, (0..ns).collect(), window, output)
-    }
-
-    fn topology(&self) -> Topology {
-        Topology::new(
-            self.upstream
-                .iter()
-                .map(|ups| ups.iter().map(|&u| u as ComponentId).collect())
-                .collect(),
-        )
-        .expect("topological numbering")
-    }
-
-    fn len(&self) -> usize {
-        self.upstream.len()
-    }
-
-    /// True when some window feeds another window.
-    fn has_window_chain(&self) -> bool {
-        (0..self.len()).any(|v| {
-            self.window[v].is_some() && self.upstream[v].iter().any(|&u| self.window[u].is_some())
-        })
     }
 }
 
@@ -1309,7 +1217,7 @@ proptest! {
     ) {
         // The graph comes from its own stream so that shrinking the other parameters keeps it.
         let graph =
-            Graph::random(vertices, &mut SmallRng::seed_from_u64(seed ^ 0xD1B5_4A32_D192_ED03));
+            Graph::random(vertices, &mut SmallRng::seed_from_u64(seed ^ 0xD1B5_4A32_D192_ED03), (1, 2));
         let cfg = Config {
             seed,
             processes,
@@ -1335,7 +1243,7 @@ proptest! {
 /// A case drawn like the property test's, from one seed (for the deterministic coverage test).
 fn random_case(seed: u64) -> (Config, Graph) {
     let mut r = SmallRng::seed_from_u64(seed.wrapping_mul(0xA076_1D64_78BD_642F));
-    let graph = Graph::random(r.random_range(2..=7), &mut r);
+    let graph = Graph::random(r.random_range(2..=7), &mut r, (1, 2));
     let cfg = Config {
         seed,
         processes: r.random_range(1..=4),
@@ -1479,6 +1387,7 @@ fn random_graphs_cover_windows_and_chains() {
         let graph = Graph::random(
             2 + (seed % 6) as usize,
             &mut SmallRng::seed_from_u64(seed ^ 0xD1B5_4A32_D192_ED03),
+            (1, 2),
         );
         with_window += usize::from(graph.window.iter().any(Option::is_some));
         with_chain += usize::from(graph.has_window_chain());
