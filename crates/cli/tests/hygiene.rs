@@ -6,6 +6,8 @@
 //! Every child process is killed after an overall deadline, and every socket operation of the
 //! strangers has a timeout, so no test can hang.
 
+mod common;
+use common::{bin, flights_csv, rows_of, single_process_rows};
 use std::collections::BTreeSet;
 use std::fs::File;
 use std::io::{ErrorKind, Read, Write};
@@ -22,21 +24,6 @@ const EVENT_SPAN_S: f64 = 31_536_000.0;
 const RESULT_ROWS: usize = 19_486;
 /// Longest any test waits for its processes before killing them and failing.
 const OVERALL: Duration = Duration::from_secs(60);
-
-fn bin() -> &'static str {
-    env!("CARGO_BIN_EXE_xorflow")
-}
-
-/// `flights.csv`, or `None` (the test is skipped) when `make data` has not been run.
-fn flights_csv() -> Option<PathBuf> {
-    let p = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../data/nycflights13/flights.csv");
-    if p.is_file() {
-        Some(p)
-    } else {
-        eprintln!("skipped: {} is missing (run `make data`)", p.display());
-        None
-    }
-}
 
 /// `--speed` making the whole year of event time last about `secs` seconds.
 fn speed_for(secs: f64) -> String {
@@ -160,48 +147,10 @@ fn wait_all(procs: &mut [Proc], deadline: Instant, what: &str) {
     }
 }
 
-/// The rows (header excluded) of a result CSV, checking the header and that no row repeats.
-fn rows_of(path: &Path) -> BTreeSet<String> {
-    let text = std::fs::read_to_string(path)
-        .unwrap_or_else(|e| panic!("cannot read {}: {e}", path.display()));
-    let mut lines = text.lines();
-    assert_eq!(
-        lines.next(),
-        Some("window_start,origin,flights,cancelled,avg_dep_delay_min,max_dep_delay_min"),
-        "header of {}",
-        path.display()
-    );
-    let mut set = BTreeSet::new();
-    for l in lines.filter(|l| !l.is_empty()) {
-        assert!(
-            set.insert(l.to_string()),
-            "row repeated in {}: {l}",
-            path.display()
-        );
-    }
-    set
-}
-
-/// The rows of a single-process run of the default job (computed once per test binary).
 fn reference_rows(input: &Path) -> &'static BTreeSet<String> {
     static ROWS: OnceLock<BTreeSet<String>> = OnceLock::new();
     ROWS.get_or_init(|| {
-        let dir = tempfile::tempdir().unwrap();
-        let out = dir.path().join("single.csv");
-        let o = Command::new(bin())
-            .args(["run", "flights", "--input"])
-            .arg(input)
-            .arg("--output")
-            .arg(&out)
-            .env_remove("XORFLOW_LOCAL_PROCESS")
-            .output()
-            .expect("run the single-process job");
-        assert!(
-            o.status.success(),
-            "single-process run failed: {}",
-            String::from_utf8_lossy(&o.stderr)
-        );
-        let rows = rows_of(&out);
+        let rows = single_process_rows(input, &[]);
         assert_eq!(rows.len(), RESULT_ROWS, "rows of the single-process run");
         rows
     })

