@@ -884,6 +884,7 @@ fn run_built(mut b: Builder) -> Result<RunReport, RunError> {
             acker: acker.clone(),
             from_tracker: tracking.then_some(frx),
             abort: abort.clone(),
+            last_handoff_ns: crate::clock::now_ns(),
         });
     }
     drop(wiring);

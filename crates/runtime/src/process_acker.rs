@@ -81,6 +81,16 @@ impl ProcessAcker {
         self.policy.count == 0
     }
 
+    /// Updates after which a flush is due.
+    pub fn flush_count(&self) -> usize {
+        self.policy.count
+    }
+
+    /// Longest time updates wait before a flush, ns.
+    pub fn flush_interval_ns(&self) -> u64 {
+        self.policy.interval_ns
+    }
+
     /// Merges a worker's flush; flushes to the shards if `force` (the worker is going idle) or the
     /// count or interval is reached.
     ///

@@ -31,6 +31,8 @@ pub(crate) struct Worker {
     pub acker: Option<Arc<ProcessAcker>>,
     pub from_tracker: Option<Receiver<Notification>>,
     pub abort: Arc<AtomicBool>,
+    /// When this worker last handed its acks to the process acker, ns.
+    pub last_handoff_ns: u64,
 }
 
 /// What a worker hands back at the end.
@@ -107,7 +109,22 @@ impl Worker {
             for v in &mut self.vertices {
                 did |= v.flush(ctx, false);
             }
-            if ctx.tracking.as_ref().is_some_and(|t| !t.acker.is_empty()) {
+            // The thread-local acker goes to the process acker on the same count and interval
+            // the process acker flushes on (every iteration when unbatched), not every iteration:
+            // the mutex and the second merge are not worth paying per step.
+            let due = match (&ctx.tracking, &self.acker) {
+                (Some(t), Some(pa)) => {
+                    let n = t.acker.pending_updates();
+                    n > 0
+                        && (pa.unbatched()
+                            || n >= pa.flush_count()
+                            || ctx.now_ns.saturating_sub(self.last_handoff_ns)
+                                >= pa.flush_interval_ns())
+                }
+                _ => false,
+            };
+            if due {
+                self.last_handoff_ns = ctx.now_ns;
                 self.flush_acker(false)?;
             } else if let Some(pa) = &self.acker {
                 pa.tick(ctx.now_ns)?;

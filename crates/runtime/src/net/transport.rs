@@ -283,16 +283,19 @@ async fn accept_handshake(
     let p = match check_hello(id, &h) {
         Ok(p) => p,
         Err(e) => {
-            // Tell the other side why, so it fails at once with the reason. A process with the
-            // right token but a different job is a misconfigured cluster, not a stranger: fatal.
-            let _ = timeout(
-                Duration::from_secs(1),
-                conn.send(frame::simple(
-                    Kind::Abort,
-                    format!("refused: {e}").as_bytes(),
-                )),
-            )
-            .await;
+            // A process with the right token but a different job is a misconfigured cluster, not
+            // a stranger: tell it why, so it fails at once with the reason, and fail too.
+            // Strangers get no answer.
+            if h.token == id.token {
+                let _ = timeout(
+                    Duration::from_secs(1),
+                    conn.send(frame::simple(
+                        Kind::Abort,
+                        format!("refused: {e}").as_bytes(),
+                    )),
+                )
+                .await;
+            }
             return Err(if h.token == id.token {
                 Refusal::Fatal(format!("process {} is not in this job: {e}", h.process))
             } else {
