@@ -31,8 +31,10 @@ pub struct ChainResult {
     pub stages: usize,
     /// Worker threads per process.
     pub workers: usize,
-    /// Processes (each with `workers` worker threads).
+    /// Processes (each with `workers` worker threads, except the dedicated tracker processes).
     pub processes: usize,
+    /// Dedicated tracker processes (no workers; they host the tracker shards).
+    pub tracker_processes: usize,
     /// Tracker shards.
     pub tracker_shards: usize,
     /// Local acker flush count (0: unbatched).
@@ -144,6 +146,7 @@ pub fn run(p: &ChainParams) -> Result<ChainResult, RunError> {
         granularity: p.runtime.granularity,
         tracking: p.runtime.tracking.name().into(),
         processes: report.processes,
+        tracker_processes: report.tracker_processes,
         tracker_shards: report.tracker_shards,
         ack_flush_count: p.runtime.ack_flush_count,
         ack_multiplier: p.runtime.ack_multiplier,
@@ -181,8 +184,13 @@ pub fn describe(r: &ChainResult) -> String {
         r.tracking,
         if r.tracking == "tracker" {
             format!(
-                " shards={}{}",
+                " shards={}{}{}",
                 r.tracker_shards,
+                if r.tracker_processes > 0 {
+                    format!(" in {} tracker processes", r.tracker_processes)
+                } else {
+                    String::new()
+                },
                 if r.ack_flush_count == 0 { " unbatched" } else { "" }
             )
         } else {

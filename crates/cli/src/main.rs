@@ -71,9 +71,15 @@ struct EngineArgs {
     /// A peer process silent for this long is declared dead and the job fails.
     #[arg(long, default_value = "5s", value_parser = humantime::parse_duration)]
     peer_timeout: Duration,
-    /// Tracker shards: slot s is tracked by shard s mod S (shard k runs in process k mod N).
+    /// Tracker shards: slot s is tracked by shard s mod S (shard k runs in process k mod N, or
+    /// in tracker process k mod T with --tracker-processes).
     #[arg(long, default_value_t = 1)]
     tracker_shards: usize,
+    /// Dedicated tracker processes T: processes without workers hosting the shards. Locally they
+    /// are started beyond the --processes worker processes; with --hostfile they are its last T
+    /// lines.
+    #[arg(long, default_value_t = 0)]
+    tracker_processes: usize,
     /// Max elements per batch.
     #[arg(long, default_value_t = 1024)]
     batch_size: usize,
@@ -105,7 +111,7 @@ impl EngineArgs {
                 hostfile: h.clone(),
                 process: p,
             },
-            _ if self.processes > 1 => Launch::Local {
+            _ if self.processes + self.tracker_processes > 1 => Launch::Local {
                 processes: self.processes,
             },
             _ => Launch::Single,
@@ -126,6 +132,7 @@ impl EngineArgs {
                 launch,
                 token: self.cluster_token.clone(),
                 peer_timeout: self.peer_timeout,
+                tracker_processes: self.tracker_processes,
                 ..ClusterConfig::default()
             },
             job_key: String::new(),

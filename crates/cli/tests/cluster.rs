@@ -78,6 +78,8 @@ struct Variant {
     tracking: Tracking,
     /// `--tracker-shards` (tracking `tracker` only).
     shards: Option<u64>,
+    /// `--tracker-processes`: dedicated tracker processes beyond the worker processes.
+    tracker_processes: u64,
     /// Further options.
     extra: &'static [&'static str],
     /// `--sources`.
@@ -91,6 +93,7 @@ impl Variant {
         Variant {
             tracking,
             shards: None,
+            tracker_processes: 0,
             extra: &[],
             sources: 1,
             lateness: ("24h", 24 * 3600),
@@ -103,8 +106,9 @@ impl Variant {
             .map(|n| format!(" --tracker-shards {n}"))
             .unwrap_or_default();
         format!(
-            "--processes {PROCESSES} --workers {WORKERS} --tracking {}{shards} --sources {} \
-             --lateness {} {}",
+            "--processes {PROCESSES} --tracker-processes {} --workers {WORKERS} --tracking \
+             {}{shards} --sources {} --lateness {} {}",
+            self.tracker_processes,
             self.tracking.name(),
             self.sources,
             self.lateness.0,
@@ -146,6 +150,7 @@ fn check(v: Variant) {
         .args(["--tracking", v.tracking.name()])
         .args(["--sources", &v.sources.to_string()])
         .args(["--lateness", v.lateness.0])
+        .args(["--tracker-processes", &v.tracker_processes.to_string()])
         .args(v.extra)
         .timeout(RUN_TIMEOUT);
     if let Some(n) = v.shards {
@@ -193,7 +198,15 @@ fn check(v: Variant) {
     // The summary.
     let s: Value = serde_json::from_str(&std::fs::read_to_string(&summary).expect("summary"))
         .expect("summary is JSON");
-    assert_eq!(s["processes"], PROCESSES, "{label}: processes: {s}");
+    assert_eq!(
+        s["processes"],
+        PROCESSES + v.tracker_processes,
+        "{label}: processes: {s}"
+    );
+    assert_eq!(
+        s["tracker_processes"], v.tracker_processes,
+        "{label}: tracker_processes: {s}"
+    );
     assert_eq!(s["process"], 0, "{label}: process: {s}");
     assert_eq!(s["workers"], WORKERS, "{label}: workers: {s}");
     assert_eq!(s["sources"], v.sources, "{label}: sources: {s}");
@@ -256,6 +269,42 @@ fn check(v: Variant) {
             s["traffic"]
         );
     }
+
+    // Per process: one entry each, in process order. A dedicated tracker process runs no
+    // workers, so it sends no data, acks or heartbeats, only frontier notifications; and then
+    // the worker processes host no shard, so none of them sends a frontier.
+    let per = s["traffic_per_process"]
+        .as_array()
+        .unwrap_or_else(|| panic!("{label}: no traffic_per_process: {s}"));
+    assert_eq!(
+        per.len() as u64,
+        PROCESSES + v.tracker_processes,
+        "{label}: traffic_per_process entries"
+    );
+    if v.tracker_processes > 0 {
+        let m = |p: &Value, kind: &str| p[kind]["messages"].as_u64().expect("messages");
+        for (i, p) in per.iter().enumerate() {
+            if (i as u64) < PROCESSES {
+                assert_eq!(
+                    m(p, "frontier"),
+                    0,
+                    "{label}: process {i} sent frontiers: {p}"
+                );
+            } else {
+                for kind in ["data", "ack", "heartbeat"] {
+                    assert_eq!(
+                        m(p, kind),
+                        0,
+                        "{label}: tracker process {i} sent {kind}: {p}"
+                    );
+                }
+                assert!(
+                    m(p, "frontier") > 0,
+                    "{label}: tracker process {i} silent: {p}"
+                );
+            }
+        }
+    }
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -291,6 +340,26 @@ fn tracker_two_shards_unbatched_matches_oracle() {
 fn tracker_two_shards_three_sources_with_late_rows_matches_oracle() {
     check(Variant {
         shards: Some(2),
+        sources: 3,
+        lateness: ("1h", 3600),
+        ..Variant::new(Tracking::Tracker)
+    });
+}
+
+#[test]
+fn one_dedicated_tracker_process_matches_oracle() {
+    check(Variant {
+        shards: Some(1),
+        tracker_processes: 1,
+        ..Variant::new(Tracking::Tracker)
+    });
+}
+
+#[test]
+fn two_dedicated_tracker_processes_with_late_rows_match_oracle() {
+    check(Variant {
+        shards: Some(2),
+        tracker_processes: 2,
         sources: 3,
         lateness: ("1h", 3600),
         ..Variant::new(Tracking::Tracker)
@@ -374,4 +443,89 @@ fn missing_hostfile_fails_naming_the_file() {
         err.contains("cannot read hostfile") && err.contains(&hostfile.display().to_string()),
         "stderr should name the missing hostfile:\n{err}"
     );
+}
+
+/// Runs the flights job on the small input with `args`; returns the exit code and stderr, and
+/// checks the output file was not touched.
+fn bad_options(args: &[&str]) -> (Option<i32>, String) {
+    let dir = tempfile::tempdir().unwrap();
+    let input = small_input(dir.path());
+    let hosts = dir.path().join("hosts.txt");
+    std::fs::write(&hosts, "127.0.0.1:1\n127.0.0.1:2\n").unwrap();
+    let args: Vec<String> = args
+        .iter()
+        .map(|a| a.replace("HOSTFILE", &hosts.display().to_string()))
+        .collect();
+    let out = xorflow()
+        .args(["run", "flights", "--input"])
+        .arg(&input)
+        .arg("--output")
+        .arg(dir.path().join("out.csv"))
+        .args(&args)
+        .timeout(RUN_TIMEOUT)
+        .output()
+        .unwrap();
+    assert!(
+        !dir.path().join("out.csv").exists(),
+        "{args:?}: output written despite the bad options"
+    );
+    (
+        out.status.code(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+#[test]
+fn tracker_processes_need_the_tracker_enough_shards_and_worker_processes() {
+    let cases: [(&[&str], &str); 4] = [
+        (
+            &[
+                "--processes",
+                "2",
+                "--tracker-processes",
+                "1",
+                "--tracking",
+                "markers",
+            ],
+            "--tracker-processes 1 needs --tracking tracker",
+        ),
+        (
+            &["--processes", "2", "--tracker-processes", "2"],
+            "--tracker-processes 2 is more than --tracker-shards 1",
+        ),
+        (
+            &[
+                "--processes",
+                "2",
+                "--tracker-processes",
+                "63",
+                "--tracker-shards",
+                "64",
+            ],
+            "between 2 and 64",
+        ),
+        (
+            &[
+                "--hostfile",
+                "HOSTFILE",
+                "--process",
+                "0",
+                "--tracker-processes",
+                "2",
+                "--tracker-shards",
+                "2",
+                "--cluster-token",
+                "t",
+            ],
+            "leaves no worker process",
+        ),
+    ];
+    for (args, want) in cases {
+        let (code, err) = bad_options(args);
+        assert_eq!(code, Some(2), "{args:?}: exit status; stderr:\n{err}");
+        assert!(
+            err.contains(want),
+            "{args:?}: stderr should say '{want}':\n{err}"
+        );
+    }
 }

@@ -438,13 +438,25 @@ fn strangers_are_refused_and_the_job_is_undisturbed() {
 /// Killing process 2 of 3 mid-run makes processes 0 and 1 fail promptly, naming process 2.
 #[test]
 fn killed_process_fails_the_others_promptly() {
+    killed_process_2(&[]);
+}
+
+/// The same when process 2 is a dedicated tracker process (hosting the only tracker shard).
+#[test]
+fn killed_tracker_process_fails_the_workers_promptly() {
+    killed_process_2(&["--tracker-processes", "1"]);
+}
+
+/// Runs a 3-process hostfile job with `extra` options, kills process 2 mid-run and checks that
+/// the others fail within seconds, naming it and its address.
+fn killed_process_2(extra: &[&str]) {
     let Some(input) = flights_csv() else { return };
     let dir = tempfile::tempdir().unwrap();
     let ports = free_ports(3);
     let hosts = write_hostfile(dir.path(), &ports);
     let out = dir.path().join("out.csv");
     let speed = speed_for(10.0);
-    let args = [
+    let mut args = vec![
         "--cluster-token",
         "secret",
         "--workers",
@@ -454,6 +466,7 @@ fn killed_process_fails_the_others_promptly() {
         "--output",
         out.to_str().unwrap(),
     ];
+    args.extend_from_slice(extra);
     let t0 = Instant::now();
     let mut procs: Vec<Proc> = (0..3)
         .map(|i| spawn(dir.path(), &input, &hosts, i, &args))
@@ -526,7 +539,7 @@ fn killed_process_fails_the_others_promptly() {
         "process 0's error does not name process 2's address {addr2}\n{logs}"
     );
     eprintln!(
-        "killed process 2 at {:.2} s ({:.2} s after the cluster was up); process 0 failed {:.3} s \
+        "{extra:?}: killed process 2 at {:.2} s ({:.2} s after the cluster was up); process 0 failed {:.3} s \
          later, process 1 {:.3} s later\nprocess 0 said: {}",
         (killed_at - t0).as_secs_f64(),
         (killed_at - connected_at).as_secs_f64(),

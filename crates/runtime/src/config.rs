@@ -129,6 +129,20 @@ impl RuntimeConfig {
                 self.ack_multiplier
             ));
         }
+        let tp = self.cluster.tracker_processes;
+        if tp > 0 && self.tracking != TrackingMode::Tracker {
+            return Err(format!(
+                "--tracker-processes {tp} needs --tracking tracker (got '{}')",
+                self.tracking.name()
+            ));
+        }
+        if tp > self.tracker_shards {
+            return Err(format!(
+                "--tracker-processes {tp} is more than --tracker-shards {}: a tracker process \
+                 would host no shard",
+                self.tracker_shards
+            ));
+        }
         self.cluster.validate()?;
         Ok(())
     }

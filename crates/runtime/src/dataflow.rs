@@ -72,6 +72,20 @@ struct Builder {
     components: ComponentId,
     /// Per vertex: it emits deferred output (windows), so nothing may share its component.
     deferred: Vec<bool>,
+    /// Per component: some vertex acts on its frontier (a window or sink), so trackers notify
+    /// it. Known from the graph, so a tracker process without workers knows it too.
+    interest: Vec<bool>,
+}
+
+/// What a vertex does with tracking, as far as the builder cares.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Role {
+    /// Passes elements on.
+    Plain,
+    /// Acts on its frontier and emits deferred output (a window).
+    Window,
+    /// Acts on its frontier (a sink).
+    Sink,
 }
 
 /// A dataflow under construction. Create streams from sources, transform them, end them in sinks,
@@ -199,6 +213,7 @@ impl Dataflow {
                 sources: 0,
                 components: 0,
                 deferred: Vec::new(),
+                interest: Vec::new(),
             })),
         })
     }
@@ -214,7 +229,7 @@ impl Dataflow {
         name: &str,
         instances: usize,
         join: Option<VertexId>,
-        deferred: bool,
+        role: Role,
     ) -> (VertexId, ComponentId) {
         let mut bb = b.borrow_mut();
         assert!(
@@ -234,9 +249,13 @@ impl Dataflow {
             }
             None => {
                 bb.components += 1;
+                bb.interest.push(false);
                 bb.components - 1
             }
         };
+        if role != Role::Plain {
+            bb.interest[component as usize] = true;
+        }
         let id = bb.graph.vertices.len();
         bb.graph.vertices.push(VertexDesc {
             name: name.to_string(),
@@ -244,7 +263,7 @@ impl Dataflow {
             is_source: instances > 0,
             source_instances: instances,
         });
-        bb.deferred.push(deferred);
+        bb.deferred.push(role == Role::Window);
         (id, component)
     }
 
@@ -261,7 +280,7 @@ impl Dataflow {
         F: FnMut(usize) -> S + 'static,
     {
         assert!(instances > 0, "source '{name}' needs at least one instance");
-        let (vertex, _) = Self::add_vertex(&self.b, name, instances, None, false);
+        let (vertex, _) = Self::add_vertex(&self.b, name, instances, None, Role::Plain);
         let first_id = {
             let mut bb = self.b.borrow_mut();
             let id = bb.sources;
@@ -315,6 +334,7 @@ impl Dataflow {
             sources: bb.sources,
             components: bb.components,
             deferred: std::mem::take(&mut bb.deferred),
+            interest: std::mem::take(&mut bb.interest),
         };
         drop(bb);
         run_built(b)
@@ -419,7 +439,8 @@ impl<T: Data> Stream<T> {
         F: FnMut(Vec<Element<T>>, &mut OutputPort<O>, &mut WorkerCtx) + Send + 'static,
         L: FnMut(usize) -> F + 'static,
     {
-        let (vertex, component) = Dataflow::add_vertex(&self.b, name, 0, self.joined(), false);
+        let (vertex, component) =
+            Dataflow::add_vertex(&self.b, name, 0, self.joined(), Role::Plain);
         let input = self.connect(vertex, component);
         let consumers: Consumers<O> = Rc::default();
         let cons = consumers.clone();
@@ -565,7 +586,8 @@ impl<T: Data> Stream<T> {
             partition: PartitionSpec::Hash(Arc::new(move |x| key_hash(&k2(x)))),
             ..self.clone()
         };
-        let (vertex, component) = Dataflow::add_vertex(&self.b, name, 0, self.joined(), true);
+        let (vertex, component) =
+            Dataflow::add_vertex(&self.b, name, 0, self.joined(), Role::Window);
         let input = keyed.connect(vertex, component);
         let consumers: Consumers<WindowResult<K, A::Out>> = Rc::default();
         let cons = consumers.clone();
@@ -598,7 +620,8 @@ impl<T: Data> Stream<T> {
         name: &str,
         step: impl Fn(T) -> Iteration<T, O> + Send + Sync + 'static,
     ) -> Stream<O> {
-        let (vertex, component) = Dataflow::add_vertex(&self.b, name, 0, self.joined(), false);
+        let (vertex, component) =
+            Dataflow::add_vertex(&self.b, name, 0, self.joined(), Role::Plain);
         let input = self.connect(vertex, component);
         let loop_consumers: Consumers<T> = Rc::default();
         let around = Stream::new(&self.b, vertex, loop_consumers.clone()).rebalance();
@@ -630,7 +653,7 @@ impl<T: Data> Stream<T> {
         name: &str,
         mut factory: impl FnMut(usize) -> S + 'static,
     ) {
-        let (vertex, component) = Dataflow::add_vertex(&self.b, name, 0, self.joined(), false);
+        let (vertex, component) = Dataflow::add_vertex(&self.b, name, 0, self.joined(), Role::Sink);
         let input = self.connect(vertex, component);
         let name = name.to_string();
         self.b
@@ -705,11 +728,27 @@ fn job_id(graph: &GraphDesc, c: &RuntimeConfig, processes: usize) -> u64 {
     let mut h = rustc_hash::FxHasher::default();
     // Not the launch itself: it names this process's own index and hostfile path.
     format!(
-        "{graph:?}|{}|{:?}|{}|{}|{}|{processes}|{}",
-        c.workers, c.tracking, c.granularity, c.tracker_shards, c.channel_capacity, c.job_key
+        "{graph:?}|{}|{:?}|{}|{}|{}|{processes}|{}|{}",
+        c.workers,
+        c.tracking,
+        c.granularity,
+        c.tracker_shards,
+        c.channel_capacity,
+        c.cluster.tracker_processes,
+        c.job_key
     )
     .hash(&mut h);
     mix(h.finish())
+}
+
+/// The process hosting tracker shard `k`: dedicated tracker process `k mod T` after the worker
+/// processes, or worker process `k mod N` without tracker processes.
+fn shard_host(k: usize, worker_processes: usize, tracker_processes: usize) -> usize {
+    if tracker_processes > 0 {
+        worker_processes + k % tracker_processes
+    } else {
+        k % worker_processes
+    }
 }
 
 fn run_built(mut b: Builder) -> Result<RunReport, RunError> {
@@ -731,10 +770,18 @@ fn run_built(mut b: Builder) -> Result<RunReport, RunError> {
     }
     let components = b.graph.components();
     let topology = Topology::new(b.graph.component_upstream()).map_err(RunError::Config)?;
+    let tracker_processes = config.cluster.tracker_processes;
     let mut cluster = crate::net::cluster::resolve(&config.cluster).map_err(RunError::Cluster)?;
     let processes = cluster.processes();
+    // Processes 0..worker_processes run workers; the rest host tracker shards only.
+    let worker_processes = processes - tracker_processes;
     let me = cluster.process;
-    let w_local = config.workers;
+    let is_tracker_process = me >= worker_processes;
+    let w_local = if is_tracker_process {
+        0
+    } else {
+        config.workers
+    };
     let unparkers = Arc::new(Unparkers::new(w_local));
     let abort = Arc::new(AtomicBool::new(false));
     let tracking = config.tracking == TrackingMode::Tracker;
@@ -760,8 +807,8 @@ fn run_built(mut b: Builder) -> Result<RunReport, RunError> {
     let remote_peers: Vec<link::PeerTx> = peers.iter().flatten().cloned().collect();
     let wiring = Wiring::new(
         me,
-        processes,
-        w_local,
+        worker_processes,
+        config.workers,
         peers.clone(),
         config.channel_capacity,
     );
@@ -777,13 +824,17 @@ fn run_built(mut b: Builder) -> Result<RunReport, RunError> {
         .local_workers()
         .map(|w| b.factories.iter_mut().map(|f| f(w, &wiring)).collect())
         .collect();
-    let mut interest = vec![false; components];
-    for v in &instances[0] {
-        if let Some(c) = v.notified_component() {
-            interest[c as usize] = true;
-        }
-    }
-    // Shard k lives in process k mod N.
+    let interest = b.interest.clone();
+    debug_assert!(instances
+        .iter()
+        .flatten()
+        .all(|v| v.notified_component().is_none_or(|c| interest[c as usize])));
+    // Frontier frames go to the other worker processes (tracker processes have no workers).
+    let worker_peers: Vec<link::PeerTx> = remote_peers
+        .iter()
+        .filter(|p| p.process < worker_processes)
+        .cloned()
+        .collect();
     let shards = config.tracker_shards;
     let mut agents: Vec<Option<Arc<TrackerAgent>>> = vec![None; shards];
     let mut acker = None;
@@ -791,7 +842,7 @@ fn run_built(mut b: Builder) -> Result<RunReport, RunError> {
         let g = Granularity::new(config.granularity);
         let mut routes = Vec::new();
         for (k, agent) in agents.iter_mut().enumerate() {
-            let host = k % processes;
+            let host = shard_host(k, worker_processes, tracker_processes);
             if host == me {
                 let tracker = Tracker::sharded(
                     g,
@@ -805,7 +856,7 @@ fn run_built(mut b: Builder) -> Result<RunReport, RunError> {
                     interest.clone(),
                     frontier_txs.clone(),
                     unparkers.clone(),
-                    remote_peers.clone(),
+                    worker_peers.clone(),
                 ));
                 *agent = Some(a.clone());
                 routes.push(ShardRoute::Local(a));
@@ -924,6 +975,13 @@ fn run_built(mut b: Builder) -> Result<RunReport, RunError> {
             .map(|h| h.join().expect("worker thread result"))
             .collect()
     });
+    if is_tracker_process {
+        // No workers here: the process is finished once every shard it hosts has seen the end
+        // of every component (nothing more will arrive or need notifying), or the job failed.
+        while !abort.load(Ordering::Relaxed) && !agents.iter().flatten().all(|a| a.is_done()) {
+            std::thread::sleep(Duration::from_millis(1));
+        }
+    }
     let elapsed = start.elapsed();
     // Report the root cause: a real error before the "aborted" echoes of other workers, and a
     // dead peer before the local echoes it caused.
@@ -1030,6 +1088,7 @@ fn run_built(mut b: Builder) -> Result<RunReport, RunError> {
         tracking: config.tracking,
         granularity: config.granularity,
         tracker_shards: shards,
+        tracker_processes,
         traffic,
         per_process,
         vertices,
@@ -1119,6 +1178,38 @@ mod tests {
         assert_eq!(report.below_frontier(), 0);
         // Every window was closed by a notification (one latency sample each).
         assert!(report.vertex("w").unwrap().notification_latency_ns.len() >= 10);
+    }
+
+    #[test]
+    fn shards_go_to_tracker_processes_when_there_are_any() {
+        // 3 worker processes, no tracker processes: shard k in process k mod 3.
+        let hosts: Vec<usize> = (0..5).map(|k| shard_host(k, 3, 0)).collect();
+        assert_eq!(hosts, vec![0, 1, 2, 0, 1]);
+        // 3 worker processes and 2 tracker processes (3 and 4).
+        let hosts: Vec<usize> = (0..5).map(|k| shard_host(k, 3, 2)).collect();
+        assert_eq!(hosts, vec![3, 4, 3, 4, 3]);
+        // A tracker process has no workers of its own.
+        let w = Wiring::new(3, 3, 2, vec![None; 5], 4);
+        assert_eq!(w.total_workers(), 6);
+        assert!(w.local_workers().is_empty());
+        assert!((0..6).all(|g| w.local(g).is_none()));
+        let w = Wiring::new(1, 3, 2, vec![None; 5], 4);
+        assert_eq!(w.local_workers(), 2..4);
+        assert_eq!((w.local(1), w.local(3)), (None, Some(1)));
+    }
+
+    #[test]
+    fn interest_is_known_from_the_graph() {
+        let df = Dataflow::new(RuntimeConfig::default()).unwrap();
+        df.source("src", 1, |_| Count(0, 10))
+            .map("m", |x| x)
+            .tumbling_window("w", 5, |_| 0u8, Sum)
+            .map("after", |r| r.value)
+            .sink("out", VecSink::<u64>::shared().factory());
+        assert_eq!(
+            df.b.borrow().interest,
+            vec![false, false, true, false, true]
+        );
     }
 
     #[test]

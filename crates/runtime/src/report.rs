@@ -69,8 +69,10 @@ pub struct RunReport {
     pub elapsed: Duration,
     /// Worker threads per process.
     pub workers: usize,
-    /// Processes.
+    /// Processes, dedicated tracker processes included.
     pub processes: usize,
+    /// Dedicated tracker processes (the last ones; they run no workers).
+    pub tracker_processes: usize,
     /// This process's index.
     pub process: usize,
     /// Tracker shards.

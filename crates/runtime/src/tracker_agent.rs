@@ -145,6 +145,16 @@ impl TrackerAgent {
         Ok(())
     }
 
+    /// True once every component's frontier is `INF` on this shard: all sources have ended and
+    /// everything they sent is acknowledged, so no more pieces will change it.
+    pub fn is_done(&self) -> bool {
+        self.inner
+            .lock()
+            .expect("tracker mutex poisoned")
+            .tracker
+            .is_done()
+    }
+
     /// Statistics so far.
     pub fn stats(&self) -> TrackerStats {
         let g = self.inner.lock().expect("tracker mutex poisoned");

@@ -117,8 +117,10 @@ pub struct Summary {
     pub input: String,
     /// Worker threads per process.
     pub workers: usize,
-    /// Processes (each with `workers` worker threads).
+    /// Processes (each with `workers` worker threads, except the dedicated tracker processes).
     pub processes: usize,
+    /// Dedicated tracker processes (no workers; they host the tracker shards).
+    pub tracker_processes: usize,
     /// This process (only process 0's summary covers the whole job).
     pub process: usize,
     /// Tracker shards (tracking `tracker`).
@@ -322,19 +324,10 @@ pub fn run(cfg: &FlightsConfig) -> Result<Summary, FlightsError> {
     cfg.runtime.validate().map_err(FlightsError::Config)?;
     // A bad hostfile is a configuration error: say so before reading the input or touching the
     // outputs.
-    if let xorflow_runtime::net::cluster::Launch::Hosts { hostfile, process } =
-        &cfg.runtime.cluster.launch
-    {
-        let hosts =
-            xorflow_runtime::net::cluster::read_hostfile(hostfile).map_err(FlightsError::Config)?;
-        if *process >= hosts.len() {
-            return Err(FlightsError::Config(format!(
-                "--process {process} but hostfile '{}' lists {} hosts",
-                hostfile.display(),
-                hosts.len()
-            )));
-        }
-    }
+    cfg.runtime
+        .cluster
+        .check_hostfile()
+        .map_err(FlightsError::Config)?;
     let t0 = Instant::now();
     let input: FlightsInput = read_flights(&cfg.input).map_err(FlightsError::Input)?;
     let load_s = t0.elapsed().as_secs_f64();
@@ -429,6 +422,7 @@ pub fn run(cfg: &FlightsConfig) -> Result<Summary, FlightsError> {
         workers: cfg.runtime.workers,
         sources: n,
         processes: report.processes,
+        tracker_processes: report.tracker_processes,
         process: report.process,
         tracker_shards: report.tracker_shards,
         tracking: cfg.runtime.tracking.name().into(),

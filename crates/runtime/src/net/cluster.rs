@@ -11,6 +11,10 @@
 //!   blank lines skipped) is process `i`'s listening address; every host runs the same command with
 //!   its own index and the same token (`--cluster-token` or `XORFLOW_CLUSTER_TOKEN`).
 //!
+//! With `tracker_processes = T > 0` the last T processes (the last T hostfile lines; in a local
+//! launch T processes beyond the N worker processes) run no workers: they host the tracker shards
+//! (DESIGN.md section 2, item 6: the tracker "in a worker process or in dedicated processes").
+//!
 //! Every process must build the same dataflow; the handshake's job id checks it.
 
 use std::io::{BufRead, BufReader, Write};
@@ -59,6 +63,9 @@ pub struct ClusterConfig {
     pub connect_timeout: Duration,
     /// Largest frame accepted, bytes; a larger one closes the connection.
     pub max_frame_bytes: usize,
+    /// Dedicated tracker processes: the last this many processes run no workers and host the
+    /// tracker shards (shard k in tracker process k mod T). 0: shards live in worker processes.
+    pub tracker_processes: usize,
 }
 
 impl Default for ClusterConfig {
@@ -69,19 +76,50 @@ impl Default for ClusterConfig {
             peer_timeout: Duration::from_secs(5),
             connect_timeout: Duration::from_secs(30),
             max_frame_bytes: 64 << 20,
+            tracker_processes: 0,
         }
     }
 }
 
 impl ClusterConfig {
-    /// Number of processes the launch asks for (a hostfile's count is known only once read: 1
-    /// here, see [`Resolved::processes`]).
+    /// Number of *worker* processes the launch asks for (dedicated tracker processes excluded;
+    /// an unreadable hostfile counts as 1 here, the launch reports the error).
     pub fn launch_processes(&self) -> usize {
         match &self.launch {
             Launch::Single => 1,
             Launch::Local { processes } => *processes,
-            Launch::Hosts { hostfile, .. } => read_hostfile(hostfile).map_or(1, |a| a.len()),
+            Launch::Hosts { hostfile, .. } => read_hostfile(hostfile)
+                .map_or(1, |a| a.len().saturating_sub(self.tracker_processes).max(1)),
         }
+    }
+
+    /// Reads and checks the hostfile of a hostfile launch (`None` for other launches): it must
+    /// list this process's index and at least one worker process besides the tracker processes.
+    ///
+    /// # Errors
+    /// An unreadable or malformed file, or one too short, naming the file.
+    pub fn check_hostfile(&self) -> Result<Option<Vec<SocketAddr>>, String> {
+        let Launch::Hosts { hostfile, process } = &self.launch else {
+            return Ok(None);
+        };
+        let addrs = read_hostfile(hostfile)?;
+        if addrs.len() <= self.tracker_processes {
+            return Err(format!(
+                "hostfile '{}' lists {} hosts, but --tracker-processes {} leaves no worker \
+                 process (its last lines are the tracker processes)",
+                hostfile.display(),
+                addrs.len(),
+                self.tracker_processes
+            ));
+        }
+        if *process >= addrs.len() {
+            return Err(format!(
+                "--process {process} but hostfile '{}' lists {} hosts",
+                hostfile.display(),
+                addrs.len()
+            ));
+        }
+        Ok(Some(addrs))
     }
 
     /// Checks the knobs (the hostfile is read at launch).
@@ -90,11 +128,17 @@ impl ClusterConfig {
     /// A message naming the invalid knob.
     pub fn validate(&self) -> Result<(), String> {
         if let Launch::Local { processes } = self.launch {
-            if !(2..=64).contains(&processes) {
+            let total = processes + self.tracker_processes;
+            if processes == 0 || !(2..=64).contains(&total) {
                 return Err(format!(
-                    "--processes must be between 1 and 64, got {processes}"
+                    "--processes plus --tracker-processes must be between 2 and 64 with at \
+                     least one worker process, got {processes} + {}",
+                    self.tracker_processes
                 ));
             }
+        }
+        if self.launch == Launch::Single && self.tracker_processes > 0 {
+            return Err("--tracker-processes needs a multi-process launch".into());
         }
         if self.peer_timeout < Duration::from_millis(100) {
             return Err("--peer-timeout must be at least 100ms".into());
@@ -172,15 +216,8 @@ pub fn resolve(cfg: &ClusterConfig) -> Result<Resolved, String> {
             token: String::new(),
             children: Vec::new(),
         }),
-        Launch::Hosts { hostfile, process } => {
-            let addrs = read_hostfile(hostfile)?;
-            if *process >= addrs.len() {
-                return Err(format!(
-                    "--process {process} but hostfile '{}' lists {} hosts",
-                    hostfile.display(),
-                    addrs.len()
-                ));
-            }
+        Launch::Hosts { process, .. } => {
+            let addrs = cfg.check_hostfile()?.expect("a hostfile launch");
             let token = cfg
                 .token
                 .clone()
@@ -202,10 +239,13 @@ pub fn resolve(cfg: &ClusterConfig) -> Result<Resolved, String> {
                 children: Vec::new(),
             })
         }
-        Launch::Local { processes } => match std::env::var(LOCAL_PROCESS_ENV) {
-            Ok(i) => join_local(&i, *processes),
-            Err(_) => launch_local(*processes),
-        },
+        Launch::Local { processes } => {
+            let total = processes + cfg.tracker_processes;
+            match std::env::var(LOCAL_PROCESS_ENV) {
+                Ok(i) => join_local(&i, total),
+                Err(_) => launch_local(total),
+            }
+        }
     }
 }
 

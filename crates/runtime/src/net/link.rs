@@ -152,10 +152,12 @@ pub struct Routes {
 }
 
 /// How this process's workers are placed in the cluster and how channels between them are made.
+/// Processes `0..processes` run `workers` threads each; a process with a higher index is a
+/// dedicated tracker process and runs none.
 pub struct Wiring {
     /// This process's index.
     pub process: usize,
-    /// Worker processes.
+    /// Worker processes (dedicated tracker processes come after them).
     pub processes: usize,
     /// Worker threads per process.
     pub workers: usize,
@@ -193,14 +195,14 @@ impl Wiring {
     /// The local index of global worker `w`, if it runs in this process.
     #[inline]
     pub fn local(&self, w: usize) -> Option<usize> {
-        let first = self.process * self.workers;
-        (first..first + self.workers)
-            .contains(&w)
-            .then(|| w - first)
+        self.local_workers().contains(&w).then(|| w % self.workers)
     }
 
-    /// Global indices of this process's workers.
+    /// Global indices of this process's workers (empty in a tracker process).
     pub fn local_workers(&self) -> std::ops::Range<usize> {
+        if self.process >= self.processes {
+            return 0..0;
+        }
         self.process * self.workers..(self.process + 1) * self.workers
     }
 

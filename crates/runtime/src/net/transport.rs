@@ -522,6 +522,9 @@ async fn serve(
                 Some(Event::Aborted(j, why)) => {
                     let msg = format!("process {j} ({}) failed: {why}", id.addrs[j]);
                     failure.fail(msg.clone());
+                    // Passing the Abort on also ends our writers at once (each stops after
+                    // writing it) instead of after the grace period below.
+                    send_all(Kind::Abort, format!("process {} saw: {msg}", id.process).as_bytes(), false, &mut traffic);
                     break Err(msg);
                 }
                 None => break Err("network tasks stopped".into()),
