@@ -126,7 +126,17 @@ fn three_namespaces(engine_args: &[&str], tracking: &str) {
     );
 
     let rows = rows_of(&dir.path().join("flights_hourly.csv"));
-    let reference = single_process_rows(&input, engine_args);
+    // The reference runs in one process, where dedicated tracker processes do not exist.
+    let mut single: Vec<&str> = Vec::new();
+    let mut it = engine_args.iter();
+    while let Some(&a) = it.next() {
+        if a == "--tracker-processes" {
+            it.next();
+        } else {
+            single.push(a);
+        }
+    }
+    let reference = single_process_rows(&input, &single);
     assert_eq!(rows.len(), 19_486, "result rows");
     assert!(
         rows == reference,
@@ -158,4 +168,11 @@ fn three_namespaces_tracker() {
 #[test]
 fn three_namespaces_markers() {
     three_namespaces(&["--workers", "1", "--tracking", "markers"], "markers");
+}
+
+/// The third namespace hosts a dedicated tracker process (the hostfile's last line): the two
+/// worker processes reach the tracker over the virtual network.
+#[test]
+fn three_namespaces_dedicated_tracker_process() {
+    three_namespaces(&["--workers", "2", "--tracker-processes", "1"], "tracker");
 }
