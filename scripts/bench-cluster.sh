@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Chain benchmark across processes (issue 3's figure): K=10 stages, 2 processes x 1 worker on
-# loopback, granularity 1 and 100, for none / tracker / tracker with 2 shards / markers,
+# loopback, granularity 1 and 100, for none / tracker / tracker with 2 shards / tracker in a 3rd
+# (dedicated tracker) process / markers,
 # interleaved so every configuration sees the same machine noise; median of REPEAT runs. Then
 # notification latency at a fixed 100,000 elements/s. Writes raw JSON lines and a summary into
 # bench/results/cluster-<UTC time>/.
@@ -15,10 +16,11 @@ out=bench/results/cluster-$(date -u +%Y%m%dT%H%M%SZ)
 mkdir -p "$out"
 raw="$out/raw.jsonl"
 : > "$raw"
-configs=(none tracker tracker-2-shards markers)
+configs=(none tracker tracker-2-shards tracker-process markers)
 args_of() {
   case $1 in
     tracker-2-shards) echo "--tracking tracker --tracker-shards 2" ;;
+    tracker-process) echo "--tracking tracker --tracker-processes 1" ;;
     *) echo "--tracking $1" ;;
   esac
 }

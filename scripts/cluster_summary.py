@@ -8,7 +8,7 @@ runs = [json.loads(l) for l in open(sys.argv[1]) if l.strip()]
 by = defaultdict(list)
 for r in runs:
     by[(r["kind"], r["granularity"], r["config"])].append(r)
-order = ["none", "tracker", "tracker-2-shards", "markers"]
+order = ["none", "tracker", "tracker-2-shards", "tracker-process", "markers"]
 key = lambda k: (k[1], order.index(k[2]))
 
 
