@@ -74,6 +74,10 @@ pub struct RuntimeConfig {
     /// Sinks record every slot's last arrival to measure notification latency (a compare and a
     /// store per element; windows measure per window and always do). Off for pure throughput runs.
     pub latency_probe: bool,
+    /// Warm-up: elements with a smaller time (time units) are processed like any other but left
+    /// out of measurements (notification latency at sinks, the measured spans of sources and
+    /// sinks). 0: everything is measured.
+    pub warmup_until: u64,
 }
 
 impl Default for RuntimeConfig {
@@ -92,6 +96,7 @@ impl Default for RuntimeConfig {
             cluster: crate::net::cluster::ClusterConfig::default(),
             job_key: String::new(),
             latency_probe: true,
+            warmup_until: 0,
         }
     }
 }

@@ -31,6 +31,7 @@ use crate::config::{RuntimeConfig, TrackingMode};
 use crate::net::frame::ChannelId;
 use crate::net::link::{self, RemoteOut, Wiring};
 use crate::net::transport::{self, Delivery, Failure, Identity};
+use crate::operators::epoch_snapshot::{EpochSnapshotVertex, EpochSpec};
 use crate::operators::iterate::{IterateVertex, Iteration};
 use crate::operators::sink::{Sink, SinkVertex};
 use crate::operators::source::{Source, SourceVertex};
@@ -84,8 +85,8 @@ enum Role {
     Plain,
     /// Acts on its frontier and emits deferred output (a window).
     Window,
-    /// Acts on its frontier (a sink).
-    Sink,
+    /// Acts on its frontier (a sink, a snapshot vertex).
+    Notified,
 }
 
 /// A dataflow under construction. Create streams from sources, transform them, end them in sinks,
@@ -647,13 +648,50 @@ impl<T: Data> Stream<T> {
         Stream::new(&self.b, vertex, consumers)
     }
 
+    /// Passes the stream through a vertex that snapshots at epoch boundaries, driven by
+    /// notifications (seed 000's state-snapshotting experiment; see
+    /// [`crate::operators::epoch_snapshot`]): each instance processes only the current epoch,
+    /// buffers later ones (withholding their receive tags) until the epoch is complete at this
+    /// vertex, then pauses `spec.pause_ns` (the imitated snapshot) and releases the buffer.
+    /// Elements keep their times; the partitioning is this stream's.
+    ///
+    /// # Panics
+    /// If a boundary is not a multiple of the granularity, or they are not increasing.
+    pub fn epoch_snapshots(&self, name: &str, spec: EpochSpec) -> Stream<T> {
+        let g = self.b.borrow().config.granularity;
+        assert!(
+            spec.boundaries.iter().all(|b| b % g == 0),
+            "epoch boundaries of '{name}' must be multiples of the granularity {g}"
+        );
+        let (vertex, component) =
+            Dataflow::add_vertex(&self.b, name, 0, self.joined(), Role::Notified);
+        let input = self.connect(vertex, component);
+        let consumers: Consumers<T> = Rc::default();
+        let cons = consumers.clone();
+        let name = name.to_string();
+        self.b
+            .borrow_mut()
+            .factories
+            .push(Box::new(move |w, wiring| {
+                Box::new(EpochSnapshotVertex::new(
+                    &name,
+                    component,
+                    input(w, wiring),
+                    make_output(&cons, w, wiring),
+                    spec.clone(),
+                ))
+            }));
+        Stream::new(&self.b, vertex, consumers)
+    }
+
     /// Ends the stream in a sink vertex; `factory(worker)` creates each worker's sink instance.
     pub fn sink<S: Sink<T> + 'static>(
         &self,
         name: &str,
         mut factory: impl FnMut(usize) -> S + 'static,
     ) {
-        let (vertex, component) = Dataflow::add_vertex(&self.b, name, 0, self.joined(), Role::Sink);
+        let (vertex, component) =
+            Dataflow::add_vertex(&self.b, name, 0, self.joined(), Role::Notified);
         let input = self.connect(vertex, component);
         let name = name.to_string();
         self.b

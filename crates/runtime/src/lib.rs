@@ -26,6 +26,7 @@ pub mod worker_ctx;
 
 pub use config::{RuntimeConfig, TrackingMode};
 pub use dataflow::{Dataflow, SharedVec, Stream, VecSink};
+pub use operators::epoch_snapshot::EpochSpec;
 pub use operators::iterate::Iteration;
 pub use operators::sink::Sink;
 pub use operators::source::{Source, SourceOutput, SourcePoll};

@@ -3,6 +3,73 @@
 use hdrhistogram::serialization::{Deserializer, Serializer, V2Serializer};
 use hdrhistogram::Histogram;
 use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+
+/// When the measured (post-warm-up) elements passed a vertex: how many, the first and the last, on
+/// [`crate::clock::now_ns`]'s clock (comparable across the processes of one machine). A source's
+/// span is when it emitted them, a sink's when they arrived.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct MeasuredSpan {
+    /// Measured elements.
+    pub elements: u64,
+    /// First one, ns (0 when `elements == 0`).
+    pub first_ns: u64,
+    /// Last one, ns.
+    pub last_ns: u64,
+}
+
+impl MeasuredSpan {
+    /// Records `n` measured elements at `now_ns`.
+    #[inline]
+    pub fn record(&mut self, n: u64, now_ns: u64) {
+        if n == 0 {
+            return;
+        }
+        if self.elements == 0 {
+            self.first_ns = now_ns;
+        }
+        self.elements += n;
+        self.last_ns = self.last_ns.max(now_ns);
+    }
+
+    /// Adds another instance's span (earliest first, latest last).
+    pub fn merge(&mut self, o: &MeasuredSpan) {
+        if o.elements == 0 {
+            return;
+        }
+        self.first_ns = if self.elements == 0 {
+            o.first_ns
+        } else {
+            self.first_ns.min(o.first_ns)
+        };
+        self.last_ns = self.last_ns.max(o.last_ns);
+        self.elements += o.elements;
+    }
+
+    /// Elements/s over the span (`None` with fewer than 2 elements or an empty span): the first
+    /// element opens the span, so `elements - 1` are counted over `last - first`.
+    pub fn rate(&self) -> Option<f64> {
+        let span = self.last_ns.saturating_sub(self.first_ns);
+        (self.elements >= 2 && span > 0).then(|| (self.elements - 1) as f64 * 1e9 / span as f64)
+    }
+}
+
+/// A histogram for a vertex's own measurements: 3 significant digits over 1 .. 2^62.
+pub fn histogram() -> Histogram<u64> {
+    Histogram::new_with_bounds(1, 1 << 62, 3).expect("valid histogram bounds")
+}
+
+fn to_v2(h: &Histogram<u64>) -> Vec<u8> {
+    let mut v = Vec::new();
+    V2Serializer::new()
+        .serialize(h, &mut v)
+        .expect("serializing a histogram into memory");
+    v
+}
+
+fn from_v2(b: &[u8]) -> Option<Histogram<u64>> {
+    Deserializer::new().deserialize::<u64, _>(&mut &b[..]).ok()
+}
 
 /// [`VertexStats`] as sent between processes (histogram in HdrHistogram's V2 encoding).
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -13,6 +80,9 @@ pub struct VertexStatsWire {
     elements_out: u64,
     below_frontier: u64,
     latency_v2: Vec<u8>,
+    measured: MeasuredSpan,
+    counters: BTreeMap<String, u64>,
+    histograms_v2: BTreeMap<String, Vec<u8>>,
 }
 
 /// Counters of one vertex (one instance, or merged over all instances).
@@ -32,6 +102,14 @@ pub struct VertexStats {
     /// Notification latency, ns: from the instance receiving the last element of a substream (or
     /// window) to the notification that it is complete. Empty without tracking.
     pub notification_latency_ns: Histogram<u64>,
+    /// When the measured (post-warm-up) elements were emitted (sources) or arrived (sinks).
+    pub measured: MeasuredSpan,
+    /// Named counters of the operator or user code (summed over instances), e.g. a snapshot
+    /// vertex's buffered elements.
+    pub counters: BTreeMap<String, u64>,
+    /// Named histograms of the operator or user code (merged over instances), e.g. a sink's
+    /// end-to-end element latency in ns; made with [`histogram`].
+    pub histograms: BTreeMap<String, Histogram<u64>>,
 }
 
 impl VertexStats {
@@ -46,7 +124,27 @@ impl VertexStats {
             // 3 significant digits over 1 ns .. 1 hour.
             notification_latency_ns: Histogram::new_with_bounds(1, 3_600_000_000_000, 3)
                 .expect("valid histogram bounds"),
+            measured: MeasuredSpan::default(),
+            counters: BTreeMap::new(),
+            histograms: BTreeMap::new(),
         }
+    }
+
+    /// Adds `n` to counter `name`.
+    pub fn count(&mut self, name: &str, n: u64) {
+        *self.counters.entry(name.to_string()).or_default() += n;
+    }
+
+    /// Counter `name` (0 when never counted).
+    pub fn counter(&self, name: &str) -> u64 {
+        self.counters.get(name).copied().unwrap_or(0)
+    }
+
+    /// Histogram `name`, created empty on first use.
+    pub fn histogram_mut(&mut self, name: &str) -> &mut Histogram<u64> {
+        self.histograms
+            .entry(name.to_string())
+            .or_insert_with(histogram)
     }
 
     /// Records one notification latency sample (ns), clamped to the histogram's range.
@@ -71,14 +169,19 @@ impl VertexStats {
         self.notification_latency_ns
             .add(&o.notification_latency_ns)
             .expect("histograms with equal bounds");
+        self.measured.merge(&o.measured);
+        for (k, v) in &o.counters {
+            *self.counters.entry(k.clone()).or_default() += v;
+        }
+        for (k, h) in &o.histograms {
+            // Both come from `histogram()`; a value beyond its range was saturated when recorded.
+            let _ = self.histogram_mut(k).add(h);
+        }
     }
 
     /// The wire form.
     pub fn to_wire(&self) -> VertexStatsWire {
-        let mut latency_v2 = Vec::new();
-        V2Serializer::new()
-            .serialize(&self.notification_latency_ns, &mut latency_v2)
-            .expect("serializing a histogram into memory");
+        let latency_v2 = to_v2(&self.notification_latency_ns);
         VertexStatsWire {
             name: self.name.clone(),
             elements_in: self.elements_in,
@@ -86,6 +189,13 @@ impl VertexStats {
             elements_out: self.elements_out,
             below_frontier: self.below_frontier,
             latency_v2,
+            measured: self.measured,
+            counters: self.counters.clone(),
+            histograms_v2: self
+                .histograms
+                .iter()
+                .map(|(k, h)| (k.clone(), to_v2(h)))
+                .collect(),
         }
     }
 
@@ -96,15 +206,70 @@ impl VertexStats {
         s.batches_in = w.batches_in;
         s.elements_out = w.elements_out;
         s.below_frontier = w.below_frontier;
-        if let Ok(h) = Deserializer::new().deserialize::<u64, _>(&mut &w.latency_v2[..]) {
+        if let Some(h) = from_v2(&w.latency_v2) {
             let _ = s.notification_latency_ns.add(&h);
         }
+        s.measured = w.measured;
+        s.counters = w.counters.clone();
+        for (k, b) in &w.histograms_v2 {
+            if let Some(h) = from_v2(b) {
+                let _ = s.histogram_mut(k).add(&h);
+            }
+        }
         s
+    }
+
+    /// Quantile `q` (0..=1) of histogram `name` in microseconds, assuming it holds ns; `None`
+    /// when it is missing or empty.
+    pub fn histogram_us(&self, name: &str, q: f64) -> Option<f64> {
+        let h = self.histograms.get(name)?;
+        (!h.is_empty()).then(|| h.value_at_quantile(q) as f64 / 1000.0)
     }
 
     /// Latency quantile in microseconds (`q` in 0..=1), or `None` without samples.
     pub fn latency_us(&self, q: f64) -> Option<f64> {
         let h = &self.notification_latency_ns;
         (!h.is_empty()).then(|| h.value_at_quantile(q) as f64 / 1000.0)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn measured_spans_counters_and_histograms_merge_and_survive_the_wire() {
+        let mut a = VertexStats::new("v");
+        a.measured.record(0, 5); // nothing measured: no effect
+        a.measured.record(10, 1_000);
+        a.measured.record(1, 3_000);
+        a.count("buffered", 4);
+        a.histogram_mut("lat").record(100).unwrap();
+        let mut b = VertexStats::new("v");
+        b.measured.record(5, 500);
+        b.count("buffered", 1);
+        b.count("other", 2);
+        b.histogram_mut("lat").record(300).unwrap();
+        a.merge(&VertexStats::from_wire(&b.to_wire()));
+        assert_eq!(
+            a.measured,
+            MeasuredSpan {
+                elements: 16,
+                first_ns: 500,
+                last_ns: 3_000
+            }
+        );
+        // 15 elements after the first over 2.5 us.
+        assert_eq!(a.measured.rate(), Some(15.0 * 1e9 / 2_500.0));
+        assert_eq!(
+            (a.counter("buffered"), a.counter("other"), a.counter("none")),
+            (5, 2, 0)
+        );
+        assert_eq!(a.histograms["lat"].len(), 2);
+        assert_eq!(a.histogram_us("lat", 1.0), Some(0.3));
+        assert_eq!(MeasuredSpan::default().rate(), None);
+        let mut empty = MeasuredSpan::default();
+        empty.merge(&MeasuredSpan::default());
+        assert_eq!(empty, MeasuredSpan::default());
     }
 }

@@ -64,6 +64,8 @@ pub struct WorkerCtx {
     pub flush_timeout_ns: u64,
     /// Sinks measure notification latency per slot ([`RuntimeConfig::latency_probe`]).
     pub latency_probe: bool,
+    /// Times below this are warm-up, not measured ([`RuntimeConfig::warmup_until`]).
+    pub warmup_until: u64,
     /// Earliest time (ns) a vertex asked to run again (rate-controlled sources); the worker parks
     /// no longer than this.
     pub wake_at_ns: u64,
@@ -104,6 +106,7 @@ impl WorkerCtx {
             batch_size: config.batch_size,
             flush_timeout_ns: config.flush_timeout.as_nanos() as u64,
             latency_probe: config.latency_probe,
+            warmup_until: config.warmup_until,
             wake_at_ns: u64::MAX,
             traffic: Traffic::default(),
             unparkers,

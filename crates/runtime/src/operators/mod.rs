@@ -3,6 +3,7 @@
 //! One file per operator kind. They share the input loop in [`drain_input`]: process a batch, commit
 //! the output's send tags, then register the batch's receive tag (DESIGN.md section 2, item 1).
 
+pub mod epoch_snapshot;
 pub mod iterate;
 pub mod sink;
 pub mod source;
@@ -70,8 +71,32 @@ pub(crate) fn drain_input<T>(
     component: ComponentId,
     stats: &mut VertexStats,
     ctx: &mut WorkerCtx,
-    mut blocked: impl FnMut() -> bool,
+    blocked: impl FnMut() -> bool,
     mut process: impl FnMut(Input<T>, &mut WorkerCtx) -> Result<(), String>,
+) -> Result<usize, String> {
+    drain_input_keeping(input, component, stats, ctx, blocked, |i, ctx| {
+        process(i, ctx).map(|()| Receipt::Done)
+    })
+}
+
+/// What became of an input batch's receive tag.
+pub(crate) enum Receipt {
+    /// The batch is processed: register its receive tag now.
+    Done,
+    /// The vertex keeps (part of) the batch and registers the receive tag itself, over
+    /// sub-ranges that add up to the batch's range, once it is done with each part.
+    Kept,
+}
+
+/// [`drain_input`] for vertices that may keep input for later (withholding its receive tag):
+/// `process` says whether the batch is done.
+pub(crate) fn drain_input_keeping<T>(
+    input: &mut InputPort<T>,
+    component: ComponentId,
+    stats: &mut VertexStats,
+    ctx: &mut WorkerCtx,
+    mut blocked: impl FnMut() -> bool,
+    mut process: impl FnMut(Input<T>, &mut WorkerCtx) -> Result<Receipt, String>,
 ) -> Result<usize, String> {
     let mut n = 0;
     while n < BATCHES_PER_STEP && !blocked() {
@@ -83,8 +108,9 @@ pub(crate) fn drain_input<T>(
                     stats.elements_in += b.data.len() as u64;
                     stats.batches_in += 1;
                     ctx.now_ns = crate::clock::now_ns();
-                    process(Input::Batch(b), ctx)?;
-                    ctx.ack_received(component, lo, hi, tag);
+                    if let Receipt::Done = process(Input::Batch(b), ctx)? {
+                        ctx.ack_received(component, lo, hi, tag);
+                    }
                 }
                 let ch = input.last_channel();
                 for m in markers {

@@ -28,6 +28,11 @@ pub trait Sink<T>: Send {
     fn finish(&mut self) -> Result<(), String> {
         Ok(())
     }
+
+    /// Adds this instance's own measurements to its vertex's statistics at the end of the run
+    /// ([`VertexStats::count`], [`VertexStats::histogram_mut`]); they are merged over instances
+    /// and processes and reported with the vertex.
+    fn report(&mut self, _stats: &mut VertexStats) {}
 }
 
 /// A sink vertex instance. It measures notification latency per slot: from receiving the last
@@ -58,7 +63,9 @@ impl<T: Send, S: Sink<T>> SinkVertex<T, S> {
 impl<T: Send, S: Sink<T>> Vertex for SinkVertex<T, S> {
     fn step(&mut self, ctx: &mut WorkerCtx) -> Result<bool, String> {
         let (sink, probe) = (&mut self.sink, &mut self.probe);
+        let mut measured = crate::stats::MeasuredSpan::default();
         let probe_on = ctx.mode != TrackingMode::None && ctx.latency_probe;
+        let warm = ctx.warmup_until;
         let mut aligned = None;
         let n = drain_input(
             &mut self.input,
@@ -70,11 +77,17 @@ impl<T: Send, S: Sink<T>> Vertex for SinkVertex<T, S> {
                 Input::Batch(b) => {
                     if probe_on {
                         probe.record_batch(
-                            b.data.iter().map(|e| e.time),
+                            b.data.iter().map(|e| e.time).filter(|&t| t >= warm),
                             ctx.granularity,
                             ctx.now_ns,
                         );
                     }
+                    let n = if warm == 0 {
+                        b.data.len()
+                    } else {
+                        b.data.iter().filter(|e| e.time >= warm).count()
+                    };
+                    measured.record(n as u64, ctx.now_ns);
                     sink.write(b.data)
                 }
                 Input::Aligned(t) => {
@@ -84,6 +97,7 @@ impl<T: Send, S: Sink<T>> Vertex for SinkVertex<T, S> {
                 }
             },
         )?;
+        self.stats.measured.merge(&measured);
         let f = match ctx.mode {
             TrackingMode::Tracker => ctx.frontier(self.component),
             TrackingMode::Markers => aligned.unwrap_or(self.notified),
@@ -120,6 +134,7 @@ impl<T: Send, S: Sink<T>> Vertex for SinkVertex<T, S> {
     fn stats(&mut self) -> VertexStats {
         let mut s = self.stats.clone();
         s.below_frontier = self.probe.below_frontier;
+        self.sink.report(&mut s);
         s
     }
 }

@@ -37,6 +37,8 @@ pub struct SourceOutput<'a, T> {
     ctx: &'a mut WorkerCtx,
     heartbeat: Option<Time>,
     emitted: usize,
+    /// Elements emitted in this poll past the warm-up.
+    measured: u64,
 }
 
 impl<T: Clone + Send> SourceOutput<'_, T> {
@@ -44,6 +46,7 @@ impl<T: Clone + Send> SourceOutput<'_, T> {
     #[inline]
     pub fn emit(&mut self, time: Time, data: T) {
         self.emitted += 1;
+        self.measured += u64::from(time >= self.ctx.warmup_until);
         self.port.push(Element::new(time, data), self.ctx);
     }
 
@@ -136,10 +139,12 @@ impl<T: Clone + Send> Vertex for SourceVertex<T> {
                 ctx,
                 heartbeat: None,
                 emitted: 0,
+                measured: 0,
             };
             let poll = inst.source.poll(&mut out);
             let (emitted, mut heartbeat) = (out.emitted, out.heartbeat);
             self.stats.elements_out += emitted as u64;
+            self.stats.measured.record(out.measured, ctx.now_ns);
             did |= emitted > 0;
             self.output.commit(ctx);
             match poll {
