@@ -5,3 +5,4 @@
 
 pub mod chain;
 pub mod generator;
+pub mod stand;
