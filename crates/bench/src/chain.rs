@@ -4,12 +4,39 @@
 //! Element times are sequence numbers: source instance `k` of `n` emits times `k, k + n, k + 2n, ...`
 //! (so the union over sources is `0, 1, 2, ...`) and heartbeats the next time after every poll. With
 //! granularity `g` a substream is `g` consecutive sequence numbers.
+//!
+//! Each element carries the time it was due on the source's schedule (ns on the machine's
+//! monotonic clock; the emission time when the rate is unlimited), so the sink measures end-to-end
+//! latency without coordinated omission: a source that falls behind its schedule shows as latency.
+//! The first `warmup` elements are processed but not measured.
 
 use crate::generator::Schedule;
 use serde::Serialize;
-use xorflow_runtime::{
-    Dataflow, Element, RunError, RuntimeConfig, Sink, Source, SourceOutput, SourcePoll,
+use std::time::Duration;
+use xorflow_runtime::operators::epoch_snapshot::{
+    BUFFERED_ELEMENTS, BUFFERED_NS, BUFFERING_HISTOGRAM, SNAPSHOTS,
 };
+use xorflow_runtime::{
+    Dataflow, Element, EpochSpec, RunError, RuntimeConfig, Sink, Source, SourceOutput, SourcePoll,
+    VertexStats,
+};
+
+/// Sink histogram: end-to-end latency of measured elements, ns (due time to arrival at the sink).
+pub const ELEMENT_LATENCY: &str = "element_latency_ns";
+/// Sink histogram: the same for the elements right after the snapshot boundary.
+pub const POST_SNAPSHOT_LATENCY: &str = "post_snapshot_latency_ns";
+
+/// Seed 000's snapshot experiment on the chain: every stage is a snapshot vertex with one epoch
+/// boundary ([`xorflow_runtime::Stream::epoch_snapshots`]).
+#[derive(Clone, Debug)]
+pub struct SnapshotParams {
+    /// The epoch boundary, an element number (rounded up to a multiple of the granularity).
+    pub at: u64,
+    /// The imitated snapshot's pause.
+    pub pause: Duration,
+    /// Elements from the boundary on whose latency counts as "right after the snapshot".
+    pub post_elements: u64,
+}
 
 /// Parameters of one chain run.
 #[derive(Clone, Debug)]
@@ -20,8 +47,73 @@ pub struct ChainParams {
     pub elements: u64,
     /// Total rate over all sources, elements/s; 0 = as fast as possible.
     pub rate: f64,
+    /// Warm-up elements: the first ones, processed but not measured.
+    pub warmup: u64,
+    /// Snapshot stages instead of pass-through ones.
+    pub snapshot: Option<SnapshotParams>,
     /// Runtime configuration (workers, granularity, tracking, batching).
     pub runtime: RuntimeConfig,
+}
+
+/// Latency percentiles, microseconds.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct Percentiles {
+    /// Samples.
+    pub count: u64,
+    /// Median.
+    pub p50_us: Option<f64>,
+    /// 90th percentile.
+    pub p90_us: Option<f64>,
+    /// 95th percentile.
+    pub p95_us: Option<f64>,
+    /// 99th percentile.
+    pub p99_us: Option<f64>,
+    /// Largest.
+    pub max_us: Option<f64>,
+}
+
+impl Percentiles {
+    fn of(s: &VertexStats, name: &str) -> Self {
+        let q = |q| s.histogram_us(name, q);
+        Percentiles {
+            count: s.histograms.get(name).map_or(0, |h| h.len()),
+            p50_us: q(0.5),
+            p90_us: q(0.9),
+            p95_us: q(0.95),
+            p99_us: q(0.99),
+            max_us: q(1.0),
+        }
+    }
+}
+
+/// One snapshot stage's buffering (summed over its instances).
+#[derive(Clone, Debug, Serialize)]
+pub struct StageBuffering {
+    /// Stage name.
+    pub stage: String,
+    /// Pauses taken (one per instance).
+    pub snapshots: u64,
+    /// Elements that waited in the buffer.
+    pub buffered_elements: u64,
+    /// Their total time in the buffer, ms.
+    pub total_buffering_ms: f64,
+    /// Average time in the buffer per buffered element, ms.
+    pub avg_buffering_ms: Option<f64>,
+    /// 99th percentile of the same, ms.
+    pub p99_buffering_ms: Option<f64>,
+}
+
+/// What the snapshot stages did.
+#[derive(Clone, Debug, Serialize)]
+pub struct SnapshotResult {
+    /// The boundary (element number).
+    pub at: u64,
+    /// The pause, ms.
+    pub pause_ms: f64,
+    /// Per stage, in chain order.
+    pub stages: Vec<StageBuffering>,
+    /// End-to-end latency of the elements right after the boundary.
+    pub post_snapshot_latency: Percentiles,
 }
 
 /// Results of one chain run.
@@ -43,12 +135,22 @@ pub struct ChainResult {
     pub ack_multiplier: usize,
     /// Granularity g.
     pub granularity: u64,
-    /// "tracker" or "none".
+    /// "tracker", "markers" or "none".
     pub tracking: String,
     /// Elements emitted.
     pub elements: u64,
+    /// Warm-up elements (not measured).
+    pub warmup: u64,
     /// Requested rate, elements/s (0: unlimited).
     pub rate: f64,
+    /// Rate the sources achieved over the measured elements (their emission span), elements/s.
+    pub achieved_rate: Option<f64>,
+    /// Rate the measured elements reached the sink at (their arrival span), elements/s.
+    pub sink_rate: Option<f64>,
+    /// End-to-end latency of the measured elements (due time at the source to the sink).
+    pub element_latency: Percentiles,
+    /// 95th percentile of notification latency at the sink, microseconds.
+    pub latency_p95_us: Option<f64>,
     /// The sink measured notification latency per slot.
     pub latency_probe: bool,
     /// Wall-clock seconds of the run.
@@ -67,6 +169,10 @@ pub struct ChainResult {
     pub traffic_per_process: Vec<serde_json::Value>,
     /// Seconds spent inside the tracker (None without tracking).
     pub tracker_busy_s: Option<f64>,
+    /// Tracker time per second of run, summed over shards (`tracker_busy_s / elapsed_s`).
+    pub tracker_busy_per_s: Option<f64>,
+    /// The snapshot stages' buffering (snapshot runs only).
+    pub snapshot: Option<SnapshotResult>,
 }
 
 struct ChainSource {
@@ -85,13 +191,19 @@ impl Source<u64> for ChainSource {
         let schedule = *self
             .schedule
             .get_or_insert_with(|| Schedule::new(out.now_ns(), 0.0));
-        let due = schedule.due_by(out.now_ns()).saturating_sub(self.emitted);
+        let now = out.now_ns();
+        let due = schedule.due_by(now).saturating_sub(self.emitted);
         if due == 0 {
             return SourcePoll::WaitUntil(schedule.due_ns(self.emitted));
         }
         let n = due.min(out.budget() as u64).min(self.remaining);
-        for _ in 0..n {
-            out.emit(self.next, self.next);
+        for i in 0..n {
+            let stamp = if schedule.unlimited() {
+                now
+            } else {
+                schedule.due_ns(self.emitted + i)
+            };
+            out.emit(self.next, stamp);
             self.next += self.step;
         }
         self.remaining -= n;
@@ -105,11 +217,35 @@ impl Source<u64> for ChainSource {
     }
 }
 
-struct CountSink;
+/// Measures end-to-end latency of the measured elements (payload = due time, ns).
+struct LatencySink {
+    warmup: u64,
+    /// Elements `[lo, hi)` are "right after the snapshot".
+    post: (u64, u64),
+    latency: hdrhistogram::Histogram<u64>,
+    post_latency: hdrhistogram::Histogram<u64>,
+}
 
-impl Sink<u64> for CountSink {
-    fn write(&mut self, _batch: Vec<Element<u64>>) -> Result<(), String> {
+impl Sink<u64> for LatencySink {
+    fn write(&mut self, batch: Vec<Element<u64>>) -> Result<(), String> {
+        let now = xorflow_runtime::clock::now_ns();
+        for e in &batch {
+            if e.time >= self.warmup {
+                let l = now.saturating_sub(e.data).max(1);
+                self.latency.saturating_record(l);
+                if e.time >= self.post.0 && e.time < self.post.1 {
+                    self.post_latency.saturating_record(l);
+                }
+            }
+        }
         Ok(())
+    }
+
+    fn report(&mut self, stats: &mut VertexStats) {
+        let _ = stats.histogram_mut(ELEMENT_LATENCY).add(&self.latency);
+        let _ = stats
+            .histogram_mut(POST_SNAPSHOT_LATENCY)
+            .add(&self.post_latency);
     }
 }
 
@@ -119,7 +255,22 @@ impl Sink<u64> for CountSink {
 /// Whatever the runtime reports (invalid configuration, failed worker).
 pub fn run(p: &ChainParams) -> Result<ChainResult, RunError> {
     let mut runtime = p.runtime.clone();
-    runtime.job_key = format!("chain elements={} rate={}", p.elements, p.rate);
+    let g = runtime.granularity;
+    let snapshot = p.snapshot.as_ref().map(|s| SnapshotParams {
+        at: s.at.div_ceil(g) * g,
+        ..s.clone()
+    });
+    runtime.job_key = format!(
+        "chain elements={} rate={} warmup={} snapshot={snapshot:?}",
+        p.elements, p.rate, p.warmup
+    );
+    runtime.warmup_until = p.warmup;
+    if p.warmup >= p.elements {
+        return Err(RunError::Config(format!(
+            "--warmup {} leaves nothing of --elements {} to measure",
+            p.warmup, p.elements
+        )));
+    }
     let df = Dataflow::new(runtime)?;
     let sources = p.runtime.workers * p.runtime.cluster.launch_processes();
     let per_source = p.elements / sources as u64;
@@ -132,13 +283,57 @@ pub fn run(p: &ChainParams) -> Result<ChainResult, RunError> {
         emitted: 0,
         schedule: (rate > 0.0).then(|| Schedule::new(xorflow_runtime::clock::now_ns(), rate)),
     });
-    for i in 0..p.stages {
-        s = s.rebalance().map(&format!("stage-{i}"), |x| x);
+    let stage_names: Vec<String> = (0..p.stages).map(|i| format!("stage-{i}")).collect();
+    for name in &stage_names {
+        s = match &snapshot {
+            None => s.rebalance().map(name, |x| x),
+            Some(sp) => s.rebalance().epoch_snapshots(
+                name,
+                EpochSpec {
+                    boundaries: vec![sp.at],
+                    pause_ns: sp.pause.as_nanos() as u64,
+                },
+            ),
+        };
     }
-    s.sink("sink", |_| CountSink);
+    let warmup = p.warmup;
+    let post = snapshot
+        .as_ref()
+        .map_or((0, 0), |sp| (sp.at, sp.at.saturating_add(sp.post_elements)));
+    s.sink("sink", move |_| LatencySink {
+        warmup,
+        post,
+        latency: xorflow_runtime::stats::histogram(),
+        post_latency: xorflow_runtime::stats::histogram(),
+    });
     let report = df.run()?;
     let sink = report.vertex("sink").expect("sink vertex");
+    let source = report.vertex("source").expect("source vertex");
     let n = report.source_elements();
+    let elapsed_s = report.elapsed.as_secs_f64();
+    let busy = report.tracker.as_ref().map(|t| t.busy_s);
+    let snapshot = snapshot.map(|sp| SnapshotResult {
+        at: sp.at,
+        pause_ms: sp.pause.as_secs_f64() * 1e3,
+        stages: stage_names
+            .iter()
+            .map(|name| {
+                let v = report.vertex(name).expect("stage vertex");
+                let buffered = v.counter(BUFFERED_ELEMENTS);
+                let total_ns = v.counter(BUFFERED_NS);
+                StageBuffering {
+                    stage: name.clone(),
+                    snapshots: v.counter(SNAPSHOTS),
+                    buffered_elements: buffered,
+                    total_buffering_ms: total_ns as f64 / 1e6,
+                    avg_buffering_ms: (buffered > 0)
+                        .then(|| total_ns as f64 / buffered as f64 / 1e6),
+                    p99_buffering_ms: v.histogram_us(BUFFERING_HISTOGRAM, 0.99).map(|u| u / 1e3),
+                }
+            })
+            .collect(),
+        post_snapshot_latency: Percentiles::of(sink, POST_SNAPSHOT_LATENCY),
+    });
     let service = report.traffic.service().messages;
     Ok(ChainResult {
         stages: p.stages,
@@ -151,9 +346,14 @@ pub fn run(p: &ChainParams) -> Result<ChainResult, RunError> {
         ack_flush_count: p.runtime.ack_flush_count,
         ack_multiplier: p.runtime.ack_multiplier,
         elements: n,
+        warmup: p.warmup,
         rate: p.rate,
+        achieved_rate: source.measured.rate(),
+        sink_rate: sink.measured.rate(),
+        element_latency: Percentiles::of(sink, ELEMENT_LATENCY),
+        latency_p95_us: sink.latency_us(0.95),
         latency_probe: p.runtime.latency_probe,
-        elapsed_s: report.elapsed.as_secs_f64(),
+        elapsed_s,
         elements_per_s: report.elements_per_s(),
         latency_p50_us: sink.latency_us(0.5),
         latency_p99_us: sink.latency_us(0.99),
@@ -164,16 +364,35 @@ pub fn run(p: &ChainParams) -> Result<ChainResult, RunError> {
             .iter()
             .map(|t| t.to_json())
             .collect(),
-        tracker_busy_s: report.tracker.as_ref().map(|t| t.busy_s),
+        tracker_busy_s: busy,
+        tracker_busy_per_s: busy.map(|b| b / elapsed_s.max(1e-9)),
+        snapshot,
     })
 }
 
 /// One line of text for a result.
 pub fn describe(r: &ChainResult) -> String {
-    let lat = match (r.latency_p50_us, r.latency_p99_us) {
+    let mut lat = match (r.latency_p50_us, r.latency_p99_us) {
         (Some(a), Some(b)) => format!("notification latency p50 {a:.1} us p99 {b:.1} us"),
         _ => "notification latency n/a".into(),
     };
+    if let (Some(a), Some(b)) = (r.element_latency.p50_us, r.element_latency.p99_us) {
+        lat += &format!("; element latency p50 {a:.1} us p99 {b:.1} us");
+    }
+    if r.rate > 0.0 {
+        if let Some(a) = r.achieved_rate {
+            lat += &format!("; achieved {a:.0} of {:.0} elements/s", r.rate);
+        }
+    }
+    if let Some(s) = &r.snapshot {
+        let buffered: u64 = s.stages.iter().map(|x| x.buffered_elements).sum();
+        let total: f64 = s.stages.iter().map(|x| x.total_buffering_ms).sum();
+        lat += &format!(
+            "; snapshot at {} ({} ms pause): {buffered} elements buffered over all stages, \
+             {total:.1} ms in total",
+            s.at, s.pause_ms
+        );
+    }
     format!(
         "chain K={} N={} P={} g={} tracking={}{}: {} elements in {:.3} s = {:.2} M elements/s; {lat}; \
          {:.3} service messages per 1000 elements ({})",

@@ -95,6 +95,10 @@ struct EngineArgs {
     /// Local acker flushes after this many updates (0: unbatched, every ack sent at once).
     #[arg(long, default_value_t = 4096)]
     ack_flush_count: usize,
+    /// A worker going idle flushes the acker at once (true: lowest latency at low load; false:
+    /// only --ack-flush-interval and --ack-flush-count trigger flushes, fewest messages).
+    #[arg(long, default_value_t = true, action = clap::ArgAction::Set)]
+    ack_flush_on_idle: bool,
     /// Adds 2m self-cancelling random acks per real ack (tracker load (2m+1)x; 1x/5x/9x/17x =
     /// 0/2/4/8).
     #[arg(long, default_value_t = 0)]
@@ -125,6 +129,7 @@ impl EngineArgs {
             granularity,
             ack_flush_interval: self.ack_flush_interval,
             ack_flush_count: self.ack_flush_count,
+            ack_flush_on_idle: self.ack_flush_on_idle,
             ack_multiplier: self.ack_multiplier,
             tracker_shards: self.tracker_shards,
             latency_probe: !self.no_latency_probe,
@@ -136,6 +141,7 @@ impl EngineArgs {
                 ..ClusterConfig::default()
             },
             job_key: String::new(),
+            warmup_until: 0,
         }
     }
 
@@ -201,6 +207,20 @@ struct ChainArgs {
     /// Tracking granularity g: consecutive element numbers per substream.
     #[arg(long, default_value_t = 1)]
     granularity: u64,
+    /// Warm-up: the first N elements are processed but not measured (latencies, achieved rates).
+    #[arg(long, default_value_t = 0)]
+    warmup: u64,
+    /// Seed 000's snapshot experiment: every stage snapshots at this element number (one epoch
+    /// boundary), driven by notifications (tracker) or aligned markers (markers).
+    #[arg(long)]
+    snapshot_at: Option<u64>,
+    /// The imitated snapshot's pause at the boundary (e.g. 100ms, 500ms, 1s).
+    #[arg(long, default_value = "500ms", value_parser = humantime::parse_duration)]
+    snapshot_pause: Duration,
+    /// Elements from the boundary on whose latency is reported as "right after the snapshot"
+    /// (default: those due within the pause plus 500 ms at --rate, else 10,000).
+    #[arg(long)]
+    post_snapshot_elements: Option<u64>,
     /// Runs; the median by elements/s is reported (all runs are printed).
     #[arg(long, default_value_t = 1)]
     repeat: usize,
@@ -331,6 +351,18 @@ fn run_chain(a: ChainArgs) -> ExitCode {
         stages: a.stages,
         elements: a.elements,
         rate: a.rate,
+        warmup: a.warmup,
+        snapshot: a
+            .snapshot_at
+            .map(|at| xorflow_bench::chain::SnapshotParams {
+                at,
+                pause: a.snapshot_pause,
+                post_elements: a.post_snapshot_elements.unwrap_or(if a.rate > 0.0 {
+                    (a.rate * (a.snapshot_pause.as_secs_f64() + 0.5)) as u64
+                } else {
+                    10_000
+                }),
+            }),
         runtime: a.engine.runtime(a.granularity),
     };
     let mut results = Vec::new();

@@ -61,6 +61,10 @@ pub struct RuntimeConfig {
     /// The local acker flushes after this many updates (0: unbatched, every ack is sent at once
     /// as its own message).
     pub ack_flush_count: usize,
+    /// A worker going idle flushes its process's acker at once (lowest notification latency at
+    /// low load, but up to a message per element then); `false`: only the interval and the count
+    /// trigger flushes (FlameStream's batching, fewest messages).
+    pub ack_flush_on_idle: bool,
     /// Self-cancelling random acks added per real ack: 2 × this (seed 000's scalability load;
     /// 1x/5x/9x/17x = 0/2/4/8).
     pub ack_multiplier: usize,
@@ -91,6 +95,7 @@ impl Default for RuntimeConfig {
             granularity: 1,
             ack_flush_interval: Duration::from_millis(1),
             ack_flush_count: 4096,
+            ack_flush_on_idle: true,
             ack_multiplier: 0,
             tracker_shards: 1,
             cluster: crate::net::cluster::ClusterConfig::default(),

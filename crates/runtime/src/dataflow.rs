@@ -913,6 +913,7 @@ fn run_built(mut b: Builder) -> Result<RunReport, RunError> {
                 interval_ns: config.ack_flush_interval.as_nanos() as u64,
                 count: config.ack_flush_count,
                 multiplier: config.ack_multiplier,
+                flush_on_idle: config.ack_flush_on_idle,
             },
         )));
     }

@@ -43,6 +43,8 @@ pub struct AckPolicy {
     pub count: usize,
     /// Self-cancelling acks per real ack: 2 × this.
     pub multiplier: usize,
+    /// A worker going idle flushes at once ([`crate::RuntimeConfig::ack_flush_on_idle`]).
+    pub flush_on_idle: bool,
 }
 
 struct Inner {
@@ -89,6 +91,16 @@ impl ProcessAcker {
     /// Longest time updates wait before a flush, ns.
     pub fn flush_interval_ns(&self) -> u64 {
         self.policy.interval_ns
+    }
+
+    /// True when a worker going idle should flush at once.
+    pub fn flush_on_idle(&self) -> bool {
+        self.policy.flush_on_idle
+    }
+
+    /// True while merged updates wait for the next flush.
+    pub fn has_pending(&self) -> bool {
+        self.pending.load(Ordering::Acquire)
     }
 
     /// Merges a worker's flush; flushes to the shards if `force` (the worker is going idle) or the

@@ -137,10 +137,18 @@ impl Worker {
                 for v in &mut self.vertices {
                     did |= v.flush(ctx, true);
                 }
-                if self.ctx.tracking.is_some() {
-                    // Going idle: whatever this process has pending goes to the shards now, so
-                    // notifications do not wait for the interval at low load.
-                    self.flush_acker(true)?;
+                if let Some(pa) = self.acker.clone() {
+                    if pa.flush_on_idle() || pa.unbatched() {
+                        // Going idle: whatever this process has pending goes to the shards now,
+                        // so notifications do not wait for the interval at low load.
+                        self.flush_acker(true)?;
+                    } else {
+                        // Batching: hand over, and wake up when the interval is due.
+                        self.flush_acker(false)?;
+                        if pa.has_pending() {
+                            self.ctx.wake_at(self.ctx.now_ns + pa.flush_interval_ns());
+                        }
+                    }
                 }
                 if !did {
                     let now = crate::clock::now_ns();
