@@ -19,6 +19,8 @@ struct Cli {
     command: Command,
 }
 
+// Parsed once per process: the size difference between variants costs nothing.
+#[allow(clippy::large_enum_variant)]
 #[derive(Subcommand)]
 enum Command {
     /// Run a job.
@@ -39,10 +41,37 @@ enum Job {
     Flights(FlightsArgs),
 }
 
+#[allow(clippy::large_enum_variant)]
 #[derive(Subcommand)]
 enum Bench {
     /// Seed 000's chain: K pass-through stages, each after a round-robin re-partition.
     Chain(ChainArgs),
+    /// Service traffic per element by graph size, processes and granularity (seed 000).
+    Traffic(StandArgs),
+    /// Maximum sustainable throughput: none / tracker / markers at granularity 1 and 100.
+    Throughput(StandArgs),
+    /// Notification latency p50/p95/p99 at a fixed rate, tracker vs markers.
+    Latency(StandArgs),
+    /// Centralized vs 2-shard tracker under 1x/5x/9x/17x ack load.
+    Scalability(StandArgs),
+    /// Snapshot buffering at 100/500/1000 ms pauses, tracker vs markers.
+    Snapshots(StandArgs),
+    /// Every experiment above, one after the other.
+    All(StandArgs),
+}
+
+/// Options of a bench-stand experiment.
+#[derive(Args)]
+struct StandArgs {
+    /// The short sweeps (the whole suite in under 10 minutes on 2 cores).
+    #[arg(long, conflicts_with = "smoke")]
+    quick: bool,
+    /// A few tiny points per experiment (what CI runs).
+    #[arg(long)]
+    smoke: bool,
+    /// Results root: each experiment writes <out>/<experiment>-<UTC time>/.
+    #[arg(long, default_value = "bench/results")]
+    out: PathBuf,
 }
 
 /// Engine knobs shared by jobs and benchmarks.
@@ -396,6 +425,46 @@ fn run_chain(a: ChainArgs) -> ExitCode {
     ExitCode::SUCCESS
 }
 
+fn run_stand(b: Bench) -> ExitCode {
+    use xorflow_bench::stand::{experiments, Profile, StandOptions};
+    let (experiments, a) = match b {
+        Bench::Chain(_) => unreachable!("handled by run_chain"),
+        Bench::Traffic(a) => (vec![experiments::Experiment::Traffic], a),
+        Bench::Throughput(a) => (vec![experiments::Experiment::Throughput], a),
+        Bench::Latency(a) => (vec![experiments::Experiment::Latency], a),
+        Bench::Scalability(a) => (vec![experiments::Experiment::Scalability], a),
+        Bench::Snapshots(a) => (vec![experiments::Experiment::Snapshots], a),
+        Bench::All(a) => (experiments::ALL.to_vec(), a),
+    };
+    let profile = if a.smoke {
+        Profile::Smoke
+    } else if a.quick {
+        Profile::Quick
+    } else {
+        Profile::Full
+    };
+    let exe = match std::env::current_exe() {
+        Ok(e) => e,
+        Err(e) => {
+            eprintln!("error: cannot find own executable: {e}");
+            return ExitCode::from(1);
+        }
+    };
+    let opts = StandOptions {
+        experiments,
+        profile,
+        out_root: a.out,
+        exe,
+    };
+    match xorflow_bench::stand::run(&opts) {
+        Ok(_) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("error: {e:#}");
+            ExitCode::from(1)
+        }
+    }
+}
+
 fn main() -> ExitCode {
     tracing_subscriber::fmt()
         .with_env_filter(
@@ -413,5 +482,6 @@ fn main() -> ExitCode {
         Command::Bench {
             bench: Bench::Chain(a),
         } => run_chain(a),
+        Command::Bench { bench } => run_stand(bench),
     }
 }
