@@ -1,5 +1,6 @@
-//! Turns an experiment's outcomes into `results.csv` (one row per run), figures (PNG) and a
-//! REPORT.md that puts the paper's claims next to what this run measured.
+//! Turns an experiment's outcomes into `results.csv` (one row per run), `raw.jsonl` (every run's
+//! full result), figures (PNG) and a REPORT.md that puts the paper's claims next to what this run
+//! measured.
 
 use super::experiments::{sustained, Experiment};
 use super::plot::{BarChart, Series};
@@ -282,6 +283,18 @@ fn num(v: Option<f64>, digits: usize) -> String {
 /// A file cannot be written or a figure cannot be drawn.
 pub fn write(e: Experiment, dir: &Path, meta: &Meta, outcomes: &[Outcome]) -> Result<()> {
     write_csv(e, dir, outcomes)?;
+    // Every run's full JSON result, one per line with its point, for later analysis.
+    let mut raw = String::new();
+    for o in outcomes {
+        let p = &o.point;
+        let line = serde_json::json!({
+            "sweep": p.sweep, "value": p.value, "config": p.config, "rep": p.rep,
+            "args": p.args, "wall_s": o.wall_s, "error": o.error, "result": o.result,
+        });
+        raw.push_str(&line.to_string());
+        raw.push('\n');
+    }
+    std::fs::write(dir.join("raw.jsonl"), raw)?;
     let m = Medians::new(outcomes);
     let failed = outcomes.iter().filter(|o| o.result.is_none()).count();
     let mut md = format!(
