@@ -288,30 +288,20 @@ impl Dataflow {
             bb.sources += instances;
             id
         };
-        let consumers: Consumers<T> = Rc::default();
-        let cons = consumers.clone();
         let name = name.to_string();
-        self.b
-            .borrow_mut()
-            .factories
-            .push(Box::new(move |w, wiring| {
-                let peers = wiring.total_workers();
-                let mine: Vec<(SourceId, Box<dyn Source<T>>)> = (0..instances)
-                    .filter(|i| i % peers == w)
-                    .map(|i| {
-                        (
-                            (first_id + i) as SourceId,
-                            Box::new(factory(i)) as Box<dyn Source<T>>,
-                        )
-                    })
-                    .collect();
-                Box::new(SourceVertex::new(
-                    &name,
-                    mine,
-                    make_output(&cons, w, wiring),
-                ))
-            }));
-        Stream::new(&self.b, vertex, consumers)
+        with_output(&self.b, vertex, move |w, wiring, output| {
+            let peers = wiring.total_workers();
+            let mine: Vec<(SourceId, Box<dyn Source<T>>)> = (0..instances)
+                .filter(|i| i % peers == w)
+                .map(|i| {
+                    (
+                        (first_id + i) as SourceId,
+                        Box::new(factory(i)) as Box<dyn Source<T>>,
+                    )
+                })
+                .collect();
+            Box::new(SourceVertex::new(&name, mine, output))
+        })
     }
 
     /// The logical graph built so far.
@@ -340,6 +330,21 @@ impl Dataflow {
         drop(bb);
         run_built(b)
     }
+}
+
+/// Registers the factory of `vertex`'s instances: `make(w, wiring, output)` builds the instance for
+/// global worker `w` around its output port. Returns the vertex's output stream.
+fn with_output<O: Data>(
+    b: &Rc<RefCell<Builder>>,
+    vertex: VertexId,
+    mut make: impl FnMut(usize, &Wiring, OutputPort<O>) -> Box<dyn Vertex> + 'static,
+) -> Stream<O> {
+    let consumers: Consumers<O> = Rc::default();
+    let cons = consumers.clone();
+    b.borrow_mut().factories.push(Box::new(move |w, wiring| {
+        make(w, wiring, make_output(&cons, w, wiring))
+    }));
+    Stream::new(b, vertex, consumers)
 }
 
 fn make_output<T: Data>(consumers: &Consumers<T>, w: usize, wiring: &Wiring) -> OutputPort<T> {
@@ -443,22 +448,16 @@ impl<T: Data> Stream<T> {
         let (vertex, component) =
             Dataflow::add_vertex(&self.b, name, 0, self.joined(), Role::Plain);
         let input = self.connect(vertex, component);
-        let consumers: Consumers<O> = Rc::default();
-        let cons = consumers.clone();
         let name = name.to_string();
-        self.b
-            .borrow_mut()
-            .factories
-            .push(Box::new(move |w, wiring| {
-                Box::new(UnaryVertex::new(
-                    &name,
-                    component,
-                    input(w, wiring),
-                    make_output(&cons, w, wiring),
-                    logic(w),
-                ))
-            }));
-        Stream::new(&self.b, vertex, consumers)
+        with_output(&self.b, vertex, move |w, wiring, output| {
+            Box::new(UnaryVertex::new(
+                &name,
+                component,
+                input(w, wiring),
+                output,
+                logic(w),
+            ))
+        })
     }
 
     fn joined(&self) -> Option<VertexId> {
@@ -590,25 +589,19 @@ impl<T: Data> Stream<T> {
         let (vertex, component) =
             Dataflow::add_vertex(&self.b, name, 0, self.joined(), Role::Window);
         let input = keyed.connect(vertex, component);
-        let consumers: Consumers<WindowResult<K, A::Out>> = Rc::default();
-        let cons = consumers.clone();
         let name = name.to_string();
         let agg = Arc::new(agg);
-        self.b
-            .borrow_mut()
-            .factories
-            .push(Box::new(move |w, wiring| {
-                Box::new(WindowVertex::new(
-                    &name,
-                    component,
-                    size,
-                    input(w, wiring),
-                    make_output(&cons, w, wiring),
-                    key.clone(),
-                    agg.clone(),
-                ))
-            }));
-        Stream::new(&self.b, vertex, consumers)
+        with_output(&self.b, vertex, move |w, wiring, output| {
+            Box::new(WindowVertex::new(
+                &name,
+                component,
+                size,
+                input(w, wiring),
+                output,
+                key.clone(),
+                agg.clone(),
+            ))
+        })
     }
 
     /// Iterates every element to a fixpoint: `step` returns [`Iteration::Again`] to send a value
@@ -628,24 +621,18 @@ impl<T: Data> Stream<T> {
         let around = Stream::new(&self.b, vertex, loop_consumers.clone()).rebalance();
         // The loop edge stays inside the vertex's component: it must not split it.
         let loop_input = around.connect(vertex, component);
-        let consumers: Consumers<O> = Rc::default();
-        let cons = consumers.clone();
         let name = name.to_string();
         let step: Arc<dyn Fn(T) -> Iteration<T, O> + Send + Sync> = Arc::new(step);
-        self.b
-            .borrow_mut()
-            .factories
-            .push(Box::new(move |w, wiring| {
-                Box::new(IterateVertex::new(
-                    &name,
-                    component,
-                    input(w, wiring).merge(loop_input(w, wiring)),
-                    make_output(&loop_consumers, w, wiring),
-                    make_output(&cons, w, wiring),
-                    step.clone(),
-                ))
-            }));
-        Stream::new(&self.b, vertex, consumers)
+        with_output(&self.b, vertex, move |w, wiring, output| {
+            Box::new(IterateVertex::new(
+                &name,
+                component,
+                input(w, wiring).merge(loop_input(w, wiring)),
+                make_output(&loop_consumers, w, wiring),
+                output,
+                step.clone(),
+            ))
+        })
     }
 
     /// Passes the stream through a vertex that snapshots at epoch boundaries, driven by
@@ -666,22 +653,16 @@ impl<T: Data> Stream<T> {
         let (vertex, component) =
             Dataflow::add_vertex(&self.b, name, 0, self.joined(), Role::Notified);
         let input = self.connect(vertex, component);
-        let consumers: Consumers<T> = Rc::default();
-        let cons = consumers.clone();
         let name = name.to_string();
-        self.b
-            .borrow_mut()
-            .factories
-            .push(Box::new(move |w, wiring| {
-                Box::new(EpochSnapshotVertex::new(
-                    &name,
-                    component,
-                    input(w, wiring),
-                    make_output(&cons, w, wiring),
-                    spec.clone(),
-                ))
-            }));
-        Stream::new(&self.b, vertex, consumers)
+        with_output(&self.b, vertex, move |w, wiring, output| {
+            Box::new(EpochSnapshotVertex::new(
+                &name,
+                component,
+                input(w, wiring),
+                output,
+                spec.clone(),
+            ))
+        })
     }
 
     /// Ends the stream in a sink vertex; `factory(worker)` creates each worker's sink instance.

@@ -132,7 +132,13 @@ impl VertexStats {
 
     /// Adds `n` to counter `name`.
     pub fn count(&mut self, name: &str, n: u64) {
-        *self.counters.entry(name.to_string()).or_default() += n;
+        // Look up before inserting: no String is made for a counter that exists.
+        match self.counters.get_mut(name) {
+            Some(c) => *c += n,
+            None => {
+                self.counters.insert(name.to_string(), n);
+            }
+        }
     }
 
     /// Counter `name` (0 when never counted).
@@ -142,9 +148,10 @@ impl VertexStats {
 
     /// Histogram `name`, created empty on first use.
     pub fn histogram_mut(&mut self, name: &str) -> &mut Histogram<u64> {
-        self.histograms
-            .entry(name.to_string())
-            .or_insert_with(histogram)
+        if !self.histograms.contains_key(name) {
+            self.histograms.insert(name.to_string(), histogram());
+        }
+        self.histograms.get_mut(name).expect("inserted above")
     }
 
     /// Records one notification latency sample (ns), clamped to the histogram's range.

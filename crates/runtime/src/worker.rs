@@ -137,18 +137,22 @@ impl Worker {
                 for v in &mut self.vertices {
                     did |= v.flush(ctx, true);
                 }
-                if let Some(pa) = self.acker.clone() {
-                    if pa.flush_on_idle() || pa.unbatched() {
-                        // Going idle: whatever this process has pending goes to the shards now,
-                        // so notifications do not wait for the interval at low load.
-                        self.flush_acker(true)?;
-                    } else {
-                        // Batching: hand over, and wake up when the interval is due.
+                let idle_policy = self
+                    .acker
+                    .as_deref()
+                    .map(|pa| (pa.flush_on_idle() || pa.unbatched(), pa.flush_interval_ns()));
+                match idle_policy {
+                    // Going idle: whatever this process has pending goes to the shards now, so
+                    // notifications do not wait for the interval at low load.
+                    Some((true, _)) => self.flush_acker(true)?,
+                    // Batching: hand over, and wake up when the interval is due.
+                    Some((false, interval_ns)) => {
                         self.flush_acker(false)?;
-                        if pa.has_pending() {
-                            self.ctx.wake_at(self.ctx.now_ns + pa.flush_interval_ns());
+                        if self.acker.as_deref().is_some_and(ProcessAcker::has_pending) {
+                            self.ctx.wake_at(self.ctx.now_ns + interval_ns);
                         }
                     }
+                    None => {}
                 }
                 if !did {
                     let now = crate::clock::now_ns();

@@ -69,8 +69,8 @@ impl Experiment {
     /// The points to run (throughput adds its search steps while running).
     pub fn points(self, profile: Profile) -> Vec<Point> {
         match self {
-            Experiment::Traffic => sweeps(profile, TRAFFIC_CONFIGS, profile_traffic(profile)),
-            Experiment::Latency => sweeps(profile, LATENCY_CONFIGS, profile_latency(profile)),
+            Experiment::Traffic => sweeps(TRAFFIC_CONFIGS, profile_traffic(profile)),
+            Experiment::Latency => sweeps(LATENCY_CONFIGS, profile_latency(profile)),
             Experiment::Scalability => scalability(profile),
             Experiment::Snapshots => snapshots(profile),
             Experiment::Throughput => throughput_starts(profile),
@@ -98,7 +98,7 @@ fn config_args(config: &str) -> Vec<String> {
         "--ack-flush-interval",
         "5ms",
     ];
-    let mut a = match config {
+    match config {
         "none" => s(&["--tracking", "none"]),
         "markers" => s(&["--tracking", "markers"]),
         // Engine defaults: shards inside the worker processes, flush when idle.
@@ -118,9 +118,7 @@ fn config_args(config: &str) -> Vec<String> {
             }
             a
         }
-    };
-    a.shrink_to_fit();
-    a
+    }
 }
 
 const TRAFFIC_CONFIGS: &[&str] = &[
@@ -219,7 +217,7 @@ fn chain_args(
 }
 
 /// One-at-a-time sweeps around the defaults (as the paper's figures), configurations interleaved.
-fn sweeps(_p: Profile, configs: &[&str], set: SweepSet) -> Vec<Point> {
+fn sweeps(configs: &[&str], set: SweepSet) -> Vec<Point> {
     let mut pts = Vec::new();
     let (k0, p0, g0) = (set.stages.0, set.processes.0, set.granularity.0);
     let mut coords: Vec<(&str, String, usize, usize, u64)> = Vec::new();

@@ -284,20 +284,22 @@ impl<T: Clone + Send> Vertex for EpochSnapshotVertex<T> {
                         return Ok(Receipt::Kept);
                     }
                 };
-                let parts = if passthrough {
-                    vec![Part {
+                if passthrough {
+                    // No notifications, no epochs: the batch goes straight on.
+                    let whole = Part {
                         epoch: 0,
                         lo: b.lo,
                         hi: b.hi,
                         tag: b.tag,
                         arrived_ns: ctx.now_ns,
                         data: b.data,
-                    }]
-                } else {
-                    split(spec, current, b, ctx)
-                };
-                for p in parts {
-                    if passthrough || (p.epoch <= current && !paused) {
+                    };
+                    process(output, component, whole, ctx);
+                    blocked.set(output.blocked());
+                    return Ok(Receipt::Kept);
+                }
+                for p in split(spec, current, b, ctx) {
+                    if p.epoch <= current && !paused {
                         process(output, component, p, ctx);
                     } else {
                         buffered += p.data.len() as u64;
