@@ -171,6 +171,18 @@ pub struct ChainResult {
     pub tracker_busy_s: Option<f64>,
     /// Tracker time per second of run, summed over shards (`tracker_busy_s / elapsed_s`).
     pub tracker_busy_per_s: Option<f64>,
+    /// CPU seconds per second of run of the dedicated tracker processes, summed over them
+    /// (None without tracker processes). Unlike `tracker_busy_per_s` it includes receiving and
+    /// decoding the ack frames, which is most of a remote tracker's work.
+    pub tracker_process_cpu_per_s: Option<f64>,
+    /// Seconds per second the dedicated tracker processes' threads were runnable but waiting for
+    /// a CPU, summed over them: a tracker that lags with this high is starved by the machine, not
+    /// short of its own speed.
+    pub tracker_process_wait_per_s: Option<f64>,
+    /// CPU seconds per second of run of all processes together (multi-process runs only): near
+    /// the machine's core count, everything competes for CPU and latency grows from waiting to
+    /// be scheduled rather than from any one component's work.
+    pub cpu_per_s: Option<f64>,
     /// The snapshot stages' buffering (snapshot runs only).
     pub snapshot: Option<SnapshotResult>,
 }
@@ -312,6 +324,18 @@ pub fn run(p: &ChainParams) -> Result<ChainResult, RunError> {
     let n = report.source_elements();
     let elapsed_s = report.elapsed.as_secs_f64();
     let busy = report.tracker.as_ref().map(|t| t.busy_s);
+    let first_tracker_process = report.processes - report.tracker_processes;
+    let tracker_sum = |f: fn(&xorflow_runtime::report::ProcessReport) -> f64| {
+        (report.tracker_processes > 0).then(|| {
+            report
+                .per_process
+                .iter()
+                .filter(|pr| pr.process >= first_tracker_process)
+                .map(f)
+                .sum::<f64>()
+                / elapsed_s.max(1e-9)
+        })
+    };
     let snapshot = snapshot.map(|sp| SnapshotResult {
         at: sp.at,
         pause_ms: sp.pause.as_secs_f64() * 1e3,
@@ -366,6 +390,11 @@ pub fn run(p: &ChainParams) -> Result<ChainResult, RunError> {
             .collect(),
         tracker_busy_s: busy,
         tracker_busy_per_s: busy.map(|b| b / elapsed_s.max(1e-9)),
+        tracker_process_cpu_per_s: tracker_sum(|pr| pr.cpu_s),
+        tracker_process_wait_per_s: tracker_sum(|pr| pr.run_queue_wait_s),
+        cpu_per_s: (!report.per_process.is_empty()).then(|| {
+            report.per_process.iter().map(|pr| pr.cpu_s).sum::<f64>() / elapsed_s.max(1e-9)
+        }),
         snapshot,
     })
 }

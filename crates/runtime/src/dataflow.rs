@@ -960,6 +960,8 @@ fn run_built(mut b: Builder) -> Result<RunReport, RunError> {
     }
     drop(wiring);
     let start = Instant::now();
+    let cpu_start_ns = crate::clock::process_cpu_ns();
+    let wait_start_ns = crate::clock::run_queue_wait_ns();
     let results: Vec<_> = std::thread::scope(|s| {
         let handles: Vec<_> = workers
             .into_iter()
@@ -1060,6 +1062,9 @@ fn run_built(mut b: Builder) -> Result<RunReport, RunError> {
     let mut local = ProcessReport {
         process: me,
         elapsed_s: elapsed.as_secs_f64(),
+        cpu_s: (crate::clock::process_cpu_ns() - cpu_start_ns) as f64 * 1e-9,
+        run_queue_wait_s: crate::clock::run_queue_wait_ns().saturating_sub(wait_start_ns) as f64
+            * 1e-9,
         traffic,
         vertices: vertices.iter().map(VertexStats::to_wire).collect(),
         tracker: tracker.clone(),

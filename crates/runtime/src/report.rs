@@ -53,6 +53,16 @@ pub struct ProcessReport {
     pub process: usize,
     /// Its workers' run time, seconds.
     pub elapsed_s: f64,
+    /// CPU time of all its threads (workers, transport, tracker shards) over the same span,
+    /// seconds. For a dedicated tracker process this is the whole cost of tracking there:
+    /// decoding ack frames as well as applying them.
+    #[serde(default)]
+    pub cpu_s: f64,
+    /// Time its threads spent runnable but waiting for a CPU over the same span, seconds
+    /// ([`crate::clock::run_queue_wait_ns`]; threads that exited before the report are missing,
+    /// so it is complete for tracker processes only).
+    #[serde(default)]
+    pub run_queue_wait_s: f64,
     /// Messages it sent, by kind.
     pub traffic: Traffic,
     /// Its vertex counters, in vertex order.
