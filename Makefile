@@ -22,6 +22,8 @@ build:
 lint:
 	$(CARGO) fmt --all -- --check
 	$(CARGO) clippy --workspace --all-targets --release -- -D warnings
+	$(CARGO) fmt --manifest-path peers/timely/Cargo.toml -- --check
+	$(CARGO) clippy --manifest-path peers/timely/Cargo.toml --release -- -D warnings
 
 ## Chain benchmark of docs/benchmarks.md: tracker vs none at g=1 and 1000, K=10, P=2, median of 3.
 bench-chain: build

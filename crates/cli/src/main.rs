@@ -58,6 +58,27 @@ enum Bench {
     Snapshots(StandArgs),
     /// Every experiment above, one after the other.
     All(StandArgs),
+    /// xorflow next to timely dataflow and Apache Flink on the chain (builds the peers in peers/).
+    Peers(PeersArgs),
+    /// Write results folders' CSV, figures and REPORT.md again from their raw.jsonl (no runs).
+    Report {
+        /// Results folders, e.g. bench/results/traffic-20261121T083038Z.
+        #[arg(required = true)]
+        dirs: Vec<PathBuf>,
+    },
+}
+
+/// Options of `bench peers`.
+#[derive(Args)]
+struct PeersArgs {
+    #[command(flatten)]
+    stand: StandArgs,
+    /// Where the peers' projects are (timely/ and flink/).
+    #[arg(long, default_value = "peers")]
+    peers_dir: PathBuf,
+    /// Leave Apache Flink out (no Java or Maven needed).
+    #[arg(long)]
+    no_flink: bool,
 }
 
 /// Options of a bench-stand experiment.
@@ -425,8 +446,37 @@ fn run_chain(a: ChainArgs) -> ExitCode {
     ExitCode::SUCCESS
 }
 
+fn profile_of(a: &StandArgs) -> xorflow_bench::stand::Profile {
+    use xorflow_bench::stand::Profile;
+    if a.smoke {
+        Profile::Smoke
+    } else if a.quick {
+        Profile::Quick
+    } else {
+        Profile::Full
+    }
+}
+
+fn run_peers(a: PeersArgs) -> ExitCode {
+    let exe = match std::env::current_exe() {
+        Ok(e) => e,
+        Err(e) => {
+            eprintln!("error: cannot find own executable: {e}");
+            return ExitCode::from(1);
+        }
+    };
+    let profile = profile_of(&a.stand);
+    match xorflow_bench::stand::peers::run(profile, &a.stand.out, &exe, &a.peers_dir, !a.no_flink) {
+        Ok(_) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("error: {e:#}");
+            ExitCode::from(1)
+        }
+    }
+}
+
 fn run_stand(b: Bench) -> ExitCode {
-    use xorflow_bench::stand::{experiments, Profile, StandOptions};
+    use xorflow_bench::stand::{experiments, StandOptions};
     let (experiments, a) = match b {
         Bench::Chain(_) => unreachable!("handled by run_chain"),
         Bench::Traffic(a) => (vec![experiments::Experiment::Traffic], a),
@@ -435,14 +485,9 @@ fn run_stand(b: Bench) -> ExitCode {
         Bench::Scalability(a) => (vec![experiments::Experiment::Scalability], a),
         Bench::Snapshots(a) => (vec![experiments::Experiment::Snapshots], a),
         Bench::All(a) => (experiments::ALL.to_vec(), a),
+        Bench::Peers(_) | Bench::Report { .. } => unreachable!("handled in main"),
     };
-    let profile = if a.smoke {
-        Profile::Smoke
-    } else if a.quick {
-        Profile::Quick
-    } else {
-        Profile::Full
-    };
+    let profile = profile_of(&a);
     let exe = match std::env::current_exe() {
         Ok(e) => e,
         Err(e) => {
@@ -482,6 +527,21 @@ fn main() -> ExitCode {
         Command::Bench {
             bench: Bench::Chain(a),
         } => run_chain(a),
+        Command::Bench {
+            bench: Bench::Peers(a),
+        } => run_peers(a),
+        Command::Bench {
+            bench: Bench::Report { dirs },
+        } => {
+            for d in &dirs {
+                if let Err(e) = xorflow_bench::stand::rewrite_report(d) {
+                    eprintln!("error: {e:#}");
+                    return ExitCode::from(1);
+                }
+                eprintln!("{}", d.join("REPORT.md").display());
+            }
+            ExitCode::SUCCESS
+        }
         Command::Bench { bench } => run_stand(bench),
     }
 }

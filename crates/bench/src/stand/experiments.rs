@@ -243,6 +243,7 @@ fn sweeps(configs: &[&str], set: SweepSet) -> Vec<Point> {
                     config: c.to_string(),
                     rep,
                     args,
+                    program: None,
                 });
             }
         }
@@ -271,6 +272,7 @@ fn scalability(p: Profile) -> Vec<Point> {
                     config: c.into(),
                     rep,
                     args,
+                    program: None,
                 });
             }
         }
@@ -307,6 +309,7 @@ fn snapshots(p: Profile) -> Vec<Point> {
                     config: c.into(),
                     rep,
                     args,
+                    program: None,
                 });
             }
         }
@@ -320,10 +323,15 @@ fn throughput_starts(p: Profile) -> Vec<Point> {
         Profile::Smoke => (&["none", "tracker-default"], &[100]),
         _ => (&["none", "tracker-default", "markers"], &[1, 100]),
     };
+    // Near saturation one run's verdict is noisy (p99 swings by 5x between neighbouring rates),
+    // so the full profile repeats the whole search and the report takes the median.
+    let reps = if p == Profile::Full { 3 } else { 1 };
     let mut pts = Vec::new();
-    for &g in gs {
-        for &c in configs {
-            pts.push(throughput_point(p, c, g, 250_000.0, 1));
+    for rep in 1..=reps {
+        for &g in gs {
+            for &c in configs {
+                pts.push(throughput_point(p, c, g, 250_000.0, rep));
+            }
         }
     }
     pts
@@ -347,6 +355,7 @@ fn throughput_point(p: Profile, config: &str, g: u64, rate: f64, rep: usize) -> 
         config: config.into(),
         rep,
         args,
+        program: None,
     }
 }
 
@@ -375,6 +384,7 @@ fn throughput_search(runner: &mut Runner, starts: Vec<Point>, profile: Profile) 
     for start in starts {
         let g: u64 = start.value.parse().unwrap_or(1);
         let config = start.config.clone();
+        let rep = start.rep;
         let rate_of = |p: &Point| {
             let i = p.args.iter().position(|a| a == "--rate").expect("rate arg");
             p.args[i + 1].parse::<f64>().expect("rate value")
@@ -408,7 +418,7 @@ fn throughput_search(runner: &mut Runner, starts: Vec<Point>, profile: Profile) 
                 (None, None) => break,
             };
             runner.bar.inc_length(1);
-            point = throughput_point(profile, &config, g, next.round(), 1);
+            point = throughput_point(profile, &config, g, next.round(), rep);
         }
     }
     out

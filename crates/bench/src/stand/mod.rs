@@ -7,6 +7,7 @@
 //! for the paper's virtual machines (one worker each, as the paper's single-CPU VMs).
 
 pub mod experiments;
+pub mod peers;
 pub mod plot;
 pub mod report;
 
@@ -53,6 +54,33 @@ pub struct Point {
     pub rep: usize,
     /// Arguments after `bench chain` (`--json` is added).
     pub args: Vec<String>,
+    /// Another program instead (a peer system): the whole command line, program first, `--json`
+    /// included; `args` is then unused.
+    pub program: Option<Vec<String>>,
+}
+
+impl Point {
+    /// The command line a runner with executable `exe` runs for this point.
+    fn command(&self, exe: &Path) -> Vec<String> {
+        match &self.program {
+            Some(p) => p.clone(),
+            None => {
+                let mut c = vec![exe.display().to_string(), "bench".into(), "chain".into()];
+                c.push("--json".into());
+                c.extend(self.args.iter().cloned());
+                c
+            }
+        }
+    }
+
+    /// The program's command line as one string (peers; empty for chain points, whose
+    /// command is `xorflow bench chain --json` and the arguments).
+    pub fn command_line(&self) -> String {
+        self.program
+            .as_ref()
+            .map(|p| p.join(" "))
+            .unwrap_or_default()
+    }
 }
 
 /// A point and what its run reported (`None` with the reason when it failed).
@@ -109,7 +137,7 @@ impl Runner {
         self.bar
             .set_message(format!("{}={} {}", p.sweep, p.value, p.config));
         let t0 = Instant::now();
-        let (result, error) = match self.run_chain(&p.args) {
+        let (result, error) = match self.run_command(&p.command(&self.exe)) {
             Ok(v) => (Some(v), None),
             Err(e) => {
                 self.bar.println(format!(
@@ -128,23 +156,17 @@ impl Runner {
         }
     }
 
-    fn run_chain(&mut self, args: &[String]) -> Result<Value> {
-        let _ = writeln!(
-            self.log,
-            "$ {} bench chain --json {}",
-            self.exe.display(),
-            args.join(" ")
-        );
+    fn run_command(&mut self, cmd: &[String]) -> Result<Value> {
+        let _ = writeln!(self.log, "$ {}", cmd.join(" "));
         let dir = tempfile::tempdir()?;
         let (out_path, err_path) = (dir.path().join("out"), dir.path().join("err"));
-        let mut child = Command::new(&self.exe)
-            .args(["bench", "chain", "--json"])
-            .args(args)
+        let mut child = Command::new(&cmd[0])
+            .args(&cmd[1..])
             .stdin(Stdio::null())
             .stdout(std::fs::File::create(&out_path)?)
             .stderr(std::fs::File::create(&err_path)?)
             .spawn()
-            .with_context(|| format!("cannot start '{}'", self.exe.display()))?;
+            .with_context(|| format!("cannot start '{}'", cmd[0]))?;
         let t0 = Instant::now();
         let status = loop {
             if let Some(s) = child.try_wait()? {
@@ -178,7 +200,7 @@ impl Runner {
 }
 
 /// Facts about the run recorded with the results.
-#[derive(Clone, Debug, serde::Serialize)]
+#[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
 pub struct Meta {
     /// The command line as typed.
     pub command: String,
@@ -275,4 +297,63 @@ pub fn run(o: &StandOptions) -> Result<Vec<PathBuf>> {
         dirs.push(dir);
     }
     Ok(dirs)
+}
+
+/// Writes an experiment's CSV, figures and REPORT.md again from the `meta.json` and `raw.jsonl`
+/// of its results folder (after the report code changed; no run is repeated). The experiment is
+/// the folder name's prefix (`traffic-20261121T083038Z` is traffic).
+///
+/// # Errors
+/// The folder's name names no experiment, or its files are missing or unreadable.
+pub fn rewrite_report(dir: &Path) -> Result<()> {
+    let name = dir
+        .file_name()
+        .map(|n| n.to_string_lossy().to_string())
+        .unwrap_or_default();
+    let prefix = name.rsplit_once('-').map_or(name.as_str(), |(p, _)| p);
+    let read = |f: &str| {
+        std::fs::read_to_string(dir.join(f))
+            .with_context(|| format!("cannot read '{}'", dir.join(f).display()))
+    };
+    let meta: Meta = serde_json::from_str(&read("meta.json")?).context("meta.json")?;
+    let mut outcomes = Vec::new();
+    for (i, line) in read("raw.jsonl")?.lines().enumerate() {
+        let v: Value = serde_json::from_str(line)
+            .with_context(|| format!("raw.jsonl line {}: not JSON", i + 1))?;
+        let text = |k: &str| v[k].as_str().unwrap_or_default().to_string();
+        let strings = |k: &str| -> Option<Vec<String>> {
+            v[k].as_array().map(|a| {
+                a.iter()
+                    .map(|x| x.as_str().unwrap_or_default().to_string())
+                    .collect()
+            })
+        };
+        outcomes.push(Outcome {
+            point: Point {
+                sweep: text("sweep"),
+                value: text("value"),
+                config: text("config"),
+                rep: v["rep"].as_u64().unwrap_or(1) as usize,
+                args: strings("args").unwrap_or_default(),
+                program: strings("program"),
+            },
+            result: Some(v["result"].clone()).filter(|r| !r.is_null()),
+            error: v["error"].as_str().map(str::to_string),
+            wall_s: v["wall_s"].as_f64().unwrap_or(0.0),
+        });
+    }
+    if prefix == "peers" {
+        let peers = peers::Peers {
+            timely: PathBuf::new(),
+            flink: outcomes
+                .iter()
+                .any(|o| o.point.config.starts_with("flink"))
+                .then(Vec::new),
+            java_version: None,
+        };
+        return peers::write(dir, &meta, &peers, &outcomes);
+    }
+    let e = experiments::Experiment::parse(prefix)
+        .map_err(|e| anyhow::anyhow!("'{}': {e}", dir.display()))?;
+    report::write(e, dir, &meta, &outcomes)
 }

@@ -1,0 +1,110 @@
+//! `xorflow bench peers --smoke --no-flink` end to end (what CI runs of the peers: the timely peer
+//! is built and run next to xorflow; Flink needs a JVM and a Maven download, so CI leaves it out).
+//! The peer's own checks matter here: it exits non-zero unless every element reached a sink.
+
+use assert_cmd::Command;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+use xorflow_bench::stand::peers::PEER_COLUMNS;
+
+fn peers_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../peers")
+}
+
+#[test]
+fn smoke_run_compares_xorflow_and_timely() {
+    let out = tempfile::tempdir().unwrap();
+    let run = Command::cargo_bin("xorflow")
+        .unwrap()
+        .args(["bench", "peers", "--smoke", "--no-flink", "--out"])
+        .arg(out.path())
+        .arg("--peers-dir")
+        .arg(peers_dir())
+        // The first build of the timely peer compiles timely (about 2 minutes on 2 cores).
+        .timeout(Duration::from_secs(900))
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&run.stderr);
+    assert!(
+        run.status.success(),
+        "bench peers --smoke failed:\n{stderr}"
+    );
+    let dir = std::fs::read_dir(out.path())
+        .unwrap()
+        .map(|d| d.unwrap().path())
+        .find(|p| {
+            p.file_name()
+                .unwrap()
+                .to_string_lossy()
+                .starts_with("peers-")
+        })
+        .expect("a peers-<time> folder");
+    let mut r = csv::Reader::from_path(dir.join("results.csv")).unwrap();
+    let header: Vec<String> = r.headers().unwrap().iter().map(str::to_string).collect();
+    assert_eq!(header, PEER_COLUMNS, "results.csv columns");
+    let col = |name: &str| header.iter().position(|h| h == name).unwrap();
+    let rows: Vec<csv::StringRecord> = r.records().map(|x| x.unwrap()).collect();
+    let mut seen = std::collections::BTreeSet::new();
+    for row in &rows {
+        assert_eq!(&row[col("ok")], "true", "a run failed: {row:?}");
+        let sys = row[col("config")].to_string();
+        assert!(
+            sys == "xorflow" || sys == "timely",
+            "unexpected system {sys}"
+        );
+        seen.insert((row[col("sweep")].to_string(), sys.clone()));
+        let eps: f64 = row[col("elements_per_s")].parse().unwrap();
+        assert!(eps > 1000.0, "{sys}: {eps} elements/s");
+        if &row[col("sweep")] == "latency" {
+            let rate: f64 = row[col("rate")].parse().unwrap();
+            let achieved: f64 = row[col("achieved_rate")].parse().unwrap();
+            assert!(achieved > 0.5 * rate && achieved < 1.1 * rate, "{row:?}");
+            let p99: f64 = row[col("notification_p99_us")].parse().unwrap();
+            assert!(p99 > 0.0, "{row:?}");
+        }
+        if sys == "timely" {
+            assert_eq!(&row[col("engine")], "timely");
+            assert_eq!(&row[col("version")], "0.31.0");
+        }
+    }
+    for sweep in ["stages", "granularity", "latency"] {
+        for sys in ["xorflow", "timely"] {
+            assert!(
+                seen.contains(&(sweep.to_string(), sys.to_string())),
+                "no {sys} run in the {sweep} sweep"
+            );
+        }
+    }
+    let report = std::fs::read_to_string(dir.join("REPORT.md")).unwrap();
+    assert!(report.contains("xorflow / timely"), "ratio column missing");
+    for fig in ["peers_throughput_by_stages.png", "peers_latency_p99.png"] {
+        assert!(dir.join(fig).is_file(), "{fig} missing");
+        assert!(report.contains(fig), "REPORT.md does not link {fig}");
+    }
+}
+
+#[test]
+fn missing_peers_dir_is_named() {
+    let out = tempfile::tempdir().unwrap();
+    let run = Command::cargo_bin("xorflow")
+        .unwrap()
+        .args([
+            "bench",
+            "peers",
+            "--smoke",
+            "--no-flink",
+            "--peers-dir",
+            "/nonexistent/peers",
+        ])
+        .arg("--out")
+        .arg(out.path())
+        .timeout(Duration::from_secs(30))
+        .output()
+        .unwrap();
+    assert_eq!(run.status.code(), Some(1));
+    let stderr = String::from_utf8_lossy(&run.stderr);
+    assert!(
+        stderr.contains("/nonexistent/peers/timely/Cargo.toml"),
+        "stderr: {stderr}"
+    );
+}
