@@ -451,13 +451,26 @@ pub fn write(dir: &Path, meta: &Meta, peers: &Peers, outcomes: &[Outcome]) -> Re
         let _ = writeln!(md, "![{}]({file})\n", chart.title);
         Ok(())
     };
+    // The systems that ran in a sweep, in first-seen order.
+    let configs_in = |sweep: &str| -> Vec<String> {
+        m.configs
+            .iter()
+            .filter(|c| {
+                outcomes
+                    .iter()
+                    .any(|o| o.point.sweep == sweep && &o.point.config == *c)
+            })
+            .cloned()
+            .collect()
+    };
     let peer_cols = |md: &mut String, sweep: &str, col: &str, digits: usize, peers: &[&str]| {
         let Some(values) = m.values.get(sweep) else {
             return;
         };
+        let configs = configs_in(sweep);
         let mut head = format!("| {} |", super::report::sweep_label(sweep));
         let mut rule = String::from("|---|");
-        for c in &m.configs {
+        for c in &configs {
             let _ = write!(head, " {c} |");
             rule.push_str("---:|");
         }
@@ -468,7 +481,7 @@ pub fn write(dir: &Path, meta: &Meta, peers: &Peers, outcomes: &[Outcome]) -> Re
         let _ = writeln!(md, "{head}\n{rule}");
         for v in values {
             let mut row = format!("| {v} |");
-            for c in &m.configs {
+            for c in &configs {
                 let _ = write!(row, " {} |", num(m.get(sweep, v, c, col), digits));
             }
             for p in peers {
@@ -560,7 +573,7 @@ pub fn write(dir: &Path, meta: &Meta, peers: &Peers, outcomes: &[Outcome]) -> Re
     if let Some(values) = m.values.get("latency") {
         md.push_str("| granularity | system | achieved elements/s | element p50 | element p99 |\n|---|---|---:|---:|---:|\n");
         for v in values {
-            for c in &m.configs {
+            for c in &configs_in("latency") {
                 let g = |col| m.get("latency", v, c, col);
                 let _ = writeln!(
                     md,
