@@ -29,7 +29,7 @@ fn smoke_run_compares_xorflow_and_timely() {
         run.status.success(),
         "bench peers --smoke failed:\n{stderr}"
     );
-    let dir = std::fs::read_dir(out.path())
+    let dir = std::fs::read_dir(out.path().join("peers"))
         .unwrap()
         .map(|d| d.unwrap().path())
         .find(|p| {

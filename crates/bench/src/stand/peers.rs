@@ -644,7 +644,7 @@ pub fn write(dir: &Path, meta: &Meta, peers: &Peers, outcomes: &[Outcome]) -> Re
     Ok(())
 }
 
-/// Builds the peers, runs every point and writes the results folder `<out_root>/peers-<UTC>`.
+/// Builds the peers, runs every point and writes the results folder `<out_root>/peers/peers-<UTC>`.
 ///
 /// # Errors
 /// A build fails, or a folder or file cannot be written.
@@ -657,7 +657,8 @@ pub fn run(
 ) -> Result<PathBuf> {
     let peers = build(peers_dir, with_flink)?;
     let stamp = chrono::Utc::now().format("%Y%m%dT%H%M%SZ").to_string();
-    let dir = out_root.join(format!("peers-{stamp}"));
+    // Peers runs keep to their own folder: `<out>/peers/peers-<UTC>`.
+    let dir = out_root.join("peers").join(format!("peers-{stamp}"));
     std::fs::create_dir_all(&dir).with_context(|| format!("cannot create '{}'", dir.display()))?;
     let meta = Meta::collect(profile);
     std::fs::write(dir.join("meta.json"), serde_json::to_string_pretty(&meta)?)?;
