@@ -6,13 +6,18 @@
 /// stand's end-to-end latency). Hosts do not share it.
 #[inline]
 pub fn now_ns() -> u64 {
+    read_ns(libc::CLOCK_MONOTONIC)
+}
+
+#[inline]
+fn read_ns(clock: libc::clockid_t) -> u64 {
     let mut ts = libc::timespec {
         tv_sec: 0,
         tv_nsec: 0,
     };
     // SAFETY: clock_gettime writes one timespec into the valid, exclusively borrowed `ts`.
     unsafe {
-        libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts);
+        libc::clock_gettime(clock, &mut ts);
     }
     ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
 }
@@ -20,15 +25,7 @@ pub fn now_ns() -> u64 {
 /// CPU time (user + system) consumed so far by all threads of this process, ns
 /// (`CLOCK_PROCESS_CPUTIME_ID`). A system call (~0.5 us here): read it per run, not per element.
 pub fn process_cpu_ns() -> u64 {
-    let mut ts = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: clock_gettime writes one timespec into the valid, exclusively borrowed `ts`.
-    unsafe {
-        libc::clock_gettime(libc::CLOCK_PROCESS_CPUTIME_ID, &mut ts);
-    }
-    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+    read_ns(libc::CLOCK_PROCESS_CPUTIME_ID)
 }
 
 /// Time the live threads of this process have spent runnable but waiting for a CPU, ns: the sum

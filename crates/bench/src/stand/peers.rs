@@ -401,18 +401,11 @@ pub fn write(dir: &Path, meta: &Meta, peers: &Peers, outcomes: &[Outcome]) -> Re
     let failed: Vec<&Outcome> = outcomes.iter().filter(|o| o.result.is_none()).collect();
     let mut md = format!(
         "# Peers: xorflow, timely dataflow and Apache Flink on seed 000's chain ({} profile)\n\n\
-         - command: `{}`\n- git: {}\n- started: {}\n- machine: {} CPUs ({}), {:.1} GiB, Linux {}\n\
-         - runs: {} ({} failed; see results.csv and runs.log), medians over repetitions\n\
+         {}- runs: {} ({} failed; see results.csv and runs.log), medians over repetitions\n\
          - every system: {WORKERS} worker threads in one process; systems alternate within each \
          point\n",
         meta.profile,
-        meta.command,
-        meta.git,
-        meta.started_utc,
-        meta.cpus,
-        meta.cpu_model,
-        meta.memory_gib,
-        meta.kernel,
+        super::report::meta_lines(meta),
         outcomes.len(),
         failed.len(),
     );
@@ -440,16 +433,7 @@ pub fn write(dir: &Path, meta: &Meta, peers: &Peers, outcomes: &[Outcome]) -> Re
     }
     md.push('\n');
     let fig = |chart: super::plot::BarChart, file: &str, md: &mut String| -> Result<()> {
-        if chart
-            .series
-            .iter()
-            .all(|s| s.values.iter().all(Option::is_none))
-        {
-            return Ok(());
-        }
-        chart.draw_png(&dir.join(file))?;
-        let _ = writeln!(md, "![{}]({file})\n", chart.title);
-        Ok(())
+        super::report::figure(dir, chart, file, false, md)
     };
     // The systems that ran in a sweep, in first-seen order.
     let configs_in = |sweep: &str| -> Vec<String> {

@@ -308,6 +308,49 @@ pub(super) fn num(v: Option<f64>, digits: usize) -> String {
     v.map_or("n/a".into(), |x| format!("{x:.digits$}"))
 }
 
+/// Draws `chart` into `dir/file` (bars horizontal if asked) and links it from `md`; draws nothing
+/// when no value was measured (e.g. every run failed).
+///
+/// # Errors
+/// The figure cannot be drawn or written.
+pub(super) fn figure(
+    dir: &Path,
+    chart: BarChart,
+    file: &str,
+    horizontal: bool,
+    md: &mut String,
+) -> Result<()> {
+    if chart
+        .series
+        .iter()
+        .all(|s| s.values.iter().all(Option::is_none))
+    {
+        return Ok(());
+    }
+    let path = dir.join(file);
+    if horizontal {
+        chart.draw_png_horizontal(&path)?;
+    } else {
+        chart.draw_png(&path)?;
+    }
+    let _ = writeln!(md, "![{}]({file})\n", chart.title);
+    Ok(())
+}
+
+/// The machine and run facts every report opens with, as markdown list lines.
+pub(super) fn meta_lines(meta: &Meta) -> String {
+    format!(
+        "- command: `{}`\n- git: {}\n- started: {}\n- machine: {} CPUs ({}), {:.1} GiB, Linux {}\n",
+        meta.command,
+        meta.git,
+        meta.started_utc,
+        meta.cpus,
+        meta.cpu_model,
+        meta.memory_gib,
+        meta.kernel,
+    )
+}
+
 /// Writes raw.jsonl: every run's full JSON result, one per line with its point, for later
 /// analysis.
 ///
@@ -339,18 +382,10 @@ pub fn write(e: Experiment, dir: &Path, meta: &Meta, outcomes: &[Outcome]) -> Re
     let m = Medians::new(outcomes);
     let failed = outcomes.iter().filter(|o| o.result.is_none()).count();
     let mut md = format!(
-        "# Seed 000, {}: {} profile\n\n\
-         - command: `{}`\n- git: {}\n- started: {}\n- machine: {} CPUs ({}), {:.1} GiB, Linux {}\n\
-         - runs: {} ({} failed; see results.csv and runs.log)\n\n",
+        "# Seed 000, {}: {} profile\n\n{}- runs: {} ({} failed; see results.csv and runs.log)\n\n",
         e.name(),
         meta.profile,
-        meta.command,
-        meta.git,
-        meta.started_utc,
-        meta.cpus,
-        meta.cpu_model,
-        meta.memory_gib,
-        meta.kernel,
+        meta_lines(meta),
         outcomes.len(),
         failed
     );
@@ -394,22 +429,7 @@ pub fn write(e: Experiment, dir: &Path, meta: &Meta, outcomes: &[Outcome]) -> Re
         }
     }
     let fig = |chart: BarChart, file: &str, md: &mut String| -> Result<()> {
-        if chart
-            .series
-            .iter()
-            .all(|s| s.values.iter().all(Option::is_none))
-        {
-            return Ok(()); // nothing measured (e.g. every run failed)
-        }
-        let horizontal = file.contains("latencies");
-        let path = dir.join(file);
-        if horizontal {
-            chart.draw_png_horizontal(&path)?;
-        } else {
-            chart.draw_png(&path)?;
-        }
-        let _ = writeln!(md, "![{}]({file})\n", chart.title);
-        Ok(())
+        figure(dir, chart, file, file.contains("latencies"), md)
     };
     match e {
         Experiment::Traffic => {
