@@ -490,6 +490,17 @@ fn bench_chain_json() {
         assert_eq!(v["tracking"], tracking, "{v}");
         if tracking == "tracker" {
             assert!(v["latency_p50_us"].is_number(), "{v}");
+            // Measured from the last arrival at any sink instance: one sample per (instance, slot)
+            // the instance received, each no later than the per-instance one.
+            let any = &v["notification_latency_any"];
+            assert!(any["count"].as_u64().unwrap() > 0, "{v}");
+            for q in ["p50", "p99"] {
+                let own = v[format!("latency_{q}_us")].as_f64().unwrap();
+                let a = any[format!("{q}_us")].as_f64().unwrap();
+                assert!(a <= own, "{q}: from any {a} > per instance {own}: {v}");
+            }
+        } else {
+            assert_eq!(v["notification_latency_any"]["count"], 0, "{v}");
         }
     }
 }

@@ -1047,6 +1047,9 @@ fn run_built(mut b: Builder) -> Result<RunReport, RunError> {
             vertices[i].merge(s);
         }
     }
+    for v in &mut vertices {
+        v.settle_slot_log();
+    }
     let mut tracker: Option<TrackerStats> = None;
     for a in agents.iter().flatten() {
         tracker

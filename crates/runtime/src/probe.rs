@@ -21,6 +21,79 @@ pub struct ArrivalProbe {
     /// Elements that arrived for a slot the vertex had already been told was complete. Must be 0
     /// with trAcker; counted rather than ignored so a violation shows in reports.
     pub below_frontier: u64,
+    /// Per-slot records for [`SlotLog::settle`], kept when set (sinks with the latency probe on).
+    pub log: Option<SlotLog>,
+}
+
+/// One slot as one instance saw it: when its last element arrived and when the instance learnt the
+/// slot was complete (ns from [`crate::clock::now_ns`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SlotRecord {
+    /// The slot.
+    pub slot: Slot,
+    /// Arrival of the slot's last element at this instance, ns.
+    pub last_arrival_ns: u64,
+    /// The notification covering the slot, ns.
+    pub notified_ns: u64,
+}
+
+/// Per-slot records of the instances of one vertex, to measure notification latency as seed 000
+/// (section 5.2.1) defines it: from the substream's last element arriving *anywhere* (its bench
+/// stand received all sink output) to the notification. [`ArrivalProbe`]'s own samples start at the
+/// last arrival at the same instance, so they also contain the skew between partitions: how much
+/// later the slot's last element reached another instance. The difference between the two is data
+/// path jitter, not tracking.
+///
+/// 24 bytes per slot and instance, at most [`SlotLog::CAP`] records per instance (the rest are
+/// counted in `dropped`).
+#[derive(Clone, Debug, Default)]
+pub struct SlotLog {
+    /// Records, in slot order per instance.
+    pub records: Vec<SlotRecord>,
+    /// Records not kept because the log was full.
+    pub dropped: u64,
+}
+
+impl SlotLog {
+    /// Records kept per instance (24 MiB).
+    pub const CAP: usize = 1 << 20;
+
+    #[inline]
+    fn push(&mut self, r: SlotRecord) {
+        if self.records.len() < Self::CAP {
+            self.records.push(r);
+        } else {
+            self.dropped += 1;
+        }
+    }
+
+    /// Appends another instance's records.
+    pub fn append(&mut self, o: &mut SlotLog) {
+        self.records.append(&mut o.records);
+        self.dropped += o.dropped;
+    }
+
+    /// Appends a copy of another instance's records.
+    pub fn extend_from(&mut self, o: &SlotLog) {
+        self.records.extend_from_slice(&o.records);
+        self.dropped += o.dropped;
+    }
+
+    /// Consumes the records of all instances and feeds `sample(ns)` once per record: its
+    /// notification minus the latest last arrival of the same slot over all instances. A
+    /// notification cannot precede that arrival under trAcker; if it did, the sample is 0 and
+    /// [`ArrivalProbe::below_frontier`] counts the element.
+    pub fn settle(&mut self, mut sample: impl FnMut(u64)) {
+        let mut r = std::mem::take(&mut self.records);
+        // Stable: records of one slot keep their instance order.
+        r.sort_by_key(|x| x.slot);
+        for group in r.chunk_by(|a, b| a.slot == b.slot) {
+            let last = group.iter().map(|x| x.last_arrival_ns).max().unwrap_or(0);
+            for x in group {
+                sample(x.notified_ns.saturating_sub(last));
+            }
+        }
+    }
 }
 
 const SPAN: u64 = 1 << 24;
@@ -115,6 +188,13 @@ impl ArrivalProbe {
             for s in self.base..frontier.min(self.top) {
                 let v = std::mem::take(&mut self.ring[s as usize & mask]);
                 if v != 0 {
+                    if let Some(log) = &mut self.log {
+                        log.push(SlotRecord {
+                            slot: s,
+                            last_arrival_ns: v,
+                            notified_ns: seen_ns,
+                        });
+                    }
                     if v != run_v && run_n > 0 {
                         sample(seen_ns.saturating_sub(run_v), run_n);
                         run_n = 0;
@@ -133,7 +213,15 @@ impl ArrivalProbe {
             if *e.key() >= frontier {
                 break;
             }
-            sample(seen_ns.saturating_sub(e.remove()), 1);
+            let (slot, v) = e.remove_entry();
+            if let Some(log) = &mut self.log {
+                log.push(SlotRecord {
+                    slot,
+                    last_arrival_ns: v,
+                    notified_ns: seen_ns,
+                });
+            }
+            sample(seen_ns.saturating_sub(v), 1);
         }
         // Far entries that now fall inside the span move into the ring.
         while let Some(e) = self.far.first_entry() {
@@ -172,5 +260,42 @@ mod tests {
         assert_eq!(s, vec![(500, 10)]);
         p.record(1, 400);
         assert_eq!(p.below_frontier, 1);
+    }
+
+    /// Two instances of a sink; slot 0's last element reaches instance b 70 ns after instance a's.
+    /// Per instance, a waited 100 and b 30; from the last arrival anywhere both waited 30 and 50.
+    #[test]
+    fn slot_log_measures_from_the_last_arrival_at_any_instance() {
+        let (mut a, mut b) = (ArrivalProbe::default(), ArrivalProbe::default());
+        a.log = Some(SlotLog::default());
+        b.log = Some(SlotLog::default());
+        a.record(0, 1000);
+        b.record(0, 1070);
+        a.record(1, 1100); // slot 1 only at a
+        let (mut sa, mut sb) = (vec![], vec![]);
+        a.complete(2, 1100, |x, _| sa.push(x));
+        b.complete(2, 1120, |x, _| sb.push(x));
+        assert_eq!(sa, vec![100, 0]);
+        assert_eq!(sb, vec![50]);
+        let mut log = a.log.take().unwrap();
+        log.append(b.log.as_mut().unwrap());
+        let mut any = vec![];
+        log.settle(|x| any.push(x));
+        // Slot 0: a notified at 1100, b at 1120, last arrival anywhere 1070. Slot 1: a only.
+        assert_eq!(any, vec![30, 50, 0]);
+        assert!(log.records.is_empty());
+    }
+
+    #[test]
+    fn slot_log_counts_what_it_cannot_keep() {
+        let mut log = SlotLog::default();
+        for slot in 0..SlotLog::CAP as u64 + 3 {
+            log.push(SlotRecord {
+                slot,
+                last_arrival_ns: 1,
+                notified_ns: 2,
+            });
+        }
+        assert_eq!((log.records.len(), log.dropped), (SlotLog::CAP, 3));
     }
 }

@@ -1,5 +1,6 @@
 //! Per-vertex counters and the notification-latency histogram.
 
+use crate::probe::SlotLog;
 use hdrhistogram::serialization::{Deserializer, Serializer, V2Serializer};
 use hdrhistogram::Histogram;
 use serde::{Deserialize, Serialize};
@@ -110,7 +111,19 @@ pub struct VertexStats {
     /// Named histograms of the operator or user code (merged over instances), e.g. a sink's
     /// end-to-end element latency in ns; made with [`histogram`].
     pub histograms: BTreeMap<String, Histogram<u64>>,
+    /// Per-slot records of the instances merged so far in this process; turned into the
+    /// [`NOTIFICATION_LATENCY_ANY`] histogram by [`VertexStats::settle_slot_log`] and never sent
+    /// between processes.
+    pub slot_log: SlotLog,
 }
+
+/// Histogram of a sink's notification latency in ns measured from the substream's last arrival at
+/// any instance of the process (seed 000's definition; see [`SlotLog`]). Across processes the
+/// histograms are merged, each measured against its own process's instances.
+pub const NOTIFICATION_LATENCY_ANY: &str = "notification_latency_any_ns";
+
+/// Counter of slot records a sink could not keep for [`NOTIFICATION_LATENCY_ANY`].
+pub const SLOT_LOG_DROPPED: &str = "slot_log_dropped";
 
 impl VertexStats {
     /// Zeroed counters for vertex `name`.
@@ -127,6 +140,22 @@ impl VertexStats {
             measured: MeasuredSpan::default(),
             counters: BTreeMap::new(),
             histograms: BTreeMap::new(),
+            slot_log: SlotLog::default(),
+        }
+    }
+
+    /// Turns the per-slot records of all instances merged so far into the
+    /// [`NOTIFICATION_LATENCY_ANY`] histogram (and [`SLOT_LOG_DROPPED`]); call once every instance
+    /// of the process is merged.
+    pub fn settle_slot_log(&mut self) {
+        if self.slot_log.records.is_empty() && self.slot_log.dropped == 0 {
+            return;
+        }
+        let mut log = std::mem::take(&mut self.slot_log);
+        let h = self.histogram_mut(NOTIFICATION_LATENCY_ANY);
+        log.settle(|ns| h.saturating_record(ns.max(1)));
+        if log.dropped > 0 {
+            self.count(SLOT_LOG_DROPPED, log.dropped);
         }
     }
 
@@ -184,6 +213,7 @@ impl VertexStats {
             // Both come from `histogram()`; a value beyond its range was saturated when recorded.
             let _ = self.histogram_mut(k).add(h);
         }
+        self.slot_log.extend_from(&o.slot_log);
     }
 
     /// The wire form.

@@ -65,6 +65,9 @@ impl<T: Send, S: Sink<T>> Vertex for SinkVertex<T, S> {
         let (sink, probe) = (&mut self.sink, &mut self.probe);
         let mut measured = crate::stats::MeasuredSpan::default();
         let probe_on = ctx.mode != TrackingMode::None && ctx.latency_probe;
+        if probe_on && probe.log.is_none() {
+            probe.log = Some(crate::probe::SlotLog::default());
+        }
         let warm = ctx.warmup_until;
         let mut aligned = None;
         let n = drain_input(
@@ -134,6 +137,9 @@ impl<T: Send, S: Sink<T>> Vertex for SinkVertex<T, S> {
     fn stats(&mut self) -> VertexStats {
         let mut s = self.stats.clone();
         s.below_frontier = self.probe.below_frontier;
+        if let Some(log) = &mut self.probe.log {
+            s.slot_log.append(log);
+        }
         self.sink.report(&mut s);
         s
     }
