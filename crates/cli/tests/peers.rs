@@ -61,6 +61,15 @@ fn smoke_run_compares_xorflow_and_timely() {
             assert!(achieved > 0.5 * rate && achieved < 1.1 * rate, "{row:?}");
             let p99: f64 = row[col("notification_p99_us")].parse().unwrap();
             assert!(p99 > 0.0, "{row:?}");
+            // From the last arrival anywhere is never later than from the last arrival at the
+            // notified instance: sample by sample, the reference point is the same or later.
+            for q in ["p50", "p99"] {
+                let own: f64 = row[col(&format!("notification_{q}_us"))].parse().unwrap();
+                let any: f64 = row[col(&format!("notification_any_{q}_us"))]
+                    .parse()
+                    .unwrap();
+                assert!(any > 0.0 && any <= own, "{sys} {q}: any {any} own {own}");
+            }
         }
         if sys == "timely" {
             assert_eq!(&row[col("engine")], "timely");

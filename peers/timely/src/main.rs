@@ -13,9 +13,14 @@
 //!
 //! Measured, after the first `--warmup` ids:
 //! - notification latency: per sink and timestamp, the arrival of its last element to the sink
-//!   observing the frontier pass it, us;
+//!   observing the frontier pass it, us; and the same from the timestamp's last arrival at *any*
+//!   sink (seed 000's definition, as `xorflow bench chain` reports it too);
 //! - element latency: due time at the input to arrival at the sink, us (no coordinated omission);
 //! - elements/s: all emitted elements over the time from the start to every worker finishing.
+//!
+//! The input is flushed after every batch of sends (as xorflow's source sends partial batches):
+//! otherwise timely buffers a timestamp's elements until the timestamp advances or its buffer fills,
+//! which trades element latency for fewer, larger messages.
 //!
 //! In-flight elements are bounded (`--max-in-flight`): timely has no backpressure of its own, and an
 //! unlimited input would otherwise only measure how fast memory fills.
@@ -84,6 +89,8 @@ struct Output {
     latency_p95_us: Option<f64>,
     latency_p99_us: Option<f64>,
     notifications: u64,
+    /// Notification latency from the timestamp's last arrival at any sink.
+    notification_latency_any: Percentiles,
     element_latency: Percentiles,
 }
 
@@ -116,6 +123,8 @@ fn percentiles(h: &Histogram<u64>) -> Percentiles {
 /// One worker's measurements.
 struct WorkerResult {
     notification_ns: Histogram<u64>,
+    /// Per notified timestamp: (timestamp, last arrival here, notified), ns since the start.
+    slot_log: Vec<(u64, u64, u64)>,
     element_ns: Histogram<u64>,
     /// First and last measured emission, ns since the start.
     measured_span: Option<(u64, u64)>,
@@ -159,17 +168,35 @@ fn main() -> anyhow::Result<()> {
         let mut element_ns = hist();
         let notif = Arc::new(std::sync::Mutex::new(hist()));
         let elem = Arc::new(std::sync::Mutex::new(hist()));
+        let slot_log = Arc::new(std::sync::Mutex::new(Vec::new()));
         let time_of = {
             let g = a.granularity;
             move |id: u64| id.checked_div(g).unwrap_or(0)
         };
         {
-            let (notif, elem, arrived, start) =
-                (notif.clone(), elem.clone(), arrived.clone(), start.clone());
+            let (notif, elem, arrived, start, slot_log) = (
+                notif.clone(),
+                elem.clone(),
+                arrived.clone(),
+                start.clone(),
+                slot_log.clone(),
+            );
             let warmup = a.warmup;
             let g = a.granularity;
             worker.dataflow::<u64, _, _>(|scope| {
-                let mut stream = scope.input_from(&mut input).container::<Vec<(u64, u64)>>();
+                // The input's own exchange would hold a flushed batch until the timestamp
+                // advances (it flushes its per-worker buffers only then); an operator's output
+                // buffers are flushed when it yields, so a pipeline hop makes `input.flush()` work.
+                let mut stream = scope
+                    .input_from(&mut input)
+                    .container::<Vec<(u64, u64)>>()
+                    .unary(Pipeline, "feed", |_cap, _info| {
+                        move |input, output| {
+                            input.for_each_time(|time, data| {
+                                output.session(&time).give_containers(data);
+                            });
+                        }
+                    });
                 for k in 0..a.stages as u64 {
                     stream = stream.unary(
                         Exchange::new(move |x: &(u64, u64)| stage_key(x.0, k)),
@@ -210,11 +237,13 @@ fn main() -> anyhow::Result<()> {
                     if !last.is_empty() {
                         let now = t0.elapsed().as_nanos() as u64;
                         let mut h = notif.lock().expect("histogram lock");
+                        let mut log = slot_log.lock().expect("log lock");
                         while let Some((&t, &at)) = last.first_key_value() {
                             if frontier.less_equal(&t) {
                                 break;
                             }
                             let _ = h.record(now.saturating_sub(at).max(1));
+                            log.push((t, at, now));
                             last.pop_first();
                         }
                     }
@@ -260,6 +289,8 @@ fn main() -> anyhow::Result<()> {
                     input.advance_to(t);
                 }
             }
+            // Send what this batch buffered now, not when the timestamp advances.
+            input.flush();
             emitted.fetch_add(batch, Ordering::Relaxed);
             if next >= a.elements {
                 break;
@@ -284,8 +315,10 @@ fn main() -> anyhow::Result<()> {
         element_ns
             .add(&*elem.lock().expect("lock"))
             .expect("same bounds");
+        let slot_log = std::mem::take(&mut *slot_log.lock().expect("lock"));
         WorkerResult {
             notification_ns,
+            slot_log,
             element_ns,
             measured_span: span,
             measured_emitted,
@@ -295,11 +328,13 @@ fn main() -> anyhow::Result<()> {
     .map_err(|e| anyhow::anyhow!("timely failed to start: {e}"))?;
     let mut notification = hist();
     let mut element = hist();
+    let mut slot_log = Vec::new();
     let (mut first, mut last_emit, mut measured, mut finished) = (u64::MAX, 0u64, 0u64, 0u64);
     for r in guards.join() {
         let r = r.map_err(|e| anyhow::anyhow!("a timely worker failed: {e}"))?;
         notification.add(&r.notification_ns).expect("same bounds");
         element.add(&r.element_ns).expect("same bounds");
+        slot_log.extend(r.slot_log);
         if let Some((s, e)) = r.measured_span {
             first = first.min(s);
             last_emit = last_emit.max(e);
@@ -314,6 +349,15 @@ fn main() -> anyhow::Result<()> {
         args.elements
     );
     let elapsed_s = finished as f64 / 1e9;
+    // From the timestamp's last arrival at any sink: group the workers' records by timestamp.
+    let mut any = hist();
+    slot_log.sort_by_key(|r| r.0);
+    for group in slot_log.chunk_by(|a, b| a.0 == b.0) {
+        let last = group.iter().map(|r| r.1).max().unwrap_or(0);
+        for r in group {
+            let _ = any.record(r.2.saturating_sub(last).max(1));
+        }
+    }
     let span_s = last_emit.saturating_sub(first) as f64 / 1e9;
     let q =
         |h: &Histogram<u64>, q: f64| (!h.is_empty()).then(|| h.value_at_quantile(q) as f64 / 1e3);
@@ -343,6 +387,7 @@ fn main() -> anyhow::Result<()> {
         latency_p95_us: q(&notification, 0.95),
         latency_p99_us: q(&notification, 0.99),
         notifications: notification.len(),
+        notification_latency_any: percentiles(&any),
         element_latency: percentiles(&element),
     };
     if args.json {

@@ -92,6 +92,8 @@ pub(super) fn metric(r: &Value, col: &str) -> Option<f64> {
         "notification_p50_us" => f(&r["latency_p50_us"]),
         "notification_p95_us" => f(&r["latency_p95_us"]),
         "notification_p99_us" => f(&r["latency_p99_us"]),
+        "notification_any_p50_us" => f(&r["notification_latency_any"]["p50_us"]),
+        "notification_any_p99_us" => f(&r["notification_latency_any"]["p99_us"]),
         "tracker_cpu_per_s" => f(&r["tracker_process_cpu_per_s"]),
         "tracker_wait_per_s" => f(&r["tracker_process_wait_per_s"]),
         "cpu_per_s" => f(&r["cpu_per_s"]),
@@ -282,7 +284,16 @@ pub(super) fn sweep_label(sweep: &str) -> &str {
 
 pub(super) fn ratio(a: Option<f64>, b: Option<f64>) -> String {
     match (a, b) {
-        (Some(a), Some(b)) if b > 0.0 => format!("{:.2}x", a / b),
+        // Two decimals, or two significant digits below 0.1 (0.0042x, not 0.00x).
+        (Some(a), Some(b)) if b > 0.0 => {
+            let r = a / b;
+            let digits = if r >= 0.1 || r == 0.0 {
+                2
+            } else {
+                (1.0 - r.log10().floor()) as usize
+            };
+            format!("{r:.digits$}x")
+        }
         _ => "n/a".into(),
     }
 }
@@ -931,4 +942,20 @@ pub fn write(e: Experiment, dir: &Path, meta: &Meta, outcomes: &[Outcome]) -> Re
     let path = dir.join("REPORT.md");
     std::fs::write(&path, md).with_context(|| format!("cannot write '{}'", path.display()))?;
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::ratio;
+
+    #[test]
+    fn ratios_keep_two_significant_digits_when_small() {
+        assert_eq!(ratio(Some(3.0), Some(2.0)), "1.50x");
+        assert_eq!(ratio(Some(1.0), Some(8.0)), "0.12x");
+        assert_eq!(ratio(Some(2.0), Some(1819.0)), "0.0011x");
+        assert_eq!(ratio(Some(4.0), Some(190.0)), "0.021x");
+        assert_eq!(ratio(Some(0.0), Some(5.0)), "0.00x");
+        assert_eq!(ratio(Some(1.0), Some(0.0)), "n/a");
+        assert_eq!(ratio(None, Some(1.0)), "n/a");
+    }
 }
