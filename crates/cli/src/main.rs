@@ -76,9 +76,12 @@ struct PeersArgs {
     /// Where the peers' projects are (timely/ and flink/).
     #[arg(long, default_value = "peers")]
     peers_dir: PathBuf,
-    /// Leave Apache Flink out (no Java or Maven needed).
+    /// Leave Apache Flink out.
     #[arg(long)]
     no_flink: bool,
+    /// Leave Apache Storm out (with --no-flink: no Java or Maven needed).
+    #[arg(long)]
+    no_storm: bool,
 }
 
 /// Options of a bench-stand experiment.
@@ -466,7 +469,16 @@ fn run_peers(a: PeersArgs) -> ExitCode {
         }
     };
     let profile = profile_of(&a.stand);
-    match xorflow_bench::stand::peers::run(profile, &a.stand.out, &exe, &a.peers_dir, !a.no_flink) {
+    match xorflow_bench::stand::peers::run(
+        profile,
+        &a.stand.out,
+        &exe,
+        &a.peers_dir,
+        xorflow_bench::stand::peers::JvmPeers {
+            flink: !a.no_flink,
+            storm: !a.no_storm,
+        },
+    ) {
         Ok(_) => ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("error: {e:#}");

@@ -16,7 +16,14 @@ fn smoke_run_compares_xorflow_and_timely() {
     let out = tempfile::tempdir().unwrap();
     let run = Command::cargo_bin("xorflow")
         .unwrap()
-        .args(["bench", "peers", "--smoke", "--no-flink", "--out"])
+        .args([
+            "bench",
+            "peers",
+            "--smoke",
+            "--no-flink",
+            "--no-storm",
+            "--out",
+        ])
         .arg(out.path())
         .arg("--peers-dir")
         .arg(peers_dir())

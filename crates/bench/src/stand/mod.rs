@@ -343,15 +343,7 @@ pub fn rewrite_report(dir: &Path) -> Result<()> {
         });
     }
     if prefix == "peers" {
-        let peers = peers::Peers {
-            timely: PathBuf::new(),
-            flink: outcomes
-                .iter()
-                .any(|o| o.point.config.starts_with("flink"))
-                .then(Vec::new),
-            java_version: None,
-        };
-        return peers::write(dir, &meta, &peers, &outcomes);
+        return peers::write(dir, &meta, None, &outcomes);
     }
     let e = experiments::Experiment::parse(prefix)
         .map_err(|e| anyhow::anyhow!("'{}': {e}", dir.display()))?;

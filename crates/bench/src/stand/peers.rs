@@ -1,8 +1,10 @@
-//! `xorflow bench peers`: timely dataflow and Apache Flink next to xorflow on seed 000's chain, in
-//! one run on one machine, so each performance claim is a ratio anyone can reproduce.
+//! `xorflow bench peers`: timely dataflow, Apache Flink and Apache Storm next to xorflow on seed
+//! 000's chain, in one run on one machine, so each performance claim is a ratio anyone can
+//! reproduce.
 //!
-//! The peers live in `peers/`: `peers/timely` (a Rust program on the `timely` crate) and
-//! `peers/flink` (a Maven project on Flink's MiniCluster). Each prints one JSON object with the
+//! The peers live in `peers/`: `peers/timely` (a Rust program on the `timely` crate),
+//! `peers/flink` (a Maven project on Flink's MiniCluster) and `peers/storm` (a Maven project on
+//! Storm's LocalCluster). Each prints one JSON object with the
 //! field names of `xorflow bench chain --json` (`elements_per_s`, `latency_p50_us`, ...), and
 //! measures the same way: rate-controlled sources on an absolute schedule, the due time carried
 //! in the element, notification latency from a substream's last arrival to its notification.
@@ -12,9 +14,11 @@
 //! - `stages`: maximum throughput without completeness tracking, K = 1/10/30;
 //! - `granularity`: maximum throughput with each system's completeness mechanism at K = 10,
 //!   W = 1/100/1000 (xorflow: trAcker; timely: pointstamp frontiers; Flink: a punctuated
-//!   watermark per substream per source subtask and a tumbling event-time window of W);
-//! - `latency`: notification latency at 100,000 elements/s, K = 10, W = 100/1000 (Flink with a
-//!   1 ms and with its default 100 ms buffer timeout).
+//!   watermark per substream per source subtask and a tumbling event-time window of W; Storm: its
+//!   XOR acker, one tuple tree per element, acking on);
+//! - `latency`: notification latency at 100,000 elements/s, K = 10, W = 100/1000 (Flink with
+//!   punctuated watermarks at a 1 ms and at its default 100 ms buffer timeout, and with periodic
+//!   watermarks every 1 ms).
 //!
 //! "Maximum throughput" here is the rate each system reaches with its own flow control (xorflow's
 //! credit-based channels, Flink's credit-based network stack, the timely peer's bound on elements
@@ -31,6 +35,10 @@ use std::process::Command;
 pub const WORKERS: usize = 2;
 /// Rate of the latency sweep, elements/s.
 pub const LATENCY_RATE: f64 = 100_000.0;
+/// Rate of the latency comparison with Storm, elements/s (one Storm sustains with acking).
+pub const STORM_LATENCY_RATE: f64 = 10_000.0;
+/// Name of that sweep.
+pub const STORM_LATENCY_SWEEP: &str = "latency-storm";
 /// Flink's buffer timeout in the throughput sweeps: its default, ms.
 pub const FLINK_DEFAULT_BUFFER_TIMEOUT_MS: u64 = 100;
 
@@ -41,6 +49,8 @@ pub struct Peers {
     pub timely: PathBuf,
     /// The command that runs the Flink job (`java ... ChainJob`); None when Flink is skipped.
     pub flink: Option<Vec<String>>,
+    /// The command that runs the Storm topology (`java ... ChainTopology`); None when skipped.
+    pub storm: Option<Vec<String>>,
     /// `java -version`'s first line.
     pub java_version: Option<String>,
 }
@@ -59,12 +69,57 @@ fn run_build(cmd: &mut Command, what: &str) -> Result<()> {
     Ok(())
 }
 
+/// Which JVM peers to build and run.
+#[derive(Clone, Copy, Debug)]
+pub struct JvmPeers {
+    /// Apache Flink (`peers/flink`).
+    pub flink: bool,
+    /// Apache Storm (`peers/storm`).
+    pub storm: bool,
+}
+
+/// Builds the Maven project `dir/<name>` (`mvn package`, incremental) and returns the java
+/// command that runs `main_class` on its classes and dependencies with `opens`.
+fn jvm_peer(
+    dir: &Path,
+    name: &str,
+    flag: &str,
+    main_class: &str,
+    opens: &[&str],
+) -> Result<Vec<String>> {
+    let pom = dir.join(name).join("pom.xml");
+    if !pom.is_file() {
+        bail!("'{}' not found", pom.display());
+    }
+    eprintln!("peers: building the {name} peer (mvn package; the first build downloads it)");
+    run_build(
+        Command::new("mvn")
+            .args(["-q", "-B", "package", "-f"])
+            .arg(&pom),
+        &format!("the {name} peer (mvn; install Maven or pass {flag})"),
+    )?;
+    let target = dir.join(name).join("target");
+    let cp = format!(
+        "{}:{}/*",
+        target.join("classes").display(),
+        target.join("dependency").display()
+    );
+    let mut cmd: Vec<String> = ["java", "-Xms1g", "-Xmx2g", "-XX:+UseParallelGC"]
+        .map(String::from)
+        .to_vec();
+    for m in opens {
+        cmd.push(format!("--add-opens={m}=ALL-UNNAMED"));
+    }
+    cmd.extend(["-cp".into(), cp, main_class.into()]);
+    Ok(cmd)
+}
+
 /// Builds what is missing (cargo and Maven are incremental, so a built peer costs seconds) and
-/// returns how to run the peers. Flink is skipped when `with_flink` is false.
+/// returns how to run the peers; the JVM peers only as `jvm` asks.
 ///
 /// # Errors
 /// `dir` has no peers, a tool is missing (naming it), or a build fails (with its output).
-pub fn build(dir: &Path, with_flink: bool) -> Result<Peers> {
+pub fn build(dir: &Path, jvm: JvmPeers) -> Result<Peers> {
     let manifest = dir.join("timely/Cargo.toml");
     if !manifest.is_file() {
         bail!(
@@ -83,55 +138,62 @@ pub fn build(dir: &Path, with_flink: bool) -> Result<Peers> {
     if !timely.is_file() {
         bail!("the timely build left no '{}'", timely.display());
     }
-    let (flink, java_version) = if with_flink {
-        let pom = dir.join("flink/pom.xml");
-        if !pom.is_file() {
-            bail!("'{}' not found", pom.display());
-        }
+    let java_version = if jvm.flink || jvm.storm {
         let java = Command::new("java").arg("-version").output().map_err(|e| {
-            anyhow::anyhow!("the Flink peer needs java (JDK 17) on PATH: {e}; or pass --no-flink")
+            anyhow::anyhow!(
+                "the Flink and Storm peers need java (JDK 17) on PATH: {e}; or pass --no-flink \
+                 --no-storm"
+            )
         })?;
-        let java_version = String::from_utf8_lossy(&java.stderr)
+        String::from_utf8_lossy(&java.stderr)
             .lines()
             .next()
-            .map(str::to_string);
-        eprintln!("peers: building the Flink peer (mvn package; the first build downloads Flink)");
-        run_build(
-            Command::new("mvn")
-                .args(["-q", "-B", "package", "-f"])
-                .arg(&pom),
-            "the Flink peer (mvn; install Maven or pass --no-flink)",
-        )?;
-        let target = dir.join("flink/target");
-        let cp = format!(
-            "{}:{}/*",
-            target.join("classes").display(),
-            target.join("dependency").display()
-        );
-        // Flink 1.20 on Java 17 needs these opens for its serializers and closure cleaner.
-        let mut cmd: Vec<String> = ["java", "-Xms1g", "-Xmx2g", "-XX:+UseParallelGC"]
-            .map(String::from)
-            .to_vec();
-        for m in [
-            "java.base/java.lang",
-            "java.base/java.util",
-            "java.base/java.lang.reflect",
-            "java.base/java.io",
-            "java.base/java.net",
-            "java.base/java.nio",
-            "java.base/java.util.concurrent",
-            "java.base/java.time",
-        ] {
-            cmd.push(format!("--add-opens={m}=ALL-UNNAMED"));
-        }
-        cmd.extend(["-cp".into(), cp, "xorflow.peer.flink.ChainJob".into()]);
-        (Some(cmd), java_version)
+            .map(str::to_string)
     } else {
-        (None, None)
+        None
     };
+    // Flink 1.20 on Java 17 needs these opens for its serializers and closure cleaner.
+    let flink = jvm
+        .flink
+        .then(|| {
+            jvm_peer(
+                dir,
+                "flink",
+                "--no-flink",
+                "xorflow.peer.flink.ChainJob",
+                &[
+                    "java.base/java.lang",
+                    "java.base/java.util",
+                    "java.base/java.lang.reflect",
+                    "java.base/java.io",
+                    "java.base/java.net",
+                    "java.base/java.nio",
+                    "java.base/java.util.concurrent",
+                    "java.base/java.time",
+                ],
+            )
+        })
+        .transpose()?;
+    let storm = jvm
+        .storm
+        .then(|| {
+            jvm_peer(
+                dir,
+                "storm",
+                "--no-storm",
+                "xorflow.peer.storm.ChainTopology",
+                &[
+                    "java.base/java.lang",
+                    "java.base/java.util",
+                    "java.base/java.nio",
+                ],
+            )
+        })
+        .transpose()?;
     Ok(Peers {
         timely,
         flink,
+        storm,
         java_version,
     })
 }
@@ -158,6 +220,11 @@ fn throughput_elements(p: Profile, system: &str, w: Option<u64>, k: usize) -> u6
         ("timely", Some(100)) => 2_000_000,
         ("flink", Some(1)) => 1_000_000,
         ("flink", _) => 2_000_000,
+        // Storm on 2 cores: about 0.8 M elements/s at K = 1, 60 k at K = 10 without acking, 18 k
+        // with acking.
+        ("storm", None) if k == 1 => 1_000_000,
+        ("storm", None) => 200_000,
+        ("storm", Some(_)) => 100_000,
         (_, None) if k == 1 => 40_000_000,
         _ => 5_000_000,
     };
@@ -220,6 +287,21 @@ pub fn points(p: Profile, exe: &Path, peers: &Peers) -> Vec<Point> {
             c
         })
     };
+    let storm = |args: Vec<String>, warm: u64| {
+        peers.storm.as_ref().map(|base| {
+            let mut c = base.clone();
+            c.push("--json".into());
+            c.extend(s(&["--workers", &WORKERS.to_string()]));
+            c.extend(s(&[
+                "--warmup-runs",
+                "1",
+                "--warmup-run-elements",
+                &warm.to_string(),
+            ]));
+            c.extend(args);
+            c
+        })
+    };
     let mut pts = Vec::new();
     for rep in 1..=reps {
         for &k in stages {
@@ -242,6 +324,12 @@ pub fn points(p: Profile, exe: &Path, peers: &Peers) -> Vec<Point> {
             let warm = throughput_elements(p, "flink", None, k) / 2;
             if let Some(c) = flink(a, warm) {
                 pts.push(point("stages", k.to_string(), "flink", rep, c));
+            }
+            let mut a = base("storm");
+            a.extend(s(&["--granularity", "0"]));
+            let warm = throughput_elements(p, "storm", None, k) / 2;
+            if let Some(c) = storm(a, warm) {
+                pts.push(point("stages", k.to_string(), "storm", rep, c));
             }
         }
         for &w in gs {
@@ -281,6 +369,10 @@ pub fn points(p: Profile, exe: &Path, peers: &Peers) -> Vec<Point> {
             let warm = throughput_elements(p, "flink", Some(w), 10) / 2;
             if let Some(c) = flink(a, warm) {
                 pts.push(point("granularity", w.to_string(), "flink", rep, c));
+            }
+            let warm = throughput_elements(p, "storm", Some(w), 10) / 2;
+            if let Some(c) = storm(base("storm"), warm) {
+                pts.push(point("granularity", w.to_string(), "storm", rep, c));
             }
         }
         let (elements, warmup) = match p {
@@ -324,6 +416,36 @@ pub fn points(p: Profile, exe: &Path, peers: &Peers) -> Vec<Point> {
                 }
                 if let Some(c) = flink(a, 500_000) {
                     pts.push(point("latency", w.to_string(), config, rep, c));
+                }
+            }
+        }
+        // Storm with acking tops out near 18,000 elements/s at K = 10 here, far below the latency
+        // sweep's rate; it is compared with xorflow at a rate both sustain.
+        if peers.storm.is_some() {
+            for &w in latency_gs {
+                let base = s(&[
+                    "--stages",
+                    "10",
+                    "--granularity",
+                    &w.to_string(),
+                    "--rate",
+                    &STORM_LATENCY_RATE.to_string(),
+                    "--elements",
+                    &(elements / 10).to_string(),
+                    "--warmup",
+                    &(warmup / 10).to_string(),
+                ]);
+                let mut a = base.clone();
+                a.extend(s(&["--tracking", "tracker"]));
+                pts.push(point(
+                    STORM_LATENCY_SWEEP,
+                    w.to_string(),
+                    "xorflow",
+                    rep,
+                    xorflow(a),
+                ));
+                if let Some(c) = storm(base, 20_000) {
+                    pts.push(point(STORM_LATENCY_SWEEP, w.to_string(), "storm", rep, c));
                 }
             }
         }
@@ -411,7 +533,12 @@ fn write_csv(dir: &Path, meta: &Meta, outcomes: &[Outcome]) -> Result<()> {
 ///
 /// # Errors
 /// A file cannot be written or a figure cannot be drawn.
-pub fn write(dir: &Path, meta: &Meta, peers: &Peers, outcomes: &[Outcome]) -> Result<()> {
+pub fn write(
+    dir: &Path,
+    meta: &Meta,
+    java_version: Option<&str>,
+    outcomes: &[Outcome],
+) -> Result<()> {
     write_csv(dir, meta, outcomes)?;
     super::report::write_raw(dir, outcomes)?;
     let m = Medians::new(outcomes);
@@ -434,7 +561,7 @@ pub fn write(dir: &Path, meta: &Meta, peers: &Peers, outcomes: &[Outcome]) -> Re
     for (e, v) in &versions {
         let _ = writeln!(md, "- {e}: {v}");
     }
-    if let Some(j) = &peers.java_version {
+    if let Some(j) = java_version {
         let _ = writeln!(md, "- java: {j}");
     }
     for o in &failed {
@@ -464,7 +591,7 @@ pub fn write(dir: &Path, meta: &Meta, peers: &Peers, outcomes: &[Outcome]) -> Re
             .cloned()
             .collect()
     };
-    let peer_cols = |md: &mut String, sweep: &str, col: &str, digits: usize, peers: &[&str]| {
+    let peer_cols = |md: &mut String, sweep: &str, col: &str, digits: usize, peers: &[String]| {
         let Some(values) = m.values.get(sweep) else {
             return;
         };
@@ -496,18 +623,26 @@ pub fn write(dir: &Path, meta: &Meta, peers: &Peers, outcomes: &[Outcome]) -> Re
         }
         md.push('\n');
     };
-    let flink_peers: &[&str] = if peers.flink.is_some() {
-        &["timely", "flink"]
-    } else {
-        &["timely"]
+    // The peers that ran in a sweep (their columns and ratios), in first-seen order.
+    let peers_in = |sweep: &str| -> Vec<String> {
+        configs_in(sweep)
+            .into_iter()
+            .filter(|c| c != "xorflow")
+            .collect()
     };
+    let (stage_peers, granularity_peers, latency_peers) = (
+        peers_in("stages"),
+        peers_in("granularity"),
+        peers_in("latency"),
+    );
     md.push_str(
         "## Maximum throughput without completeness tracking, elements/s\n\n\
          K pass-through stages, each behind a re-partition (xorflow `--tracking none`; timely: all \
          elements at one timestamp; Flink: no watermarks, `rebalance().map(identity)` per stage, \
-         buffer timeout 100 ms). Ratio above 1: xorflow is faster.\n\n",
+         buffer timeout 100 ms; Storm: acking off, a shuffle grouping per stage). Ratio above 1: \
+         xorflow is faster.\n\n",
     );
-    peer_cols(&mut md, "stages", "elements_per_s", 0, flink_peers);
+    peer_cols(&mut md, "stages", "elements_per_s", 0, &stage_peers);
     fig(
         m.chart(
             "stages",
@@ -524,9 +659,16 @@ pub fn write(dir: &Path, meta: &Meta, peers: &Peers, outcomes: &[Outcome]) -> Re
          Each system's own mechanism at granularity W (elements per substream): xorflow's trAcker; \
          timely's pointstamp frontiers (timestamp = id / W); Flink's watermarks, one punctuated \
          watermark per substream per source subtask, and a tumbling event-time window of W at the \
-         end.\n\n",
+         end; Storm's acker, which XORs the tuple ids of every spout tuple's tree, so it tracks \
+         each element whatever W is (W only groups the spout's acks into substreams).\n\n",
     );
-    peer_cols(&mut md, "granularity", "elements_per_s", 0, flink_peers);
+    peer_cols(
+        &mut md,
+        "granularity",
+        "elements_per_s",
+        0,
+        &granularity_peers,
+    );
     fig(
         m.chart(
             "granularity",
@@ -538,17 +680,13 @@ pub fn write(dir: &Path, meta: &Meta, peers: &Peers, outcomes: &[Outcome]) -> Re
         "peers_throughput_by_granularity.png",
         &mut md,
     )?;
-    let latency_peers: &[&str] = if peers.flink.is_some() {
-        &["timely", "flink-1ms", "flink-100ms", "flink-periodic-1ms"]
-    } else {
-        &["timely"]
-    };
     let _ = writeln!(
         md,
         "## Notification latency at {} elements/s, K = 10\n\n\
          From a substream's last element arriving where completeness is observed (xorflow and \
          timely: the sink; Flink: the window operator) to the notification (xorflow: the tracker's \
-         frontier; timely: the input frontier; Flink: the window firing). Flink ran with \
+         frontier; timely: the input frontier; Flink: the window firing; Storm: the spout's ack \
+         callback completing the spout task's part of the substream). Flink ran with \
          punctuated watermarks at a 1 ms and at its default 100 ms buffer timeout, and with \
          periodic monotonous watermarks every 1 ms at a 1 ms buffer timeout. Ratio below 1: \
          xorflow notifies sooner.\n\n\
@@ -557,7 +695,8 @@ pub fn write(dir: &Path, meta: &Meta, peers: &Peers, outcomes: &[Outcome]) -> Re
          definition): from the substream's last element at any instance. A substream is complete \
          only when its last element has arrived everywhere, so the per-instance figure also holds \
          the skew between partitions, i.e. the data path's jitter; the second isolates the \
-         completeness mechanism.\n",
+         completeness mechanism. Storm notifies the spout, which receives nothing, so it has only \
+         the second.\n",
         LATENCY_RATE
     );
     for (col, q, what) in [
@@ -577,7 +716,7 @@ pub fn write(dir: &Path, meta: &Meta, peers: &Peers, outcomes: &[Outcome]) -> Re
         let q = q.trim_start_matches("any_");
         let tag = if what == "per instance" { "" } else { "_any" };
         let _ = writeln!(md, "### {q} {what}, us\n");
-        peer_cols(&mut md, "latency", col, 0, latency_peers);
+        peer_cols(&mut md, "latency", col, 0, &latency_peers);
         fig(
             m.chart(
                 "latency",
@@ -603,6 +742,42 @@ pub fn write(dir: &Path, meta: &Meta, peers: &Peers, outcomes: &[Outcome]) -> Re
                     num(g("element_latency_p50_us"), 0),
                     num(g("element_latency_p99_us"), 0)
                 );
+            }
+        }
+        md.push('\n');
+    }
+    let storm_latency_peers = peers_in(STORM_LATENCY_SWEEP);
+    if !storm_latency_peers.is_empty() {
+        let _ = writeln!(
+            md,
+            "## Notification latency next to Storm's acker, {} elements/s, K = 10\n\n\
+             Storm with acking moves about 18,000 elements/s on this machine, so it is compared \
+             with xorflow at a rate both sustain. Storm's acker XORs the ids of each spout tuple's \
+             tree and tells the spout when it is complete; a spout task's part of a substream is \
+             complete when all its trees are. From the last arrival anywhere (at a sink), us; \
+             ratio below 1: xorflow notifies sooner.\n",
+            STORM_LATENCY_RATE
+        );
+        for (col, q) in [
+            ("notification_any_p50_us", "p50"),
+            ("notification_any_p99_us", "p99"),
+        ] {
+            let _ = writeln!(md, "### {q} from the last arrival anywhere, us\n");
+            peer_cols(&mut md, STORM_LATENCY_SWEEP, col, 0, &storm_latency_peers);
+        }
+        md.push_str("| granularity | system | achieved elements/s | element p50 | element p99 |\n|---|---|---:|---:|---:|\n");
+        if let Some(values) = m.values.get(STORM_LATENCY_SWEEP) {
+            for v in values {
+                for c in &configs_in(STORM_LATENCY_SWEEP) {
+                    let g = |col| m.get(STORM_LATENCY_SWEEP, v, c, col);
+                    let _ = writeln!(
+                        md,
+                        "| {v} | {c} | {} | {} | {} |",
+                        num(g("achieved_rate"), 0),
+                        num(g("element_latency_p50_us"), 0),
+                        num(g("element_latency_p99_us"), 0)
+                    );
+                }
             }
         }
         md.push('\n');
@@ -645,15 +820,28 @@ pub fn write(dir: &Path, meta: &Meta, peers: &Peers, outcomes: &[Outcome]) -> Re
             false,
             "notification p99 from the last arrival anywhere, W",
         ),
+        (
+            STORM_LATENCY_SWEEP,
+            "notification_any_p50_us",
+            false,
+            "notification p50 from the last arrival anywhere at 10,000 elements/s, W",
+        ),
+        (
+            STORM_LATENCY_SWEEP,
+            "notification_any_p99_us",
+            false,
+            "notification p99 from the last arrival anywhere at 10,000 elements/s, W",
+        ),
     ] {
         let Some(values) = m.values.get(sweep) else {
             continue;
         };
         for v in values {
-            let others = if sweep == "latency" {
-                latency_peers
-            } else {
-                flink_peers
+            let others = match sweep {
+                "latency" => &latency_peers,
+                "stages" => &stage_peers,
+                STORM_LATENCY_SWEEP => &storm_latency_peers,
+                _ => &granularity_peers,
             };
             for p in others {
                 let (Some(x), Some(y)) = (m.get(sweep, v, "xorflow", col), m.get(sweep, v, p, col))
@@ -686,9 +874,9 @@ pub fn run(
     out_root: &Path,
     exe: &Path,
     peers_dir: &Path,
-    with_flink: bool,
+    jvm: JvmPeers,
 ) -> Result<PathBuf> {
-    let peers = build(peers_dir, with_flink)?;
+    let peers = build(peers_dir, jvm)?;
     let stamp = chrono::Utc::now().format("%Y%m%dT%H%M%SZ").to_string();
     // Peers runs keep to their own folder: `<out>/peers/peers-<UTC>`.
     let dir = out_root.join("peers").join(format!("peers-{stamp}"));
@@ -700,7 +888,7 @@ pub fn run(
     runner.stage("peers");
     let outcomes: Vec<Outcome> = pts.iter().map(|p| runner.run(p)).collect();
     runner.finish();
-    write(&dir, &meta, &peers, &outcomes)?;
+    write(&dir, &meta, peers.java_version.as_deref(), &outcomes)?;
     eprintln!("peers: {}", dir.join("REPORT.md").display());
     Ok(dir)
 }

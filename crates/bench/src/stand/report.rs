@@ -277,7 +277,7 @@ pub(super) fn sweep_label(sweep: &str) -> &str {
         "granularity" => "granularity (elements per substream)",
         "multiplier" => "ack load (multiplier)",
         "pause" => "snapshot pause",
-        "latency" => "granularity (elements per substream)",
+        "latency" | "latency-storm" => "granularity (elements per substream)",
         other => other,
     }
 }
