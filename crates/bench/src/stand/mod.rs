@@ -343,7 +343,14 @@ pub fn rewrite_report(dir: &Path) -> Result<()> {
         });
     }
     if prefix == "peers" {
-        return peers::write(dir, &meta, None, &outcomes);
+        // The java version is not in meta.json; keep the line the run wrote.
+        let java = std::fs::read_to_string(dir.join("REPORT.md"))
+            .ok()
+            .and_then(|r| {
+                r.lines()
+                    .find_map(|l| l.strip_prefix("- java: ").map(str::to_string))
+            });
+        return peers::write(dir, &meta, java.as_deref(), &outcomes);
     }
     let e = experiments::Experiment::parse(prefix)
         .map_err(|e| anyhow::anyhow!("'{}': {e}", dir.display()))?;

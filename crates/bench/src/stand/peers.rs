@@ -543,11 +543,22 @@ pub fn write(
     super::report::write_raw(dir, outcomes)?;
     let m = Medians::new(outcomes);
     let failed: Vec<&Outcome> = outcomes.iter().filter(|o| o.result.is_none()).collect();
+    // The engines that ran, by name, in the order the issue introduces them.
+    let names: Vec<&str> = [
+        ("timely", "timely dataflow"),
+        ("flink", "Apache Flink"),
+        ("storm", "Apache Storm"),
+    ]
+    .into_iter()
+    .filter(|(e, _)| outcomes.iter().any(|o| engine(o, meta).0 == *e))
+    .map(|(_, n)| n)
+    .collect();
     let mut md = format!(
-        "# Peers: xorflow, timely dataflow and Apache Flink on seed 000's chain ({} profile)\n\n\
+        "# Peers: xorflow next to {} on seed 000's chain ({} profile)\n\n\
          {}- runs: {} ({} failed; see results.csv and runs.log), medians over repetitions\n\
          - every system: {WORKERS} worker threads in one process; systems alternate within each \
          point\n",
+        names.join(", "),
         meta.profile,
         super::report::meta_lines(meta),
         outcomes.len(),
