@@ -272,14 +272,15 @@ pub fn points(p: Profile, exe: &Path, peers: &Peers) -> Vec<Point> {
         c.extend(args);
         c
     };
-    let flink = |args: Vec<String>, warm: u64| {
-        peers.flink.as_ref().map(|base| {
+    // A JVM peer's command: its base, then `warm_runs` warm-up runs of `warm` elements.
+    let jvm = |base: &Option<Vec<String>>, warm_runs: u32, args: Vec<String>, warm: u64| {
+        base.as_ref().map(|base| {
             let mut c = base.clone();
             c.push("--json".into());
             c.extend(s(&["--workers", &WORKERS.to_string()]));
             c.extend(s(&[
                 "--warmup-runs",
-                "2",
+                &warm_runs.to_string(),
                 "--warmup-run-elements",
                 &warm.to_string(),
             ]));
@@ -287,21 +288,8 @@ pub fn points(p: Profile, exe: &Path, peers: &Peers) -> Vec<Point> {
             c
         })
     };
-    let storm = |args: Vec<String>, warm: u64| {
-        peers.storm.as_ref().map(|base| {
-            let mut c = base.clone();
-            c.push("--json".into());
-            c.extend(s(&["--workers", &WORKERS.to_string()]));
-            c.extend(s(&[
-                "--warmup-runs",
-                "1",
-                "--warmup-run-elements",
-                &warm.to_string(),
-            ]));
-            c.extend(args);
-            c
-        })
-    };
+    let flink = |args: Vec<String>, warm: u64| jvm(&peers.flink, 2, args, warm);
+    let storm = |args: Vec<String>, warm: u64| jvm(&peers.storm, 1, args, warm);
     let mut pts = Vec::new();
     for rep in 1..=reps {
         for &k in stages {
@@ -380,19 +368,23 @@ pub fn points(p: Profile, exe: &Path, peers: &Peers) -> Vec<Point> {
             Profile::Quick => (250_000, 50_000),
             Profile::Full => (500_000, 100_000),
         };
-        for &w in latency_gs {
-            let base = s(&[
+        // A fixed-rate run at K = 10: granularity, rate, elements, warm-up.
+        let fixed_rate = |w: u64, rate: f64, elements: u64, warmup: u64| {
+            s(&[
                 "--stages",
                 "10",
                 "--granularity",
                 &w.to_string(),
                 "--rate",
-                &LATENCY_RATE.to_string(),
+                &rate.to_string(),
                 "--elements",
                 &elements.to_string(),
                 "--warmup",
                 &warmup.to_string(),
-            ]);
+            ])
+        };
+        for &w in latency_gs {
+            let base = fixed_rate(w, LATENCY_RATE, elements, warmup);
             let mut a = base.clone();
             a.extend(s(&["--tracking", "tracker"]));
             pts.push(point("latency", w.to_string(), "xorflow", rep, xorflow(a)));
@@ -423,18 +415,7 @@ pub fn points(p: Profile, exe: &Path, peers: &Peers) -> Vec<Point> {
         // sweep's rate; it is compared with xorflow at a rate both sustain.
         if peers.storm.is_some() {
             for &w in latency_gs {
-                let base = s(&[
-                    "--stages",
-                    "10",
-                    "--granularity",
-                    &w.to_string(),
-                    "--rate",
-                    &STORM_LATENCY_RATE.to_string(),
-                    "--elements",
-                    &(elements / 10).to_string(),
-                    "--warmup",
-                    &(warmup / 10).to_string(),
-                ]);
+                let base = fixed_rate(w, STORM_LATENCY_RATE, elements / 10, warmup / 10);
                 let mut a = base.clone();
                 a.extend(s(&["--tracking", "tracker"]));
                 pts.push(point(
@@ -740,12 +721,16 @@ pub fn write(
             &mut md,
         )?;
     }
-    md.push_str("### Achieved rate and element latency (end to end, p50/p99, us)\n\n");
-    if let Some(values) = m.values.get("latency") {
+    // Achieved rate and element latency per system of a fixed-rate sweep.
+    let element_table = |md: &mut String, sweep: &str| {
+        let Some(values) = m.values.get(sweep) else {
+            return;
+        };
+        md.push_str("### Achieved rate and element latency (end to end, p50/p99, us)\n\n");
         md.push_str("| granularity | system | achieved elements/s | element p50 | element p99 |\n|---|---|---:|---:|---:|\n");
         for v in values {
-            for c in &configs_in("latency") {
-                let g = |col| m.get("latency", v, c, col);
+            for c in &configs_in(sweep) {
+                let g = |col| m.get(sweep, v, c, col);
                 let _ = writeln!(
                     md,
                     "| {v} | {c} | {} | {} | {} |",
@@ -756,7 +741,8 @@ pub fn write(
             }
         }
         md.push('\n');
-    }
+    };
+    element_table(&mut md, "latency");
     let storm_latency_peers = peers_in(STORM_LATENCY_SWEEP);
     if !storm_latency_peers.is_empty() {
         let _ = writeln!(
@@ -776,22 +762,7 @@ pub fn write(
             let _ = writeln!(md, "### {q} from the last arrival anywhere, us\n");
             peer_cols(&mut md, STORM_LATENCY_SWEEP, col, 0, &storm_latency_peers);
         }
-        md.push_str("| granularity | system | achieved elements/s | element p50 | element p99 |\n|---|---|---:|---:|---:|\n");
-        if let Some(values) = m.values.get(STORM_LATENCY_SWEEP) {
-            for v in values {
-                for c in &configs_in(STORM_LATENCY_SWEEP) {
-                    let g = |col| m.get(STORM_LATENCY_SWEEP, v, c, col);
-                    let _ = writeln!(
-                        md,
-                        "| {v} | {c} | {} | {} | {} |",
-                        num(g("achieved_rate"), 0),
-                        num(g("element_latency_p50_us"), 0),
-                        num(g("element_latency_p99_us"), 0)
-                    );
-                }
-            }
-        }
-        md.push('\n');
+        element_table(&mut md, STORM_LATENCY_SWEEP);
     }
     md.push_str("## Where xorflow is ahead and where it is behind\n\n");
     for (sweep, col, higher_better, what) in [
