@@ -11,10 +11,9 @@ fn peers_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../../peers")
 }
 
-#[test]
-fn smoke_run_compares_xorflow_and_timely() {
-    let out = tempfile::tempdir().unwrap();
-    let run = Command::cargo_bin("xorflow")
+/// `xorflow bench peers --smoke` without the JVM peers, writing under `out`.
+fn bench_peers_smoke(out: &Path, peers: &Path, timeout_s: u64) -> std::process::Output {
+    Command::cargo_bin("xorflow")
         .unwrap()
         .args([
             "bench",
@@ -24,13 +23,19 @@ fn smoke_run_compares_xorflow_and_timely() {
             "--no-storm",
             "--out",
         ])
-        .arg(out.path())
+        .arg(out)
         .arg("--peers-dir")
-        .arg(peers_dir())
-        // The first build of the timely peer compiles timely (about 2 minutes on 2 cores).
-        .timeout(Duration::from_secs(900))
+        .arg(peers)
+        .timeout(Duration::from_secs(timeout_s))
         .output()
-        .unwrap();
+        .unwrap()
+}
+
+#[test]
+fn smoke_run_compares_xorflow_and_timely() {
+    let out = tempfile::tempdir().unwrap();
+    // The first build of the timely peer compiles timely (about 2 minutes on 2 cores).
+    let run = bench_peers_smoke(out.path(), &peers_dir(), 900);
     let stderr = String::from_utf8_lossy(&run.stderr);
     assert!(
         run.status.success(),
@@ -102,21 +107,7 @@ fn smoke_run_compares_xorflow_and_timely() {
 #[test]
 fn missing_peers_dir_is_named() {
     let out = tempfile::tempdir().unwrap();
-    let run = Command::cargo_bin("xorflow")
-        .unwrap()
-        .args([
-            "bench",
-            "peers",
-            "--smoke",
-            "--no-flink",
-            "--peers-dir",
-            "/nonexistent/peers",
-        ])
-        .arg("--out")
-        .arg(out.path())
-        .timeout(Duration::from_secs(30))
-        .output()
-        .unwrap();
+    let run = bench_peers_smoke(out.path(), Path::new("/nonexistent/peers"), 30);
     assert_eq!(run.status.code(), Some(1));
     let stderr = String::from_utf8_lossy(&run.stderr);
     assert!(

@@ -73,12 +73,6 @@ impl SlotLog {
         self.dropped += o.dropped;
     }
 
-    /// Appends a copy of another instance's records.
-    pub fn extend_from(&mut self, o: &SlotLog) {
-        self.records.extend_from_slice(&o.records);
-        self.dropped += o.dropped;
-    }
-
     /// Consumes the records of all instances and feeds `sample(ns)` once per record: its
     /// notification minus the latest last arrival of the same slot over all instances. A
     /// notification cannot precede that arrival under trAcker; if it did, the sample is 0 and
@@ -97,6 +91,18 @@ impl SlotLog {
 }
 
 const SPAN: u64 = 1 << 24;
+
+/// Records a completed slot in `log`, if one is kept.
+#[inline]
+fn log_slot(log: &mut Option<SlotLog>, slot: Slot, last_arrival_ns: u64, notified_ns: u64) {
+    if let Some(log) = log {
+        log.push(SlotRecord {
+            slot,
+            last_arrival_ns,
+            notified_ns,
+        });
+    }
+}
 
 impl ArrivalProbe {
     /// Records that an element of `slot` arrived at `now` (ns from [`crate::clock::now_ns`]).
@@ -188,13 +194,7 @@ impl ArrivalProbe {
             for s in self.base..frontier.min(self.top) {
                 let v = std::mem::take(&mut self.ring[s as usize & mask]);
                 if v != 0 {
-                    if let Some(log) = &mut self.log {
-                        log.push(SlotRecord {
-                            slot: s,
-                            last_arrival_ns: v,
-                            notified_ns: seen_ns,
-                        });
-                    }
+                    log_slot(&mut self.log, s, v, seen_ns);
                     if v != run_v && run_n > 0 {
                         sample(seen_ns.saturating_sub(run_v), run_n);
                         run_n = 0;
@@ -214,13 +214,7 @@ impl ArrivalProbe {
                 break;
             }
             let (slot, v) = e.remove_entry();
-            if let Some(log) = &mut self.log {
-                log.push(SlotRecord {
-                    slot,
-                    last_arrival_ns: v,
-                    notified_ns: seen_ns,
-                });
-            }
+            log_slot(&mut self.log, slot, v, seen_ns);
             sample(seen_ns.saturating_sub(v), 1);
         }
         // Far entries that now fall inside the span move into the ring.

@@ -111,8 +111,9 @@ pub struct VertexStats {
     /// Named histograms of the operator or user code (merged over instances), e.g. a sink's
     /// end-to-end element latency in ns; made with [`histogram`].
     pub histograms: BTreeMap<String, Histogram<u64>>,
-    /// Per-slot records of the instances merged so far in this process; turned into the
-    /// [`NOTIFICATION_LATENCY_ANY`] histogram by [`VertexStats::settle_slot_log`] and never sent
+    /// Per-slot records of this process's instances: [`VertexStats::merge`] leaves them alone, the
+    /// process moves them together ([`SlotLog::append`]) and turns them into the
+    /// [`NOTIFICATION_LATENCY_ANY`] histogram with [`VertexStats::settle_slot_log`]; never sent
     /// between processes.
     pub slot_log: SlotLog,
 }
@@ -213,7 +214,6 @@ impl VertexStats {
             // Both come from `histogram()`; a value beyond its range was saturated when recorded.
             let _ = self.histogram_mut(k).add(h);
         }
-        self.slot_log.extend_from(&o.slot_log);
     }
 
     /// The wire form.
