@@ -240,6 +240,8 @@ impl Medians {
                     name: c.clone(),
                     values: cats.iter().map(|v| self.get(sweep, v, c, col)).collect(),
                 })
+                // A config that has nothing in this sweep gets no legend entry and no bar slot.
+                .filter(|s| s.values.iter().any(Option::is_some))
                 .collect(),
             categories: cats,
             log_y: log,
