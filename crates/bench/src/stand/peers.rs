@@ -761,6 +761,19 @@ pub fn write(
         ] {
             let _ = writeln!(md, "### {q} from the last arrival anywhere, us\n");
             peer_cols(&mut md, STORM_LATENCY_SWEEP, col, 0, &storm_latency_peers);
+            fig(
+                m.chart(
+                    STORM_LATENCY_SWEEP,
+                    col,
+                    &format!(
+                        "Notification latency {q} next to Storm, from the last arrival anywhere"
+                    ),
+                    &format!("notification latency {q}, us"),
+                    true,
+                ),
+                &format!("peers_latency_storm_{q}.png"),
+                &mut md,
+            )?;
         }
         element_table(&mut md, STORM_LATENCY_SWEEP);
     }
