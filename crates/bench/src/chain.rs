@@ -11,8 +11,10 @@
 //! The first `warmup` elements are processed but not measured.
 
 use crate::generator::Schedule;
+use clap::{Args, Parser};
 use serde::Serialize;
 use std::time::Duration;
+use xorflow_runtime::args::{Argv, EngineArgs};
 use xorflow_runtime::operators::epoch_snapshot::{
     BUFFERED_ELEMENTS, BUFFERED_NS, BUFFERING_HISTOGRAM, SNAPSHOTS,
 };
@@ -54,6 +56,104 @@ pub struct ChainParams {
     pub snapshot: Option<SnapshotParams>,
     /// Runtime configuration (workers, granularity, tracking, batching).
     pub runtime: RuntimeConfig,
+}
+
+/// The options of one chain run as `xorflow bench chain` takes them (its own, then the engine's):
+/// the CLI parses them, the bench stand builds them and renders them back with
+/// [`ChainConfig::to_argv`].
+#[derive(Args, Clone, Debug, PartialEq)]
+pub struct ChainConfig {
+    /// Pass-through stages K.
+    #[arg(long, default_value_t = 10)]
+    pub stages: usize,
+    /// Elements in total.
+    #[arg(long, default_value_t = 20_000_000)]
+    pub elements: u64,
+    /// Total source rate, elements/s (0: as fast as possible).
+    #[arg(long, default_value_t = 0.0)]
+    pub rate: f64,
+    /// Tracking granularity g: consecutive element numbers per substream.
+    #[arg(long, default_value_t = 1)]
+    pub granularity: u64,
+    /// Warm-up: the first N elements are processed but not measured (latencies, achieved rates).
+    #[arg(long, default_value_t = 0)]
+    pub warmup: u64,
+    /// Seed 000's snapshot experiment: every stage snapshots at this element number (one epoch
+    /// boundary), driven by notifications (tracker) or aligned markers (markers).
+    #[arg(long)]
+    pub snapshot_at: Option<u64>,
+    /// The imitated snapshot's pause at the boundary (e.g. 100ms, 500ms, 1s).
+    #[arg(long, default_value = "500ms", value_parser = humantime::parse_duration)]
+    pub snapshot_pause: Duration,
+    /// Elements from the boundary on whose latency is reported as "right after the snapshot"
+    /// (default: those due within the pause plus 500 ms at --rate, else 10,000).
+    #[arg(long)]
+    pub post_snapshot_elements: Option<u64>,
+    /// The engine's options.
+    #[command(flatten)]
+    pub engine: EngineArgs,
+}
+
+/// Parses [`ChainConfig`] alone (its defaults, and arguments read back from results).
+#[derive(Parser)]
+struct ChainOnly {
+    #[command(flatten)]
+    chain: ChainConfig,
+}
+
+impl Default for ChainConfig {
+    /// The defaults the command line declares.
+    fn default() -> Self {
+        ChainOnly::parse_from(["chain"]).chain
+    }
+}
+
+impl ChainConfig {
+    /// Parses the arguments after `bench chain` (without `--json`).
+    ///
+    /// # Errors
+    /// clap's message for arguments that are not `bench chain`'s.
+    pub fn parse_argv(argv: &[String]) -> Result<Self, String> {
+        ChainOnly::try_parse_from(std::iter::once("chain").chain(argv.iter().map(String::as_str)))
+            .map(|o| o.chain)
+            .map_err(|e| e.to_string())
+    }
+
+    /// The arguments that give this configuration back when parsed (non-default options only).
+    pub fn to_argv(&self) -> Vec<String> {
+        let d = ChainConfig::default();
+        let mut a = Argv::default();
+        a.value("stages", self.stages, d.stages);
+        a.value("elements", self.elements, d.elements);
+        a.value("rate", self.rate, d.rate);
+        a.value("granularity", self.granularity, d.granularity);
+        a.value("warmup", self.warmup, d.warmup);
+        a.option("snapshot-at", self.snapshot_at);
+        a.duration("snapshot-pause", self.snapshot_pause, d.snapshot_pause);
+        a.option("post-snapshot-elements", self.post_snapshot_elements);
+        a.extend(self.engine.to_argv());
+        a.into_vec()
+    }
+
+    /// The run these options describe.
+    pub fn params(&self) -> ChainParams {
+        ChainParams {
+            stages: self.stages,
+            elements: self.elements,
+            rate: self.rate,
+            warmup: self.warmup,
+            snapshot: self.snapshot_at.map(|at| SnapshotParams {
+                at,
+                pause: self.snapshot_pause,
+                post_elements: self.post_snapshot_elements.unwrap_or(if self.rate > 0.0 {
+                    (self.rate * (self.snapshot_pause.as_secs_f64() + 0.5)) as u64
+                } else {
+                    10_000
+                }),
+            }),
+            runtime: self.engine.runtime(self.granularity),
+        }
+    }
 }
 
 /// Latency percentiles, microseconds.

@@ -5,8 +5,9 @@ use std::io::IsTerminal;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
-use xorflow_runtime::net::cluster::{is_local_child, ClusterConfig, Launch};
-use xorflow_runtime::{RuntimeConfig, TrackingMode};
+use xorflow_bench::chain::ChainConfig;
+use xorflow_runtime::args::EngineArgs;
+use xorflow_runtime::net::cluster::is_local_child;
 
 #[derive(Parser)]
 #[command(
@@ -98,115 +99,6 @@ struct StandArgs {
     out: PathBuf,
 }
 
-/// Engine knobs shared by jobs and benchmarks.
-#[derive(Args, Clone)]
-struct EngineArgs {
-    /// Worker threads.
-    #[arg(long, default_value_t = 2)]
-    workers: usize,
-    /// Completeness tracking: tracker, markers or none.
-    #[arg(long, default_value = "tracker")]
-    tracking: TrackingMode,
-    /// Processes on this machine (loopback), each with --workers threads; process 0 starts the
-    /// others.
-    #[arg(long, default_value_t = 1, conflicts_with = "hostfile")]
-    processes: usize,
-    /// Run on real hosts: one host:port per process; every host runs the same command with its
-    /// own --process index and the same cluster token.
-    #[arg(long, requires = "process")]
-    hostfile: Option<PathBuf>,
-    /// This process's index in the hostfile.
-    #[arg(long, requires = "hostfile")]
-    process: Option<usize>,
-    /// Shared secret for a hostfile run (default: $XORFLOW_CLUSTER_TOKEN).
-    #[arg(long)]
-    cluster_token: Option<String>,
-    /// A peer process silent for this long is declared dead and the job fails.
-    #[arg(long, default_value = "5s", value_parser = humantime::parse_duration)]
-    peer_timeout: Duration,
-    /// Tracker shards: slot s is tracked by shard s mod S (shard k runs in process k mod N, or
-    /// in tracker process k mod T with --tracker-processes).
-    #[arg(long, default_value_t = 1)]
-    tracker_shards: usize,
-    /// Dedicated tracker processes T: processes without workers hosting the shards. Locally they
-    /// are started beyond the --processes worker processes; with --hostfile they are its last T
-    /// lines.
-    #[arg(long, default_value_t = 0)]
-    tracker_processes: usize,
-    /// Max elements per batch.
-    #[arg(long, default_value_t = 1024)]
-    batch_size: usize,
-    /// Capacity of each channel, in batches (backpressure bound).
-    #[arg(long, default_value_t = 64)]
-    channel_capacity: usize,
-    /// Send a partial batch after this long (e.g. 1ms, 200us).
-    #[arg(long, default_value = "1ms", value_parser = humantime::parse_duration)]
-    flush_timeout: Duration,
-    /// Local acker flush interval.
-    #[arg(long, default_value = "1ms", value_parser = humantime::parse_duration)]
-    ack_flush_interval: Duration,
-    /// Local acker flushes after this many updates (0: unbatched, every ack sent at once).
-    #[arg(long, default_value_t = 4096)]
-    ack_flush_count: usize,
-    /// A worker going idle flushes the acker at once (true: lowest latency at low load; false:
-    /// only --ack-flush-interval and --ack-flush-count trigger flushes, fewest messages).
-    #[arg(long, default_value_t = true, action = clap::ArgAction::Set)]
-    ack_flush_on_idle: bool,
-    /// Adds 2m self-cancelling random acks per real ack (tracker load (2m+1)x; 1x/5x/9x/17x =
-    /// 0/2/4/8).
-    #[arg(long, default_value_t = 0)]
-    ack_multiplier: usize,
-    /// Do not measure notification latency per slot at sinks (pure throughput runs).
-    #[arg(long)]
-    no_latency_probe: bool,
-}
-
-impl EngineArgs {
-    fn runtime(&self, granularity: u64) -> RuntimeConfig {
-        let launch = match (&self.hostfile, self.process) {
-            (Some(h), Some(p)) => Launch::Hosts {
-                hostfile: h.clone(),
-                process: p,
-            },
-            _ if self.processes + self.tracker_processes > 1 => Launch::Local {
-                processes: self.processes,
-            },
-            _ => Launch::Single,
-        };
-        RuntimeConfig {
-            workers: self.workers,
-            batch_size: self.batch_size,
-            channel_capacity: self.channel_capacity,
-            flush_timeout: self.flush_timeout,
-            tracking: self.tracking,
-            granularity,
-            ack_flush_interval: self.ack_flush_interval,
-            ack_flush_count: self.ack_flush_count,
-            ack_flush_on_idle: self.ack_flush_on_idle,
-            ack_multiplier: self.ack_multiplier,
-            tracker_shards: self.tracker_shards,
-            latency_probe: !self.no_latency_probe,
-            cluster: ClusterConfig {
-                launch,
-                token: self.cluster_token.clone(),
-                peer_timeout: self.peer_timeout,
-                tracker_processes: self.tracker_processes,
-                ..ClusterConfig::default()
-            },
-            job_key: String::new(),
-            warmup_until: 0,
-        }
-    }
-
-    /// Checks what clap cannot.
-    fn validate(&self) -> Result<(), String> {
-        if self.processes == 0 {
-            return Err("--processes must be at least 1".into());
-        }
-        Ok(())
-    }
-}
-
 /// True when this process must not print results: a child of a local launch (process 0 reports)
 /// or a non-zero process of a hostfile run.
 fn quiet(e: &EngineArgs) -> bool {
@@ -246,42 +138,18 @@ struct FlightsArgs {
     engine: EngineArgs,
 }
 
+/// Options of `bench chain`: the chain's and the engine's (one declaration, shared with the bench
+/// stand), and how to print.
 #[derive(Args)]
 struct ChainArgs {
-    /// Pass-through stages K.
-    #[arg(long, default_value_t = 10)]
-    stages: usize,
-    /// Elements in total.
-    #[arg(long, default_value_t = 20_000_000)]
-    elements: u64,
-    /// Total source rate, elements/s (0: as fast as possible).
-    #[arg(long, default_value_t = 0.0)]
-    rate: f64,
-    /// Tracking granularity g: consecutive element numbers per substream.
-    #[arg(long, default_value_t = 1)]
-    granularity: u64,
-    /// Warm-up: the first N elements are processed but not measured (latencies, achieved rates).
-    #[arg(long, default_value_t = 0)]
-    warmup: u64,
-    /// Seed 000's snapshot experiment: every stage snapshots at this element number (one epoch
-    /// boundary), driven by notifications (tracker) or aligned markers (markers).
-    #[arg(long)]
-    snapshot_at: Option<u64>,
-    /// The imitated snapshot's pause at the boundary (e.g. 100ms, 500ms, 1s).
-    #[arg(long, default_value = "500ms", value_parser = humantime::parse_duration)]
-    snapshot_pause: Duration,
-    /// Elements from the boundary on whose latency is reported as "right after the snapshot"
-    /// (default: those due within the pause plus 500 ms at --rate, else 10,000).
-    #[arg(long)]
-    post_snapshot_elements: Option<u64>,
+    #[command(flatten)]
+    chain: ChainConfig,
     /// Runs; the median by elements/s is reported (all runs are printed).
     #[arg(long, default_value_t = 1)]
     repeat: usize,
     /// Print JSON lines instead of text.
     #[arg(long)]
     json: bool,
-    #[command(flatten)]
-    engine: EngineArgs,
 }
 
 /// A duration option as whole seconds, at least `min`.
@@ -393,31 +261,14 @@ fn run_chain(a: ChainArgs) -> ExitCode {
         eprintln!("error: --repeat must be at least 1");
         return ExitCode::from(2);
     }
-    if let Err(e) = a.engine.validate() {
+    if let Err(e) = a.chain.engine.validate() {
         eprintln!("error: {e}");
         return ExitCode::from(2);
     }
     // Every run of a local launch starts its own children, which run once.
     let repeat = if is_local_child() { 1 } else { a.repeat };
-    let quiet = quiet(&a.engine);
-    let params = xorflow_bench::chain::ChainParams {
-        stages: a.stages,
-        elements: a.elements,
-        rate: a.rate,
-        warmup: a.warmup,
-        snapshot: a
-            .snapshot_at
-            .map(|at| xorflow_bench::chain::SnapshotParams {
-                at,
-                pause: a.snapshot_pause,
-                post_elements: a.post_snapshot_elements.unwrap_or(if a.rate > 0.0 {
-                    (a.rate * (a.snapshot_pause.as_secs_f64() + 0.5)) as u64
-                } else {
-                    10_000
-                }),
-            }),
-        runtime: a.engine.runtime(a.granularity),
-    };
+    let quiet = quiet(&a.chain.engine);
+    let params = a.chain.params();
     let mut results = Vec::new();
     for _ in 0..repeat {
         match xorflow_bench::chain::run(&params) {

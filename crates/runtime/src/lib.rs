@@ -8,6 +8,7 @@
 //! local acker per worker, see `xorflow-tracking`) or not at all (`TrackingMode::None`: windows
 //! close at end of stream).
 
+pub mod args;
 pub mod channel;
 pub mod clock;
 pub mod config;

@@ -1,0 +1,355 @@
+//! The engine's command-line options, declared once: every program that runs a dataflow (the
+//! CLI's jobs and benchmarks) flattens [`EngineArgs`] into its own options and converts it with
+//! [`EngineArgs::runtime`]; a program that starts others (the bench stand) builds one and
+//! renders it back as arguments with [`EngineArgs::to_argv`].
+
+use crate::net::cluster::{ClusterConfig, Launch};
+use crate::{RuntimeConfig, TrackingMode};
+use clap::{Args, Parser};
+use std::fmt::Display;
+use std::path::PathBuf;
+use std::time::Duration;
+
+/// Engine knobs shared by jobs and benchmarks (`--workers`, `--tracking`, `--processes`, ...).
+#[derive(Args, Clone, Debug, PartialEq)]
+pub struct EngineArgs {
+    /// Worker threads.
+    #[arg(long, default_value_t = 2)]
+    pub workers: usize,
+    /// Completeness tracking: tracker, markers or none.
+    #[arg(long, default_value = "tracker")]
+    pub tracking: TrackingMode,
+    /// Processes on this machine (loopback), each with --workers threads; process 0 starts the
+    /// others.
+    #[arg(long, default_value_t = 1, conflicts_with = "hostfile")]
+    pub processes: usize,
+    /// Run on real hosts: one host:port per process; every host runs the same command with its
+    /// own --process index and the same cluster token.
+    #[arg(long, requires = "process")]
+    pub hostfile: Option<PathBuf>,
+    /// This process's index in the hostfile.
+    #[arg(long, requires = "hostfile")]
+    pub process: Option<usize>,
+    /// Shared secret for a hostfile run (default: $XORFLOW_CLUSTER_TOKEN).
+    #[arg(long)]
+    pub cluster_token: Option<String>,
+    /// Another process silent for this long is declared dead and the job fails.
+    // The flag keeps its published name; "peer" here meant another process of the job.
+    #[arg(long = "peer-timeout", value_name = "PEER_TIMEOUT", default_value = "5s",
+          value_parser = humantime::parse_duration)]
+    pub process_timeout: Duration,
+    /// Tracker shards: slot s is tracked by shard s mod S (shard k runs in process k mod N, or
+    /// in tracker process k mod T with --tracker-processes).
+    #[arg(long, default_value_t = 1)]
+    pub tracker_shards: usize,
+    /// Dedicated tracker processes T: processes without workers hosting the shards. Locally they
+    /// are started beyond the --processes worker processes; with --hostfile they are its last T
+    /// lines.
+    #[arg(long, default_value_t = 0)]
+    pub tracker_processes: usize,
+    /// Max elements per batch.
+    #[arg(long, default_value_t = 1024)]
+    pub batch_size: usize,
+    /// Capacity of each channel, in batches (backpressure bound).
+    #[arg(long, default_value_t = 64)]
+    pub channel_capacity: usize,
+    /// Send a partial batch after this long (e.g. 1ms, 200us).
+    #[arg(long, default_value = "1ms", value_parser = humantime::parse_duration)]
+    pub flush_timeout: Duration,
+    /// Local acker flush interval.
+    #[arg(long, default_value = "1ms", value_parser = humantime::parse_duration)]
+    pub ack_flush_interval: Duration,
+    /// Local acker flushes after this many updates (0: unbatched, every ack sent at once).
+    #[arg(long, default_value_t = 4096)]
+    pub ack_flush_count: usize,
+    /// A worker going idle flushes the acker at once (true: lowest latency at low load; false:
+    /// only --ack-flush-interval and --ack-flush-count trigger flushes, fewest messages).
+    #[arg(long, default_value_t = true, action = clap::ArgAction::Set)]
+    pub ack_flush_on_idle: bool,
+    /// Adds 2m self-cancelling random acks per real ack (tracker load (2m+1)x; 1x/5x/9x/17x =
+    /// 0/2/4/8).
+    #[arg(long, default_value_t = 0)]
+    pub ack_multiplier: usize,
+    /// Do not measure notification latency per slot at sinks (pure throughput runs).
+    #[arg(long)]
+    pub no_latency_probe: bool,
+}
+
+/// Parses [`EngineArgs`] alone (its defaults, and arguments read back).
+#[derive(Parser)]
+struct EngineOnly {
+    #[command(flatten)]
+    engine: EngineArgs,
+}
+
+impl Default for EngineArgs {
+    /// The defaults the command line declares (parsed, so they cannot drift from it).
+    fn default() -> Self {
+        EngineOnly::parse_from(["xorflow"]).engine
+    }
+}
+
+impl EngineArgs {
+    /// The runtime configuration these options ask for, at tracking granularity `granularity`
+    /// (a job's own unit, so the job converts it).
+    pub fn runtime(&self, granularity: u64) -> RuntimeConfig {
+        let launch = match (&self.hostfile, self.process) {
+            (Some(h), Some(p)) => Launch::Hosts {
+                hostfile: h.clone(),
+                process: p,
+            },
+            _ if self.processes + self.tracker_processes > 1 => Launch::Local {
+                processes: self.processes,
+            },
+            _ => Launch::Single,
+        };
+        RuntimeConfig {
+            workers: self.workers,
+            batch_size: self.batch_size,
+            channel_capacity: self.channel_capacity,
+            flush_timeout: self.flush_timeout,
+            tracking: self.tracking,
+            granularity,
+            ack_flush_interval: self.ack_flush_interval,
+            ack_flush_count: self.ack_flush_count,
+            ack_flush_on_idle: self.ack_flush_on_idle,
+            ack_multiplier: self.ack_multiplier,
+            tracker_shards: self.tracker_shards,
+            latency_probe: !self.no_latency_probe,
+            cluster: ClusterConfig {
+                launch,
+                token: self.cluster_token.clone(),
+                peer_timeout: self.process_timeout,
+                tracker_processes: self.tracker_processes,
+                ..ClusterConfig::default()
+            },
+            job_key: String::new(),
+            warmup_until: 0,
+        }
+    }
+
+    /// Checks what clap cannot (the runtime checks the rest when it starts).
+    ///
+    /// # Errors
+    /// A message naming the option.
+    pub fn validate(&self) -> Result<(), String> {
+        if self.processes == 0 {
+            return Err("--processes must be at least 1".into());
+        }
+        Ok(())
+    }
+
+    /// The arguments that give these options back when parsed: one flag per option that differs
+    /// from its default, in declaration order.
+    pub fn to_argv(&self) -> Vec<String> {
+        let d = EngineArgs::default();
+        let mut a = Argv::default();
+        a.value("workers", self.workers, d.workers);
+        a.value("tracking", self.tracking.name(), d.tracking.name());
+        a.value("processes", self.processes, d.processes);
+        a.option("hostfile", self.hostfile.as_ref().map(|p| p.display()));
+        a.option("process", self.process);
+        a.option("cluster-token", self.cluster_token.as_ref());
+        a.duration("peer-timeout", self.process_timeout, d.process_timeout);
+        a.value("tracker-shards", self.tracker_shards, d.tracker_shards);
+        a.value("tracker-processes", self.tracker_processes, d.tracker_processes);
+        a.value("batch-size", self.batch_size, d.batch_size);
+        a.value("channel-capacity", self.channel_capacity, d.channel_capacity);
+        a.duration("flush-timeout", self.flush_timeout, d.flush_timeout);
+        a.duration(
+            "ack-flush-interval",
+            self.ack_flush_interval,
+            d.ack_flush_interval,
+        );
+        a.value("ack-flush-count", self.ack_flush_count, d.ack_flush_count);
+        a.value(
+            "ack-flush-on-idle",
+            self.ack_flush_on_idle,
+            d.ack_flush_on_idle,
+        );
+        a.value("ack-multiplier", self.ack_multiplier, d.ack_multiplier);
+        a.switch("no-latency-probe", self.no_latency_probe);
+        a.into_vec()
+    }
+}
+
+/// Builds an argument list flag by flag: the one place where typed options become `--kebab-case`
+/// flags, for [`EngineArgs`] and for the programs that flatten it.
+#[derive(Debug, Default)]
+pub struct Argv(Vec<String>);
+
+impl Argv {
+    /// `--name value` unless `value` is the default.
+    pub fn value<T: Display + PartialEq>(&mut self, name: &str, value: T, default: T) {
+        if value != default {
+            self.push(name, value);
+        }
+    }
+
+    /// `--name value` when there is a value.
+    pub fn option<T: Display>(&mut self, name: &str, value: Option<T>) {
+        if let Some(v) = value {
+            self.push(name, v);
+        }
+    }
+
+    /// `--name <humantime>` unless `value` is the default (`1s 500ms`: one argument).
+    pub fn duration(&mut self, name: &str, value: Duration, default: Duration) {
+        if value != default {
+            self.push(name, humantime::format_duration(value));
+        }
+    }
+
+    /// `--name` when `on` (a flag without a value).
+    pub fn switch(&mut self, name: &str, on: bool) {
+        if on {
+            self.0.push(format!("--{name}"));
+        }
+    }
+
+    /// Appends arguments built elsewhere (a flattened struct's).
+    pub fn extend(&mut self, args: Vec<String>) {
+        self.0.extend(args);
+    }
+
+    /// The arguments.
+    pub fn into_vec(self) -> Vec<String> {
+        self.0
+    }
+
+    fn push(&mut self, name: &str, value: impl Display) {
+        self.0.push(format!("--{name}"));
+        self.0.push(value.to_string());
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn parse(argv: &[String]) -> Result<EngineArgs, clap::Error> {
+        EngineOnly::try_parse_from(std::iter::once("xorflow".to_string()).chain(argv.to_vec()))
+            .map(|o| o.engine)
+    }
+
+    #[test]
+    fn defaults_render_as_no_arguments_and_match_the_runtime_defaults() {
+        let d = EngineArgs::default();
+        assert!(d.to_argv().is_empty());
+        assert_eq!(
+            format!("{:?}", d.runtime(1)),
+            format!("{:?}", RuntimeConfig::default())
+        );
+    }
+
+    #[test]
+    fn the_flag_names_are_the_published_ones() {
+        let e = parse(&[
+            "--peer-timeout".into(),
+            "2s".into(),
+            "--ack-flush-on-idle".into(),
+            "false".into(),
+            "--no-latency-probe".into(),
+        ])
+        .unwrap();
+        assert_eq!(e.process_timeout, Duration::from_secs(2));
+        assert!(!e.ack_flush_on_idle && e.no_latency_probe);
+        let c = e.runtime(7);
+        assert_eq!(c.cluster.peer_timeout, Duration::from_secs(2));
+        assert!(!c.latency_probe);
+        assert_eq!(c.granularity, 7);
+    }
+
+    #[test]
+    fn processes_choose_the_launch() {
+        let local = EngineArgs {
+            processes: 3,
+            ..EngineArgs::default()
+        };
+        assert_eq!(
+            local.runtime(1).cluster.launch,
+            Launch::Local { processes: 3 }
+        );
+        let tracker_only = EngineArgs {
+            tracker_processes: 1,
+            ..EngineArgs::default()
+        };
+        assert_eq!(
+            tracker_only.runtime(1).cluster.launch,
+            Launch::Local { processes: 1 }
+        );
+        assert!(EngineArgs {
+            processes: 0,
+            ..EngineArgs::default()
+        }
+        .validate()
+        .is_err());
+    }
+
+    fn duration() -> impl Strategy<Value = Duration> {
+        prop_oneof![
+            (0u64..10_000).prop_map(Duration::from_millis),
+            (0u64..100_000_000_000).prop_map(Duration::from_nanos),
+        ]
+    }
+
+    fn tracking() -> impl Strategy<Value = TrackingMode> {
+        prop_oneof![
+            Just(TrackingMode::Tracker),
+            Just(TrackingMode::Markers),
+            Just(TrackingMode::None),
+        ]
+    }
+
+    prop_compose! {
+        fn engine_args()(
+            workers in 0usize..2000,
+            tracking in tracking(),
+            processes in 0usize..100,
+            hosts in proptest::option::of(("[a-z/._]{1,20}", 0usize..10)),
+            cluster_token in proptest::option::of("[A-Za-z0-9_]{1,16}"),
+            process_timeout in duration(),
+            tracker_shards in 0usize..2000,
+            tracker_processes in 0usize..10,
+            batch_size in 0usize..100_000,
+            channel_capacity in 0usize..1000,
+            flush_timeout in duration(),
+            ack_flush_interval in duration(),
+            ack_flush_count in 0usize..100_000,
+            ack_flush_on_idle in any::<bool>(),
+            ack_multiplier in 0usize..2000,
+            no_latency_probe in any::<bool>(),
+        ) -> EngineArgs {
+            // --processes conflicts with --hostfile: a hostfile run leaves it at its default.
+            let processes = if hosts.is_some() { 1 } else { processes };
+            EngineArgs {
+                workers,
+                tracking,
+                processes,
+                hostfile: hosts.as_ref().map(|h| PathBuf::from(&h.0)),
+                process: hosts.map(|h| h.1),
+                cluster_token,
+                process_timeout,
+                tracker_shards,
+                tracker_processes,
+                batch_size,
+                channel_capacity,
+                flush_timeout,
+                ack_flush_interval,
+                ack_flush_count,
+                ack_flush_on_idle,
+                ack_multiplier,
+                no_latency_probe,
+            }
+        }
+    }
+
+    proptest! {
+        #[test]
+        fn rendered_arguments_parse_back_to_the_same_options(e in engine_args()) {
+            let argv = e.to_argv();
+            prop_assert_eq!(parse(&argv).map_err(|x| x.to_string()), Ok(e), "argv {:?}", argv);
+        }
+    }
+}
