@@ -12,16 +12,17 @@
 
 use crate::generator::Schedule;
 use clap::{Args, Parser};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use std::time::Duration;
 use xorflow_runtime::args::{Argv, EngineArgs};
 use xorflow_runtime::operators::epoch_snapshot::{
     BUFFERED_ELEMENTS, BUFFERED_NS, BUFFERING_HISTOGRAM, SNAPSHOTS,
 };
 use xorflow_runtime::stats::NOTIFICATION_LATENCY_ANY;
+use xorflow_runtime::traffic::Count;
 use xorflow_runtime::{
-    Dataflow, Element, EpochSpec, RunError, RuntimeConfig, Sink, Source, SourceOutput, SourcePoll,
-    VertexStats,
+    Dataflow, Element, EpochSpec, MessageKind, RunError, RuntimeConfig, Sink, Source, SourceOutput,
+    SourcePoll, Traffic, VertexStats,
 };
 
 /// Sink histogram: end-to-end latency of measured elements, ns (due time to arrival at the sink).
@@ -157,7 +158,7 @@ impl ChainConfig {
 }
 
 /// Latency percentiles, microseconds.
-#[derive(Clone, Debug, Default, Serialize)]
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
 pub struct Percentiles {
     /// Samples.
     pub count: u64,
@@ -188,7 +189,7 @@ impl Percentiles {
 }
 
 /// One snapshot stage's buffering (summed over its instances).
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct StageBuffering {
     /// Stage name.
     pub stage: String,
@@ -205,7 +206,7 @@ pub struct StageBuffering {
 }
 
 /// What the snapshot stages did.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct SnapshotResult {
     /// The boundary (element number).
     pub at: u64,
@@ -217,13 +218,88 @@ pub struct SnapshotResult {
     pub post_snapshot_latency: Percentiles,
 }
 
-/// Results of one chain run.
-#[derive(Clone, Debug, Serialize)]
-pub struct ChainResult {
+/// What every run of the chain measures, on xorflow or on a peer engine: the fields and names
+/// the peers print too (see `docs/peers.md`).
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct ChainMeasures {
     /// K.
     pub stages: usize,
     /// Worker threads per process.
     pub workers: usize,
+    /// Granularity g (a peer without tracking reports 0).
+    pub granularity: u64,
+    /// "tracker", "markers" or "none" (a peer names its own mechanism).
+    pub tracking: String,
+    /// Elements emitted.
+    pub elements: u64,
+    /// Warm-up elements (not measured).
+    pub warmup: u64,
+    /// Requested rate, elements/s (0: unlimited).
+    pub rate: f64,
+    /// Rate the sources achieved over the measured elements (their emission span), elements/s.
+    pub achieved_rate: Option<f64>,
+    /// End-to-end latency of the measured elements (due time at the source to the sink).
+    pub element_latency: Percentiles,
+    /// Notification latency at the sink, microseconds (None without tracking).
+    pub latency_p50_us: Option<f64>,
+    /// 95th percentile of the same.
+    pub latency_p95_us: Option<f64>,
+    /// 99th percentile of the same.
+    pub latency_p99_us: Option<f64>,
+    /// Notification latency at the sink measured from the substream's last arrival at *any* sink
+    /// instance of the process (seed 000's definition), not at the same instance: the latency
+    /// fields above minus the skew between partitions. Empty without tracking or probe (and in
+    /// results from before it was measured).
+    #[serde(default)]
+    pub notification_latency_any: Percentiles,
+    /// Wall-clock seconds of the run.
+    pub elapsed_s: f64,
+    /// Elements/s achieved (emitted / elapsed).
+    pub elements_per_s: f64,
+}
+
+/// Messages and bytes by kind, and the service kinds' sum.
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+pub struct TrafficByKind {
+    /// Local-acker flushes.
+    pub ack: Count,
+    /// Transport control (handshakes, credits, keep-alives).
+    pub control: Count,
+    /// Data batches.
+    pub data: Count,
+    /// End-of-stream markers.
+    pub end_of_stream: Count,
+    /// Frontier notifications.
+    pub frontier: Count,
+    /// Heartbeat flushes.
+    pub heartbeat: Count,
+    /// Progress markers.
+    pub marker: Count,
+    /// All service kinds together.
+    pub service: Count,
+}
+
+impl From<&Traffic> for TrafficByKind {
+    fn from(t: &Traffic) -> Self {
+        TrafficByKind {
+            ack: t.get(MessageKind::Ack),
+            control: t.get(MessageKind::Control),
+            data: t.get(MessageKind::Data),
+            end_of_stream: t.get(MessageKind::EndOfStream),
+            frontier: t.get(MessageKind::Frontier),
+            heartbeat: t.get(MessageKind::Heartbeat),
+            marker: t.get(MessageKind::Marker),
+            service: t.service(),
+        }
+    }
+}
+
+/// Results of one chain run (`bench chain --json` prints one; the bench stand reads them back).
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct ChainResult {
+    /// What every chain run measures (flattened: the same JSON fields as before).
+    #[serde(flatten)]
+    pub measures: ChainMeasures,
     /// Processes (each with `workers` worker threads, except the dedicated tracker processes).
     pub processes: usize,
     /// Dedicated tracker processes (no workers; they host the tracker shards).
@@ -234,44 +310,16 @@ pub struct ChainResult {
     pub ack_flush_count: usize,
     /// Self-cancelling acks per real ack / 2.
     pub ack_multiplier: usize,
-    /// Granularity g.
-    pub granularity: u64,
-    /// "tracker", "markers" or "none".
-    pub tracking: String,
-    /// Elements emitted.
-    pub elements: u64,
-    /// Warm-up elements (not measured).
-    pub warmup: u64,
-    /// Requested rate, elements/s (0: unlimited).
-    pub rate: f64,
-    /// Rate the sources achieved over the measured elements (their emission span), elements/s.
-    pub achieved_rate: Option<f64>,
     /// Rate the measured elements reached the sink at (their arrival span), elements/s.
     pub sink_rate: Option<f64>,
-    /// End-to-end latency of the measured elements (due time at the source to the sink).
-    pub element_latency: Percentiles,
-    /// 95th percentile of notification latency at the sink, microseconds.
-    pub latency_p95_us: Option<f64>,
     /// The sink measured notification latency per slot.
     pub latency_probe: bool,
-    /// Wall-clock seconds of the run.
-    pub elapsed_s: f64,
-    /// Elements/s achieved (emitted / elapsed).
-    pub elements_per_s: f64,
-    /// Notification latency at the sink, microseconds (None without tracking).
-    pub latency_p50_us: Option<f64>,
-    /// 99th percentile of the same.
-    pub latency_p99_us: Option<f64>,
-    /// Notification latency at the sink measured from the substream's last arrival at *any* sink
-    /// instance of the process (seed 000's definition), not at the same instance: the latency
-    /// fields above minus the skew between partitions. Empty without tracking or probe.
-    pub notification_latency_any: Percentiles,
     /// Service messages (all kinds but data) per 1000 elements.
     pub service_messages_per_1000: f64,
     /// Messages and bytes by kind.
-    pub traffic: serde_json::Value,
+    pub traffic: TrafficByKind,
     /// Messages and bytes by kind sent by each process, in process order.
-    pub traffic_per_process: Vec<serde_json::Value>,
+    pub traffic_per_process: Vec<TrafficByKind>,
     /// Seconds spent inside the tracker (None without tracking).
     pub tracker_busy_s: Option<f64>,
     /// Tracker time per second of run, summed over shards (`tracker_busy_s / elapsed_s`).
@@ -465,34 +513,36 @@ pub fn run(p: &ChainParams) -> Result<ChainResult, RunError> {
     });
     let service = report.traffic.service().messages;
     Ok(ChainResult {
-        stages: p.stages,
-        workers: p.runtime.workers,
-        granularity: p.runtime.granularity,
-        tracking: p.runtime.tracking.name().into(),
+        measures: ChainMeasures {
+            stages: p.stages,
+            workers: p.runtime.workers,
+            granularity: p.runtime.granularity,
+            tracking: p.runtime.tracking.name().into(),
+            elements: n,
+            warmup: p.warmup,
+            rate: p.rate,
+            achieved_rate: source.measured.rate(),
+            element_latency: Percentiles::of(sink, ELEMENT_LATENCY),
+            latency_p50_us: sink.latency_us(0.5),
+            latency_p95_us: sink.latency_us(0.95),
+            latency_p99_us: sink.latency_us(0.99),
+            notification_latency_any: Percentiles::of(sink, NOTIFICATION_LATENCY_ANY),
+            elapsed_s,
+            elements_per_s: report.elements_per_s(),
+        },
         processes: report.processes,
         tracker_processes: report.tracker_processes,
         tracker_shards: report.tracker_shards,
         ack_flush_count: p.runtime.ack_flush_count,
         ack_multiplier: p.runtime.ack_multiplier,
-        elements: n,
-        warmup: p.warmup,
-        rate: p.rate,
-        achieved_rate: source.measured.rate(),
         sink_rate: sink.measured.rate(),
-        element_latency: Percentiles::of(sink, ELEMENT_LATENCY),
-        latency_p95_us: sink.latency_us(0.95),
         latency_probe: p.runtime.latency_probe,
-        elapsed_s,
-        elements_per_s: report.elements_per_s(),
-        latency_p50_us: sink.latency_us(0.5),
-        latency_p99_us: sink.latency_us(0.99),
-        notification_latency_any: Percentiles::of(sink, NOTIFICATION_LATENCY_ANY),
         service_messages_per_1000: service as f64 * 1000.0 / n.max(1) as f64,
-        traffic: report.traffic.to_json(),
+        traffic: (&report.traffic).into(),
         traffic_per_process: report
             .traffic_per_process()
             .iter()
-            .map(|t| t.to_json())
+            .map(TrafficByKind::from)
             .collect(),
         tracker_busy_s: busy,
         tracker_busy_per_s: busy.map(|b| b / elapsed_s.max(1e-9)),
@@ -507,20 +557,21 @@ pub fn run(p: &ChainParams) -> Result<ChainResult, RunError> {
 
 /// One line of text for a result.
 pub fn describe(r: &ChainResult) -> String {
-    let mut lat = match (r.latency_p50_us, r.latency_p99_us) {
+    let m = &r.measures;
+    let mut lat = match (m.latency_p50_us, m.latency_p99_us) {
         (Some(a), Some(b)) => format!("notification latency p50 {a:.1} us p99 {b:.1} us"),
         _ => "notification latency n/a".into(),
     };
-    let any = &r.notification_latency_any;
+    let any = &m.notification_latency_any;
     if let (Some(a), Some(b)) = (any.p50_us, any.p99_us) {
         lat += &format!(" (from the last arrival at any instance: p50 {a:.1} us p99 {b:.1} us)");
     }
-    if let (Some(a), Some(b)) = (r.element_latency.p50_us, r.element_latency.p99_us) {
+    if let (Some(a), Some(b)) = (m.element_latency.p50_us, m.element_latency.p99_us) {
         lat += &format!("; element latency p50 {a:.1} us p99 {b:.1} us");
     }
-    if r.rate > 0.0 {
-        if let Some(a) = r.achieved_rate {
-            lat += &format!("; achieved {a:.0} of {:.0} elements/s", r.rate);
+    if m.rate > 0.0 {
+        if let Some(a) = m.achieved_rate {
+            lat += &format!("; achieved {a:.0} of {:.0} elements/s", m.rate);
         }
     }
     if let Some(s) = &r.snapshot {
@@ -535,12 +586,12 @@ pub fn describe(r: &ChainResult) -> String {
     format!(
         "chain K={} N={} P={} g={} tracking={}{}: {} elements in {:.3} s = {:.2} M elements/s; {lat}; \
          {:.3} service messages per 1000 elements ({})",
-        r.stages,
+        m.stages,
         r.processes,
-        r.workers,
-        r.granularity,
-        r.tracking,
-        if r.tracking == "tracker" {
+        m.workers,
+        m.granularity,
+        m.tracking,
+        if m.tracking == "tracker" {
             format!(
                 " shards={}{}{}",
                 r.tracker_shards,
@@ -554,30 +605,28 @@ pub fn describe(r: &ChainResult) -> String {
         } else {
             String::new()
         },
-        r.elements,
-        r.elapsed_s,
-        r.elements_per_s / 1e6,
+        m.elements,
+        m.elapsed_s,
+        m.elements_per_s / 1e6,
         r.service_messages_per_1000,
         traffic_line(&r.traffic)
     )
 }
 
 /// `kind messages/bytes` for every service kind with traffic.
-fn traffic_line(t: &serde_json::Value) -> String {
-    let mut parts = Vec::new();
-    for k in [
-        "ack",
-        "heartbeat",
-        "frontier",
-        "marker",
-        "end_of_stream",
-        "control",
-    ] {
-        let m = t[k]["messages"].as_u64().unwrap_or(0);
-        if m > 0 {
-            parts.push(format!("{k} {m}/{}B", t[k]["bytes"].as_u64().unwrap_or(0)));
-        }
-    }
+fn traffic_line(t: &TrafficByKind) -> String {
+    let parts: Vec<String> = [
+        ("ack", t.ack),
+        ("heartbeat", t.heartbeat),
+        ("frontier", t.frontier),
+        ("marker", t.marker),
+        ("end_of_stream", t.end_of_stream),
+        ("control", t.control),
+    ]
+    .into_iter()
+    .filter(|(_, c)| c.messages > 0)
+    .map(|(k, c)| format!("{k} {}/{}B", c.messages, c.bytes))
+    .collect();
     if parts.is_empty() {
         "no service messages".into()
     } else {

@@ -291,7 +291,11 @@ fn run_chain(a: ChainArgs) -> ExitCode {
         }
     }
     if repeat > 1 && !a.json && !quiet {
-        results.sort_by(|x, y| x.elements_per_s.total_cmp(&y.elements_per_s));
+        results.sort_by(|x, y| {
+            x.measures
+                .elements_per_s
+                .total_cmp(&y.measures.elements_per_s)
+        });
         println!(
             "median: {}",
             xorflow_bench::chain::describe(&results[results.len() / 2])
