@@ -13,10 +13,10 @@
 use crate::generator::Schedule;
 use serde::Serialize;
 use std::time::Duration;
+use xorflow_runtime::measure::stats::NOTIFICATION_LATENCY_ANY;
 use xorflow_runtime::operators::epoch_snapshot::{
     BUFFERED_ELEMENTS, BUFFERED_NS, BUFFERING_HISTOGRAM, SNAPSHOTS,
 };
-use xorflow_runtime::stats::NOTIFICATION_LATENCY_ANY;
 use xorflow_runtime::{
     Dataflow, Element, EpochSpec, RunError, RuntimeConfig, Sink, Source, SourceOutput, SourcePoll,
     VertexStats,
@@ -245,7 +245,7 @@ struct LatencySink {
 
 impl Sink<u64> for LatencySink {
     fn write(&mut self, batch: Vec<Element<u64>>) -> Result<(), String> {
-        let now = xorflow_runtime::clock::now_ns();
+        let now = xorflow_runtime::measure::clock::now_ns();
         for e in &batch {
             if e.time >= self.warmup {
                 let l = now.saturating_sub(e.data).max(1);
@@ -298,7 +298,8 @@ pub fn run(p: &ChainParams) -> Result<ChainResult, RunError> {
         step: sources as u64,
         remaining: per_source + u64::from((k as u64) < extra),
         emitted: 0,
-        schedule: (rate > 0.0).then(|| Schedule::new(xorflow_runtime::clock::now_ns(), rate)),
+        schedule: (rate > 0.0)
+            .then(|| Schedule::new(xorflow_runtime::measure::clock::now_ns(), rate)),
     });
     let stage_names: Vec<String> = (0..p.stages).map(|i| format!("stage-{i}")).collect();
     for name in &stage_names {
@@ -320,8 +321,8 @@ pub fn run(p: &ChainParams) -> Result<ChainResult, RunError> {
     s.sink("sink", move |_| LatencySink {
         warmup,
         post,
-        latency: xorflow_runtime::stats::histogram(),
-        post_latency: xorflow_runtime::stats::histogram(),
+        latency: xorflow_runtime::measure::stats::histogram(),
+        post_latency: xorflow_runtime::measure::stats::histogram(),
     });
     let report = df.run()?;
     let sink = report.vertex("sink").expect("sink vertex");

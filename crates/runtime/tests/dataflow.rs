@@ -12,7 +12,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
-use xorflow_runtime::clock::now_ns;
+use xorflow_runtime::measure::clock::now_ns;
 use xorflow_runtime::{
     Aggregate, Dataflow, Element, RunError, RunReport, RuntimeConfig, Sink, Source, SourceOutput,
     SourcePoll, Stream, TrackingMode, VecSink, WindowResult,

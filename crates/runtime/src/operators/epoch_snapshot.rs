@@ -22,11 +22,11 @@
 //! time in the buffer), and the histogram `snapshot_buffering_ns` of per-element buffer times.
 
 use super::{drain_input_keeping, Input, Receipt, Vertex};
+use crate::channel::output::OutputPort;
 use crate::channel::InputPort;
 use crate::config::TrackingMode;
-use crate::port::OutputPort;
-use crate::stats::VertexStats;
-use crate::worker_ctx::WorkerCtx;
+use crate::measure::stats::VertexStats;
+use crate::worker::ctx::WorkerCtx;
 use std::collections::VecDeque;
 use xorflow_core::Element;
 use xorflow_tracking::{ComponentId, Slot, Time, INF};
@@ -193,7 +193,7 @@ fn process<T: Clone + Send>(
 fn split<T>(
     spec: &EpochSpec,
     current: usize,
-    b: crate::channel::Batch<T>,
+    b: crate::batch::Batch<T>,
     ctx: &WorkerCtx,
 ) -> Vec<Part<T>> {
     let g = ctx.granularity;

@@ -9,10 +9,10 @@
 //! for its own marker), so a cyclic graph is rejected with `--tracking markers`.
 
 use super::{drain_input, Input, Vertex};
+use crate::channel::output::OutputPort;
 use crate::channel::InputPort;
-use crate::port::OutputPort;
-use crate::stats::VertexStats;
-use crate::worker_ctx::WorkerCtx;
+use crate::measure::stats::VertexStats;
+use crate::worker::ctx::WorkerCtx;
 use std::sync::Arc;
 use xorflow_core::Element;
 use xorflow_tracking::ComponentId;

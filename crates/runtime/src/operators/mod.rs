@@ -10,9 +10,10 @@ pub mod source;
 pub mod unary;
 pub mod window;
 
-use crate::channel::{Batch, InputPort, Msg};
-use crate::stats::VertexStats;
-use crate::worker_ctx::WorkerCtx;
+use crate::batch::{Batch, Msg};
+use crate::channel::InputPort;
+use crate::measure::stats::VertexStats;
+use crate::worker::ctx::WorkerCtx;
 use xorflow_tracking::{ComponentId, Time};
 
 /// What [`drain_input`] hands a vertex.
@@ -107,7 +108,7 @@ pub(crate) fn drain_input_keeping<T>(
                     let (lo, hi, tag) = (b.lo, b.hi, b.tag);
                     stats.elements_in += b.data.len() as u64;
                     stats.batches_in += 1;
-                    ctx.now_ns = crate::clock::now_ns();
+                    ctx.now_ns = crate::measure::clock::now_ns();
                     if let Receipt::Done = process(Input::Batch(b), ctx)? {
                         ctx.ack_received(component, lo, hi, tag);
                     }

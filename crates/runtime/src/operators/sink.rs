@@ -3,9 +3,9 @@
 use super::{drain_input, Input, Vertex};
 use crate::channel::InputPort;
 use crate::config::TrackingMode;
-use crate::probe::ArrivalProbe;
-use crate::stats::VertexStats;
-use crate::worker_ctx::WorkerCtx;
+use crate::measure::probe::ArrivalProbe;
+use crate::measure::stats::VertexStats;
+use crate::worker::ctx::WorkerCtx;
 use xorflow_core::Element;
 use xorflow_tracking::{ComponentId, Time};
 
@@ -63,10 +63,10 @@ impl<T: Send, S: Sink<T>> SinkVertex<T, S> {
 impl<T: Send, S: Sink<T>> Vertex for SinkVertex<T, S> {
     fn step(&mut self, ctx: &mut WorkerCtx) -> Result<bool, String> {
         let (sink, probe) = (&mut self.sink, &mut self.probe);
-        let mut measured = crate::stats::MeasuredSpan::default();
+        let mut measured = crate::measure::stats::MeasuredSpan::default();
         let probe_on = ctx.mode != TrackingMode::None && ctx.latency_probe;
         if probe_on && probe.log.is_none() {
-            probe.log = Some(crate::probe::SlotLog::default());
+            probe.log = Some(crate::measure::probe::SlotLog::default());
         }
         let warm = ctx.warmup_until;
         let mut aligned = None;
@@ -95,7 +95,7 @@ impl<T: Send, S: Sink<T>> Vertex for SinkVertex<T, S> {
                 }
                 Input::Aligned(t) => {
                     aligned = Some(t);
-                    ctx.frontier_seen_ns = crate::clock::now_ns();
+                    ctx.frontier_seen_ns = crate::measure::clock::now_ns();
                     Ok(())
                 }
             },

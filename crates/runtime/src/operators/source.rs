@@ -1,10 +1,10 @@
 //! Sources: user code that emits timed elements and heartbeats.
 
 use super::Vertex;
+use crate::channel::output::OutputPort;
 use crate::config::TrackingMode;
-use crate::port::OutputPort;
-use crate::stats::VertexStats;
-use crate::worker_ctx::WorkerCtx;
+use crate::measure::stats::VertexStats;
+use crate::worker::ctx::WorkerCtx;
 use xorflow_core::Element;
 use xorflow_tracking::{SourceId, Time, INF};
 
@@ -17,7 +17,7 @@ const MAX_MARKER_STEPS: u64 = 65_536;
 pub enum SourcePoll {
     /// Call again as soon as possible.
     Ready,
-    /// Nothing to emit before this time (ns on [`crate::clock::now_ns`]'s clock): rate control.
+    /// Nothing to emit before this time (ns on [`crate::measure::clock::now_ns`]'s clock): rate control.
     WaitUntil(u64),
     /// End of stream: the source unregisters (heartbeat `INF`).
     Done,
@@ -61,7 +61,7 @@ impl<T: Clone + Send> SourceOutput<'_, T> {
         self.ctx.batch_size
     }
 
-    /// The worker's clock, ns ([`crate::clock::now_ns`]).
+    /// The worker's clock, ns ([`crate::measure::clock::now_ns`]).
     pub fn now_ns(&self) -> u64 {
         self.ctx.now_ns
     }

@@ -1,10 +1,10 @@
 //! Element-wise operators (`map`, `filter`, `flat_map`): one input, one output, no state of their own.
 
 use super::{drain_input, Input, Vertex};
+use crate::channel::output::OutputPort;
 use crate::channel::InputPort;
-use crate::port::OutputPort;
-use crate::stats::VertexStats;
-use crate::worker_ctx::WorkerCtx;
+use crate::measure::stats::VertexStats;
+use crate::worker::ctx::WorkerCtx;
 use xorflow_core::Element;
 use xorflow_tracking::ComponentId;
 

@@ -10,11 +10,11 @@
 //! creator's receive tag and the output all live in the shard owning `lo` (docs/sharding-notes.md,
 //! option 1: conservative, shard-local).
 use super::{drain_input, Input, Vertex};
+use crate::channel::output::OutputPort;
 use crate::channel::InputPort;
 use crate::config::TrackingMode;
-use crate::port::OutputPort;
-use crate::stats::VertexStats;
-use crate::worker_ctx::WorkerCtx;
+use crate::measure::stats::VertexStats;
+use crate::worker::ctx::WorkerCtx;
 use std::hash::Hash;
 use std::sync::Arc;
 use xorflow_core::{Aggregate, Element, TumblingWindows, WindowResult, INF};
@@ -144,7 +144,7 @@ where
                     Input::Batch(b) => b,
                     Input::Aligned(t) => {
                         aligned = Some(t);
-                        ctx.frontier_seen_ns = crate::clock::now_ns();
+                        ctx.frontier_seen_ns = crate::measure::clock::now_ns();
                         return Ok(());
                     }
                 };

@@ -10,10 +10,10 @@
 //! A notification goes out for components some vertex acts on (windows, sinks) and, for termination,
 //! for every component reaching `INF`; a pass-through vertex's frontier is not worth a wake-up.
 
+use crate::measure::traffic::{MessageKind, Traffic};
 use crate::net::frame;
 use crate::net::link::PeerTx;
-use crate::traffic::{MessageKind, Traffic};
-use crate::worker_ctx::Unparkers;
+use crate::wake::Unparkers;
 use crossbeam_channel::Sender;
 use serde::{Deserialize, Serialize};
 use std::sync::{Arc, Mutex};
@@ -106,7 +106,7 @@ impl TrackerAgent {
     /// A malformed piece (unknown component or source), naming it.
     pub fn deliver(&self, piece: &Flush) -> Result<(), String> {
         let mut g = self.inner.lock().map_err(|_| "tracker mutex poisoned")?;
-        let t0 = crate::clock::now_ns();
+        let t0 = crate::measure::clock::now_ns();
         let inner = &mut *g;
         inner.stats.flushes_applied += 1;
         inner.stats.acks_applied += piece.acks.len() as u64;
@@ -141,7 +141,7 @@ impl TrackerAgent {
                 }
             }
         }
-        inner.stats.busy_s += (crate::clock::now_ns() - t0) as f64 * 1e-9;
+        inner.stats.busy_s += (crate::measure::clock::now_ns() - t0) as f64 * 1e-9;
         Ok(())
     }
 

@@ -15,10 +15,10 @@
 //! component and slot) in front of every real ack: the tracker's load grows (2m+1)-fold while its
 //! results stay the same (seed 000's scalability experiment).
 
+use crate::measure::traffic::{MessageKind, Traffic};
 use crate::net::frame::{self, Kind};
 use crate::net::link::PeerTx;
-use crate::tracker_agent::{ack_bytes, heartbeat_bytes, TrackerAgent};
-use crate::traffic::{MessageKind, Traffic};
+use crate::progress::tracker_agent::{ack_bytes, heartbeat_bytes, TrackerAgent};
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -70,7 +70,7 @@ impl ProcessAcker {
             policy,
             inner: Mutex::new(Inner {
                 acker: LocalAcker::new(granularity),
-                last_flush_ns: crate::clock::now_ns(),
+                last_flush_ns: crate::measure::clock::now_ns(),
                 rng: SmallRng::from_os_rng(),
                 traffic: Traffic::default(),
             }),

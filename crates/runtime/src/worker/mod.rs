@@ -6,13 +6,15 @@
 //! at once (so notifications do not wait for a timer at low load), then parks until another worker,
 //! the tracker or a rate-controlled source's schedule wakes it.
 
+pub mod ctx;
+
+use crate::measure::stats::VertexStats;
+use crate::measure::traffic::Traffic;
 use crate::operators::Vertex;
-use crate::process_acker::ProcessAcker;
-use crate::stats::VertexStats;
-use crate::tracker_agent::Notification;
-use crate::traffic::Traffic;
-use crate::worker_ctx::WorkerCtx;
+use crate::progress::process_acker::ProcessAcker;
+use crate::progress::tracker_agent::Notification;
 use crossbeam_channel::Receiver;
+use ctx::WorkerCtx;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
@@ -69,7 +71,7 @@ impl Worker {
         };
         let ctx = &mut self.ctx;
         while let Ok((shard, ups)) = rx.try_recv() {
-            ctx.frontier_seen_ns = crate::clock::now_ns();
+            ctx.frontier_seen_ns = crate::measure::clock::now_ns();
             for u in ups {
                 if let Some(f) = ctx.combiner.update(shard as usize, u)? {
                     ctx.frontiers[u.component as usize] = f;
@@ -92,13 +94,13 @@ impl Worker {
     /// # Errors
     /// The first vertex error, or "aborted" when another thread failed.
     pub fn run(mut self) -> Result<WorkerResult, String> {
-        crate::clock::tighten_timer_slack();
+        crate::measure::clock::tighten_timer_slack();
         let _ = self.ctx.unparkers.0[self.ctx.local_index].set(std::thread::current());
         loop {
             if self.abort.load(Ordering::Relaxed) {
                 return Err("aborted because another thread failed".into());
             }
-            self.ctx.now_ns = crate::clock::now_ns();
+            self.ctx.now_ns = crate::measure::clock::now_ns();
             self.ctx.wake_at_ns = u64::MAX;
             self.read_notifications()?;
             let ctx = &mut self.ctx;
@@ -155,7 +157,7 @@ impl Worker {
                     None => {}
                 }
                 if !did {
-                    let now = crate::clock::now_ns();
+                    let now = crate::measure::clock::now_ns();
                     let wait = self.ctx.wake_at_ns.saturating_sub(now);
                     if wait < SPIN_NS {
                         std::hint::spin_loop();

@@ -1,10 +1,9 @@
 //! What a vertex instance sees of its worker: index, clock, tracking state, frontiers, counters.
 
 use crate::config::{RuntimeConfig, TrackingMode};
-use crate::traffic::{MessageKind, Traffic};
+use crate::measure::traffic::{MessageKind, Traffic};
+use crate::wake::Unparkers;
 use std::sync::Arc;
-use std::sync::OnceLock;
-use std::thread::Thread;
 use xorflow_tracking::{
     ComponentId, FrontierCombiner, Granularity, LocalAcker, TagSource, Time, INF,
 };
@@ -15,25 +14,6 @@ pub struct Tracking {
     pub acker: LocalAcker,
     /// Random tags for batches and deferred-output holds.
     pub tags: TagSource,
-}
-
-/// Handles to wake worker threads parked while idle. Filled as the threads start.
-#[derive(Default)]
-pub struct Unparkers(pub Vec<OnceLock<Thread>>);
-
-impl Unparkers {
-    /// Room for `n` workers.
-    pub fn new(n: usize) -> Self {
-        Unparkers((0..n).map(|_| OnceLock::new()).collect())
-    }
-
-    /// Wakes worker `w` if it is parked (cheap when it is not).
-    #[inline]
-    pub fn unpark(&self, w: usize) {
-        if let Some(t) = self.0[w].get() {
-            t.unpark();
-        }
-    }
 }
 
 /// Per-worker context passed to every vertex instance step.
@@ -54,7 +34,7 @@ pub struct WorkerCtx {
     pub granularity: Granularity,
     /// Latest frontier per component as notified to this worker, time units.
     pub frontiers: Vec<Time>,
-    /// When (ns, [`crate::clock::now_ns`]) the latest frontier notification was read.
+    /// When (ns, [`crate::measure::clock::now_ns`]) the latest frontier notification was read.
     pub frontier_seen_ns: u64,
     /// Cached clock (ns), refreshed by the worker loop and before each input batch.
     pub now_ns: u64,
@@ -102,7 +82,7 @@ impl WorkerCtx {
             granularity,
             frontiers: vec![0; components],
             frontier_seen_ns: 0,
-            now_ns: crate::clock::now_ns(),
+            now_ns: crate::measure::clock::now_ns(),
             batch_size: config.batch_size,
             flush_timeout_ns: config.flush_timeout.as_nanos() as u64,
             latency_probe: config.latency_probe,

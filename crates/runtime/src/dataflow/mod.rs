@@ -26,8 +26,12 @@
 //! assert_eq!(report.vertex("square").unwrap().elements_in, 100);
 //! ```
 
-use crate::channel::{channel, Channel, InLink, InputPort, Msg};
+use crate::batch::Msg;
+use crate::channel::output::{EdgeOutput, OutLink, OutputPort, Partitioner};
+use crate::channel::{channel, Channel, InLink, InputPort};
 use crate::config::{RuntimeConfig, TrackingMode};
+use crate::measure::stats::VertexStats;
+use crate::measure::traffic::Traffic;
 use crate::net::frame::ChannelId;
 use crate::net::link::{self, RemoteOut, Wiring};
 use crate::net::transport::{self, Delivery, Failure, Identity};
@@ -38,15 +42,13 @@ use crate::operators::source::{Source, SourceVertex};
 use crate::operators::unary::UnaryVertex;
 use crate::operators::window::WindowVertex;
 use crate::operators::Vertex;
-use crate::port::{EdgeOutput, OutLink, OutputPort, Partitioner};
-use crate::process_acker::{AckPolicy, ProcessAcker, ShardRoute};
+use crate::progress::process_acker::{AckPolicy, ProcessAcker, ShardRoute};
+use crate::progress::tracker_agent::{TrackerAgent, TrackerStats};
 use crate::report::ProcessReport;
 use crate::report::{RunError, RunReport};
-use crate::stats::VertexStats;
-use crate::tracker_agent::{TrackerAgent, TrackerStats};
-use crate::traffic::Traffic;
+use crate::wake::Unparkers;
+use crate::worker::ctx::WorkerCtx;
 use crate::worker::Worker;
-use crate::worker_ctx::{Unparkers, WorkerCtx};
 use std::cell::RefCell;
 use std::hash::{Hash, Hasher};
 use std::rc::Rc;
@@ -955,13 +957,13 @@ fn run_built(mut b: Builder) -> Result<RunReport, RunError> {
             acker: acker.clone(),
             from_tracker: tracking.then_some(frx),
             abort: abort.clone(),
-            last_handoff_ns: crate::clock::now_ns(),
+            last_handoff_ns: crate::measure::clock::now_ns(),
         });
     }
     drop(wiring);
     let start = Instant::now();
-    let cpu_start_ns = crate::clock::process_cpu_ns();
-    let wait_start_ns = crate::clock::run_queue_wait_ns();
+    let cpu_start_ns = crate::measure::clock::process_cpu_ns();
+    let wait_start_ns = crate::measure::clock::run_queue_wait_ns();
     let results: Vec<_> = std::thread::scope(|s| {
         let handles: Vec<_> = workers
             .into_iter()
@@ -1067,8 +1069,9 @@ fn run_built(mut b: Builder) -> Result<RunReport, RunError> {
     let mut local = ProcessReport {
         process: me,
         elapsed_s: elapsed.as_secs_f64(),
-        cpu_s: (crate::clock::process_cpu_ns() - cpu_start_ns) as f64 * 1e-9,
-        run_queue_wait_s: crate::clock::run_queue_wait_ns().saturating_sub(wait_start_ns) as f64
+        cpu_s: (crate::measure::clock::process_cpu_ns() - cpu_start_ns) as f64 * 1e-9,
+        run_queue_wait_s: crate::measure::clock::run_queue_wait_ns().saturating_sub(wait_start_ns)
+            as f64
             * 1e-9,
         traffic,
         vertices: vertices.iter().map(VertexStats::to_wire).collect(),

@@ -7,10 +7,11 @@
 //! element produced from an input batch is covered before the input's receive tag, as DESIGN.md
 //! section 2, item 1 requires, while batches still fill up across many input batches.
 
-use crate::channel::{Batch, Channel, Msg};
+use crate::batch::{Batch, Msg};
+use crate::channel::Channel;
+use crate::measure::traffic::MessageKind;
 use crate::net::link::RemoteOut;
-use crate::traffic::MessageKind;
-use crate::worker_ctx::WorkerCtx;
+use crate::worker::ctx::WorkerCtx;
 use std::collections::VecDeque;
 use std::sync::Arc;
 use xorflow_core::Element;
@@ -229,7 +230,7 @@ impl<T: Send> EdgeOutput<T> {
             ctx.traffic.record_n(
                 MessageKind::Marker,
                 n,
-                n * (crate::traffic::HEADER_BYTES + 8),
+                n * (crate::measure::traffic::HEADER_BYTES + 8),
             );
         }
         if has_data && matches!(t.link, OutLink::Local(..)) {

@@ -1,0 +1,1 @@
+//! Running a built job.
