@@ -7,5 +7,8 @@
 //! - [`frontiers`]: per-worker frontiers combined over shards, and the notification API operators
 //!   use whatever the tracking mode.
 
+pub mod flush_policy;
+pub mod frontiers;
+pub mod handoff;
 pub mod process_acker;
 pub mod tracker_agent;

@@ -10,6 +10,7 @@
 //! A notification goes out for components some vertex acts on (windows, sinks) and, for termination,
 //! for every component reaching `INF`; a pass-through vertex's frontier is not worth a wake-up.
 
+use super::frontiers::Notification;
 use crate::measure::traffic::{MessageKind, Traffic};
 use crate::net::frame;
 use crate::net::link::PeerTx;
@@ -19,9 +20,6 @@ use serde::{Deserialize, Serialize};
 use std::sync::{Arc, Mutex};
 use xorflow_tracking::ack::Heartbeat;
 use xorflow_tracking::{AckEntry, Flush, FrontierUpdate, Tracker, INF};
-
-/// A frontier notification as a worker's inbox carries it: the shard and what moved.
-pub type Notification = (u32, Vec<FrontierUpdate>);
 
 /// What a tracker shard did during a run.
 #[derive(Clone, Debug, Default, Serialize, Deserialize)]

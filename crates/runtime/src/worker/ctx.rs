@@ -2,11 +2,11 @@
 
 use crate::config::{RuntimeConfig, TrackingMode};
 use crate::measure::traffic::{MessageKind, Traffic};
+use crate::progress::flush_policy::FlushPolicy;
+use crate::progress::frontiers::{Frontiers, InBand};
 use crate::wake::Unparkers;
 use std::sync::Arc;
-use xorflow_tracking::{
-    ComponentId, FrontierCombiner, Granularity, LocalAcker, TagSource, Time, INF,
-};
+use xorflow_tracking::{ComponentId, Granularity, LocalAcker, TagSource, Time};
 
 /// The worker-local trAcker state: local acker and tag source.
 pub struct Tracking {
@@ -23,19 +23,15 @@ pub struct WorkerCtx {
     /// This worker's index within its process.
     pub local_index: usize,
     /// Number of workers P in the whole job (all processes).
-    pub peers: usize,
+    pub workers: usize,
     /// How completeness is tracked.
     pub mode: TrackingMode,
     /// trAcker state; `None` unless tracking with trAcker.
     pub tracking: Option<Tracking>,
-    /// Per-shard frontiers combined into [`WorkerCtx::frontiers`] (trAcker).
-    pub combiner: FrontierCombiner,
     /// Tracking granularity.
     pub granularity: Granularity,
-    /// Latest frontier per component as notified to this worker, time units.
-    pub frontiers: Vec<Time>,
-    /// When (ns, [`crate::measure::clock::now_ns`]) the latest frontier notification was read.
-    pub frontier_seen_ns: u64,
+    /// Every component's frontier as known here, and the notification API.
+    pub frontiers: Frontiers,
     /// Cached clock (ns), refreshed by the worker loop and before each input batch.
     pub now_ns: u64,
     /// Elements per batch.
@@ -59,7 +55,7 @@ impl WorkerCtx {
     pub(crate) fn new(
         index: usize,
         local_index: usize,
-        peers: usize,
+        workers: usize,
         config: &RuntimeConfig,
         components: usize,
         unparkers: Arc<Unparkers>,
@@ -68,20 +64,14 @@ impl WorkerCtx {
         WorkerCtx {
             index,
             local_index,
-            peers,
+            workers,
             mode: config.tracking,
             tracking: (config.tracking == TrackingMode::Tracker).then(|| Tracking {
-                acker: if config.ack_flush_count == 0 {
-                    LocalAcker::unbatched(granularity)
-                } else {
-                    LocalAcker::new(granularity)
-                },
+                acker: FlushPolicy::of(config).local_acker(granularity),
                 tags: TagSource::from_entropy(),
             }),
-            combiner: FrontierCombiner::new(components, config.tracker_shards.max(1)),
             granularity,
-            frontiers: vec![0; components],
-            frontier_seen_ns: 0,
+            frontiers: Frontiers::new(config.tracking, components, config.tracker_shards),
             now_ns: crate::measure::clock::now_ns(),
             batch_size: config.batch_size,
             flush_timeout_ns: config.flush_timeout.as_nanos() as u64,
@@ -106,11 +96,11 @@ impl WorkerCtx {
         )
     }
 
-    /// Frontier of component `c` as known here (time units): every element with a smaller time is
-    /// done at `c` and upstream. Without tracking it stays 0 until end of stream.
+    /// The notification API (`progress/frontiers.rs`): the frontier of a vertex instance in
+    /// component `c` whose inputs report `in_band`, whatever the tracking mode.
     #[inline]
-    pub fn frontier(&self, c: ComponentId) -> Time {
-        self.frontiers[c as usize]
+    pub fn frontier(&self, c: ComponentId, in_band: InBand) -> Time {
+        self.frontiers.notified(c, in_band)
     }
 
     /// True when running with trAcker.
@@ -135,10 +125,5 @@ impl WorkerCtx {
     /// Asks the worker to run again no later than `at_ns`.
     pub fn wake_at(&mut self, at_ns: u64) {
         self.wake_at_ns = self.wake_at_ns.min(at_ns);
-    }
-
-    /// True when every component's frontier is `INF` (trAcker says the job is complete).
-    pub fn all_complete(&self) -> bool {
-        self.frontiers.iter().all(|&f| f == INF)
     }
 }
