@@ -99,16 +99,16 @@ pub(super) fn make_output<T: Data>(
         .iter()
         .map(|e| {
             let chans = local_channels(&e.channels, wiring);
-            let peers = wiring.total_workers();
+            let workers = wiring.total_workers();
             let partitioner = match &e.partition {
                 PartitionSpec::Forward => Partitioner::Forward,
                 // Stagger starting targets so workers do not all pick the same receiver first.
-                PartitionSpec::RoundRobin => Partitioner::RoundRobin { next: w % peers },
+                PartitionSpec::RoundRobin => Partitioner::RoundRobin { next: w % workers },
                 PartitionSpec::Hash(h) => Partitioner::Hash(h.clone()),
             };
             let links = match e.partition {
                 PartitionSpec::Forward => vec![OutLink::Local(wl, chans[wl][wl].clone())],
-                _ => (0..peers)
+                _ => (0..workers)
                     .map(|r| match wiring.local(r) {
                         Some(rl) => OutLink::Local(rl, chans[wl][rl].clone()),
                         None => OutLink::Remote(

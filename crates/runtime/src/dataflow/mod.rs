@@ -175,9 +175,9 @@ impl Dataflow {
         };
         let name = name.to_string();
         with_output(&self.b, vertex, move |w, wiring, output| {
-            let peers = wiring.total_workers();
+            let workers = wiring.total_workers();
             let mine: Vec<(SourceId, Box<dyn Source<T>>)> = (0..instances)
-                .filter(|i| i % peers == w)
+                .filter(|i| i % workers == w)
                 .map(|i| {
                     (
                         (first_id + i) as SourceId,

@@ -204,3 +204,109 @@ impl<Op: Operator> Vertex for OperatorVertex<Op> {
         self.notified.then_some(self.component)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::batch::Batch;
+    use crate::channel::channel;
+    use crate::config::{RuntimeConfig, TrackingMode};
+    use crate::wake::Unparkers;
+    use std::sync::{Arc, Mutex};
+    use xorflow_core::Element;
+
+    /// Records every lifecycle call.
+    struct Recorder(Arc<Mutex<Vec<String>>>);
+
+    impl Operator for Recorder {
+        type In = u64;
+        type Out = ();
+        fn open(&mut self, _: &mut WorkerCtx) -> Result<(), String> {
+            self.0.lock().unwrap().push("open".into());
+            Ok(())
+        }
+        fn on_batch(
+            &mut self,
+            b: Batch<u64>,
+            _: &mut (),
+            _: &mut WorkerCtx,
+            _: &mut VertexStats,
+        ) -> Result<Receipt, String> {
+            self.0
+                .lock()
+                .unwrap()
+                .push(format!("batch {}", b.data.len()));
+            Ok(Receipt::Done)
+        }
+        fn on_frontier(
+            &mut self,
+            f: Time,
+            _: &mut (),
+            _: &mut WorkerCtx,
+            _: &mut VertexStats,
+        ) -> Result<(), String> {
+            let f = if f == INF {
+                "INF".into()
+            } else {
+                f.to_string()
+            };
+            self.0.lock().unwrap().push(format!("frontier {f}"));
+            Ok(())
+        }
+        fn close(&mut self) -> Result<(), String> {
+            self.0.lock().unwrap().push("close".into());
+            Ok(())
+        }
+    }
+
+    fn batch(n: u64) -> Msg<u64> {
+        Msg::Data(Batch {
+            tag: 0,
+            lo: 0,
+            hi: 0,
+            markers: vec![],
+            data: (0..n).map(|t| Element::new(t, t)).collect(),
+        })
+    }
+
+    #[test]
+    fn lifecycle_runs_in_order_and_notifies_end_of_input_once() {
+        let config = RuntimeConfig {
+            tracking: TrackingMode::None,
+            ..RuntimeConfig::default()
+        };
+        let mut ctx = WorkerCtx::new(0, 0, 1, &config, 1, Arc::new(Unparkers::new(1)));
+        let log = Arc::new(Mutex::new(Vec::new()));
+        let ch = channel(8);
+        let input = InputPort::new(vec![ch.clone()]);
+        let op = Recorder(log.clone());
+        let mut v = OperatorVertex::new("rec", 0, op, Some(input), (), true);
+        v.open(&mut ctx).unwrap();
+        ch.push(batch(3)).unwrap();
+        ch.push(batch(2)).unwrap();
+        assert!(v.step(&mut ctx).unwrap());
+        assert!(!v.ended(), "the input has not ended");
+        ch.push(Msg::End).unwrap();
+        v.step(&mut ctx).unwrap();
+        v.step(&mut ctx).unwrap();
+        assert!(v.ended());
+        v.close().unwrap();
+        let got = log.lock().unwrap().clone();
+        let want = ["open", "batch 3", "batch 2", "frontier INF", "close"];
+        assert_eq!(got, want);
+        let s = v.stats();
+        assert_eq!((s.elements_in, s.batches_in), (5, 2));
+    }
+
+    #[test]
+    fn operators_are_stateless_until_they_say_otherwise() {
+        let ch = channel::<u64>(1);
+        let op = Recorder(Arc::default());
+        let mut v = OperatorVertex::new("rec", 0, op, Some(InputPort::new(vec![ch])), (), false);
+        assert_eq!(v.snapshot(7).unwrap(), OperatorState::Stateless);
+        v.restore(OperatorState::Stateless).unwrap();
+        let e = v.restore(OperatorState::Bytes(vec![1, 2])).unwrap_err();
+        assert!(e.contains("cannot restore 2 bytes"), "{e}");
+        assert_eq!(v.notified_component(), None);
+    }
+}
