@@ -41,4 +41,4 @@ pub use operators::iterate::Iteration;
 pub use operators::sink::Sink;
 pub use operators::source::{Source, SourceOutput, SourcePoll};
 pub use report::{RunError, RunReport};
-pub use xorflow_core::{Aggregate, Element, WindowResult};
+pub use xorflow_core::{Aggregate, ComponentId, Element, Time, WindowResult, INF};
