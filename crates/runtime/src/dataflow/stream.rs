@@ -85,7 +85,7 @@ impl<T: Data> Stream<T> {
     }
 
     /// Puts the next vertex into the tracking component of this stream's vertex, so both share one
-    /// frontier (DESIGN.md section 2: components; a cycle must lie inside one). Fewer components
+    /// frontier (docs/design.md, "trAcker requirements": components; a cycle must lie inside one). Fewer components
     /// mean fewer tables and notifications, and coarser notifications.
     ///
     /// # Panics

@@ -1,4 +1,4 @@
-//! Snapshots driven by notifications (seed 000, "State snapshotting"; DESIGN.md section 2): a
+//! Snapshots driven by notifications (seed 000, "State snapshotting"; docs/design.md, "trAcker requirements"): a
 //! pass-through vertex that splits the stream into epochs at given times, processes only the
 //! current epoch, and buffers elements of later epochs until it learns that the current epoch is
 //! complete at this vertex. Then it "snapshots" (the paper imitates a snapshot with a fixed pause of

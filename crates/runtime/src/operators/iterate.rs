@@ -3,7 +3,7 @@
 //! Each element goes through `step`; [`Iteration::Again`] sends the new value around the loop
 //! (re-partitioned round-robin over all instances, so the cycle crosses workers and processes),
 //! [`Iteration::Done`] sends a result downstream. The loop lies inside the vertex's own tracking
-//! component (DESIGN.md section 2: a cycle must lie inside one component): elements sent around
+//! component (docs/design.md, "trAcker requirements": a cycle must lie inside one component): elements sent around
 //! the loop are tagged like any other, so the component's frontier passes a time only when no
 //! element of that time is circulating any more. Markers cannot do this (an instance would wait
 //! for its own marker), so a cyclic graph is rejected with `--tracking markers`.

@@ -25,7 +25,7 @@ pub enum SourcePoll {
 }
 
 /// A source instance: emits elements with logical times and promises lower bounds on future times
-/// (heartbeats, DESIGN.md section 2, item 3).
+/// (heartbeats, docs/design.md, requirement 3).
 pub trait Source<T>: Send {
     /// Emits up to [`SourceOutput::budget`] elements and optionally a heartbeat. Elements must
     /// not have times below the last heartbeat.

@@ -1,6 +1,6 @@
 //! Keyed event-time tumbling windows, closed by the frontier of their tracking component.
 //!
-//! Deferred output holds its slot open (DESIGN.md section 2, item 8): when a window `[a, b)` is opened
+//! Deferred output holds its slot open (docs/design.md, requirement 8): when a window `[a, b)` is opened
 //! on an instance by an input batch tracked over slots `[lo, hi]`, before that batch's receive tag,
 //! the instance XORs a fresh tag `r` into slot `lo` of every downstream component (the creator's
 //! slot, not the results' slot `b - 1`). When the frontier reaches `b` the results (time `b - 1`)

@@ -1,4 +1,4 @@
-//! The local acker of a process (DESIGN.md section 2, item 4) and the routing of its flushes to the
+//! The local acker of a process (docs/design.md, requirement 4) and the routing of its flushes to the
 //! tracker shards.
 //!
 //! Workers keep a thread-local [`LocalAcker`] on the hot path and hand its content to the process

@@ -1,4 +1,4 @@
-//! A tracker shard hosted by a process (DESIGN.md section 2, items 5 and 6).
+//! A tracker shard hosted by a process (docs/design.md, requirements 5 and 6).
 //!
 //! The tracker runs *inline*: whoever brings a flush piece (a worker flushing this process's acker,
 //! or the network thread with another process's piece) applies it to the shard's [`Tracker`] under a
