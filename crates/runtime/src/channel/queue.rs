@@ -13,7 +13,9 @@ use std::sync::{Arc, OnceLock};
 /// A bounded queue of messages between two workers of one process (capacity in batches).
 pub struct LocalQueue<T> {
     capacity: usize,
-    slots: OnceLock<ArrayQueue<Msg<T>>>,
+    /// Boxed: an `ArrayQueue` is ~400 bytes even when empty (its head and tail are cache-padded),
+    /// too much for each of P^2 channels per edge.
+    slots: OnceLock<Box<ArrayQueue<Msg<T>>>>,
 }
 
 impl<T> LocalQueue<T> {
@@ -21,7 +23,7 @@ impl<T> LocalQueue<T> {
     #[inline]
     pub fn push(&self, m: Msg<T>) -> Result<(), Msg<T>> {
         self.slots
-            .get_or_init(|| ArrayQueue::new(self.capacity))
+            .get_or_init(|| Box::new(ArrayQueue::new(self.capacity)))
             .push(m)
     }
 
