@@ -135,7 +135,7 @@ struct StandArgs {
 /// Engine knobs shared by jobs and benchmarks.
 #[derive(Args, Clone)]
 struct EngineArgs {
-    /// Worker threads.
+    /// Worker threads per process (1-256; at most 1024 over all processes).
     #[arg(long, default_value_t = 2)]
     workers: usize,
     /// Completeness tracking: tracker, markers or none.
@@ -167,10 +167,12 @@ struct EngineArgs {
     /// lines.
     #[arg(long, default_value_t = 0)]
     tracker_processes: usize,
-    /// Max elements per batch.
+    /// Max elements per batch (1-1048576).
     #[arg(long, default_value_t = 1024)]
     batch_size: usize,
-    /// Capacity of each channel, in batches (backpressure bound).
+    /// Capacity of each channel, in batches (backpressure bound; 1-65536). Every pair of workers
+    /// has its own channel per edge, allocated at start: workers² x capacity (workers over all
+    /// processes) may be at most 4194304 slots.
     #[arg(long, default_value_t = 64)]
     channel_capacity: usize,
     /// Send a partial batch after this long (e.g. 1ms, 200us).
@@ -261,7 +263,7 @@ struct FlightsArgs {
     /// Late rows (verbatim, with the header).
     #[arg(long)]
     late_output: Option<PathBuf>,
-    /// Source instances (the arrival sequence is split round-robin over them).
+    /// Source instances (the arrival sequence is split round-robin over them; 1-1024).
     #[arg(long, default_value_t = 1)]
     sources: usize,
     /// Allowed lateness: a source heartbeats arrival - lateness (e.g. 24h, 1h, 90m).
@@ -282,13 +284,15 @@ struct FlightsArgs {
 
 #[derive(Args)]
 struct ChainArgs {
-    /// Pass-through stages K.
+    /// Pass-through stages K (at most 1000; with the workers' channels at most 33554432 channel
+    /// slots in all, see --channel-capacity).
     #[arg(long, default_value_t = 10)]
     stages: usize,
     /// Elements in total.
     #[arg(long, default_value_t = 20_000_000)]
     elements: u64,
-    /// Total source rate, elements/s (0: as fast as possible).
+    /// Total source rate, elements/s (0: as fast as possible; not negative, and no run of more
+    /// than 100 years).
     #[arg(long, default_value_t = 0.0)]
     rate: f64,
     /// Tracking granularity g: consecutive element numbers per substream.

@@ -67,12 +67,17 @@ fn flights(input: &Path, args: &[&str]) -> Command {
 
 /// Runs `cmd` to the end, killing it at [`DEADLINE`] (then the test fails).
 fn run(cmd: &mut Command) -> Output {
+    run_for(cmd, DEADLINE)
+}
+
+/// Runs `cmd` to the end, killing it after `limit` (then the test fails).
+fn run_for(cmd: &mut Command, limit: Duration) -> Output {
     let child = cmd
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
         .expect("start xorflow");
-    wait_output(child, DEADLINE)
+    wait_output(child, limit)
 }
 
 /// Waits for `child` at most `limit`, collecting its stdout and stderr (if piped); kills it and
@@ -251,4 +256,109 @@ fn defect6_full_stdout_is_an_output_error() {
         err.contains("stdout"),
         "bench chain: the error names stdout:\n{err}"
     );
+}
+
+// ---------------------------------------------------------------------------------------------
+// Defect 5: unbounded sizes
+// ---------------------------------------------------------------------------------------------
+
+/// Runs `cmd` expecting a prompt configuration error (exit 2, within 10 s, before any
+/// allocation of the sizes asked for) whose message contains `names`.
+fn assert_refused(what: &str, cmd: &mut Command, names: &str) {
+    let t0 = Instant::now();
+    let o = run_for(cmd, Duration::from_secs(15));
+    let err = stderr_of(&o);
+    assert_no_panic(what, &err);
+    assert_eq!(
+        o.status.code(),
+        Some(2),
+        "{what}: exit status; stderr:\n{err}"
+    );
+    assert!(
+        err.contains(names),
+        "{what}: stderr should name {names}:\n{err}"
+    );
+    assert!(
+        t0.elapsed() < Duration::from_secs(10),
+        "{what}: took {:?} to refuse",
+        t0.elapsed()
+    );
+}
+
+#[test]
+fn defect5_sizes_that_exhaust_memory_are_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let input = small_input(dir.path());
+    let out = dir.path().join("out.csv");
+    let o = out.to_str().unwrap();
+    let cases: &[(&[&str], &str)] = &[
+        (&["--workers", "1000"], "--workers"),
+        (&["--workers", "257"], "--workers"),
+        (&["--channel-capacity", "1000000000"], "--channel-capacity"),
+        (
+            &["--channel-capacity", "18446744073709551615"],
+            "--channel-capacity",
+        ),
+        // Each is allowed alone; together every channel would preallocate 200 x 200 x 1024 slots.
+        (
+            &["--workers", "200", "--channel-capacity", "1024"],
+            "channel slots",
+        ),
+        (&["--workers", "100", "--processes", "16"], "workers in all"),
+        (&["--batch-size", "18446744073709551615"], "--batch-size"),
+        (&["--sources", "1000000000"], "--sources"),
+    ];
+    for (args, names) in cases {
+        let what = format!("flights {args:?}");
+        assert_refused(&what, flights(&input, args).args(["--output", o]), names);
+        assert!(!out.exists(), "{what}: output written");
+    }
+    let chain: &[(&[&str], &str)] = &[
+        (&["--stages", "100000"], "--stages"),
+        (&["--stages", "1001"], "--stages"),
+        (&["--rate=-5"], "--rate"),
+        (&["--rate", "NaN"], "--rate"),
+        (&["--rate", "inf"], "--rate"),
+        // A billion years per element.
+        (&["--rate", "1e-17"], "--rate"),
+        (&["--workers", "1000"], "--workers"),
+        (
+            &["--channel-capacity", "18446744073709551615"],
+            "--channel-capacity",
+        ),
+        // 100 stages of 128 x 128 x 64 slots each.
+        (&["--stages", "100", "--workers", "128"], "channel slots"),
+    ];
+    for (args, names) in chain {
+        let mut c = Command::new(bin());
+        c.args(["bench", "chain", "--elements", "1000"]).args(*args);
+        assert_refused(&format!("bench chain {args:?}"), &mut c, names);
+    }
+}
+
+/// The largest sizes allowed still run (and say nothing about limits).
+#[test]
+fn defect5_sizes_within_the_bounds_run() {
+    let dir = tempfile::tempdir().unwrap();
+    let input = small_input(dir.path());
+    let out = dir.path().join("out.csv");
+    let o = run(flights(&input, &["--output", out.to_str().unwrap()]).args([
+        "--workers",
+        "64",
+        "--channel-capacity",
+        "1024",
+    ]));
+    assert_eq!(o.status.code(), Some(0), "stderr:\n{}", stderr_of(&o));
+    assert_eq!(result_rows(&out), SMALL_ROWS);
+    let o = run(Command::new(bin()).args([
+        "bench",
+        "chain",
+        "--stages",
+        "1000",
+        "--elements",
+        "2000",
+        "--workers",
+        "1",
+    ]));
+    assert_eq!(o.status.code(), Some(0), "stderr:\n{}", stderr_of(&o));
 }

@@ -16,6 +16,9 @@ use xorflow_runtime::{
 /// enough that time arithmetic cannot overflow.
 pub const MAX_SECONDS: u64 = 100 * 365 * 86_400;
 
+/// Most source instances: each is a vertex instance with its own share of the records.
+pub const MAX_SOURCES: usize = 1024;
+
 /// Everything the job can be told.
 #[derive(Clone, Debug)]
 pub struct FlightsConfig {
@@ -303,8 +306,11 @@ impl Sink<WindowResult<String, DepartureStats>> for LeaderSink {
 }
 
 pub fn run(cfg: &FlightsConfig) -> Result<Summary, FlightsError> {
-    if cfg.sources == 0 {
-        return Err(FlightsError::Config("--sources must be at least 1".into()));
+    if !(1..=MAX_SOURCES).contains(&cfg.sources) {
+        return Err(FlightsError::Config(format!(
+            "--sources must be between 1 and {MAX_SOURCES}, got {}",
+            cfg.sources
+        )));
     }
     if cfg.window_s == 0 {
         return Err(FlightsError::Config("--window must be at least 1s".into()));
