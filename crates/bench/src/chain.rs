@@ -86,7 +86,7 @@ impl ChainParams {
         }
         if self.rate > 0.0 && self.elements as f64 / self.rate > MAX_RUN_S {
             return Err(format!(
-                "--rate {} would take more than 100 years for --elements {}",
+                "--rate {:e} would take more than 100 years for --elements {}",
                 self.rate, self.elements
             ));
         }

@@ -362,3 +362,39 @@ fn defect5_sizes_within_the_bounds_run() {
     ]));
     assert_eq!(o.status.code(), Some(0), "stderr:\n{}", stderr_of(&o));
 }
+
+// ---------------------------------------------------------------------------------------------
+// Defect 8: --speed
+// ---------------------------------------------------------------------------------------------
+
+/// A replay speed so slow that the replay's nanoseconds overflow used to wrap around to "as fast
+/// as possible" (finished in 0.01 s). Speeds whose replay of the input would take more than 100
+/// years are refused, naming --speed; non-finite and non-positive ones too.
+#[test]
+fn defect8_speed_too_slow_to_replay_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let input = small_input(dir.path());
+    let out = dir.path().join("out.csv");
+    // The input's arrivals span 2 h 1 min: at 1e-6 the replay takes 230 years.
+    for speed in ["1e-8", "1e-6", "1e-300", "5e-324", "inf", "0", "-0"] {
+        let arg = format!("--speed={speed}");
+        let what = format!("flights {arg}");
+        assert_refused(
+            &what,
+            &mut flights(&input, &[&arg, "--output", out.to_str().unwrap()]),
+            "--speed",
+        );
+        assert!(!out.exists(), "{what}: output written");
+    }
+    // 1e-4 would take 2.3 years: honoured, so it must still be running a few seconds later.
+    let mut child = flights(
+        &input,
+        &["--speed", "1e-4", "--output", out.to_str().unwrap()],
+    )
+    .stdout(Stdio::null())
+    .stderr(Stdio::null())
+    .spawn()
+    .unwrap();
+    let status = wait_until(&mut child, Instant::now() + Duration::from_secs(3));
+    assert_eq!(status, None, "--speed 1e-4 ended at once: {status:?}");
+}
