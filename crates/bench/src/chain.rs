@@ -56,6 +56,58 @@ pub struct ChainParams {
     pub runtime: RuntimeConfig,
 }
 
+/// Most pass-through stages K: building the graph costs time and threads' stack for every stage.
+pub const MAX_STAGES: usize = 1000;
+/// Most channel slots the whole chain may preallocate (K + 1 edges, each
+/// [`RuntimeConfig::edge_slots`]): 32 Mi slots, about 2.5 GiB.
+pub const MAX_CHAIN_SLOTS: u64 = 1 << 25;
+/// Longest run a rate may ask for, seconds (100 years): a smaller rate is a typo, and the
+/// schedule's nanosecond arithmetic overflows long before.
+const MAX_RUN_S: f64 = 100.0 * 365.0 * 86_400.0;
+
+impl ChainParams {
+    /// Checks what the runtime cannot: stages, rate and the chain's channel memory.
+    ///
+    /// # Errors
+    /// A message naming the option.
+    pub fn validate(&self) -> Result<(), String> {
+        if self.stages > MAX_STAGES {
+            return Err(format!(
+                "--stages {} is more than {MAX_STAGES}",
+                self.stages
+            ));
+        }
+        if !(self.rate.is_finite() && self.rate >= 0.0) {
+            return Err(format!(
+                "--rate must be a number of elements/s, at least 0 (0: as fast as possible), \
+                 got {}",
+                self.rate
+            ));
+        }
+        if self.rate > 0.0 && self.elements as f64 / self.rate > MAX_RUN_S {
+            return Err(format!(
+                "--rate {:e} would take more than 100 years for --elements {}",
+                self.rate, self.elements
+            ));
+        }
+        self.runtime.validate()?;
+        let slots = self
+            .runtime
+            .edge_slots()
+            .saturating_mul(self.stages as u64 + 1);
+        if slots > MAX_CHAIN_SLOTS {
+            return Err(format!(
+                "--stages {} with {} channel slots per edge makes {slots} channel slots in all, \
+                 more than {MAX_CHAIN_SLOTS} (each is allocated at start): use fewer stages, \
+                 workers or a smaller --channel-capacity",
+                self.stages,
+                self.runtime.edge_slots()
+            ));
+        }
+        Ok(())
+    }
+}
+
 /// Latency percentiles, microseconds.
 #[derive(Clone, Debug, Default, Serialize)]
 pub struct Percentiles {
@@ -271,6 +323,7 @@ impl Sink<u64> for LatencySink {
 /// # Errors
 /// Whatever the runtime reports (invalid configuration, failed worker).
 pub fn run(p: &ChainParams) -> Result<ChainResult, RunError> {
+    p.validate().map_err(RunError::Config)?;
     let mut runtime = p.runtime.clone();
     let g = runtime.granularity;
     let snapshot = p.snapshot.as_ref().map(|s| SnapshotParams {

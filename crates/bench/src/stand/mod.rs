@@ -293,7 +293,12 @@ pub fn run(o: &StandOptions) -> Result<Vec<PathBuf>> {
         let outcomes = e.run(&mut runner, points, o.profile);
         runner.finish();
         report::write(e, &dir, &meta, &outcomes)?;
-        eprintln!("{}: {}", e.name(), dir.join("REPORT.md").display());
+        let _ = writeln!(
+            std::io::stderr(),
+            "{}: {}",
+            e.name(),
+            dir.join("REPORT.md").display()
+        );
         dirs.push(dir);
     }
     Ok(dirs)

@@ -28,6 +28,7 @@ use super::report::{fmt_num, metric, num, ratio, Medians};
 use super::{Meta, Outcome, Point, Profile, Runner};
 use anyhow::{bail, Context, Result};
 use std::fmt::Write as _;
+use std::io::Write as _;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -91,7 +92,10 @@ fn jvm_peer(
     if !pom.is_file() {
         bail!("'{}' not found", pom.display());
     }
-    eprintln!("peers: building the {name} peer (mvn package; the first build downloads it)");
+    let _ = writeln!(
+        std::io::stderr(),
+        "peers: building the {name} peer (mvn package; the first build downloads it)"
+    );
     run_build(
         Command::new("mvn")
             .args(["-q", "-B", "package", "-f"])
@@ -127,7 +131,10 @@ pub fn build(dir: &Path, jvm: JvmPeers) -> Result<Peers> {
             manifest.display()
         );
     }
-    eprintln!("peers: building the timely peer (cargo build --release)");
+    let _ = writeln!(
+        std::io::stderr(),
+        "peers: building the timely peer (cargo build --release)"
+    );
     run_build(
         Command::new("cargo")
             .args(["build", "--release", "--quiet", "--manifest-path"])
@@ -884,6 +891,10 @@ pub fn run(
     let outcomes: Vec<Outcome> = pts.iter().map(|p| runner.run(p)).collect();
     runner.finish();
     write(&dir, &meta, peers.java_version.as_deref(), &outcomes)?;
-    eprintln!("peers: {}", dir.join("REPORT.md").display());
+    let _ = writeln!(
+        std::io::stderr(),
+        "peers: {}",
+        dir.join("REPORT.md").display()
+    );
     Ok(dir)
 }
