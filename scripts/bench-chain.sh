@@ -3,10 +3,17 @@
 # and 1000, interleaved so every configuration sees the same machine noise; median of REPEAT runs.
 # Then notification latency at a fixed 100,000 elements/s. Writes raw JSON lines and a summary
 # into bench/results/chain-<UTC time>/.
+#
+# BINS="label=path ..." compares builds side by side: every configuration runs once per build,
+# the builds alternating, and the summary gives each build's medians and their ratios to the
+# first build's (e.g. BINS="before=/tmp/xorflow-old after=target/release/xorflow").
 set -euo pipefail
 cd "$(dirname "$0")/.."
-bin=target/release/xorflow
-[ -x "$bin" ] || cargo build --release -p xorflow-cli
+BINS=${BINS:-HEAD=target/release/xorflow}
+[ "$BINS" != "HEAD=target/release/xorflow" ] || [ -x target/release/xorflow ] || cargo build --release -p xorflow-cli
+for b in $BINS; do
+  [ -x "${b#*=}" ] || { echo "bench-chain: ${b#*=} is not an executable (BINS entry '$b')" >&2; exit 2; }
+done
 ELEMENTS=${ELEMENTS:-20000000}
 REPEAT=${REPEAT:-3}
 RATE_ELEMENTS=${RATE_ELEMENTS:-500000}
@@ -23,19 +30,25 @@ for rep in $(seq 1 "$REPEAT"); do
         tracker-noprobe) args=(--tracking tracker --no-latency-probe) ;;
         *) args=(--tracking "$t") ;;
       esac
-      "$bin" bench chain --stages 10 --workers 2 --granularity "$g" "${args[@]}" \
-        --elements "$ELEMENTS" --json | sed "s/^{/{\"kind\":\"max\",\"rep\":$rep,/" | tee -a "$raw"
+      for b in $BINS; do
+        "${b#*=}" bench chain --stages 10 --workers 2 --granularity "$g" "${args[@]}" \
+          --elements "$ELEMENTS" --json \
+          | sed "s/^{/{\"bin\":\"${b%%=*}\",\"kind\":\"max\",\"rep\":$rep,/" | tee -a "$raw"
+      done
     done
   done
 done
 for rep in $(seq 1 "$REPEAT"); do
   for g in 1 100 1000; do
-    "$bin" bench chain --stages 10 --workers 2 --granularity "$g" --tracking tracker \
-      --elements "$RATE_ELEMENTS" --rate 100000 --json | sed "s/^{/{\"kind\":\"rate\",\"rep\":$rep,/" | tee -a "$raw"
+    for b in $BINS; do
+      "${b#*=}" bench chain --stages 10 --workers 2 --granularity "$g" --tracking tracker \
+        --elements "$RATE_ELEMENTS" --rate 100000 --json \
+        | sed "s/^{/{\"bin\":\"${b%%=*}\",\"kind\":\"rate\",\"rep\":$rep,/" | tee -a "$raw"
+    done
   done
 done
 {
-  echo "command: ELEMENTS=$ELEMENTS REPEAT=$REPEAT RATE_ELEMENTS=$RATE_ELEMENTS scripts/bench-chain.sh"
+  echo "command: BINS=\"$BINS\" ELEMENTS=$ELEMENTS REPEAT=$REPEAT RATE_ELEMENTS=$RATE_ELEMENTS scripts/bench-chain.sh"
   echo "git: $(git rev-parse --short HEAD)$(git diff --quiet || echo '-dirty')"
   echo "machine: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs), $(uname -r)"
   python3 scripts/chain_summary.py "$raw"

@@ -15,11 +15,11 @@ use clap::{Args, Parser};
 use serde::{Deserialize, Serialize};
 use std::time::Duration;
 use xorflow_runtime::args::{Argv, EngineArgs};
+use xorflow_runtime::measure::stats::NOTIFICATION_LATENCY_ANY;
+use xorflow_runtime::measure::traffic::Count;
 use xorflow_runtime::operators::epoch_snapshot::{
     BUFFERED_ELEMENTS, BUFFERED_NS, BUFFERING_HISTOGRAM, SNAPSHOTS,
 };
-use xorflow_runtime::stats::NOTIFICATION_LATENCY_ANY;
-use xorflow_runtime::traffic::Count;
 use xorflow_runtime::{
     Dataflow, Element, EpochSpec, MessageKind, RunError, RuntimeConfig, Sink, Source, SourceOutput,
     SourcePoll, Traffic, VertexStats,
@@ -64,13 +64,15 @@ pub struct ChainParams {
 /// [`ChainConfig::to_argv`].
 #[derive(Args, Clone, Debug, PartialEq)]
 pub struct ChainConfig {
-    /// Pass-through stages K.
+    /// Pass-through stages K (at most 1000; with the workers' channels at most 33554432 channel
+    /// slots in all, see --channel-capacity).
     #[arg(long, default_value_t = 10)]
     pub stages: usize,
     /// Elements in total.
     #[arg(long, default_value_t = 20_000_000)]
     pub elements: u64,
-    /// Total source rate, elements/s (0: as fast as possible).
+    /// Total source rate, elements/s (0: as fast as possible; not negative, and no run of more
+    /// than 100 years).
     #[arg(long, default_value_t = 0.0)]
     pub rate: f64,
     /// Tracking granularity g: consecutive element numbers per substream.
@@ -154,6 +156,58 @@ impl ChainConfig {
             }),
             runtime: self.engine.runtime(self.granularity),
         }
+    }
+}
+
+/// Most pass-through stages K: building the graph costs time and threads' stack for every stage.
+pub const MAX_STAGES: usize = 1000;
+/// Most channel slots the whole chain may preallocate (K + 1 edges, each
+/// [`RuntimeConfig::edge_slots`]): 32 Mi slots, about 2.5 GiB.
+pub const MAX_CHAIN_SLOTS: u64 = 1 << 25;
+/// Longest run a rate may ask for, seconds (100 years): a smaller rate is a typo, and the
+/// schedule's nanosecond arithmetic overflows long before.
+const MAX_RUN_S: f64 = 100.0 * 365.0 * 86_400.0;
+
+impl ChainParams {
+    /// Checks what the runtime cannot: stages, rate and the chain's channel memory.
+    ///
+    /// # Errors
+    /// A message naming the option.
+    pub fn validate(&self) -> Result<(), String> {
+        if self.stages > MAX_STAGES {
+            return Err(format!(
+                "--stages {} is more than {MAX_STAGES}",
+                self.stages
+            ));
+        }
+        if !(self.rate.is_finite() && self.rate >= 0.0) {
+            return Err(format!(
+                "--rate must be a number of elements/s, at least 0 (0: as fast as possible), \
+                 got {}",
+                self.rate
+            ));
+        }
+        if self.rate > 0.0 && self.elements as f64 / self.rate > MAX_RUN_S {
+            return Err(format!(
+                "--rate {:e} would take more than 100 years for --elements {}",
+                self.rate, self.elements
+            ));
+        }
+        self.runtime.validate()?;
+        let slots = self
+            .runtime
+            .edge_slots()
+            .saturating_mul(self.stages as u64 + 1);
+        if slots > MAX_CHAIN_SLOTS {
+            return Err(format!(
+                "--stages {} with {} channel slots per edge makes {slots} channel slots in all, \
+                 more than {MAX_CHAIN_SLOTS} (each is allocated at start): use fewer stages, \
+                 workers or a smaller --channel-capacity",
+                self.stages,
+                self.runtime.edge_slots()
+            ));
+        }
+        Ok(())
     }
 }
 
@@ -393,7 +447,7 @@ struct LatencySink {
 
 impl Sink<u64> for LatencySink {
     fn write(&mut self, batch: Vec<Element<u64>>) -> Result<(), String> {
-        let now = xorflow_runtime::clock::now_ns();
+        let now = xorflow_runtime::measure::clock::now_ns();
         for e in &batch {
             if e.time >= self.warmup {
                 let l = now.saturating_sub(e.data).max(1);
@@ -419,6 +473,7 @@ impl Sink<u64> for LatencySink {
 /// # Errors
 /// Whatever the runtime reports (invalid configuration, failed worker).
 pub fn run(p: &ChainParams) -> Result<ChainResult, RunError> {
+    p.validate().map_err(RunError::Config)?;
     let mut runtime = p.runtime.clone();
     let g = runtime.granularity;
     let snapshot = p.snapshot.as_ref().map(|s| SnapshotParams {
@@ -446,7 +501,8 @@ pub fn run(p: &ChainParams) -> Result<ChainResult, RunError> {
         step: sources as u64,
         remaining: per_source + u64::from((k as u64) < extra),
         emitted: 0,
-        schedule: (rate > 0.0).then(|| Schedule::new(xorflow_runtime::clock::now_ns(), rate)),
+        schedule: (rate > 0.0)
+            .then(|| Schedule::new(xorflow_runtime::measure::clock::now_ns(), rate)),
     });
     let stage_names: Vec<String> = (0..p.stages).map(|i| format!("stage-{i}")).collect();
     for name in &stage_names {
@@ -468,8 +524,8 @@ pub fn run(p: &ChainParams) -> Result<ChainResult, RunError> {
     s.sink("sink", move |_| LatencySink {
         warmup,
         post,
-        latency: xorflow_runtime::stats::histogram(),
-        post_latency: xorflow_runtime::stats::histogram(),
+        latency: xorflow_runtime::measure::stats::histogram(),
+        post_latency: xorflow_runtime::measure::stats::histogram(),
     });
     let report = df.run()?;
     let sink = report.vertex("sink").expect("sink vertex");

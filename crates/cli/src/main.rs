@@ -1,13 +1,47 @@
 //! `xorflow`: run jobs and benchmarks of the xorflow stream processing engine.
 
 use clap::{Args, Parser, Subcommand};
-use std::io::IsTerminal;
+use std::io::{IsTerminal, Write};
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
 use xorflow_bench::chain::ChainConfig;
 use xorflow_runtime::args::EngineArgs;
 use xorflow_runtime::net::cluster::is_local_child;
+
+/// Prints a line on stderr. A closed or failing stderr is ignored: there is nowhere left to say
+/// anything, and `eprintln!` would panic.
+macro_rules! say {
+    ($($arg:tt)*) => {{
+        let _ = writeln!(std::io::stderr().lock(), $($arg)*);
+    }};
+}
+
+/// Writes `text` to stdout and flushes it. A closed stdout (the reader of a pipe is gone) ends the
+/// process as SIGPIPE would, without a message, as `cat` does; any other error is an unwritable
+/// output: reported, exit 2.
+fn print_out(text: &str) -> Result<(), ExitCode> {
+    let mut out = std::io::stdout().lock();
+    match out.write_all(text.as_bytes()).and_then(|()| out.flush()) {
+        Ok(()) => Ok(()),
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => die_of_sigpipe(),
+        Err(e) => {
+            say!("error: cannot write to stdout: {e}");
+            Err(ExitCode::from(2))
+        }
+    }
+}
+
+/// Ends the process by SIGPIPE, the way a program that never ignored it would end.
+fn die_of_sigpipe() -> ! {
+    // SAFETY: restoring a signal's default action and raising it have no memory effects; the
+    // Rust runtime ignores SIGPIPE, so it must be restored first for the signal to end us.
+    unsafe {
+        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+        libc::raise(libc::SIGPIPE);
+    }
+    std::process::exit(128 + libc::SIGPIPE)
+}
 
 #[derive(Parser)]
 #[command(
@@ -119,7 +153,7 @@ struct FlightsArgs {
     /// Late rows (verbatim, with the header).
     #[arg(long)]
     late_output: Option<PathBuf>,
-    /// Source instances (the arrival sequence is split round-robin over them).
+    /// Source instances (the arrival sequence is split round-robin over them; 1-1024).
     #[arg(long, default_value_t = 1)]
     sources: usize,
     /// Allowed lateness: a source heartbeats arrival - lateness (e.g. 24h, 1h, 90m).
@@ -174,22 +208,22 @@ fn run_flights(a: FlightsArgs) -> ExitCode {
     let (lateness_s, window_s, granularity_s) = match parsed {
         Ok(x) => x,
         Err(e) => {
-            eprintln!("error: {e}");
+            say!("error: {e}");
             return ExitCode::from(2);
         }
     };
     if let Some(dir) = a.output.parent().filter(|d| !d.as_os_str().is_empty()) {
         if let Err(e) = std::fs::create_dir_all(dir) {
-            eprintln!(
+            say!(
                 "error: cannot create output directory '{}': {e}",
                 dir.display()
             );
             return ExitCode::from(2);
         }
     }
-    let mut cfg = xorflow_flights::FlightsConfig::new(a.input, a.output.clone());
+    let mut cfg = xorflow_flights::FlightsConfig::new(a.input.clone(), a.output.clone());
     cfg.summary = a.summary.clone();
-    cfg.late_output = a.late_output;
+    cfg.late_output = a.late_output.clone();
     cfg.sources = a.sources;
     cfg.lateness_s = lateness_s;
     cfg.window_s = window_s;
@@ -198,71 +232,83 @@ fn run_flights(a: FlightsArgs) -> ExitCode {
     cfg.runtime = a.engine.runtime(granularity_s);
     match xorflow_flights::run(&cfg) {
         Ok(_) if quiet(&a.engine) => ExitCode::SUCCESS,
-        Ok(s) => {
-            for m in &s.malformed_examples {
-                eprintln!(
-                    "warning: skipped malformed row at line {}: {}",
-                    m.line, m.reason
-                );
-            }
-            let lat = s
-                .notification_latency
-                .as_ref()
-                .map(|l| format!("p50 {:.1} us, p99 {:.1} us", l.p50_us, l.p99_us))
-                .unwrap_or_else(|| match s.tracking.as_str() {
-                    "none" => "n/a (no tracking)".into(),
-                    _ => "n/a (no window was closed)".into(),
-                });
-            println!(
-                "flights: {} rows read, {} malformed, {} late, {} emitted -> {} window rows in {}",
-                s.records_read,
-                s.records_malformed,
-                s.records_late,
-                s.records_emitted,
-                s.windows_emitted,
-                a.output.display()
-            );
-            println!(
-                "engine: {} process(es) x {} workers, {} sources, tracking {}: {:.3} s, {:.0} elements/s; notification latency {lat}",
-                s.processes, s.workers, s.sources, s.tracking, s.elapsed_s, s.elements_per_s
-            );
-            let svc = &s.traffic["service"];
-            println!(
-                "service traffic: {} messages, {} bytes (ack {}, heartbeat {}, frontier {}, marker {}, control {})",
-                svc.messages,
-                svc.bytes,
-                s.traffic["ack"].messages,
-                s.traffic["heartbeat"].messages,
-                s.traffic["frontier"].messages,
-                s.traffic["marker"].messages,
-                s.traffic["control"].messages
-            );
-            if let Some(p) = a.summary {
-                println!("summary: {}", p.display());
-            }
-            if s.elements_below_frontier > 0 {
-                eprintln!(
-                    "error: {} elements reached a window after it closed",
-                    s.elements_below_frontier
-                );
-                return ExitCode::from(1);
-            }
-            ExitCode::SUCCESS
-        }
+        Ok(s) => report_flights(&a, &s),
         Err(e) => {
-            eprintln!("error: {e}");
+            say!("error: {e}");
             ExitCode::from(e.exit_code() as u8)
         }
     }
 }
 
+/// Prints what a successful flights run did: warnings on stderr, the report on stdout.
+fn report_flights(a: &FlightsArgs, s: &xorflow_flights::Summary) -> ExitCode {
+    use std::fmt::Write as _;
+    for m in &s.malformed_examples {
+        say!(
+            "warning: skipped malformed row at line {}: {}",
+            m.line,
+            m.reason
+        );
+    }
+    let lat = s
+        .notification_latency
+        .as_ref()
+        .map(|l| format!("p50 {:.1} us, p99 {:.1} us", l.p50_us, l.p99_us))
+        .unwrap_or_else(|| match s.tracking.as_str() {
+            "none" => "n/a (no tracking)".into(),
+            _ => "n/a (no window was closed)".into(),
+        });
+    let mut text = String::new();
+    let _ = writeln!(
+        text,
+        "flights: {} rows read, {} malformed, {} late, {} emitted -> {} window rows in {}",
+        s.records_read,
+        s.records_malformed,
+        s.records_late,
+        s.records_emitted,
+        s.windows_emitted,
+        a.output.display()
+    );
+    let _ = writeln!(
+        text,
+        "engine: {} process(es) x {} workers, {} sources, tracking {}: {:.3} s, {:.0} elements/s; notification latency {lat}",
+        s.processes, s.workers, s.sources, s.tracking, s.elapsed_s, s.elements_per_s
+    );
+    let svc = &s.traffic["service"];
+    let _ = writeln!(
+        text,
+        "service traffic: {} messages, {} bytes (ack {}, heartbeat {}, frontier {}, marker {}, control {})",
+        svc.messages,
+        svc.bytes,
+        s.traffic["ack"].messages,
+        s.traffic["heartbeat"].messages,
+        s.traffic["frontier"].messages,
+        s.traffic["marker"].messages,
+        s.traffic["control"].messages
+    );
+    if let Some(p) = &a.summary {
+        let _ = writeln!(text, "summary: {}", p.display());
+    }
+    if let Err(code) = print_out(&text) {
+        return code;
+    }
+    if s.elements_below_frontier > 0 {
+        say!(
+            "error: {} elements reached a window after it closed",
+            s.elements_below_frontier
+        );
+        return ExitCode::from(1);
+    }
+    ExitCode::SUCCESS
+}
+
 fn run_chain(a: ChainArgs) -> ExitCode {
     if a.repeat == 0 {
-        eprintln!("error: --repeat must be at least 1");
+        say!("error: --repeat must be at least 1");
         return ExitCode::from(2);
     }
     if let Err(e) = a.chain.engine.validate() {
-        eprintln!("error: {e}");
+        say!("error: {e}");
         return ExitCode::from(2);
     }
     // Every run of a local launch starts its own children, which run once.
@@ -274,15 +320,18 @@ fn run_chain(a: ChainArgs) -> ExitCode {
         match xorflow_bench::chain::run(&params) {
             Ok(_) if quiet => {}
             Ok(r) => {
-                if a.json {
-                    println!("{}", serde_json::to_string(&r).expect("serializable"));
+                let line = if a.json {
+                    serde_json::to_string(&r).expect("serializable")
                 } else {
-                    println!("{}", xorflow_bench::chain::describe(&r));
+                    xorflow_bench::chain::describe(&r)
+                };
+                if let Err(code) = print_out(&format!("{line}\n")) {
+                    return code;
                 }
                 results.push(r);
             }
             Err(e) => {
-                eprintln!("error: {e}");
+                say!("error: {e}");
                 return ExitCode::from(match e {
                     xorflow_runtime::RunError::Config(_) => 2,
                     _ => 1,
@@ -296,10 +345,10 @@ fn run_chain(a: ChainArgs) -> ExitCode {
                 .elements_per_s
                 .total_cmp(&y.measures.elements_per_s)
         });
-        println!(
-            "median: {}",
-            xorflow_bench::chain::describe(&results[results.len() / 2])
-        );
+        let median = xorflow_bench::chain::describe(&results[results.len() / 2]);
+        if let Err(code) = print_out(&format!("median: {median}\n")) {
+            return code;
+        }
     }
     ExitCode::SUCCESS
 }
@@ -319,7 +368,7 @@ fn run_peers(a: PeersArgs) -> ExitCode {
     let exe = match std::env::current_exe() {
         Ok(e) => e,
         Err(e) => {
-            eprintln!("error: cannot find own executable: {e}");
+            say!("error: cannot find own executable: {e}");
             return ExitCode::from(1);
         }
     };
@@ -336,7 +385,7 @@ fn run_peers(a: PeersArgs) -> ExitCode {
     ) {
         Ok(_) => ExitCode::SUCCESS,
         Err(e) => {
-            eprintln!("error: {e:#}");
+            say!("error: {e:#}");
             ExitCode::from(1)
         }
     }
@@ -358,7 +407,7 @@ fn run_stand(b: Bench) -> ExitCode {
     let exe = match std::env::current_exe() {
         Ok(e) => e,
         Err(e) => {
-            eprintln!("error: cannot find own executable: {e}");
+            say!("error: cannot find own executable: {e}");
             return ExitCode::from(1);
         }
     };
@@ -371,7 +420,7 @@ fn run_stand(b: Bench) -> ExitCode {
     match xorflow_bench::stand::run(&opts) {
         Ok(_) => ExitCode::SUCCESS,
         Err(e) => {
-            eprintln!("error: {e:#}");
+            say!("error: {e:#}");
             ExitCode::from(1)
         }
     }
@@ -402,10 +451,10 @@ fn main() -> ExitCode {
         } => {
             for d in &dirs {
                 if let Err(e) = xorflow_bench::stand::rewrite_report(d) {
-                    eprintln!("error: {e:#}");
+                    say!("error: {e:#}");
                     return ExitCode::from(1);
                 }
-                eprintln!("{}", d.join("REPORT.md").display());
+                say!("{}", d.join("REPORT.md").display());
             }
             ExitCode::SUCCESS
         }

@@ -5,8 +5,9 @@
 use assert_cmd::Command;
 use std::path::Path;
 use std::time::Duration;
+use xorflow_bench::stand::experiments::snapshots::STAGE_COLUMNS;
 use xorflow_bench::stand::experiments::ALL;
-use xorflow_bench::stand::report::{CSV_COLUMNS, STAGE_COLUMNS};
+use xorflow_bench::stand::report::CSV_COLUMNS;
 
 fn header_and_rows(path: &Path) -> (Vec<String>, Vec<csv::StringRecord>) {
     let mut r = csv::Reader::from_path(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));

@@ -7,7 +7,8 @@
 /// can only consume streams that already exist).
 pub type VertexId = usize;
 
-/// Index of a tracking component (see `xorflow-tracking`).
+/// Index of a tracking component. Components form a DAG numbered in topological order
+/// (docs/design.md, "Tracking components"); `xorflow-tracking` keeps one table per component.
 pub type ComponentId = u32;
 
 /// How elements of an edge are distributed over the instances of the target vertex.

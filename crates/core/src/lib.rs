@@ -6,15 +6,10 @@
 
 pub mod element;
 pub mod graph;
+pub mod time;
 pub mod window;
 
 pub use element::{Data, Element};
 pub use graph::{ComponentId, EdgeDesc, GraphDesc, Partitioning, VertexDesc, VertexId};
+pub use time::{Time, INF};
 pub use window::{Aggregate, TumblingWindows, WindowResult};
-
-/// Logical time (u64), re-exported from the tracking crate's definition for convenience:
-/// event time or sequence number in the job's own unit.
-pub type Time = u64;
-
-/// "Plus infinity" time: nothing will ever arrive (end of stream).
-pub const INF: Time = u64::MAX;

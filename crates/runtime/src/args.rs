@@ -13,7 +13,7 @@ use std::time::Duration;
 /// Engine knobs shared by jobs and benchmarks (`--workers`, `--tracking`, `--processes`, ...).
 #[derive(Args, Clone, Debug, PartialEq)]
 pub struct EngineArgs {
-    /// Worker threads.
+    /// Worker threads per process (1-256; at most 1024 over all processes).
     #[arg(long, default_value_t = 2)]
     pub workers: usize,
     /// Completeness tracking: tracker, markers or none.
@@ -47,10 +47,12 @@ pub struct EngineArgs {
     /// lines.
     #[arg(long, default_value_t = 0)]
     pub tracker_processes: usize,
-    /// Max elements per batch.
+    /// Max elements per batch (1-1048576).
     #[arg(long, default_value_t = 1024)]
     pub batch_size: usize,
-    /// Capacity of each channel, in batches (backpressure bound).
+    /// Capacity of each channel, in batches (backpressure bound; 1-65536). Every pair of workers
+    /// has its own channel per edge, allocated at start: workers² x capacity (workers over all
+    /// processes) may be at most 4194304 slots.
     #[arg(long, default_value_t = 64)]
     pub channel_capacity: usize,
     /// Send a partial batch after this long (e.g. 1ms, 200us).
@@ -152,9 +154,17 @@ impl EngineArgs {
         a.option("cluster-token", self.cluster_token.as_ref());
         a.duration("peer-timeout", self.process_timeout, d.process_timeout);
         a.value("tracker-shards", self.tracker_shards, d.tracker_shards);
-        a.value("tracker-processes", self.tracker_processes, d.tracker_processes);
+        a.value(
+            "tracker-processes",
+            self.tracker_processes,
+            d.tracker_processes,
+        );
         a.value("batch-size", self.batch_size, d.batch_size);
-        a.value("channel-capacity", self.channel_capacity, d.channel_capacity);
+        a.value(
+            "channel-capacity",
+            self.channel_capacity,
+            d.channel_capacity,
+        );
         a.duration("flush-timeout", self.flush_timeout, d.flush_timeout);
         a.duration(
             "ack-flush-interval",

@@ -41,6 +41,21 @@ impl std::str::FromStr for TrackingMode {
     }
 }
 
+/// Most worker threads per process: far more than the cores of any machine this runs on.
+pub const MAX_WORKERS: usize = 256;
+/// Most worker threads over all processes of a job.
+pub const MAX_TOTAL_WORKERS: usize = 1024;
+/// Largest channel capacity, batches.
+pub const MAX_CHANNEL_CAPACITY: usize = 1 << 16;
+/// Largest batch, elements.
+pub const MAX_BATCH_SIZE: usize = 1 << 20;
+/// Most channel slots one edge may preallocate. Every (sender, receiver) pair of worker threads
+/// of an edge has its own queue of `channel_capacity` slots, allocated and initialised at start
+/// (about 80 bytes each for a batch), so an edge costs total workers² × capacity slots: the
+/// bound, 4 Mi slots (about 320 MiB), admits 256 workers at the default capacity of 64 but not the
+/// tens of gigabytes a typo in `--workers` or `--channel-capacity` used to allocate.
+pub const MAX_EDGE_SLOTS: u64 = 1 << 22;
+
 /// Configuration of one run. `Default` gives the values the CLI uses.
 #[derive(Clone, Debug)]
 pub struct RuntimeConfig {
@@ -112,18 +127,6 @@ impl RuntimeConfig {
     /// # Errors
     /// A message naming the first invalid field.
     pub fn validate(&self) -> Result<(), String> {
-        if self.workers == 0 {
-            return Err("workers must be at least 1".into());
-        }
-        if self.workers > 1024 {
-            return Err(format!("workers = {} is more than 1024", self.workers));
-        }
-        if self.batch_size == 0 {
-            return Err("batch size must be at least 1".into());
-        }
-        if self.channel_capacity == 0 {
-            return Err("channel capacity must be at least 1 batch".into());
-        }
         if self.granularity == 0 {
             return Err("granularity must be at least 1".into());
         }
@@ -154,6 +157,61 @@ impl RuntimeConfig {
             ));
         }
         self.cluster.validate()?;
+        self.validate_sizes()
+    }
+
+    /// Worker threads over all processes (dedicated tracker processes run none).
+    pub fn total_workers(&self) -> usize {
+        self.workers.saturating_mul(self.cluster.launch_processes())
+    }
+
+    /// Channel slots one edge preallocates over the job: total workers² × capacity.
+    pub fn edge_slots(&self) -> u64 {
+        let w = self.total_workers() as u64;
+        w.saturating_mul(w)
+            .saturating_mul(self.channel_capacity as u64)
+    }
+
+    /// The sizes that cost memory: each within its bound, and together within
+    /// [`MAX_EDGE_SLOTS`], so a run never starts by allocating more than the machine has.
+    fn validate_sizes(&self) -> Result<(), String> {
+        if !(1..=MAX_WORKERS).contains(&self.workers) {
+            return Err(format!(
+                "--workers {} is not between 1 and {MAX_WORKERS} (worker threads per process)",
+                self.workers
+            ));
+        }
+        if !(1..=MAX_BATCH_SIZE).contains(&self.batch_size) {
+            return Err(format!(
+                "--batch-size {} is not between 1 and {MAX_BATCH_SIZE} elements",
+                self.batch_size
+            ));
+        }
+        if !(1..=MAX_CHANNEL_CAPACITY).contains(&self.channel_capacity) {
+            return Err(format!(
+                "--channel-capacity {} is not between 1 and {MAX_CHANNEL_CAPACITY} batches",
+                self.channel_capacity
+            ));
+        }
+        let total = self.total_workers();
+        if total > MAX_TOTAL_WORKERS {
+            return Err(format!(
+                "--workers {} in {} worker processes makes {total} workers in all, more than \
+                 {MAX_TOTAL_WORKERS}",
+                self.workers,
+                self.cluster.launch_processes()
+            ));
+        }
+        if self.edge_slots() > MAX_EDGE_SLOTS {
+            return Err(format!(
+                "{total} workers in all and --channel-capacity {} make {total} x {total} x {} = \
+                 {} channel slots per edge, more than {MAX_EDGE_SLOTS} (each is allocated at \
+                 start): use fewer workers or a smaller capacity",
+                self.channel_capacity,
+                self.channel_capacity,
+                self.edge_slots()
+            ));
+        }
         Ok(())
     }
 }

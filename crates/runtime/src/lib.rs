@@ -2,36 +2,44 @@
 //!
 //! A [`Dataflow`] is a graph of typed [`Stream`]s built from sources, element-wise operators,
 //! re-partitioning, keyed tumbling windows and sinks. [`Dataflow::run`] executes it on P worker
-//! threads, each running an instance of every vertex. Elements cross instances in batches through
-//! bounded channels (backpressure: a vertex whose output channel is full takes no more input), with a
-//! flush timeout for half-full batches. Completeness is tracked by trAcker (a tracker thread plus a
-//! local acker per worker, see `xorflow-tracking`) or not at all (`TrackingMode::None`: windows
-//! close at end of stream).
+//! threads per process, each running an instance of every vertex. Elements cross instances in
+//! batches through bounded channels (backpressure: a vertex whose output channel is full takes no
+//! more input), with a flush timeout for half-full batches. Completeness is tracked by trAcker
+//! (`xorflow-tracking`), by in-band markers, or not at all (`TrackingMode::None`: windows close at
+//! end of stream).
+//!
+//! The module map (docs/design.md, "Module map"):
+//! - [`dataflow`]: the builder API (what a job writes);
+//! - [`execute`]: running a built job (placement, transport start, worker threads, outcome);
+//! - [`worker`]: the worker loop and what a vertex instance sees of its worker;
+//! - [`operators`]: the operator lifecycle and one file per operator kind;
+//! - [`batch`], [`channel`]: what crosses channels and the ports at both ends;
+//! - [`progress`]: trAcker glue (flush policy, process acker, tracker shards, frontiers);
+//! - [`net`]: processes and hosts over TCP;
+//! - [`measure`]: clocks, latency probes, counters, traffic;
+//! - [`config`], [`args`] (the engine's command-line options, declared once), [`report`], [`wake`].
 
 pub mod args;
+pub mod batch;
 pub mod channel;
-pub mod clock;
 pub mod config;
 pub mod dataflow;
+pub mod execute;
+pub mod measure;
 pub mod net;
 pub mod operators;
-pub mod port;
-pub mod probe;
-pub mod process_acker;
+pub mod progress;
 pub mod report;
-pub mod stats;
-pub mod tracker_agent;
-pub mod traffic;
-mod worker;
-pub mod worker_ctx;
+pub mod wake;
+pub mod worker;
 
 pub use config::{RuntimeConfig, TrackingMode};
 pub use dataflow::{Dataflow, SharedVec, Stream, VecSink};
+pub use measure::stats::VertexStats;
+pub use measure::traffic::{MessageKind, Traffic};
 pub use operators::epoch_snapshot::EpochSpec;
 pub use operators::iterate::Iteration;
 pub use operators::sink::Sink;
 pub use operators::source::{Source, SourceOutput, SourcePoll};
 pub use report::{RunError, RunReport};
-pub use stats::VertexStats;
-pub use traffic::{MessageKind, Traffic};
-pub use xorflow_core::{Aggregate, Element, WindowResult};
+pub use xorflow_core::{Aggregate, ComponentId, Element, Time, WindowResult, INF};

@@ -1,9 +1,9 @@
 //! What a run reports, and how it fails.
 
 use crate::config::TrackingMode;
-use crate::stats::{VertexStats, VertexStatsWire};
-use crate::tracker_agent::TrackerStats;
-use crate::traffic::Traffic;
+use crate::measure::stats::{VertexStats, VertexStatsWire};
+use crate::measure::traffic::Traffic;
+use crate::progress::tracker_agent::TrackerStats;
 use serde::{Deserialize, Serialize};
 use std::time::Duration;
 use xorflow_core::GraphDesc;
@@ -59,7 +59,7 @@ pub struct ProcessReport {
     #[serde(default)]
     pub cpu_s: f64,
     /// Time its threads spent runnable but waiting for a CPU over the same span, seconds
-    /// ([`crate::clock::run_queue_wait_ns`]; threads that exited before the report are missing,
+    /// ([`crate::measure::clock::run_queue_wait_ns`]; threads that exited before the report are missing,
     /// so it is complete for tracker processes only).
     #[serde(default)]
     pub run_queue_wait_s: f64,

@@ -12,13 +12,12 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
-use xorflow_runtime::clock::now_ns;
+use xorflow_runtime::measure::clock::now_ns;
 use xorflow_runtime::{
     Aggregate, Dataflow, Element, RunError, RunReport, RuntimeConfig, Sink, Source, SourceOutput,
-    SourcePoll, Stream, TrackingMode, VecSink, WindowResult,
+    SourcePoll, Stream, Time, TrackingMode, VecSink, WindowResult,
 };
 
-type Time = u64;
 type Res = WindowResult<u64, (u64, u64)>;
 /// (time, start, end, key, (sum, count)) of one window result.
 type ResRow = (Time, Time, Time, u64, (u64, u64));

@@ -3,9 +3,7 @@
 use crate::time::{Slot, Time};
 use serde::{Deserialize, Serialize};
 
-/// Index of a tracking component. Components form a DAG numbered in topological order
-/// (DESIGN.md section 2).
-pub type ComponentId = u32;
+pub use xorflow_core::ComponentId;
 
 /// Index of a source instance (each has its own heartbeats).
 pub type SourceId = u32;

@@ -1,4 +1,4 @@
-//! Combining per-shard frontiers at a worker (DESIGN.md section 2, item 6).
+//! Combining per-shard frontiers at a worker (docs/design.md, requirement 6).
 //!
 //! Each shard reports, per component, the frontier over the slots it owns. The global frontier a
 //! worker may act on is the minimum over shards of the latest report of each; it starts at 0 and,

@@ -1,4 +1,4 @@
-//! Source heartbeats at the tracker (DESIGN.md section 2, item 3).
+//! Source heartbeats at the tracker (docs/design.md, requirement 3).
 //!
 //! Every source instance is known up front and starts at time 0 ("registered, nothing promised").
 //! A heartbeat `t` promises no future element below `t`; `INF` unregisters the source at end of

@@ -1,6 +1,6 @@
 //! # trAcker: completeness of substreams by XOR-ing random tags
 //!
-//! This crate is the pure logic of xorflow's progress tracking (DESIGN.md section 2; Trofimov et al.,
+//! This crate is the pure logic of xorflow's progress tracking (docs/design.md, "trAcker requirements"; Trofimov et al.,
 //! "Bounding substreams in distributed stream processing", Information Systems 117, 2023). It has no
 //! threads, clocks or sockets: the runtime decides where each piece runs and how messages travel.
 //!

@@ -1,4 +1,4 @@
-//! The local acker (DESIGN.md section 2, item 4): XOR-merges a worker's acks per (component, slot)
+//! The local acker (docs/design.md, requirement 4): XOR-merges a worker's acks per (component, slot)
 //! and keeps the latest heartbeat per source until the runtime flushes it to the tracker.
 //!
 //! Merging is what makes tracking cheap: a batch sent and received on the same worker between two
@@ -130,7 +130,7 @@ impl LocalAcker {
     }
 
     /// XOR-merges another acker's flush into this one (a process-level acker collecting its
-    /// workers' flushes, DESIGN.md section 2, item 4).
+    /// workers' flushes, docs/design.md, requirement 4).
     pub fn merge(&mut self, f: &Flush) {
         for e in &f.acks {
             self.xor_point(e.component, e.slot, e.xor);

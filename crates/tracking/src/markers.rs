@@ -1,4 +1,4 @@
-//! The marker baseline (punctuations; DESIGN.md section 2, seed 000's comparison): an operator
+//! The marker baseline (punctuations; docs/design.md, "trAcker requirements", seed 000's comparison): an operator
 //! instance keeps the latest `Marker(t)` of each input channel; the minimum over channels is its
 //! aligned marker, its notification, which it forwards to every downstream instance when it rises.
 

@@ -1,4 +1,4 @@
-//! The sharded tracker's slot partitioning (DESIGN.md section 2, item 6): shard `k` of `S` owns the
+//! The sharded tracker's slot partitioning (docs/design.md, requirement 6): shard `k` of `S` owns the
 //! slots `s` with `s mod S == k`, numbered locally as `l = s div S`.
 //!
 //! A flush holds XOR *difference points* (a range tag `[lo, hi]` is a point at `lo` and one at

@@ -1,4 +1,4 @@
-//! Random 64-bit tags (DESIGN.md section 2, item 1).
+//! Random 64-bit tags (docs/design.md, requirement 1).
 //!
 //! A non-empty set of unmatched tags XORs to zero only with probability 2^-64, which is what makes a
 //! zero slot XOR mean "complete".

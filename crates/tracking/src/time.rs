@@ -3,16 +3,10 @@
 //! Every element carries a logical time (u64, set by the source, inherited by derived elements).
 //! The granularity `g` splits time into substreams, called slots: `slot = floor(time / g)`.
 
-/// Logical time of an element: event time or sequence number, in the job's own unit (the flights job
-/// uses seconds since the Unix epoch, the chain benchmark element sequence numbers).
-pub type Time = u64;
+pub use xorflow_core::{Time, INF};
 
 /// Index of a substream: `floor(time / g)`.
 pub type Slot = u64;
-
-/// "Plus infinity" for times, slots and frontiers: nothing will ever arrive; used by sources that
-/// unregistered and by frontiers of components that are done.
-pub const INF: u64 = u64::MAX;
 
 /// Tracking granularity `g` (time units per slot, at least 1): the "tracking frequency" of seed 000.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

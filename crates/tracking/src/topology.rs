@@ -1,7 +1,7 @@
 //! Tracking components and their upstream relation.
 //!
 //! Vertices are grouped into tracking components that form a DAG numbered in topological order
-//! (DESIGN.md section 2): every upstream component of `c` has a smaller id than `c`. A cycle of the
+//! (docs/design.md, "trAcker requirements"): every upstream component of `c` has a smaller id than `c`. A cycle of the
 //! vertex graph must lie inside one component.
 
 use crate::ack::ComponentId;

@@ -1,4 +1,4 @@
-//! The tracker (DESIGN.md section 2, item 5): per-component slot tables, heartbeats, upstream bounds
+//! The tracker (docs/design.md, requirement 5): per-component slot tables, heartbeats, upstream bounds
 //! and the frontier computation.
 //!
 //! Slot `s` of component `c` is complete when its XOR is zero, it lies below the minimum heartbeat
@@ -51,7 +51,7 @@ impl Tracker {
         Self::sharded(granularity, topology, sources, ShardMap::SINGLE)
     }
 
-    /// Shard `shard` of a sharded tracker (DESIGN.md section 2, item 6): it receives the flush pieces
+    /// Shard `shard` of a sharded tracker (docs/design.md, requirement 6): it receives the flush pieces
     /// of [`crate::split_flush`] (local slot keys) and every heartbeat, and reports frontiers in
     /// global time units, meaning "every slot this shard owns below the frontier is complete".
     pub fn sharded(

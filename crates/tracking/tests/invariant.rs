@@ -1,4 +1,4 @@
-//! Simulation test of the trAcker invariant (DESIGN.md section 2) with the real [`LocalAcker`],
+//! Simulation test of the trAcker invariant (docs/design.md, "trAcker requirements") with the real [`LocalAcker`],
 //! [`Tracker`], [`Topology`], [`Granularity`] and [`TagSource`].
 //!
 //! # The model

@@ -1,4 +1,4 @@
-//! Simulation test of the *sharded* trAcker (DESIGN.md section 2, items 6 and 8;
+//! Simulation test of the *sharded* trAcker (docs/design.md, requirements 6 and 8;
 //! docs/sharding-notes.md) with the real [`LocalAcker`], [`split_flush`], [`Tracker::sharded`] and
 //! [`FrontierCombiner`].
 //!
@@ -1566,7 +1566,7 @@ fn oracle_catches_ack_pieces_sent_to_the_wrong_shard() {
 }
 
 /// Heartbeats must travel on the FIFO queues with the acks: a source's send tags never overtake
-/// its heartbeat (DESIGN.md section 2, item 4).
+/// its heartbeat (docs/design.md, requirement 4).
 #[test]
 fn oracle_catches_heartbeats_overtaking_ack_pieces() {
     let graph = window_graph();

@@ -16,6 +16,9 @@ use xorflow_runtime::{
 /// enough that time arithmetic cannot overflow.
 pub const MAX_SECONDS: u64 = 100 * 365 * 86_400;
 
+/// Most source instances: each is a vertex instance with its own share of the records.
+pub const MAX_SOURCES: usize = 1024;
+
 /// Everything the job can be told.
 #[derive(Clone, Debug)]
 pub struct FlightsConfig {
@@ -190,7 +193,9 @@ impl Source<Flight> for FlightsSource {
             };
             if let Some((a0, speed)) = self.speed {
                 let start = *self.start_ns.get_or_init(|| out.now_ns());
-                let due = start + ((r.arrival_time - a0) as f64 * 1e9 / speed) as u64;
+                // Saturating: `run` refuses speeds whose replay overflows, this is a last guard
+                // against wrapping around to "due long ago".
+                let due = start.saturating_add(((r.arrival_time - a0) as f64 * 1e9 / speed) as u64);
                 if due > out.now_ns() {
                     self.publish(out.emitted());
                     return SourcePoll::WaitUntil(due);
@@ -272,6 +277,27 @@ fn traffic_map(t: &xorflow_runtime::Traffic) -> std::collections::BTreeMap<Strin
     m
 }
 
+/// Refuses a replay speed at which replaying `input` would take more than [`MAX_SECONDS`]: its
+/// nanoseconds would overflow (and it is certainly a typo).
+fn check_replay(speed: Option<f64>, input: &FlightsInput) -> Result<(), FlightsError> {
+    let (Some(speed), Some(first), Some(last)) =
+        (speed, input.records.first(), input.records.last())
+    else {
+        return Ok(());
+    };
+    let replay_s = (last.arrival_time - first.arrival_time) as f64 / speed;
+    if replay_s > MAX_SECONDS as f64 {
+        return Err(FlightsError::Config(format!(
+            "--speed {speed:e} would replay the input's {} s of arrivals in {:.3e} years, more \
+             than {} years",
+            last.arrival_time - first.arrival_time,
+            replay_s / (365.0 * 86_400.0),
+            MAX_SECONDS / (365 * 86_400)
+        )));
+    }
+    Ok(())
+}
+
 /// True for the process that writes the output (process 0; the only one without a cluster).
 fn is_leader(rt: &RuntimeConfig) -> bool {
     use xorflow_runtime::net::cluster::{is_local_child, Launch};
@@ -303,8 +329,11 @@ impl Sink<WindowResult<String, DepartureStats>> for LeaderSink {
 }
 
 pub fn run(cfg: &FlightsConfig) -> Result<Summary, FlightsError> {
-    if cfg.sources == 0 {
-        return Err(FlightsError::Config("--sources must be at least 1".into()));
+    if !(1..=MAX_SOURCES).contains(&cfg.sources) {
+        return Err(FlightsError::Config(format!(
+            "--sources must be between 1 and {MAX_SOURCES}, got {}",
+            cfg.sources
+        )));
     }
     if cfg.window_s == 0 {
         return Err(FlightsError::Config("--window must be at least 1s".into()));
@@ -331,6 +360,7 @@ pub fn run(cfg: &FlightsConfig) -> Result<Summary, FlightsError> {
     let t0 = Instant::now();
     let input: FlightsInput = read_flights(&cfg.input).map_err(FlightsError::Input)?;
     let load_s = t0.elapsed().as_secs_f64();
+    check_replay(cfg.speed, &input)?;
     // In a multi-process run every process reads the input and emits its sources' share; the
     // results are gathered to worker 0, and process 0 alone writes the output files.
     let leader = is_leader(&cfg.runtime);

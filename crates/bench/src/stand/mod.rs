@@ -15,6 +15,7 @@ pub use experiments::peers;
 
 use anyhow::{Context, Result};
 use runner::{read_raw, write_raw, Runner};
+use std::io::Write as _;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -135,7 +136,12 @@ pub fn run(o: &StandOptions) -> Result<Vec<PathBuf>> {
         runner.finish();
         write_raw(&dir, &outcomes)?;
         report::write(e, &dir, &meta, &outcomes)?;
-        eprintln!("{}: {}", e.name(), dir.join("REPORT.md").display());
+        let _ = writeln!(
+            std::io::stderr(),
+            "{}: {}",
+            e.name(),
+            dir.join("REPORT.md").display()
+        );
         dirs.push(dir);
     }
     Ok(dirs)

@@ -404,6 +404,11 @@ impl<'a> Doc<'a> {
         Doc { dir, md }
     }
 
+    /// The results folder (for an experiment's own files).
+    pub(super) fn dir(&self) -> &'a Path {
+        self.dir
+    }
+
     /// Draws `chart` into `dir/file` (vertical bars) and links it; draws nothing when no value
     /// was measured (e.g. every run failed).
     ///
@@ -442,8 +447,7 @@ impl<'a> Doc<'a> {
     /// The file cannot be written.
     pub(super) fn finish(self) -> Result<()> {
         let path = self.dir.join("REPORT.md");
-        std::fs::write(&path, self.md)
-            .with_context(|| format!("cannot write '{}'", path.display()))
+        std::fs::write(&path, self.md).with_context(|| format!("cannot write '{}'", path.display()))
     }
 }
 

@@ -16,7 +16,7 @@ use std::time::{Duration, Instant};
 #[derive(Clone, Debug, PartialEq)]
 pub enum Run {
     /// `xorflow bench chain --json` with these options.
-    Chain(ChainConfig),
+    Chain(Box<ChainConfig>),
     /// Another program (a peer engine, or a chain run whose command was recorded whole): the
     /// whole command line, program first, `--json` included.
     Program(Vec<String>),
@@ -158,7 +158,9 @@ pub fn read_raw<R: RunResult>(dir: &Path) -> Result<Vec<Outcome<R>>> {
         let l: RawLine = serde_json::from_str(line).with_context(at)?;
         let run = match l.program {
             Some(p) => Run::Program(p),
-            None => Run::Chain(ChainConfig::parse_argv(&l.args).map_err(anyhow::Error::msg)?),
+            None => Run::Chain(Box::new(
+                ChainConfig::parse_argv(&l.args).map_err(anyhow::Error::msg)?,
+            )),
         };
         let result = match &l.result {
             Some(v) => Some(R::deserialize(v).with_context(at)?),

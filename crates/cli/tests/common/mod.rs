@@ -5,9 +5,11 @@ use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-/// The `xorflow` binary under test.
-pub fn bin() -> &'static str {
-    env!("CARGO_BIN_EXE_xorflow")
+/// The `xorflow` binary under test: this build's, or the one named by `XORFLOW_TEST_BIN`, so a
+/// regression test can be shown to fail on an older build
+/// (`XORFLOW_TEST_BIN=/path/to/old/xorflow cargo test -p xorflow-cli --test defects`).
+pub fn bin() -> String {
+    std::env::var("XORFLOW_TEST_BIN").unwrap_or_else(|_| env!("CARGO_BIN_EXE_xorflow").to_string())
 }
 
 /// `flights.csv`, or `None` (the test is skipped) when `make data` has not been run.

@@ -319,7 +319,8 @@ fn launch_local(n: usize) -> Result<Resolved, String> {
     for out in outs {
         std::thread::spawn(move || {
             for line in out.lines().map_while(Result::ok) {
-                eprintln!("{line}");
+                // Not eprintln!: it panics when our stderr is closed.
+                let _ = writeln!(std::io::stderr().lock(), "{line}");
             }
         });
     }
@@ -341,8 +342,12 @@ fn join_local(index: &str, n: usize) -> Result<Resolved, String> {
         .ok_or_else(|| format!("{LOCAL_PROCESS_ENV}={index} is not a process index below {n}"))?;
     let listener = bind_loopback()?;
     let port = listener.local_addr().map_err(|e| e.to_string())?.port();
-    println!("{LISTEN_LINE}{port}");
-    std::io::stdout().flush().map_err(|e| e.to_string())?;
+    // Not println!: it panics when process 0 is already gone.
+    let mut out = std::io::stdout().lock();
+    writeln!(out, "{LISTEN_LINE}{port}")
+        .and_then(|()| out.flush())
+        .map_err(|e| format!("process {process}: cannot report the port to process 0: {e}"))?;
+    drop(out);
     let mut line = String::new();
     std::io::stdin()
         .read_line(&mut line)

@@ -8,7 +8,7 @@
 //! shared TCP connection for other channels and its inbound queue can never overflow.
 
 use super::frame::{self, ChannelId, Kind};
-use crate::channel::{Batch, Msg};
+use crate::batch::{Batch, Msg};
 use bytes::Bytes;
 use crossbeam_queue::ArrayQueue;
 use rustc_hash::FxHashMap;

@@ -20,9 +20,10 @@
 use super::cluster::ClusterConfig;
 use super::frame::{self, ChannelId, Hello, Kind, PROTOCOL_VERSION};
 use super::link::Routes;
-use crate::tracker_agent::{Notification, TrackerAgent};
-use crate::traffic::{MessageKind, Traffic};
-use crate::worker_ctx::Unparkers;
+use crate::measure::traffic::{MessageKind, Traffic};
+use crate::progress::frontiers::Notification;
+use crate::progress::tracker_agent::TrackerAgent;
+use crate::wake::Unparkers;
 use bytes::{Buf, Bytes};
 use crossbeam_channel::Sender;
 use futures_util::{SinkExt, StreamExt};

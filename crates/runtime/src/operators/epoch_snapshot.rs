@@ -1,4 +1,4 @@
-//! Snapshots driven by notifications (seed 000, "State snapshotting"; DESIGN.md section 2): a
+//! Snapshots driven by notifications (seed 000, "State snapshotting"; docs/design.md, "trAcker requirements"): a
 //! pass-through vertex that splits the stream into epochs at given times, processes only the
 //! current epoch, and buffers elements of later epochs until it learns that the current epoch is
 //! complete at this vertex. Then it "snapshots" (the paper imitates a snapshot with a fixed pause of
@@ -21,12 +21,11 @@
 //! `snapshot_buffered_elements`, `snapshot_buffered_ns` (the sum over buffered elements of their
 //! time in the buffer), and the histogram `snapshot_buffering_ns` of per-element buffer times.
 
-use super::{drain_input_keeping, Input, Receipt, Vertex};
-use crate::channel::InputPort;
-use crate::config::TrackingMode;
-use crate::port::OutputPort;
-use crate::stats::VertexStats;
-use crate::worker_ctx::WorkerCtx;
+use super::{Operator, Receipt};
+use crate::batch::Batch;
+use crate::channel::output::OutputPort;
+use crate::measure::stats::VertexStats;
+use crate::worker::ctx::WorkerCtx;
 use std::collections::VecDeque;
 use xorflow_core::Element;
 use xorflow_tracking::{ComponentId, Slot, Time, INF};
@@ -61,6 +60,8 @@ impl EpochSpec {
 /// A part of an input batch that belongs to one epoch, with the receive tag's sub-range.
 struct Part<T> {
     epoch: usize,
+    /// Where the receive tag is registered.
+    component: ComponentId,
     lo: Slot,
     hi: Slot,
     tag: u64,
@@ -68,11 +69,9 @@ struct Part<T> {
     data: Vec<Element<T>>,
 }
 
-/// The snapshot vertex's instance on one worker.
-pub struct EpochSnapshotVertex<T> {
+/// The snapshot operator on one worker.
+pub struct EpochSnapshot<T> {
     component: ComponentId,
-    input: InputPort<T>,
-    output: OutputPort<T>,
     spec: EpochSpec,
     /// The epoch being processed.
     current: usize,
@@ -80,57 +79,46 @@ pub struct EpochSnapshotVertex<T> {
     pause_until: Option<u64>,
     /// Parts of later epochs, in arrival order, with their receive tags withheld.
     buffer: VecDeque<Part<T>>,
-    /// Tracking `markers`: the aligned marker and the last one forwarded.
-    aligned: Time,
-    forwarded: Time,
-    stats: VertexStats,
 }
 
-impl<T: Clone + Send> EpochSnapshotVertex<T> {
-    /// An instance of a snapshot vertex in `component`.
+impl<T: Clone + Send> EpochSnapshot<T> {
+    /// The operator of a snapshot vertex in `component` (its own component: the receive tags it
+    /// withholds are registered there).
     ///
     /// # Panics
     /// If the boundaries are not strictly increasing (the builder checks granularity alignment).
-    pub fn new(
-        name: &str,
-        component: ComponentId,
-        input: InputPort<T>,
-        output: OutputPort<T>,
-        spec: EpochSpec,
-    ) -> Self {
+    pub fn new(name: &str, component: ComponentId, spec: EpochSpec) -> Self {
         assert!(
             spec.boundaries.windows(2).all(|w| w[0] < w[1]),
             "epoch boundaries of '{name}' must be strictly increasing"
         );
-        EpochSnapshotVertex {
+        EpochSnapshot {
             component,
-            input,
-            output,
             spec,
             current: 0,
             pause_until: None,
             buffer: VecDeque::new(),
-            aligned: 0,
-            forwarded: 0,
-            stats: VertexStats::new(name),
         }
     }
 
-    /// True once the current epoch is complete at this vertex.
-    fn notified(&self, ctx: &WorkerCtx) -> bool {
+    /// True once the current epoch is complete at this vertex (never without live
+    /// notifications: then the vertex passes everything through).
+    fn notified(&self, frontier: Time, ctx: &WorkerCtx) -> bool {
         let Some(&end) = self.spec.boundaries.get(self.current) else {
             return false; // the last epoch never ends before the stream does
         };
-        match ctx.mode {
-            TrackingMode::Tracker => ctx.frontier(self.component) >= end,
-            TrackingMode::Markers => self.aligned >= end,
-            TrackingMode::None => false,
-        }
+        ctx.frontiers.live() && frontier >= end
     }
 
     /// Runs the epoch state machine: end a finished pause, start a pause on notification, release
     /// buffered parts of the current epoch. Returns whether anything changed.
-    fn advance(&mut self, ctx: &mut WorkerCtx) -> bool {
+    fn advance(
+        &mut self,
+        frontier: Time,
+        output: &mut OutputPort<T>,
+        ctx: &mut WorkerCtx,
+        stats: &mut VertexStats,
+    ) -> bool {
         let mut did = false;
         loop {
             if let Some(until) = self.pause_until {
@@ -142,29 +130,14 @@ impl<T: Clone + Send> EpochSnapshotVertex<T> {
                 self.current += 1;
                 did = true;
             }
-            // Release buffered parts of the current epoch in arrival order (later epochs stay).
-            while !self.output.blocked() {
-                let Some(i) = self.buffer.iter().position(|p| p.epoch <= self.current) else {
-                    break;
-                };
-                let p = self.buffer.remove(i).expect("position is in range");
-                let waited = ctx.now_ns.saturating_sub(p.arrived_ns);
-                let n = p.data.len() as u64;
-                self.stats.count(BUFFERED_NS, waited * n);
-                if n > 0 {
-                    self.stats
-                        .histogram_mut(BUFFERING_HISTOGRAM)
-                        .saturating_record_n(waited.max(1), n);
-                }
-                process(&mut self.output, self.component, p, ctx);
-                did = true;
-            }
+            did |= self.release(output, ctx, stats);
             // Only once this epoch's buffered parts are out: with markers, the notification
             // speaks of the input, not of what this vertex has processed.
-            if self.notified(ctx) && !self.buffer.iter().any(|p| p.epoch <= self.current) {
+            if self.notified(frontier, ctx) && !self.buffer.iter().any(|p| p.epoch <= self.current)
+            {
                 // The epoch's output leaves before the snapshot, so no batch mixes epochs.
-                self.output.flush(ctx, true);
-                self.stats.count(SNAPSHOTS, 1);
+                output.flush(ctx, true);
+                stats.count(SNAPSHOTS, 1);
                 self.pause_until = Some(ctx.now_ns + self.spec.pause_ns);
                 did = true;
                 continue;
@@ -172,19 +145,42 @@ impl<T: Clone + Send> EpochSnapshotVertex<T> {
             return did;
         }
     }
+
+    /// Releases buffered parts of the current epoch in arrival order (later epochs stay) while
+    /// the output takes them. Returns whether any was released.
+    fn release(
+        &mut self,
+        output: &mut OutputPort<T>,
+        ctx: &mut WorkerCtx,
+        stats: &mut VertexStats,
+    ) -> bool {
+        let mut did = false;
+        while !output.blocked() {
+            let Some(i) = self.buffer.iter().position(|p| p.epoch <= self.current) else {
+                break;
+            };
+            let p = self.buffer.remove(i).expect("position is in range");
+            let waited = ctx.now_ns.saturating_sub(p.arrived_ns);
+            let n = p.data.len() as u64;
+            stats.count(BUFFERED_NS, waited * n);
+            if n > 0 {
+                stats
+                    .histogram_mut(BUFFERING_HISTOGRAM)
+                    .saturating_record_n(waited.max(1), n);
+            }
+            process(output, p, ctx);
+            did = true;
+        }
+        did
+    }
 }
 
 /// Sends a part's elements on, tracked over its sub-range, and registers its receive tag.
-fn process<T: Clone + Send>(
-    output: &mut OutputPort<T>,
-    component: ComponentId,
-    p: Part<T>,
-    ctx: &mut WorkerCtx,
-) {
+fn process<T: Clone + Send>(output: &mut OutputPort<T>, p: Part<T>, ctx: &mut WorkerCtx) {
     output.set_lineage(Some((p.lo, p.hi)), ctx);
     output.push_all(p.data.into_iter(), ctx);
     output.commit(ctx);
-    ctx.ack_received(component, p.lo, p.hi, p.tag);
+    ctx.ack_received(p.component, p.lo, p.hi, p.tag);
 }
 
 /// Splits an input batch into parts by epoch: by its tracking range when that lies in one
@@ -193,13 +189,15 @@ fn process<T: Clone + Send>(
 fn split<T>(
     spec: &EpochSpec,
     current: usize,
-    b: crate::channel::Batch<T>,
+    component: ComponentId,
+    b: Batch<T>,
     ctx: &WorkerCtx,
 ) -> Vec<Part<T>> {
     let g = ctx.granularity;
     let arrived_ns = ctx.now_ns;
     let part = |epoch, lo, hi, data| Part {
         epoch,
+        component,
         lo,
         hi,
         tag: b.tag,
@@ -257,98 +255,63 @@ fn split<T>(
     parts
 }
 
-impl<T: Clone + Send> Vertex for EpochSnapshotVertex<T> {
-    fn step(&mut self, ctx: &mut WorkerCtx) -> Result<bool, String> {
-        if self.output.blocked() && !self.output.flush(ctx, false) {
-            return Ok(false);
-        }
-        let mut did = self.advance(ctx);
-        let passthrough = ctx.mode == TrackingMode::None;
-        let blocked = std::cell::Cell::new(self.output.blocked());
-        let mut aligned = None;
-        let mut buffered = 0;
-        let (output, buffer, spec) = (&mut self.output, &mut self.buffer, &self.spec);
-        let (component, current, paused) =
-            (self.component, self.current, self.pause_until.is_some());
-        let n = drain_input_keeping(
-            &mut self.input,
-            component,
-            &mut self.stats,
-            ctx,
-            || blocked.get(),
-            |inp, ctx| {
-                let b = match inp {
-                    Input::Batch(b) => b,
-                    Input::Aligned(t) => {
-                        aligned = Some(t);
-                        return Ok(Receipt::Kept);
-                    }
-                };
-                if passthrough {
-                    // No notifications, no epochs: the batch goes straight on.
-                    let whole = Part {
-                        epoch: 0,
-                        lo: b.lo,
-                        hi: b.hi,
-                        tag: b.tag,
-                        arrived_ns: ctx.now_ns,
-                        data: b.data,
-                    };
-                    process(output, component, whole, ctx);
-                    blocked.set(output.blocked());
-                    return Ok(Receipt::Kept);
-                }
-                for p in split(spec, current, b, ctx) {
-                    if p.epoch <= current && !paused {
-                        process(output, component, p, ctx);
-                    } else {
-                        buffered += p.data.len() as u64;
-                        buffer.push_back(p);
-                    }
-                }
-                blocked.set(output.blocked());
-                Ok(Receipt::Kept)
-            },
-        )?;
-        self.stats.count(BUFFERED_ELEMENTS, buffered);
-        did |= n > 0;
-        if let Some(t) = aligned {
-            self.aligned = t;
-        }
-        did |= self.advance(ctx);
-        if ctx.mode == TrackingMode::Markers {
-            // Nothing buffered may be overtaken by a marker: cap at the start of the earliest
-            // buffered epoch, or during a pause at the end of the current one.
-            let cap = match self.buffer.iter().map(|p| p.epoch).min() {
-                Some(0) => 0,
-                Some(e) => self.spec.boundaries[e - 1],
-                None if self.pause_until.is_some() => self.spec.boundaries[self.current],
-                None => INF,
+impl<T: Clone + Send + 'static> Operator for EpochSnapshot<T> {
+    type In = T;
+    type Out = OutputPort<T>;
+
+    fn on_batch(
+        &mut self,
+        b: Batch<T>,
+        output: &mut OutputPort<T>,
+        ctx: &mut WorkerCtx,
+        stats: &mut VertexStats,
+    ) -> Result<Receipt, String> {
+        if !ctx.frontiers.live() {
+            // No notifications, no epochs: the batch goes straight on.
+            let whole = Part {
+                epoch: 0,
+                component: self.component,
+                lo: b.lo,
+                hi: b.hi,
+                tag: b.tag,
+                arrived_ns: ctx.now_ns,
+                data: b.data,
             };
-            let fwd = self.aligned.min(cap);
-            if fwd > self.forwarded {
-                self.output.marker(fwd, ctx);
-                self.forwarded = fwd;
-                did = true;
+            process(output, whole, ctx);
+            return Ok(Receipt::Kept);
+        }
+        let paused = self.pause_until.is_some();
+        let mut buffered = 0;
+        for p in split(&self.spec, self.current, self.component, b, ctx) {
+            if p.epoch <= self.current && !paused {
+                process(output, p, ctx);
+            } else {
+                buffered += p.data.len() as u64;
+                self.buffer.push_back(p);
             }
         }
-        did |= self.output.end_when(self.input.all_ended(), ctx);
-        Ok(did)
+        stats.count(BUFFERED_ELEMENTS, buffered);
+        Ok(Receipt::Kept)
     }
 
-    fn flush(&mut self, ctx: &mut WorkerCtx, force: bool) -> bool {
-        self.output.flush(ctx, force)
+    fn tick(
+        &mut self,
+        frontier: Time,
+        output: &mut OutputPort<T>,
+        ctx: &mut WorkerCtx,
+        stats: &mut VertexStats,
+    ) -> bool {
+        self.advance(frontier, output, ctx, stats)
     }
 
-    fn ended(&self) -> bool {
-        self.output.ended()
-    }
-
-    fn notified_component(&self) -> Option<ComponentId> {
-        Some(self.component)
-    }
-
-    fn stats(&mut self) -> VertexStats {
-        self.stats.clone()
+    /// Nothing buffered may be overtaken by a marker: the start of the earliest buffered epoch,
+    /// or during a pause the end of the current one.
+    fn marker_cap(&self) -> Time {
+        match self.buffer.iter().map(|p| p.epoch).min() {
+            Some(0) => 0,
+            Some(e) => self.spec.boundaries[e - 1],
+            None if self.pause_until.is_some() => self.spec.boundaries[self.current],
+            None => INF,
+        }
     }
 }

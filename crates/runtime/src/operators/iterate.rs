@@ -3,19 +3,18 @@
 //! Each element goes through `step`; [`Iteration::Again`] sends the new value around the loop
 //! (re-partitioned round-robin over all instances, so the cycle crosses workers and processes),
 //! [`Iteration::Done`] sends a result downstream. The loop lies inside the vertex's own tracking
-//! component (DESIGN.md section 2: a cycle must lie inside one component): elements sent around
+//! component (docs/design.md, "trAcker requirements": a cycle must lie inside one component): elements sent around
 //! the loop are tagged like any other, so the component's frontier passes a time only when no
 //! element of that time is circulating any more. Markers cannot do this (an instance would wait
 //! for its own marker), so a cyclic graph is rejected with `--tracking markers`.
 
-use super::{drain_input, Input, Vertex};
-use crate::channel::InputPort;
-use crate::port::OutputPort;
-use crate::stats::VertexStats;
-use crate::worker_ctx::WorkerCtx;
+use super::{Operator, Receipt};
+use crate::batch::Batch;
+use crate::channel::OutputPort;
+use crate::measure::stats::VertexStats;
+use crate::worker::ctx::WorkerCtx;
 use std::sync::Arc;
 use xorflow_core::Element;
-use xorflow_tracking::ComponentId;
 
 /// What one step of an iteration produced.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -26,92 +25,48 @@ pub enum Iteration<T, O> {
     Done(O),
 }
 
-/// An instance of an iterate vertex.
-pub struct IterateVertex<T, O> {
-    component: ComponentId,
-    input: InputPort<T>,
-    feedback: OutputPort<T>,
-    output: OutputPort<O>,
+/// An iterate operator; its outputs are (the loop, the results downstream). Its input port reads
+/// both the upstream channels and the loop's.
+pub struct Iterate<T, O> {
     step: Arc<dyn Fn(T) -> Iteration<T, O> + Send + Sync>,
-    stats: VertexStats,
 }
 
-impl<T: Clone + Send, O: Clone + Send> IterateVertex<T, O> {
-    /// An instance reading `input` (upstream and loop channels), sending to `feedback` (the loop)
-    /// and `output` (downstream).
-    pub fn new(
-        name: &str,
-        component: ComponentId,
-        input: InputPort<T>,
-        feedback: OutputPort<T>,
-        output: OutputPort<O>,
-        step: Arc<dyn Fn(T) -> Iteration<T, O> + Send + Sync>,
-    ) -> Self {
-        IterateVertex {
-            component,
-            input,
-            feedback,
-            output,
-            step,
-            stats: VertexStats::new(name),
-        }
+impl<T, O> Iterate<T, O> {
+    /// An operator applying `step` to every element.
+    pub fn new(step: Arc<dyn Fn(T) -> Iteration<T, O> + Send + Sync>) -> Self {
+        Iterate { step }
     }
 }
 
-impl<T: Clone + Send, O: Clone + Send> Vertex for IterateVertex<T, O> {
-    fn step(&mut self, ctx: &mut WorkerCtx) -> Result<bool, String> {
-        let mut did = false;
-        if self.feedback.blocked() {
-            did |= self.feedback.flush(ctx, false);
-        }
-        if self.output.blocked() {
-            did |= self.output.flush(ctx, false);
-        }
-        let (feedback, output, step) = (&mut self.feedback, &mut self.output, &self.step);
-        let mut out = 0u64;
-        // Taking input while the loop is blocked could deadlock the cycle's bounded channels, so
-        // the loop's own channels are drained even then: a full loop makes progress by emitting
-        // results, never by waiting on itself.
-        let n = drain_input(
-            &mut self.input,
-            self.component,
-            &mut self.stats,
-            ctx,
-            || false,
-            |input, ctx| {
-                if let Input::Batch(b) = input {
-                    feedback.set_lineage(Some((b.lo, b.hi)), ctx);
-                    output.set_lineage(Some((b.lo, b.hi)), ctx);
-                    for el in b.data {
-                        match step(el.data) {
-                            Iteration::Again(x) => feedback.push(Element::new(el.time, x), ctx),
-                            Iteration::Done(o) => {
-                                out += 1;
-                                output.push(Element::new(el.time, o), ctx)
-                            }
-                        }
-                    }
-                    feedback.commit(ctx);
-                    output.commit(ctx);
+impl<T: Clone + Send + 'static, O: Clone + Send + 'static> Operator for Iterate<T, O> {
+    type In = T;
+    type Out = (OutputPort<T>, OutputPort<O>);
+
+    /// Taking input while the loop is blocked could deadlock the cycle's bounded channels, so the
+    /// loop's own channels are drained even then: a full loop makes progress by emitting results,
+    /// never by waiting on itself.
+    const DRAINS_WHEN_BLOCKED: bool = true;
+
+    fn on_batch(
+        &mut self,
+        b: Batch<T>,
+        (feedback, output): &mut Self::Out,
+        ctx: &mut WorkerCtx,
+        stats: &mut VertexStats,
+    ) -> Result<Receipt, String> {
+        feedback.set_lineage(Some((b.lo, b.hi)), ctx);
+        output.set_lineage(Some((b.lo, b.hi)), ctx);
+        for el in b.data {
+            match (self.step)(el.data) {
+                Iteration::Again(x) => feedback.push(Element::new(el.time, x), ctx),
+                Iteration::Done(o) => {
+                    stats.elements_out += 1;
+                    output.push(Element::new(el.time, o), ctx)
                 }
-                Ok(())
-            },
-        )?;
-        self.stats.elements_out += out;
-        Ok(did || n > 0)
-    }
-
-    fn flush(&mut self, ctx: &mut WorkerCtx, force: bool) -> bool {
-        let a = self.feedback.flush(ctx, force);
-        self.output.flush(ctx, force) || a
-    }
-
-    fn ended(&self) -> bool {
-        // Only trAcker can tell that nothing circulates any more.
-        false
-    }
-
-    fn stats(&mut self) -> VertexStats {
-        self.stats.clone()
+            }
+        }
+        feedback.commit(ctx);
+        output.commit(ctx);
+        Ok(Receipt::Done)
     }
 }

@@ -1,33 +1,190 @@
-//! Vertex instances: what each worker runs for every vertex of the dataflow.
+//! The operator lifecycle, and one file per operator kind.
 //!
-//! One file per operator kind. They share the input loop in [`drain_input`]: process a batch, commit
-//! the output's send tags, then register the batch's receive tag (DESIGN.md section 2, item 1).
+//! Every vertex instance is an [`Operator`] run by [`driver::OperatorVertex`], which writes the
+//! shared part once: back-pressure, the input loop (process a batch, commit the output's send
+//! tags, then register the batch's receive tag: docs/design.md, "Open output buffers"), marker
+//! alignment, frontier notifications, flushing, end of stream and statistics. An operator only
+//! says what it does with a batch and with a frontier:
+//!
+//! ```text
+//! open -> { on_batch | produce | on_frontier | tick }* -> close
+//!            snapshot(epoch) / restore(state) at any point between steps
+//! ```
+//!
+//! The kinds: [`source`], [`unary`] (map, filter, flat_map), [`window`], [`sink`], [`iterate`]
+//! (a cycle) and [`epoch_snapshot`].
 
+pub mod driver;
 pub mod epoch_snapshot;
 pub mod iterate;
+pub mod outputs;
 pub mod sink;
 pub mod source;
 pub mod unary;
 pub mod window;
 
-use crate::channel::{Batch, InputPort, Msg};
-use crate::stats::VertexStats;
-use crate::worker_ctx::WorkerCtx;
-use xorflow_tracking::{ComponentId, Time};
+pub use driver::OperatorVertex;
+pub use outputs::Outputs;
 
-/// What [`drain_input`] hands a vertex.
-pub(crate) enum Input<T> {
-    /// A batch of elements (its markers already taken out).
-    Batch(Batch<T>),
-    /// The aligned marker rose to this time (tracking `markers`).
-    Aligned(Time),
-}
+use crate::batch::Batch;
+use crate::measure::stats::VertexStats;
+use crate::worker::ctx::WorkerCtx;
+use xorflow_tracking::{ComponentId, Time, INF};
 
 /// Input batches a vertex processes per step before the worker moves on (fairness between vertices).
 pub(crate) const BATCHES_PER_STEP: usize = 8;
 
-/// A vertex instance as the worker loop drives it.
+/// What became of an input batch's receive tag.
+pub enum Receipt {
+    /// The batch is processed: the driver registers its receive tag now.
+    Done,
+    /// The operator keeps (part of) the batch and registers the receive tag itself
+    /// ([`WorkerCtx::ack_received`]), over sub-ranges that add up to the batch's range, once it is
+    /// done with each part.
+    Kept,
+}
+
+/// An operator's state for one epoch, as [`Operator::snapshot`] hands it out and
+/// [`Operator::restore`] takes it back.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum OperatorState {
+    /// The operator keeps nothing across elements: nothing to save or restore.
+    Stateless,
+    /// Serialized state (the format is the operator's own).
+    Bytes(Vec<u8>),
+}
+
+/// An operator: what one vertex instance does with its input and with progress. All methods but
+/// [`Operator::on_batch`] have defaults, so a stateless element-wise operator writes one method.
+pub trait Operator: Send + Sized + 'static {
+    /// Element type of the input (`()` for sources, which have none).
+    type In: Send;
+    /// The output side: an [`crate::channel::OutputPort`], a pair of them, or `()` for sinks.
+    type Out: Outputs;
+
+    /// Keeps taking input while the outputs are back-pressured (a cycle must drain its own loop
+    /// to make progress: `operators/iterate.rs`).
+    const DRAINS_WHEN_BLOCKED: bool = false;
+
+    /// Called once on the worker thread before the first step.
+    ///
+    /// # Errors
+    /// A message naming what failed; the run is aborted with it.
+    fn open(&mut self, _ctx: &mut WorkerCtx) -> Result<(), String> {
+        Ok(())
+    }
+
+    /// Processes one input batch: pushes outputs and commits them ([`Outputs`]), before the
+    /// driver registers the batch's receive tag (unless [`Receipt::Kept`]).
+    ///
+    /// # Errors
+    /// A message naming what failed (a sink that cannot write, say); the run is aborted.
+    fn on_batch(
+        &mut self,
+        batch: Batch<Self::In>,
+        out: &mut Self::Out,
+        ctx: &mut WorkerCtx,
+        stats: &mut VertexStats,
+    ) -> Result<Receipt, String>;
+
+    /// Produces without input (sources): emits, heartbeats. Returns whether it did anything.
+    ///
+    /// # Errors
+    /// As [`Operator::on_batch`].
+    fn produce(
+        &mut self,
+        _out: &mut Self::Out,
+        _ctx: &mut WorkerCtx,
+        _stats: &mut VertexStats,
+    ) -> Result<bool, String> {
+        Ok(false)
+    }
+
+    /// The frontier of this instance rose to `frontier`: every element with a smaller time has
+    /// reached it ([`WorkerCtx::frontier`], whatever the tracking mode). Called only for vertices
+    /// registered as notified, once per rise, after the step's input.
+    ///
+    /// # Errors
+    /// As [`Operator::on_batch`].
+    fn on_frontier(
+        &mut self,
+        _frontier: Time,
+        _out: &mut Self::Out,
+        _ctx: &mut WorkerCtx,
+        _stats: &mut VertexStats,
+    ) -> Result<(), String> {
+        Ok(())
+    }
+
+    /// Called every step before and after the input, with the current frontier: for operators
+    /// whose work depends on the clock as well as the input (a snapshot's pause). Returns whether
+    /// it did anything.
+    fn tick(
+        &mut self,
+        _frontier: Time,
+        _out: &mut Self::Out,
+        _ctx: &mut WorkerCtx,
+        _stats: &mut VertexStats,
+    ) -> bool {
+        false
+    }
+
+    /// The highest marker this operator may forward now (tracking `markers`): a marker promises
+    /// that nothing below it follows, so an operator holding elements back caps it.
+    fn marker_cap(&self) -> Time {
+        INF
+    }
+
+    /// Sources: true once every source instance has ended (the driver then ends the output
+    /// without tracking). Operators with input end when their input has.
+    fn exhausted(&self) -> bool {
+        true
+    }
+
+    /// The operator's state for `epoch`. Default: [`OperatorState::Stateless`].
+    ///
+    /// # Errors
+    /// A message naming what could not be saved.
+    fn snapshot(&mut self, _epoch: u64) -> Result<OperatorState, String> {
+        Ok(OperatorState::Stateless)
+    }
+
+    /// Restores the state [`Operator::snapshot`] gave. Default: accepts only
+    /// [`OperatorState::Stateless`].
+    ///
+    /// # Errors
+    /// State this operator cannot take.
+    fn restore(&mut self, state: OperatorState) -> Result<(), String> {
+        match state {
+            OperatorState::Stateless => Ok(()),
+            OperatorState::Bytes(b) => Err(format!(
+                "a stateless operator cannot restore {} bytes of state",
+                b.len()
+            )),
+        }
+    }
+
+    /// Called once after the worker loop ends (sinks flush their files here).
+    ///
+    /// # Errors
+    /// A message naming what failed.
+    fn close(&mut self) -> Result<(), String> {
+        Ok(())
+    }
+
+    /// Adds the operator's own measurements to its vertex's statistics at the end of the run.
+    fn report(&mut self, _stats: &mut VertexStats) {}
+}
+
+/// A vertex instance as the worker loop drives it (object-safe; [`OperatorVertex`] implements it
+/// for every [`Operator`]).
 pub trait Vertex: Send {
+    /// Called once before the first step.
+    ///
+    /// # Errors
+    /// As [`Operator::open`].
+    fn open(&mut self, ctx: &mut WorkerCtx) -> Result<(), String>;
+
     /// Runs one scheduling quantum: takes some input (or emits from a source), sends output, fires
     /// notifications. Returns whether it did any work.
     ///
@@ -43,86 +200,28 @@ pub trait Vertex: Send {
     /// everything and delivered its own end-of-stream markers.
     fn ended(&self) -> bool;
 
-    /// Called once after the worker loop ends (sinks flush their files here).
+    /// The instance's state for `epoch` ([`Operator::snapshot`]).
     ///
     /// # Errors
-    /// A message naming what failed.
-    fn finish(&mut self) -> Result<(), String> {
-        Ok(())
-    }
+    /// As [`Operator::snapshot`].
+    fn snapshot(&mut self, epoch: u64) -> Result<OperatorState, String>;
+
+    /// Restores a snapshot ([`Operator::restore`]).
+    ///
+    /// # Errors
+    /// As [`Operator::restore`].
+    fn restore(&mut self, state: OperatorState) -> Result<(), String>;
+
+    /// Called once after the worker loop ends.
+    ///
+    /// # Errors
+    /// As [`Operator::close`].
+    fn close(&mut self) -> Result<(), String>;
 
     /// Counters of this instance.
     fn stats(&mut self) -> VertexStats;
 
-    /// The component whose frontier this vertex acts on (windows, sinks), if any: notifications
-    /// for other components are not worth waking a worker for.
-    fn notified_component(&self) -> Option<ComponentId> {
-        None
-    }
-}
-
-/// Pops and processes up to [`BATCHES_PER_STEP`] input batches while `blocked()` is false:
-/// `process(Input::Batch(b), ctx)` handles the elements and commits outputs; the batch's receive
-/// tag is registered for `component` after it returns. Then each marker that came with the batch
-/// is aligned over the input channels, and every rise of the aligned marker is handed over as
-/// `Input::Aligned`. Returns the number of messages processed, or the first error.
-pub(crate) fn drain_input<T>(
-    input: &mut InputPort<T>,
-    component: ComponentId,
-    stats: &mut VertexStats,
-    ctx: &mut WorkerCtx,
-    blocked: impl FnMut() -> bool,
-    mut process: impl FnMut(Input<T>, &mut WorkerCtx) -> Result<(), String>,
-) -> Result<usize, String> {
-    drain_input_keeping(input, component, stats, ctx, blocked, |i, ctx| {
-        process(i, ctx).map(|()| Receipt::Done)
-    })
-}
-
-/// What became of an input batch's receive tag.
-pub(crate) enum Receipt {
-    /// The batch is processed: register its receive tag now.
-    Done,
-    /// The vertex keeps (part of) the batch and registers the receive tag itself, over
-    /// sub-ranges that add up to the batch's range, once it is done with each part.
-    Kept,
-}
-
-/// [`drain_input`] for vertices that may keep input for later (withholding its receive tag):
-/// `process` says whether the batch is done.
-pub(crate) fn drain_input_keeping<T>(
-    input: &mut InputPort<T>,
-    component: ComponentId,
-    stats: &mut VertexStats,
-    ctx: &mut WorkerCtx,
-    mut blocked: impl FnMut() -> bool,
-    mut process: impl FnMut(Input<T>, &mut WorkerCtx) -> Result<Receipt, String>,
-) -> Result<usize, String> {
-    let mut n = 0;
-    while n < BATCHES_PER_STEP && !blocked() {
-        match input.pop(ctx) {
-            Some(Msg::Data(mut b)) => {
-                let markers = std::mem::take(&mut b.markers);
-                if !b.data.is_empty() {
-                    let (lo, hi, tag) = (b.lo, b.hi, b.tag);
-                    stats.elements_in += b.data.len() as u64;
-                    stats.batches_in += 1;
-                    ctx.now_ns = crate::clock::now_ns();
-                    if let Receipt::Done = process(Input::Batch(b), ctx)? {
-                        ctx.ack_received(component, lo, hi, tag);
-                    }
-                }
-                let ch = input.last_channel();
-                for m in markers {
-                    if let Some(a) = input.aligner.observe(ch, m) {
-                        process(Input::Aligned(a), ctx)?;
-                    }
-                }
-                n += 1;
-            }
-            Some(Msg::End) => n += 1,
-            None => break,
-        }
-    }
-    Ok(n)
+    /// The component whose frontier this vertex acts on (windows, sinks, snapshots), if any:
+    /// notifications for other components are not worth waking a worker for.
+    fn notified_component(&self) -> Option<ComponentId>;
 }

@@ -1,13 +1,13 @@
 //! Sinks: user code that consumes the stream's elements and may act on notifications.
 
-use super::{drain_input, Input, Vertex};
-use crate::channel::InputPort;
-use crate::config::TrackingMode;
-use crate::probe::ArrivalProbe;
-use crate::stats::VertexStats;
-use crate::worker_ctx::WorkerCtx;
+use super::{Operator, Receipt};
+use crate::batch::Batch;
+use crate::measure::probe::{ArrivalProbe, SlotLog};
+use crate::measure::stats::VertexStats;
+use crate::worker::ctx::WorkerCtx;
+use std::marker::PhantomData;
 use xorflow_core::Element;
-use xorflow_tracking::{ComponentId, Time};
+use xorflow_tracking::Time;
 
 /// A sink instance (one per worker).
 pub trait Sink<T>: Send {
@@ -17,8 +17,9 @@ pub trait Sink<T>: Send {
     /// A message naming what failed (e.g. the output file); the run is aborted with it.
     fn write(&mut self, batch: Vec<Element<T>>) -> Result<(), String>;
 
-    /// Every element with time below `frontier` has reached this sink (trAcker only): a place to
-    /// commit or release results.
+    /// Every element with time below `frontier` has reached this sink: with trAcker at every
+    /// instance (the component's frontier), with markers at this instance (its aligned marker).
+    /// Never called without tracking. A place to commit or release results.
     fn on_frontier(&mut self, _frontier: Time) {}
 
     /// End of the run: flush and close.
@@ -35,112 +36,84 @@ pub trait Sink<T>: Send {
     fn report(&mut self, _stats: &mut VertexStats) {}
 }
 
-/// A sink vertex instance. It measures notification latency per slot: from receiving the last
-/// element of a slot to the notification covering it (seed 000's "notification await time").
-pub struct SinkVertex<T, S> {
-    component: ComponentId,
-    input: InputPort<T>,
+/// The operator around a [`Sink`]. It measures notification latency per slot: from receiving the
+/// last element of a slot to the notification covering it (seed 000's "notification await time").
+pub struct SinkOp<T, S> {
     sink: S,
     probe: ArrivalProbe,
-    notified: Time,
-    stats: VertexStats,
+    _input: PhantomData<fn(T)>,
 }
 
-impl<T: Send, S: Sink<T>> SinkVertex<T, S> {
-    /// An instance of a sink vertex in `component`.
-    pub fn new(name: &str, component: ComponentId, input: InputPort<T>, sink: S) -> Self {
-        SinkVertex {
-            component,
-            input,
+impl<T: Send, S: Sink<T>> SinkOp<T, S> {
+    /// The operator writing into `sink`.
+    pub fn new(sink: S) -> Self {
+        SinkOp {
             sink,
             probe: ArrivalProbe::default(),
-            notified: 0,
-            stats: VertexStats::new(name),
+            _input: PhantomData,
         }
     }
 }
 
-impl<T: Send, S: Sink<T>> Vertex for SinkVertex<T, S> {
-    fn step(&mut self, ctx: &mut WorkerCtx) -> Result<bool, String> {
-        let (sink, probe) = (&mut self.sink, &mut self.probe);
-        let mut measured = crate::stats::MeasuredSpan::default();
-        let probe_on = ctx.mode != TrackingMode::None && ctx.latency_probe;
-        if probe_on && probe.log.is_none() {
-            probe.log = Some(crate::probe::SlotLog::default());
-        }
+impl<T: Send + 'static, S: Sink<T> + 'static> Operator for SinkOp<T, S> {
+    type In = T;
+    type Out = ();
+
+    fn on_batch(
+        &mut self,
+        b: Batch<T>,
+        _out: &mut (),
+        ctx: &mut WorkerCtx,
+        stats: &mut VertexStats,
+    ) -> Result<Receipt, String> {
         let warm = ctx.warmup_until;
-        let mut aligned = None;
-        let n = drain_input(
-            &mut self.input,
-            self.component,
-            &mut self.stats,
-            ctx,
-            || false,
-            |input, ctx| match input {
-                Input::Batch(b) => {
-                    if probe_on {
-                        probe.record_batch(
-                            b.data.iter().map(|e| e.time).filter(|&t| t >= warm),
-                            ctx.granularity,
-                            ctx.now_ns,
-                        );
-                    }
-                    let n = if warm == 0 {
-                        b.data.len()
-                    } else {
-                        b.data.iter().filter(|e| e.time >= warm).count()
-                    };
-                    measured.record(n as u64, ctx.now_ns);
-                    sink.write(b.data)
-                }
-                Input::Aligned(t) => {
-                    aligned = Some(t);
-                    ctx.frontier_seen_ns = crate::clock::now_ns();
-                    Ok(())
-                }
-            },
-        )?;
-        self.stats.measured.merge(&measured);
-        let f = match ctx.mode {
-            TrackingMode::Tracker => ctx.frontier(self.component),
-            TrackingMode::Markers => aligned.unwrap_or(self.notified),
-            TrackingMode::None => 0,
-        };
-        if f > self.notified {
-            let stats = &mut self.stats;
-            self.probe
-                .complete(ctx.granularity.slot(f), ctx.frontier_seen_ns, |ns, n| {
-                    stats.record_latency_n(ns, n)
-                });
-            self.notified = f;
-            self.sink.on_frontier(f);
+        if ctx.latency_probe && ctx.frontiers.live() {
+            self.probe.log.get_or_insert_with(SlotLog::default);
+            self.probe.record_batch(
+                b.data.iter().map(|e| e.time).filter(|&t| t >= warm),
+                ctx.granularity,
+                ctx.now_ns,
+            );
         }
-        Ok(n > 0)
+        let n = if warm == 0 {
+            b.data.len()
+        } else {
+            b.data.iter().filter(|e| e.time >= warm).count()
+        };
+        stats.measured.record(n as u64, ctx.now_ns);
+        self.sink.write(b.data)?;
+        Ok(Receipt::Done)
     }
 
-    fn flush(&mut self, _ctx: &mut WorkerCtx, _force: bool) -> bool {
-        false
+    fn on_frontier(
+        &mut self,
+        f: Time,
+        _out: &mut (),
+        ctx: &mut WorkerCtx,
+        stats: &mut VertexStats,
+    ) -> Result<(), String> {
+        // Without tracking the only "frontier" is this instance's own end of input, which says
+        // nothing of the other instances: a sink hears of progress only while it is tracked.
+        if !ctx.frontiers.live() {
+            return Ok(());
+        }
+        self.probe
+            .complete(ctx.granularity.slot(f), ctx.frontiers.seen_ns, |ns, n| {
+                stats.record_latency_n(ns, n)
+            });
+        self.sink.on_frontier(f);
+        Ok(())
     }
 
-    fn ended(&self) -> bool {
-        self.input.all_ended() || self.input.aligner.aligned() == xorflow_tracking::INF
-    }
-
-    fn finish(&mut self) -> Result<(), String> {
+    fn close(&mut self) -> Result<(), String> {
         self.sink.finish()
     }
 
-    fn notified_component(&self) -> Option<ComponentId> {
-        Some(self.component)
-    }
-
-    fn stats(&mut self) -> VertexStats {
-        let mut s = self.stats.clone();
+    fn report(&mut self, s: &mut VertexStats) {
         s.below_frontier = self.probe.below_frontier;
         if let Some(log) = &mut self.probe.log {
             s.slot_log.append(log);
         }
-        self.sink.report(&mut s);
-        s
+        self.sink.report(s);
     }
 }

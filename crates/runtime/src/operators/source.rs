@@ -1,10 +1,11 @@
 //! Sources: user code that emits timed elements and heartbeats.
 
-use super::Vertex;
+use super::{Operator, Receipt};
+use crate::batch::Batch;
+use crate::channel::output::OutputPort;
 use crate::config::TrackingMode;
-use crate::port::OutputPort;
-use crate::stats::VertexStats;
-use crate::worker_ctx::WorkerCtx;
+use crate::measure::stats::VertexStats;
+use crate::worker::ctx::WorkerCtx;
 use xorflow_core::Element;
 use xorflow_tracking::{SourceId, Time, INF};
 
@@ -17,14 +18,14 @@ const MAX_MARKER_STEPS: u64 = 65_536;
 pub enum SourcePoll {
     /// Call again as soon as possible.
     Ready,
-    /// Nothing to emit before this time (ns on [`crate::clock::now_ns`]'s clock): rate control.
+    /// Nothing to emit before this time (ns on [`crate::measure::clock::now_ns`]'s clock): rate control.
     WaitUntil(u64),
     /// End of stream: the source unregisters (heartbeat `INF`).
     Done,
 }
 
 /// A source instance: emits elements with logical times and promises lower bounds on future times
-/// (heartbeats, DESIGN.md section 2, item 3).
+/// (heartbeats, docs/design.md, requirement 3).
 pub trait Source<T>: Send {
     /// Emits up to [`SourceOutput::budget`] elements and optionally a heartbeat. Elements must
     /// not have times below the last heartbeat.
@@ -61,7 +62,7 @@ impl<T: Clone + Send> SourceOutput<'_, T> {
         self.ctx.batch_size
     }
 
-    /// The worker's clock, ns ([`crate::clock::now_ns`]).
+    /// The worker's clock, ns ([`crate::measure::clock::now_ns`]).
     pub fn now_ns(&self) -> u64 {
         self.ctx.now_ns
     }
@@ -86,23 +87,17 @@ struct Instance<T> {
     heartbeat: Time,
 }
 
-/// The source vertex's instance on one worker: the source instances hosted here.
-pub struct SourceVertex<T> {
+/// The source operator on one worker: the source instances hosted here.
+pub struct Sources<T> {
     instances: Vec<Instance<T>>,
-    output: OutputPort<T>,
     /// Last marker sent (tracking `markers`).
     marker: Time,
-    stats: VertexStats,
 }
 
-impl<T: Clone + Send> SourceVertex<T> {
-    /// A vertex instance hosting `instances` (global source id, source) and sending to `output`.
-    pub fn new(
-        name: &str,
-        instances: Vec<(SourceId, Box<dyn Source<T>>)>,
-        output: OutputPort<T>,
-    ) -> Self {
-        SourceVertex {
+impl<T: Clone + Send> Sources<T> {
+    /// An operator hosting `instances` (global source id, source).
+    pub fn new(instances: Vec<(SourceId, Box<dyn Source<T>>)>) -> Self {
+        Sources {
             instances: instances
                 .into_iter()
                 .map(|(id, source)| Instance {
@@ -112,108 +107,130 @@ impl<T: Clone + Send> SourceVertex<T> {
                     heartbeat: 0,
                 })
                 .collect(),
-            output,
             marker: 0,
-            stats: VertexStats::new(name),
         }
+    }
+
+    /// Polls one instance if it is due; returns whether it did anything.
+    fn poll(
+        inst: &mut Instance<T>,
+        out: &mut OutputPort<T>,
+        ctx: &mut WorkerCtx,
+        stats: &mut VertexStats,
+    ) -> bool {
+        match inst.state {
+            State::Done => return false,
+            State::Waiting(t) if t > ctx.now_ns => {
+                ctx.wake_at(t);
+                return false;
+            }
+            _ => {}
+        }
+        let mut so = SourceOutput {
+            port: out,
+            ctx,
+            heartbeat: None,
+            emitted: 0,
+            measured: 0,
+        };
+        let poll = inst.source.poll(&mut so);
+        let (emitted, measured, mut heartbeat) = (so.emitted, so.measured, so.heartbeat);
+        stats.elements_out += emitted as u64;
+        stats.measured.record(measured, ctx.now_ns);
+        let mut did = emitted > 0;
+        out.commit(ctx);
+        match poll {
+            SourcePoll::Ready => inst.state = State::Active,
+            SourcePoll::WaitUntil(t) => {
+                inst.state = State::Waiting(t);
+                ctx.wake_at(t);
+            }
+            SourcePoll::Done => {
+                inst.state = State::Done;
+                heartbeat = Some(INF);
+                did = true;
+            }
+        }
+        if let Some(h) = heartbeat {
+            inst.heartbeat = inst.heartbeat.max(h);
+            if let Some(tr) = &mut ctx.tracking {
+                tr.acker.heartbeat(inst.id, h);
+            }
+        }
+        did
+    }
+
+    /// Tracking `markers`: this instance's channels carry all its hosted sources, so its marker
+    /// is their minimum heartbeat. One marker per granularity step passed (the paper's baseline),
+    /// at most [`MAX_MARKER_STEPS`] per poll; end of stream sends `Marker(INF)`.
+    fn send_markers(&mut self, out: &mut OutputPort<T>, ctx: &WorkerCtx) -> bool {
+        let min = self
+            .instances
+            .iter()
+            .map(|i| i.heartbeat)
+            .min()
+            .unwrap_or(INF);
+        let g = ctx.granularity;
+        if min == INF {
+            if self.marker == INF {
+                return false;
+            }
+            self.marker = INF;
+            out.marker(INF, ctx);
+            return true;
+        }
+        let target = g.slots_below(min);
+        let mut s = g.slots_below(self.marker);
+        if target <= s {
+            return false;
+        }
+        s = s.max(target.saturating_sub(MAX_MARKER_STEPS));
+        while s < target {
+            s += 1;
+            out.marker(g.start(s), ctx);
+        }
+        self.marker = g.start(target);
+        true
     }
 }
 
-impl<T: Clone + Send> Vertex for SourceVertex<T> {
-    fn step(&mut self, ctx: &mut WorkerCtx) -> Result<bool, String> {
+impl<T: Clone + Send + 'static> Operator for Sources<T> {
+    type In = ();
+    type Out = OutputPort<T>;
+
+    /// Sources have no input channels: the driver never calls this.
+    fn on_batch(
+        &mut self,
+        _b: Batch<()>,
+        _out: &mut OutputPort<T>,
+        _ctx: &mut WorkerCtx,
+        _stats: &mut VertexStats,
+    ) -> Result<Receipt, String> {
+        Err("a source has no input".into())
+    }
+
+    fn produce(
+        &mut self,
+        out: &mut OutputPort<T>,
+        ctx: &mut WorkerCtx,
+        stats: &mut VertexStats,
+    ) -> Result<bool, String> {
         let mut did = false;
         for inst in &mut self.instances {
-            if self.output.blocked() {
+            if out.blocked() {
                 break;
             }
-            match inst.state {
-                State::Done => continue,
-                State::Waiting(t) if t > ctx.now_ns => {
-                    ctx.wake_at(t);
-                    continue;
-                }
-                _ => {}
-            }
-            let mut out = SourceOutput {
-                port: &mut self.output,
-                ctx,
-                heartbeat: None,
-                emitted: 0,
-                measured: 0,
-            };
-            let poll = inst.source.poll(&mut out);
-            let (emitted, mut heartbeat) = (out.emitted, out.heartbeat);
-            self.stats.elements_out += emitted as u64;
-            self.stats.measured.record(out.measured, ctx.now_ns);
-            did |= emitted > 0;
-            self.output.commit(ctx);
-            match poll {
-                SourcePoll::Ready => inst.state = State::Active,
-                SourcePoll::WaitUntil(t) => {
-                    inst.state = State::Waiting(t);
-                    ctx.wake_at(t);
-                }
-                SourcePoll::Done => {
-                    inst.state = State::Done;
-                    heartbeat = Some(INF);
-                    did = true;
-                }
-            }
-            if let Some(h) = heartbeat {
-                inst.heartbeat = inst.heartbeat.max(h);
-                if let Some(tr) = &mut ctx.tracking {
-                    tr.acker.heartbeat(inst.id, h);
-                }
-            }
+            did |= Self::poll(inst, out, ctx, stats);
         }
         if ctx.mode == TrackingMode::Markers {
-            // This instance's channels carry all its hosted sources: its marker is their minimum.
-            // One marker per granularity step passed (the paper's baseline), at most
-            // MAX_MARKER_STEPS per poll; end of stream sends Marker(INF).
-            let min = self
-                .instances
-                .iter()
-                .map(|i| i.heartbeat)
-                .min()
-                .unwrap_or(INF);
-            let g = ctx.granularity;
-            if min == INF {
-                if self.marker != INF {
-                    self.marker = INF;
-                    self.output.marker(INF, ctx);
-                    did = true;
-                }
-            } else {
-                let target = g.slots_below(min);
-                let mut s = g.slots_below(self.marker);
-                if target > s {
-                    s = s.max(target.saturating_sub(MAX_MARKER_STEPS));
-                    while s < target {
-                        s += 1;
-                        self.output.marker(g.start(s), ctx);
-                    }
-                    self.marker = g.start(target);
-                    did = true;
-                }
-            }
+            did |= self.send_markers(out, ctx);
         }
-        let all_done = self
-            .instances
-            .iter()
-            .all(|i| matches!(i.state, State::Done));
-        did |= self.output.end_when(all_done, ctx);
         Ok(did)
     }
 
-    fn flush(&mut self, ctx: &mut WorkerCtx, force: bool) -> bool {
-        self.output.flush(ctx, force)
-    }
-
-    fn ended(&self) -> bool {
-        self.output.ended()
-    }
-
-    fn stats(&mut self) -> VertexStats {
-        self.stats.clone()
+    fn exhausted(&self) -> bool {
+        self.instances
+            .iter()
+            .all(|i| matches!(i.state, State::Done))
     }
 }

@@ -1,92 +1,51 @@
 //! Element-wise operators (`map`, `filter`, `flat_map`): one input, one output, no state of their own.
 
-use super::{drain_input, Input, Vertex};
-use crate::channel::InputPort;
-use crate::port::OutputPort;
-use crate::stats::VertexStats;
-use crate::worker_ctx::WorkerCtx;
+use super::{Operator, Receipt};
+use crate::batch::Batch;
+use crate::channel::OutputPort;
+use crate::measure::stats::VertexStats;
+use crate::worker::ctx::WorkerCtx;
+use std::marker::PhantomData;
 use xorflow_core::Element;
-use xorflow_tracking::ComponentId;
 
-/// An element-wise operator instance; `logic` gets each input batch's elements and pushes any
-/// outputs (which inherit the input's time by convention of the builder's closures). Batch-level
-/// logic lets the output port dispatch partitioning once per batch.
-pub struct UnaryVertex<I, O, F> {
-    component: ComponentId,
-    input: InputPort<I>,
-    output: OutputPort<O>,
+/// An element-wise operator; `logic` gets each input batch's elements and pushes any outputs
+/// (which inherit the input's time by convention of the builder's closures). Batch-level logic
+/// lets the output port dispatch partitioning once per batch.
+pub struct Unary<I, O, F> {
     logic: F,
-    stats: VertexStats,
+    _types: PhantomData<fn(I) -> O>,
 }
 
-impl<I, O, F> UnaryVertex<I, O, F>
-where
-    O: Clone + Send,
-    F: FnMut(Vec<Element<I>>, &mut OutputPort<O>, &mut WorkerCtx) + Send,
-{
-    /// An instance of a vertex in `component`.
-    pub fn new(
-        name: &str,
-        component: ComponentId,
-        input: InputPort<I>,
-        output: OutputPort<O>,
-        logic: F,
-    ) -> Self {
-        UnaryVertex {
-            component,
-            input,
-            output,
+impl<I, O, F> Unary<I, O, F> {
+    /// An operator applying `logic` to every input batch.
+    pub fn new(logic: F) -> Self {
+        Unary {
             logic,
-            stats: VertexStats::new(name),
+            _types: PhantomData,
         }
     }
 }
 
-impl<I, O, F> Vertex for UnaryVertex<I, O, F>
+impl<I, O, F> Operator for Unary<I, O, F>
 where
-    I: Send,
-    O: Clone + Send,
-    F: FnMut(Vec<Element<I>>, &mut OutputPort<O>, &mut WorkerCtx) + Send,
+    I: Send + 'static,
+    O: Clone + Send + 'static,
+    F: FnMut(Vec<Element<I>>, &mut OutputPort<O>, &mut WorkerCtx) + Send + 'static,
 {
-    fn step(&mut self, ctx: &mut WorkerCtx) -> Result<bool, String> {
-        if self.output.blocked() && !self.output.flush(ctx, false) {
-            return Ok(false);
-        }
-        let (output, logic) = (&mut self.output, &mut self.logic);
-        let blocked = std::cell::Cell::new(false);
-        let n = drain_input(
-            &mut self.input,
-            self.component,
-            &mut self.stats,
-            ctx,
-            || blocked.get(),
-            |input, ctx| {
-                match input {
-                    Input::Batch(b) => {
-                        output.set_lineage(Some((b.lo, b.hi)), ctx);
-                        logic(b.data, output, ctx);
-                        output.commit(ctx);
-                        blocked.set(output.blocked());
-                    }
-                    Input::Aligned(t) => output.marker(t, ctx),
-                }
-                Ok(())
-            },
-        )?;
-        let mut did = n > 0;
-        did |= self.output.end_when(self.input.all_ended(), ctx);
-        Ok(did)
-    }
+    type In = I;
+    type Out = OutputPort<O>;
 
-    fn flush(&mut self, ctx: &mut WorkerCtx, force: bool) -> bool {
-        self.output.flush(ctx, force)
-    }
-
-    fn ended(&self) -> bool {
-        self.output.ended()
-    }
-
-    fn stats(&mut self) -> VertexStats {
-        self.stats.clone()
+    #[inline]
+    fn on_batch(
+        &mut self,
+        b: Batch<I>,
+        out: &mut OutputPort<O>,
+        ctx: &mut WorkerCtx,
+        _stats: &mut VertexStats,
+    ) -> Result<Receipt, String> {
+        out.set_lineage(Some((b.lo, b.hi)), ctx);
+        (self.logic)(b.data, out, ctx);
+        out.commit(ctx);
+        Ok(Receipt::Done)
     }
 }

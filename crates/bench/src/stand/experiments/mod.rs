@@ -191,7 +191,7 @@ fn point(sweep: &str, value: String, config: &str, rep: usize, mut chain: ChainC
         value,
         config: config.into(),
         rep,
-        run: Run::Chain(chain),
+        run: Run::Chain(Box::new(chain)),
     }
 }
 
@@ -251,7 +251,10 @@ mod tests {
             argv("tracker"),
             "--tracker-processes 1 --ack-flush-interval 5ms --ack-flush-on-idle false"
         );
-        assert_eq!(argv("tracker-unbatched"), "--tracker-processes 1 --ack-flush-count 0");
+        assert_eq!(
+            argv("tracker-unbatched"),
+            "--tracker-processes 1 --ack-flush-count 0"
+        );
         assert_eq!(
             argv("tracker-2-shards"),
             "--tracker-shards 2 --tracker-processes 2 --ack-flush-interval 5ms \
@@ -272,7 +275,7 @@ mod tests {
                     let Run::Chain(c) = &pt.run else {
                         panic!("{}: not a chain point", e.name())
                     };
-                    assert_eq!(&ChainConfig::parse_argv(&c.to_argv()).unwrap(), c);
+                    assert_eq!(&ChainConfig::parse_argv(&c.to_argv()).unwrap(), &**c);
                 }
             }
         }

@@ -32,12 +32,15 @@ use super::super::report::{
     fmt_num, measures_metric, meta_lines, num, point_cells, ratio, sweep_label, write_csv_file,
     Align, Doc, Medians, Table,
 };
-use super::super::runner::{chain_command, read_raw, write_raw, Outcome, Point, Run, RunResult, Runner};
+use super::super::runner::{
+    chain_command, read_raw, write_raw, Outcome, Point, Run, RunResult, Runner,
+};
 use super::super::{Meta, Profile};
 use crate::chain::{ChainConfig, ChainMeasures};
 use anyhow::{Context, Result};
 use serde::Deserialize;
 use std::fmt::Write as _;
+use std::io::Write as _;
 use std::path::{Path, PathBuf};
 use xorflow_runtime::args::{Argv, EngineArgs};
 use xorflow_runtime::TrackingMode;
@@ -301,9 +304,15 @@ fn stages_points(sys: &Systems<'_>, p: Profile, k: usize, rep: usize) -> Vec<Poi
     let flink_warm = run("flink").elements / 2;
     let storm_warm = run("storm").elements / 2;
     let commands = [
-        ("xorflow", Some(sys.xorflow(&run("xorflow"), TrackingMode::None))),
+        (
+            "xorflow",
+            Some(sys.xorflow(&run("xorflow"), TrackingMode::None)),
+        ),
         ("timely", Some(sys.timely(&run("timely")))),
-        ("flink", sys.flink(&run("flink"), &no_watermarks, flink_warm)),
+        (
+            "flink",
+            sys.flink(&run("flink"), &no_watermarks, flink_warm),
+        ),
         ("storm", sys.storm(&run("storm"), storm_warm)),
     ];
     commands
@@ -323,7 +332,10 @@ fn granularity_points(sys: &Systems<'_>, p: Profile, w: u64, rep: usize) -> Vec<
     let flink_warm = run("flink").elements / 2;
     let storm_warm = run("storm").elements / 2;
     let commands = [
-        ("xorflow", Some(sys.xorflow(&run("xorflow"), TrackingMode::Tracker))),
+        (
+            "xorflow",
+            Some(sys.xorflow(&run("xorflow"), TrackingMode::Tracker)),
+        ),
         ("timely", Some(sys.timely(&run("timely")))),
         ("flink", sys.flink(&run("flink"), &punctuated, flink_warm)),
         ("storm", sys.storm(&run("storm"), storm_warm)),
@@ -469,7 +481,11 @@ impl Sweeps<'_> {
         let (configs, peers) = (self.configs_in(sweep), self.peers_in(sweep));
         let mut head = vec![(sweep_label(sweep).to_string(), Align::Left)];
         head.extend(configs.iter().map(|c| (c.clone(), Align::Right)));
-        head.extend(peers.iter().map(|p| (format!("xorflow / {p}"), Align::Right)));
+        head.extend(
+            peers
+                .iter()
+                .map(|p| (format!("xorflow / {p}"), Align::Right)),
+        );
         let mut t = Table::new(head);
         for v in values {
             let mut row = vec![v.clone()];
@@ -621,7 +637,10 @@ fn latency_section(doc: &mut Doc<'_>, s: &Sweeps<'_>) -> Result<()> {
          the second.\n",
         LATENCY_RATE
     );
-    for (any, what) in [(false, "per instance"), (true, "from the last arrival anywhere")] {
+    for (any, what) in [
+        (false, "per instance"),
+        (true, "from the last arrival anywhere"),
+    ] {
         for q in ["p50", "p99"] {
             let (col, tag) = if any {
                 (format!("notification_any_{q}_us"), "_any")
@@ -682,14 +701,54 @@ fn ahead_section(md: &mut String, s: &Sweeps<'_>) {
     let any = "from the last arrival anywhere";
     let storm = format!("{any} at 10,000 elements/s");
     let rows: [(&str, &str, bool, String); 8] = [
-        ("stages", "elements_per_s", true, "throughput without tracking, K".into()),
-        ("granularity", "elements_per_s", true, "throughput with tracking, W".into()),
-        ("latency", "notification_p50_us", false, "notification p50, W".into()),
-        ("latency", "notification_p99_us", false, "notification p99, W".into()),
-        ("latency", "notification_any_p50_us", false, format!("notification p50 {any}, W")),
-        ("latency", "notification_any_p99_us", false, format!("notification p99 {any}, W")),
-        (STORM_LATENCY_SWEEP, "notification_any_p50_us", false, format!("notification p50 {storm}, W")),
-        (STORM_LATENCY_SWEEP, "notification_any_p99_us", false, format!("notification p99 {storm}, W")),
+        (
+            "stages",
+            "elements_per_s",
+            true,
+            "throughput without tracking, K".into(),
+        ),
+        (
+            "granularity",
+            "elements_per_s",
+            true,
+            "throughput with tracking, W".into(),
+        ),
+        (
+            "latency",
+            "notification_p50_us",
+            false,
+            "notification p50, W".into(),
+        ),
+        (
+            "latency",
+            "notification_p99_us",
+            false,
+            "notification p99, W".into(),
+        ),
+        (
+            "latency",
+            "notification_any_p50_us",
+            false,
+            format!("notification p50 {any}, W"),
+        ),
+        (
+            "latency",
+            "notification_any_p99_us",
+            false,
+            format!("notification p99 {any}, W"),
+        ),
+        (
+            STORM_LATENCY_SWEEP,
+            "notification_any_p50_us",
+            false,
+            format!("notification p50 {storm}, W"),
+        ),
+        (
+            STORM_LATENCY_SWEEP,
+            "notification_any_p99_us",
+            false,
+            format!("notification p99 {storm}, W"),
+        ),
     ];
     for (sweep, col, higher_better, what) in rows {
         let Some(values) = s.m.values.get(sweep) else {
@@ -698,7 +757,8 @@ fn ahead_section(md: &mut String, s: &Sweeps<'_>) {
         let peers = s.peers_in(sweep);
         for v in values {
             for p in &peers {
-                let (Some(x), Some(y)) = (s.m.get(sweep, v, "xorflow", col), s.m.get(sweep, v, p, col))
+                let (Some(x), Some(y)) =
+                    (s.m.get(sweep, v, "xorflow", col), s.m.get(sweep, v, p, col))
                 else {
                     continue;
                 };
@@ -780,6 +840,10 @@ pub fn run(
     runner.finish();
     write_raw(&dir, &outcomes)?;
     write(&dir, &meta, peers.java_version.as_deref(), &outcomes)?;
-    eprintln!("peers: {}", dir.join("REPORT.md").display());
+    let _ = writeln!(
+        std::io::stderr(),
+        "peers: {}",
+        dir.join("REPORT.md").display()
+    );
     Ok(dir)
 }

@@ -2,9 +2,7 @@
 //! the tracker's notifications or by aligned markers; what they buffer and the latency after.
 
 use super::super::plot::{BarChart, Series};
-use super::super::report::{
-    first_rate, fmt_num, num, rate_text, write_csv_file, Doc, Medians,
-};
+use super::super::report::{first_rate, fmt_num, num, rate_text, write_csv_file, Doc, Medians};
 use super::super::runner::{Outcome, Point};
 use super::super::Profile;
 use super::{chain, point};

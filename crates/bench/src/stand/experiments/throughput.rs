@@ -70,7 +70,7 @@ pub(super) fn search(
                 unreachable!("throughput points are chain runs")
             };
             let rate = c.rate;
-            let o = runner.run(&point);
+            let o: Outcome<ChainResult> = runner.run(&point);
             let ok = o.result.as_ref().is_some_and(|r| sustained(&r.measures));
             out.push(o);
             if ok {

@@ -2,6 +2,7 @@
 //! that run them.
 
 use anyhow::{bail, Context, Result};
+use std::io::Write as _;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -54,7 +55,10 @@ fn jvm_peer(
     if !pom.is_file() {
         bail!("'{}' not found", pom.display());
     }
-    eprintln!("peers: building the {name} peer (mvn package; the first build downloads it)");
+    let _ = writeln!(
+        std::io::stderr(),
+        "peers: building the {name} peer (mvn package; the first build downloads it)"
+    );
     run_build(
         Command::new("mvn")
             .args(["-q", "-B", "package", "-f"])
@@ -90,7 +94,10 @@ pub fn build(dir: &Path, jvm: JvmPeers) -> Result<Peers> {
             manifest.display()
         );
     }
-    eprintln!("peers: building the timely peer (cargo build --release)");
+    let _ = writeln!(
+        std::io::stderr(),
+        "peers: building the timely peer (cargo build --release)"
+    );
     run_build(
         Command::new("cargo")
             .args(["build", "--release", "--quiet", "--manifest-path"])

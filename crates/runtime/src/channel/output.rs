@@ -4,13 +4,14 @@
 //! with the local acker at every *commit* (after each processed input batch, before that batch's
 //! receive tag): the tag covers the slot range of the elements buffered so far, and when the range
 //! grows the old registration is cancelled (XOR-ed again) and the new one registered. So every
-//! element produced from an input batch is covered before the input's receive tag, as DESIGN.md
-//! section 2, item 1 requires, while batches still fill up across many input batches.
+//! element produced from an input batch is covered before the input's receive tag, as docs/design.md,
+//! requirement 1 requires, while batches still fill up across many input batches.
 
-use crate::channel::{Batch, Channel, Msg};
+use crate::batch::{Batch, Msg};
+use crate::channel::Channel;
+use crate::measure::traffic::MessageKind;
 use crate::net::link::RemoteOut;
-use crate::traffic::MessageKind;
-use crate::worker_ctx::WorkerCtx;
+use crate::worker::ctx::WorkerCtx;
 use std::collections::VecDeque;
 use std::sync::Arc;
 use xorflow_core::Element;
@@ -229,7 +230,7 @@ impl<T: Send> EdgeOutput<T> {
             ctx.traffic.record_n(
                 MessageKind::Marker,
                 n,
-                n * (crate::traffic::HEADER_BYTES + 8),
+                n * (crate::measure::traffic::HEADER_BYTES + 8),
             );
         }
         if has_data && matches!(t.link, OutLink::Local(..)) {
@@ -364,7 +365,7 @@ impl<T: Clone + Send> OutputPort<T> {
     ///
     /// Why not the elements' own times: a deferred output (a window's result, event time `b - 1`)
     /// is tracked in its creator's slot, so that with a sharded tracker the whole tree of an element
-    /// stays in one shard (DESIGN.md section 2, item 8, first option; docs/sharding-notes.md). A
+    /// stays in one shard (docs/design.md, requirement 8, first option; docs/sharding-notes.md). A
     /// range that covers the creator's slot is enough for that and is never early: tracking slots
     /// are at or below the event-time slots of everything derived. `None`: each element's own time
     /// (sources).
@@ -433,7 +434,7 @@ impl<T: Clone + Send> OutputPort<T> {
     }
 
     /// Sends `Marker(time)` to every instance of every consumer (tracking `markers`: a broadcast
-    /// per edge, DESIGN.md section 2), after the elements buffered so far. `Marker(INF)` ends the
+    /// per edge, docs/design.md, "trAcker requirements"), after the elements buffered so far. `Marker(INF)` ends the
     /// stream.
     pub fn marker(&mut self, time: Time, ctx: &WorkerCtx) {
         for e in &mut self.edges {

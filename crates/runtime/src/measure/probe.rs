@@ -26,7 +26,7 @@ pub struct ArrivalProbe {
 }
 
 /// One slot as one instance saw it: when its last element arrived and when the instance learnt the
-/// slot was complete (ns from [`crate::clock::now_ns`]).
+/// slot was complete (ns from [`crate::measure::clock::now_ns`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct SlotRecord {
     /// The slot.
@@ -105,7 +105,7 @@ fn log_slot(log: &mut Option<SlotLog>, slot: Slot, last_arrival_ns: u64, notifie
 }
 
 impl ArrivalProbe {
-    /// Records that an element of `slot` arrived at `now` (ns from [`crate::clock::now_ns`]).
+    /// Records that an element of `slot` arrived at `now` (ns from [`crate::measure::clock::now_ns`]).
     #[inline(always)]
     pub fn record(&mut self, slot: Slot, now: u64) {
         // Below `base` the subtraction wraps to a huge offset and takes the slow path.

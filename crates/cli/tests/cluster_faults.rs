@@ -1,4 +1,4 @@
-//! Cluster hygiene of hostfile runs on loopback: strangers knocking at a process's port are refused
+//! Cluster fault tests of hostfile runs on loopback: strangers knocking at a process's port are refused
 //! without disturbing the job, a killed process makes the others fail promptly naming it, and
 //! processes of different jobs refuse each other.
 //!
@@ -40,7 +40,7 @@ fn free_ports(n: usize) -> Vec<u16> {
 
 /// Writes a hostfile (with comments and a blank line) listing `ports` on loopback.
 fn write_hostfile(dir: &Path, ports: &[u16]) -> PathBuf {
-    let mut text = String::from("# xorflow hygiene test cluster\n\n");
+    let mut text = String::from("# xorflow cluster fault test\n\n");
     for (i, p) in ports.iter().enumerate() {
         text.push_str(&format!("127.0.0.1:{p}  # process {i}\n"));
     }

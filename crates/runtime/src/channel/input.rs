@@ -1,52 +1,14 @@
-//! Batches and the bounded channels that carry them between vertex instances.
+//! The receiving side of a vertex instance: its input channels, local or remote, polled in turn.
 //!
-//! Every (edge, sender worker, receiver worker) pair has its own bounded lock-free queue
-//! (`crossbeam_queue::ArrayQueue`), so a full queue holds back exactly one producer instance
-//! (backpressure) and never blocks a thread. Between processes the same channel is a
-//! credit-controlled stream of frames ([`crate::net::link`]); the receiving port decodes them.
+//! Between processes a channel is a credit-controlled stream of frames ([`crate::net::link`]);
+//! the port decodes them, so a vertex sees the same [`Msg`]s either way.
 
+use super::queue::Channel;
+use crate::batch::Msg;
+use crate::measure::traffic::MessageKind;
 use crate::net::link::RemoteIn;
-use crate::traffic::MessageKind;
-use crate::worker_ctx::WorkerCtx;
-use crossbeam_queue::ArrayQueue;
-use std::sync::Arc;
-use xorflow_core::Element;
-use xorflow_tracking::{MarkerAligner, Slot, Time};
-
-/// A batch of elements with its trAcker tag: the sender XOR-ed `tag` into every slot of
-/// `[lo, hi]` of the receiving vertex's component; the receiver does the same once the whole batch is
-/// processed. Without tracking, `tag == 0`.
-#[derive(Debug)]
-pub struct Batch<T> {
-    /// Random tag (0 without tracking).
-    pub tag: u64,
-    /// First slot of the tag's range.
-    pub lo: Slot,
-    /// Last slot of the tag's range (inclusive).
-    pub hi: Slot,
-    /// Markers (tracking `markers` only) that follow the elements, in order: `Marker(t)` promises
-    /// that nothing below `t` follows on this channel. Empty otherwise.
-    pub markers: Vec<Time>,
-    /// The elements.
-    pub data: Vec<Element<T>>,
-}
-
-/// What a channel carries.
-#[derive(Debug)]
-pub enum Msg<T> {
-    /// A batch of elements.
-    Data(Batch<T>),
-    /// End of stream from one sender instance (tracking `none` only).
-    End,
-}
-
-/// A bounded single-producer single-consumer queue of messages (capacity in batches).
-pub type Channel<T> = Arc<ArrayQueue<Msg<T>>>;
-
-/// A new channel holding at most `capacity` messages.
-pub fn channel<T>(capacity: usize) -> Channel<T> {
-    Arc::new(ArrayQueue::new(capacity))
-}
+use crate::worker::ctx::WorkerCtx;
+use xorflow_tracking::MarkerAligner;
 
 /// Decodes a frame of a remote channel (set where the element type is known to be serializable).
 pub type Decoder<T> = fn(&[u8]) -> Result<Msg<T>, String>;
@@ -143,6 +105,9 @@ impl<T> InputPort<T> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::batch::Batch;
+    use crate::channel::queue::channel;
+    use xorflow_core::Element;
 
     #[test]
     fn input_port_round_robins_and_counts_ends() {

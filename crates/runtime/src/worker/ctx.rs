@@ -1,13 +1,12 @@
 //! What a vertex instance sees of its worker: index, clock, tracking state, frontiers, counters.
 
 use crate::config::{RuntimeConfig, TrackingMode};
-use crate::traffic::{MessageKind, Traffic};
+use crate::measure::traffic::{MessageKind, Traffic};
+use crate::progress::flush_policy::FlushPolicy;
+use crate::progress::frontiers::{Frontiers, InBand};
+use crate::wake::Unparkers;
 use std::sync::Arc;
-use std::sync::OnceLock;
-use std::thread::Thread;
-use xorflow_tracking::{
-    ComponentId, FrontierCombiner, Granularity, LocalAcker, TagSource, Time, INF,
-};
+use xorflow_tracking::{ComponentId, Granularity, LocalAcker, TagSource, Time};
 
 /// The worker-local trAcker state: local acker and tag source.
 pub struct Tracking {
@@ -17,25 +16,6 @@ pub struct Tracking {
     pub tags: TagSource,
 }
 
-/// Handles to wake worker threads parked while idle. Filled as the threads start.
-#[derive(Default)]
-pub struct Unparkers(pub Vec<OnceLock<Thread>>);
-
-impl Unparkers {
-    /// Room for `n` workers.
-    pub fn new(n: usize) -> Self {
-        Unparkers((0..n).map(|_| OnceLock::new()).collect())
-    }
-
-    /// Wakes worker `w` if it is parked (cheap when it is not).
-    #[inline]
-    pub fn unpark(&self, w: usize) {
-        if let Some(t) = self.0[w].get() {
-            t.unpark();
-        }
-    }
-}
-
 /// Per-worker context passed to every vertex instance step.
 pub struct WorkerCtx {
     /// This worker's global index in `0..peers`.
@@ -43,19 +23,15 @@ pub struct WorkerCtx {
     /// This worker's index within its process.
     pub local_index: usize,
     /// Number of workers P in the whole job (all processes).
-    pub peers: usize,
+    pub workers: usize,
     /// How completeness is tracked.
     pub mode: TrackingMode,
     /// trAcker state; `None` unless tracking with trAcker.
     pub tracking: Option<Tracking>,
-    /// Per-shard frontiers combined into [`WorkerCtx::frontiers`] (trAcker).
-    pub combiner: FrontierCombiner,
     /// Tracking granularity.
     pub granularity: Granularity,
-    /// Latest frontier per component as notified to this worker, time units.
-    pub frontiers: Vec<Time>,
-    /// When (ns, [`crate::clock::now_ns`]) the latest frontier notification was read.
-    pub frontier_seen_ns: u64,
+    /// Every component's frontier as known here, and the notification API.
+    pub frontiers: Frontiers,
     /// Cached clock (ns), refreshed by the worker loop and before each input batch.
     pub now_ns: u64,
     /// Elements per batch.
@@ -79,7 +55,7 @@ impl WorkerCtx {
     pub(crate) fn new(
         index: usize,
         local_index: usize,
-        peers: usize,
+        workers: usize,
         config: &RuntimeConfig,
         components: usize,
         unparkers: Arc<Unparkers>,
@@ -88,21 +64,15 @@ impl WorkerCtx {
         WorkerCtx {
             index,
             local_index,
-            peers,
+            workers,
             mode: config.tracking,
             tracking: (config.tracking == TrackingMode::Tracker).then(|| Tracking {
-                acker: if config.ack_flush_count == 0 {
-                    LocalAcker::unbatched(granularity)
-                } else {
-                    LocalAcker::new(granularity)
-                },
+                acker: FlushPolicy::of(config).local_acker(granularity),
                 tags: TagSource::from_entropy(),
             }),
-            combiner: FrontierCombiner::new(components, config.tracker_shards.max(1)),
             granularity,
-            frontiers: vec![0; components],
-            frontier_seen_ns: 0,
-            now_ns: crate::clock::now_ns(),
+            frontiers: Frontiers::new(config.tracking, components, config.tracker_shards),
+            now_ns: crate::measure::clock::now_ns(),
             batch_size: config.batch_size,
             flush_timeout_ns: config.flush_timeout.as_nanos() as u64,
             latency_probe: config.latency_probe,
@@ -126,11 +96,11 @@ impl WorkerCtx {
         )
     }
 
-    /// Frontier of component `c` as known here (time units): every element with a smaller time is
-    /// done at `c` and upstream. Without tracking it stays 0 until end of stream.
+    /// The notification API (`progress/frontiers.rs`): the frontier of a vertex instance in
+    /// component `c` whose inputs report `in_band`, whatever the tracking mode.
     #[inline]
-    pub fn frontier(&self, c: ComponentId) -> Time {
-        self.frontiers[c as usize]
+    pub fn frontier(&self, c: ComponentId, in_band: InBand) -> Time {
+        self.frontiers.notified(c, in_band)
     }
 
     /// True when running with trAcker.
@@ -155,10 +125,5 @@ impl WorkerCtx {
     /// Asks the worker to run again no later than `at_ns`.
     pub fn wake_at(&mut self, at_ns: u64) {
         self.wake_at_ns = self.wake_at_ns.min(at_ns);
-    }
-
-    /// True when every component's frontier is `INF` (trAcker says the job is complete).
-    pub fn all_complete(&self) -> bool {
-        self.frontiers.iter().all(|&f| f == INF)
     }
 }

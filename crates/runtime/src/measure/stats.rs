@@ -1,13 +1,13 @@
 //! Per-vertex counters and the notification-latency histogram.
 
-use crate::probe::SlotLog;
+use crate::measure::probe::SlotLog;
 use hdrhistogram::serialization::{Deserializer, Serializer, V2Serializer};
 use hdrhistogram::Histogram;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
 /// When the measured (post-warm-up) elements passed a vertex: how many, the first and the last, on
-/// [`crate::clock::now_ns`]'s clock (comparable across the processes of one machine). A source's
+/// [`crate::measure::clock::now_ns`]'s clock (comparable across the processes of one machine). A source's
 /// span is when it emitted them, a sink's when they arrived.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct MeasuredSpan {

@@ -1,10 +1,9 @@
-//! The local acker of a process (DESIGN.md section 2, item 4) and the routing of its flushes to the
+//! The local acker of a process (docs/design.md, requirement 4) and the routing of its flushes to the
 //! tracker shards.
 //!
 //! Workers keep a thread-local [`LocalAcker`] on the hot path and hand its content to the process
-//! acker after every loop iteration that produced updates (a short mutex merge). The process acker
-//! flushes to the shards every `--ack-flush-interval`, after `--ack-flush-count` updates, or when a
-//! worker goes idle; the flush is split by shard ([`split_flush`]) and each piece goes to its shard
+//! acker (a short mutex merge, `progress/handoff.rs`); when it flushes to the shards is decided by
+//! [`FlushPolicy`] (`progress/flush_policy.rs`). The flush is split by shard ([`split_flush`]) and each piece goes to its shard
 //! over that shard's FIFO path (inline for a shard hosted here, a frame on the connection to its
 //! host otherwise). All of it happens under the mutex, so pieces leave in the order they were made.
 //!
@@ -15,10 +14,11 @@
 //! component and slot) in front of every real ack: the tracker's load grows (2m+1)-fold while its
 //! results stay the same (seed 000's scalability experiment).
 
+use super::flush_policy::FlushPolicy;
+use crate::measure::traffic::{MessageKind, Traffic};
 use crate::net::frame::{self, Kind};
 use crate::net::link::PeerTx;
-use crate::tracker_agent::{ack_bytes, heartbeat_bytes, TrackerAgent};
-use crate::traffic::{MessageKind, Traffic};
+use crate::progress::tracker_agent::{ack_bytes, heartbeat_bytes, TrackerAgent};
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -34,19 +34,6 @@ pub enum ShardRoute {
     Remote(PeerTx),
 }
 
-/// Flush policy of the process acker.
-#[derive(Clone, Copy, Debug)]
-pub struct AckPolicy {
-    /// Flush at least this often while updates are pending, ns.
-    pub interval_ns: u64,
-    /// Flush after this many updates; 0: unbatched.
-    pub count: usize,
-    /// Self-cancelling acks per real ack: 2 × this.
-    pub multiplier: usize,
-    /// A worker going idle flushes at once ([`crate::RuntimeConfig::ack_flush_on_idle`]).
-    pub flush_on_idle: bool,
-}
-
 struct Inner {
     acker: LocalAcker,
     last_flush_ns: u64,
@@ -57,20 +44,29 @@ struct Inner {
 /// The process-level acker and its routes to the shards.
 pub struct ProcessAcker {
     shards: Vec<ShardRoute>,
-    policy: AckPolicy,
+    policy: FlushPolicy,
+    /// Self-cancelling acks per real ack: 2 × this.
+    multiplier: usize,
     inner: Mutex<Inner>,
     pending: AtomicBool,
 }
 
 impl ProcessAcker {
-    /// An acker flushing to `shards` (index = shard) with `policy`.
-    pub fn new(granularity: Granularity, shards: Vec<ShardRoute>, policy: AckPolicy) -> Self {
+    /// An acker flushing to `shards` (index = shard) by `policy`, adding `2 × multiplier`
+    /// self-cancelling acks per real one.
+    pub fn new(
+        granularity: Granularity,
+        shards: Vec<ShardRoute>,
+        policy: FlushPolicy,
+        multiplier: usize,
+    ) -> Self {
         ProcessAcker {
             shards,
             policy,
+            multiplier,
             inner: Mutex::new(Inner {
                 acker: LocalAcker::new(granularity),
-                last_flush_ns: crate::clock::now_ns(),
+                last_flush_ns: crate::measure::clock::now_ns(),
                 rng: SmallRng::from_os_rng(),
                 traffic: Traffic::default(),
             }),
@@ -78,24 +74,9 @@ impl ProcessAcker {
         }
     }
 
-    /// True when every ack is sent on its own (`--ack-flush-count 0`).
-    pub fn unbatched(&self) -> bool {
-        self.policy.count == 0
-    }
-
-    /// Updates after which a flush is due.
-    pub fn flush_count(&self) -> usize {
-        self.policy.count
-    }
-
-    /// Longest time updates wait before a flush, ns.
-    pub fn flush_interval_ns(&self) -> u64 {
-        self.policy.interval_ns
-    }
-
-    /// True when a worker going idle should flush at once.
-    pub fn flush_on_idle(&self) -> bool {
-        self.policy.flush_on_idle
+    /// The flush policy (shared with the workers' hand-off).
+    pub fn policy(&self) -> &FlushPolicy {
+        &self.policy
     }
 
     /// True while merged updates wait for the next flush.
@@ -113,10 +94,12 @@ impl ProcessAcker {
         if !f.is_empty() {
             g.acker.merge(f);
         }
-        let due = force
-            || g.acker.pending_updates() >= self.policy.count
-            || now_ns.saturating_sub(g.last_flush_ns) >= self.policy.interval_ns;
-        if due && !g.acker.is_empty() {
+        let since = now_ns.saturating_sub(g.last_flush_ns);
+        if self
+            .policy
+            .flush_due(g.acker.pending_updates(), since, force)
+            && !g.acker.is_empty()
+        {
             self.send_merged(&mut g, now_ns)?;
         }
         self.pending.store(!g.acker.is_empty(), Ordering::Release);
@@ -223,7 +206,7 @@ impl ProcessAcker {
 
     /// Puts 2m self-cancelling random acks in front of each real one.
     fn add_noise(&self, g: &mut Inner, acks: &mut Vec<AckEntry>) {
-        let m = self.policy.multiplier;
+        let m = self.multiplier;
         if m == 0 || acks.is_empty() {
             return;
         }

@@ -1,4 +1,4 @@
-//! A tracker shard hosted by a process (DESIGN.md section 2, items 5 and 6).
+//! A tracker shard hosted by a process (docs/design.md, requirements 5 and 6).
 //!
 //! The tracker runs *inline*: whoever brings a flush piece (a worker flushing this process's acker,
 //! or the network thread with another process's piece) applies it to the shard's [`Tracker`] under a
@@ -10,18 +10,16 @@
 //! A notification goes out for components some vertex acts on (windows, sinks) and, for termination,
 //! for every component reaching `INF`; a pass-through vertex's frontier is not worth a wake-up.
 
+use super::frontiers::Notification;
+use crate::measure::traffic::{MessageKind, Traffic};
 use crate::net::frame;
 use crate::net::link::PeerTx;
-use crate::traffic::{MessageKind, Traffic};
-use crate::worker_ctx::Unparkers;
+use crate::wake::Unparkers;
 use crossbeam_channel::Sender;
 use serde::{Deserialize, Serialize};
 use std::sync::{Arc, Mutex};
 use xorflow_tracking::ack::Heartbeat;
 use xorflow_tracking::{AckEntry, Flush, FrontierUpdate, Tracker, INF};
-
-/// A frontier notification as a worker's inbox carries it: the shard and what moved.
-pub type Notification = (u32, Vec<FrontierUpdate>);
 
 /// What a tracker shard did during a run.
 #[derive(Clone, Debug, Default, Serialize, Deserialize)]
@@ -106,7 +104,7 @@ impl TrackerAgent {
     /// A malformed piece (unknown component or source), naming it.
     pub fn deliver(&self, piece: &Flush) -> Result<(), String> {
         let mut g = self.inner.lock().map_err(|_| "tracker mutex poisoned")?;
-        let t0 = crate::clock::now_ns();
+        let t0 = crate::measure::clock::now_ns();
         let inner = &mut *g;
         inner.stats.flushes_applied += 1;
         inner.stats.acks_applied += piece.acks.len() as u64;
@@ -141,7 +139,7 @@ impl TrackerAgent {
                 }
             }
         }
-        inner.stats.busy_s += (crate::clock::now_ns() - t0) as f64 * 1e-9;
+        inner.stats.busy_s += (crate::measure::clock::now_ns() - t0) as f64 * 1e-9;
         Ok(())
     }
 

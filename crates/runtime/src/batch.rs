@@ -1,0 +1,33 @@
+//! The unit that crosses channels, locally and between processes: a batch of elements with its
+//! trAcker tag, or an end-of-stream marker. A leaf module: the local queues (`channel/`) and the
+//! network (`net/link.rs`) both carry it, neither depends on the other for it.
+
+use xorflow_core::Element;
+use xorflow_tracking::{Slot, Time};
+
+/// A batch of elements with its trAcker tag: the sender XOR-ed `tag` into every slot of
+/// `[lo, hi]` of the receiving vertex's component; the receiver does the same once the whole batch is
+/// processed. Without tracking, `tag == 0`.
+#[derive(Debug)]
+pub struct Batch<T> {
+    /// Random tag (0 without tracking).
+    pub tag: u64,
+    /// First slot of the tag's range.
+    pub lo: Slot,
+    /// Last slot of the tag's range (inclusive).
+    pub hi: Slot,
+    /// Markers (tracking `markers` only) that follow the elements, in order: `Marker(t)` promises
+    /// that nothing below `t` follows on this channel. Empty otherwise.
+    pub markers: Vec<Time>,
+    /// The elements.
+    pub data: Vec<Element<T>>,
+}
+
+/// What a channel carries.
+#[derive(Debug)]
+pub enum Msg<T> {
+    /// A batch of elements.
+    Data(Batch<T>),
+    /// End of stream from one sender instance (tracking `none` only).
+    End,
+}

@@ -1,0 +1,11 @@
+//! Moving batches between vertex instances: the local bounded queues ([`queue`]), the receiving
+//! port ([`input`]) and the sending port with partitioning, batching, range tags and backpressure
+//! ([`output`]). Remote channels keep the same shape (`crate::net::link`).
+
+pub mod input;
+pub mod output;
+pub mod queue;
+
+pub use input::{InLink, InputPort};
+pub use output::{EdgeOutput, OutLink, OutputPort, Partitioner};
+pub use queue::{channel, Channel};

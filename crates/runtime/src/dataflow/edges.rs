@@ -1,0 +1,182 @@
+//! The edges of a dataflow: how a stream's consumers are recorded while building, and how each
+//! instance's input and output ports are wired (local queues or remote channels) when the job
+//! runs.
+
+use super::Stream;
+use crate::batch::Msg;
+use crate::channel::output::{EdgeOutput, OutLink, OutputPort, Partitioner};
+use crate::channel::{channel, Channel, InLink, InputPort};
+use crate::net::frame::ChannelId;
+use crate::net::link::{self, RemoteOut, Wiring};
+use std::cell::RefCell;
+use std::hash::{Hash, Hasher};
+use std::rc::Rc;
+use std::sync::{Arc, OnceLock};
+use xorflow_core::{Data, EdgeDesc, Partitioning, VertexId};
+use xorflow_tracking::ComponentId;
+
+/// The consumer edges of a stream, filled in as downstream vertices are added.
+pub(super) type Consumers<T> = Rc<RefCell<Vec<EdgeSpec<T>>>>;
+
+pub(super) enum PartitionSpec<T> {
+    Forward,
+    RoundRobin,
+    Hash(Arc<dyn Fn(&T) -> u64 + Send + Sync>),
+}
+
+impl<T> Clone for PartitionSpec<T> {
+    fn clone(&self) -> Self {
+        match self {
+            PartitionSpec::Forward => PartitionSpec::Forward,
+            PartitionSpec::RoundRobin => PartitionSpec::RoundRobin,
+            PartitionSpec::Hash(h) => PartitionSpec::Hash(h.clone()),
+        }
+    }
+}
+
+impl<T> PartitionSpec<T> {
+    pub(super) fn kind(&self) -> Partitioning {
+        match self {
+            PartitionSpec::Forward => Partitioning::Forward,
+            PartitionSpec::RoundRobin => Partitioning::RoundRobin,
+            PartitionSpec::Hash(_) => Partitioning::Hash,
+        }
+    }
+}
+
+/// The in-process queues of one edge, `[sender local worker][receiver local worker]`, made when
+/// the first instance of either end is created.
+type LocalChannels<T> = Arc<OnceLock<Vec<Vec<Channel<T>>>>>;
+
+/// A consumer edge of a stream.
+pub(super) struct EdgeSpec<T> {
+    edge: u32,
+    component: ComponentId,
+    partition: PartitionSpec<T>,
+    channels: LocalChannels<T>,
+}
+
+fn local_channels<'a, T>(c: &'a LocalChannels<T>, wiring: &Wiring) -> &'a Vec<Vec<Channel<T>>> {
+    c.get_or_init(|| {
+        (0..wiring.workers)
+            .map(|_| {
+                (0..wiring.workers)
+                    .map(|_| channel(wiring.capacity))
+                    .collect()
+            })
+            .collect()
+    })
+}
+
+fn remote_send<T: Data>(r: &RemoteOut, m: Msg<T>) -> Result<u64, Msg<T>> {
+    r.try_send(m)
+}
+
+/// Mixes a 64-bit hash so its low bits are usable for `mod P` (SplitMix64's finalizer).
+#[inline]
+pub(crate) fn mix(mut z: u64) -> u64 {
+    z = (z ^ (z >> 30)).wrapping_mul(0xbf58476d1ce4e5b9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94d049bb133111eb);
+    z ^ (z >> 31)
+}
+
+pub(super) fn key_hash<K: Hash>(k: &K) -> u64 {
+    let mut h = rustc_hash::FxHasher::default();
+    k.hash(&mut h);
+    mix(h.finish())
+}
+
+pub(super) fn make_output<T: Data>(
+    consumers: &Consumers<T>,
+    w: usize,
+    wiring: &Wiring,
+) -> OutputPort<T> {
+    let wl = wiring
+        .local(w)
+        .expect("instances are made for local workers");
+    let edges = consumers
+        .borrow()
+        .iter()
+        .map(|e| {
+            let chans = local_channels(&e.channels, wiring);
+            let workers = wiring.total_workers();
+            let partitioner = match &e.partition {
+                PartitionSpec::Forward => Partitioner::Forward,
+                // Stagger starting targets so workers do not all pick the same receiver first.
+                PartitionSpec::RoundRobin => Partitioner::RoundRobin { next: w % workers },
+                PartitionSpec::Hash(h) => Partitioner::Hash(h.clone()),
+            };
+            let links = match e.partition {
+                PartitionSpec::Forward => vec![OutLink::Local(wl, chans[wl][wl].clone())],
+                _ => (0..workers)
+                    .map(|r| match wiring.local(r) {
+                        Some(rl) => OutLink::Local(rl, chans[wl][rl].clone()),
+                        None => OutLink::Remote(
+                            wiring.remote_out(ChannelId {
+                                edge: e.edge,
+                                from: w as u32,
+                                to: r as u32,
+                            }),
+                            remote_send::<T>,
+                        ),
+                    })
+                    .collect(),
+            };
+            EdgeOutput::new(e.component, partitioner, links)
+        })
+        .collect();
+    OutputPort::new(edges)
+}
+
+impl<T: Data> Stream<T> {
+    /// Connects this stream to a new vertex; returns a function giving the vertex's input port on
+    /// each (global) worker.
+    pub(super) fn connect(
+        &self,
+        to: VertexId,
+        component: ComponentId,
+    ) -> impl Fn(usize, &Wiring) -> InputPort<T> {
+        let forward = matches!(self.partition, PartitionSpec::Forward);
+        let channels: LocalChannels<T> = Arc::default();
+        let edge = {
+            let mut bb = self.b.borrow_mut();
+            bb.graph.edges.push(EdgeDesc {
+                from: self.vertex,
+                to,
+                partitioning: self.partition.kind(),
+            });
+            bb.graph.edges.len() as u32 - 1
+        };
+        self.consumers.borrow_mut().push(EdgeSpec {
+            edge,
+            component,
+            partition: self.partition.clone(),
+            channels: channels.clone(),
+        });
+        move |w, wiring| {
+            let wl = wiring
+                .local(w)
+                .expect("instances are made for local workers");
+            let chans = local_channels(&channels, wiring);
+            if forward {
+                InputPort::new(vec![chans[wl][wl].clone()])
+            } else {
+                InputPort::with_links(
+                    (0..wiring.total_workers())
+                        .map(|s| match wiring.local(s) {
+                            Some(sl) => InLink::Local(chans[sl][wl].clone()),
+                            None => InLink::Remote(
+                                wiring.remote_in(ChannelId {
+                                    edge,
+                                    from: s as u32,
+                                    to: w as u32,
+                                }),
+                                link::decode::<T>,
+                            ),
+                        })
+                        .collect(),
+                )
+            }
+        }
+    }
+}

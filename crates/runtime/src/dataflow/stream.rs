@@ -1,0 +1,317 @@
+//! Streams and the operators a job applies to them: re-partitioning, element-wise operators,
+//! windows, iteration, epoch snapshots and sinks. Each operator method adds a vertex to the
+//! builder and registers the factory of its instances ([`crate::operators::OperatorVertex`]).
+
+use super::edges::{key_hash, make_output, Consumers, PartitionSpec};
+use super::{with_output, Builder, Dataflow, Role};
+use crate::channel::OutputPort;
+use crate::operators::epoch_snapshot::{EpochSnapshot, EpochSpec};
+use crate::operators::iterate::{Iterate, Iteration};
+use crate::operators::sink::{Sink, SinkOp};
+use crate::operators::unary::Unary;
+use crate::operators::window::Window;
+use crate::operators::OperatorVertex;
+use crate::worker::ctx::WorkerCtx;
+use std::cell::RefCell;
+use std::hash::Hash;
+use std::rc::Rc;
+use std::sync::Arc;
+use xorflow_core::{Aggregate, Data, Element, VertexId, WindowResult};
+use xorflow_tracking::Time;
+
+/// A typed stream of elements produced by one vertex.
+pub struct Stream<T> {
+    pub(super) b: Rc<RefCell<Builder>>,
+    pub(super) vertex: VertexId,
+    pub(super) consumers: Consumers<T>,
+    pub(super) partition: PartitionSpec<T>,
+    /// The next vertex joins this stream's vertex's component.
+    pub(super) join: bool,
+}
+
+impl<T> Stream<T> {
+    /// The output stream of `vertex`, forward-partitioned, in a component of its own by default.
+    pub(super) fn new(b: &Rc<RefCell<Builder>>, vertex: VertexId, consumers: Consumers<T>) -> Self {
+        Stream {
+            b: b.clone(),
+            vertex,
+            consumers,
+            partition: PartitionSpec::Forward,
+            join: false,
+        }
+    }
+}
+
+impl<T> Clone for Stream<T> {
+    fn clone(&self) -> Self {
+        Stream {
+            b: self.b.clone(),
+            vertex: self.vertex,
+            consumers: self.consumers.clone(),
+            partition: self.partition.clone(),
+            join: self.join,
+        }
+    }
+}
+
+impl<T: Data> Stream<T> {
+    /// Builds a new element-wise vertex fed by this stream; `logic(worker)` makes each instance's
+    /// per-batch function.
+    fn unary<O, F, L>(&self, name: &str, mut logic: L) -> Stream<O>
+    where
+        O: Data,
+        F: FnMut(Vec<Element<T>>, &mut OutputPort<O>, &mut WorkerCtx) + Send + 'static,
+        L: FnMut(usize) -> F + 'static,
+    {
+        let (vertex, component) =
+            Dataflow::add_vertex(&self.b, name, 0, self.joined(), Role::Plain);
+        let input = self.connect(vertex, component);
+        let name = name.to_string();
+        with_output(&self.b, vertex, move |w, wiring, output| {
+            let op = Unary::new(logic(w));
+            Box::new(OperatorVertex::new(
+                &name,
+                component,
+                op,
+                Some(input(w, wiring)),
+                output,
+                false,
+            ))
+        })
+    }
+
+    fn joined(&self) -> Option<VertexId> {
+        self.join.then_some(self.vertex)
+    }
+
+    /// Puts the next vertex into the tracking component of this stream's vertex, so both share one
+    /// frontier (docs/design.md, "trAcker requirements": components; a cycle must lie inside one). Fewer components
+    /// mean fewer tables and notifications, and coarser notifications.
+    ///
+    /// # Panics
+    /// (When the next vertex is added) if this stream comes out of a window: the window's deferred
+    /// output would hold its own component's frontier back forever.
+    pub fn same_component(&self) -> Stream<T> {
+        Stream {
+            join: true,
+            ..self.clone()
+        }
+    }
+
+    /// Re-partitions round-robin before the next vertex: element by element over all its instances.
+    pub fn rebalance(&self) -> Stream<T> {
+        Stream {
+            partition: PartitionSpec::RoundRobin,
+            ..self.clone()
+        }
+    }
+
+    /// Sends every element to instance 0 of the next vertex (worker 0, in process 0): a single
+    /// writer for small results, e.g. a job's output file.
+    pub fn gather(&self) -> Stream<T> {
+        Stream {
+            partition: PartitionSpec::Hash(Arc::new(|_| 0)),
+            ..self.clone()
+        }
+    }
+
+    /// Re-partitions by key hash before the next vertex: elements with equal keys meet at the same
+    /// instance.
+    pub fn key_by<K: Hash>(&self, key: impl Fn(&T) -> K + Send + Sync + 'static) -> Stream<T> {
+        Stream {
+            partition: PartitionSpec::Hash(Arc::new(move |x| key_hash(&key(x)))),
+            ..self.clone()
+        }
+    }
+
+    /// A vertex applying `f` to every element; outputs keep the input's time.
+    pub fn map<O: Data>(
+        &self,
+        name: &str,
+        f: impl Fn(T) -> O + Send + Sync + 'static,
+    ) -> Stream<O> {
+        let f = Arc::new(f);
+        self.unary(name, move |_| {
+            let f = f.clone();
+            move |batch: Vec<Element<T>>, out: &mut OutputPort<O>, ctx: &mut WorkerCtx| {
+                out.push_all(
+                    batch
+                        .into_iter()
+                        .map(|el| Element::new(el.time, f(el.data))),
+                    ctx,
+                )
+            }
+        })
+    }
+
+    /// A vertex keeping the elements for which `p` is true.
+    pub fn filter(&self, name: &str, p: impl Fn(&T) -> bool + Send + Sync + 'static) -> Stream<T> {
+        let p = Arc::new(p);
+        self.unary(name, move |_| {
+            let p = p.clone();
+            move |batch: Vec<Element<T>>, out: &mut OutputPort<T>, ctx: &mut WorkerCtx| {
+                out.push_all(batch.into_iter().filter(|el| p(&el.data)), ctx)
+            }
+        })
+    }
+
+    /// A vertex mapping every element to any number of outputs, all with the input's time.
+    pub fn flat_map<O, I>(
+        &self,
+        name: &str,
+        f: impl Fn(T) -> I + Send + Sync + 'static,
+    ) -> Stream<O>
+    where
+        O: Data,
+        I: IntoIterator<Item = O>,
+    {
+        let f = Arc::new(f);
+        self.unary(name, move |_| {
+            let f = f.clone();
+            move |batch: Vec<Element<T>>, out: &mut OutputPort<O>, ctx: &mut WorkerCtx| {
+                out.push_all(
+                    batch.into_iter().flat_map(|el| {
+                        let t = el.time;
+                        f(el.data).into_iter().map(move |o| Element::new(t, o))
+                    }),
+                    ctx,
+                )
+            }
+        })
+    }
+
+    /// Keyed event-time tumbling windows of `size` time units (the stream is re-partitioned by
+    /// `key` first). For every (window, key) with at least one element, emits one
+    /// [`WindowResult`] with time `end - 1` once the window's component frontier reaches `end`
+    /// (with `--tracking none`: at end of stream).
+    ///
+    /// # Panics
+    /// If `size == 0`.
+    pub fn tumbling_window<K, A>(
+        &self,
+        name: &str,
+        size: Time,
+        key: impl Fn(&T) -> K + Send + Sync + 'static,
+        agg: A,
+    ) -> Stream<WindowResult<K, A::Out>>
+    where
+        K: Hash + Eq + Data,
+        A: Aggregate<T>,
+        A::Out: Data,
+    {
+        assert!(size > 0, "window '{name}' needs a size of at least 1");
+        let key: Arc<dyn Fn(&T) -> K + Send + Sync> = Arc::new(key);
+        let k2 = key.clone();
+        let keyed = Stream {
+            partition: PartitionSpec::Hash(Arc::new(move |x| key_hash(&k2(x)))),
+            ..self.clone()
+        };
+        let (vertex, component) =
+            Dataflow::add_vertex(&self.b, name, 0, self.joined(), Role::Window);
+        let input = keyed.connect(vertex, component);
+        let name = name.to_string();
+        let agg = Arc::new(agg);
+        with_output(&self.b, vertex, move |w, wiring, output| {
+            let downstream = output.components().collect();
+            let op = Window::new(size, downstream, key.clone(), agg.clone());
+            Box::new(OperatorVertex::new(
+                &name,
+                component,
+                op,
+                Some(input(w, wiring)),
+                output,
+                true,
+            ))
+        })
+    }
+
+    /// Iterates every element to a fixpoint: `step` returns [`Iteration::Again`] to send a value
+    /// around the loop (round-robin over all instances: a real cycle across workers) or
+    /// [`Iteration::Done`] to emit a result; both keep the element's time. The vertex and its loop
+    /// form one tracking component, whose frontier passes a time once nothing of that time
+    /// circulates. Runs with trAcker only: `--tracking markers` and `none` reject the cycle.
+    pub fn iterate<O: Data>(
+        &self,
+        name: &str,
+        step: impl Fn(T) -> Iteration<T, O> + Send + Sync + 'static,
+    ) -> Stream<O> {
+        let (vertex, component) =
+            Dataflow::add_vertex(&self.b, name, 0, self.joined(), Role::Plain);
+        let input = self.connect(vertex, component);
+        let loop_consumers: Consumers<T> = Rc::default();
+        let around = Stream::new(&self.b, vertex, loop_consumers.clone()).rebalance();
+        // The loop edge stays inside the vertex's component: it must not split it.
+        let loop_input = around.connect(vertex, component);
+        let name = name.to_string();
+        let step: Arc<dyn Fn(T) -> Iteration<T, O> + Send + Sync> = Arc::new(step);
+        with_output(&self.b, vertex, move |w, wiring, output| {
+            let feedback = make_output(&loop_consumers, w, wiring);
+            Box::new(OperatorVertex::new(
+                &name,
+                component,
+                Iterate::new(step.clone()),
+                Some(input(w, wiring).merge(loop_input(w, wiring))),
+                (feedback, output),
+                false,
+            ))
+        })
+    }
+
+    /// Passes the stream through a vertex that snapshots at epoch boundaries, driven by
+    /// notifications (seed 000's state-snapshotting experiment; see
+    /// [`crate::operators::epoch_snapshot`]): each instance processes only the current epoch,
+    /// buffers later ones (withholding their receive tags) until the epoch is complete at this
+    /// vertex, then pauses `spec.pause_ns` (the imitated snapshot) and releases the buffer.
+    /// Elements keep their times; the partitioning is this stream's.
+    ///
+    /// # Panics
+    /// If a boundary is not a multiple of the granularity, or they are not increasing.
+    pub fn epoch_snapshots(&self, name: &str, spec: EpochSpec) -> Stream<T> {
+        let g = self.b.borrow().config.granularity;
+        assert!(
+            spec.boundaries.iter().all(|b| b % g == 0),
+            "epoch boundaries of '{name}' must be multiples of the granularity {g}"
+        );
+        let (vertex, component) =
+            Dataflow::add_vertex(&self.b, name, 0, self.joined(), Role::Notified);
+        let input = self.connect(vertex, component);
+        let name = name.to_string();
+        with_output(&self.b, vertex, move |w, wiring, output| {
+            let op = EpochSnapshot::new(&name, component, spec.clone());
+            Box::new(OperatorVertex::new(
+                &name,
+                component,
+                op,
+                Some(input(w, wiring)),
+                output,
+                true,
+            ))
+        })
+    }
+
+    /// Ends the stream in a sink vertex; `factory(worker)` creates each worker's sink instance.
+    pub fn sink<S: Sink<T> + 'static>(
+        &self,
+        name: &str,
+        mut factory: impl FnMut(usize) -> S + 'static,
+    ) {
+        let (vertex, component) =
+            Dataflow::add_vertex(&self.b, name, 0, self.joined(), Role::Notified);
+        let input = self.connect(vertex, component);
+        let name = name.to_string();
+        self.b
+            .borrow_mut()
+            .factories
+            .push(Box::new(move |w, wiring| {
+                let op = SinkOp::new(factory(w));
+                Box::new(OperatorVertex::new(
+                    &name,
+                    component,
+                    op,
+                    Some(input(w, wiring)),
+                    (),
+                    true,
+                ))
+            }));
+    }
+}

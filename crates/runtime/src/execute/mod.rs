@@ -1,0 +1,263 @@
+//! Running a built job: resolve the cluster and this process's place in it, wire the channels,
+//! create the vertex instances, set up trAcker, start the transport, run the worker threads, then
+//! rank errors or merge the reports.
+//!
+//! One concept per file: [`placement`] (who runs what), [`plumbing`] (queues to peers and frontier
+//! inboxes), [`tracking`] (shards and the process acker), [`threads`] (worker threads),
+//! [`outcome`] (root cause or merged report), [`job_id`] (what the handshake compares).
+
+mod job_id;
+mod outcome;
+pub(crate) mod placement;
+mod plumbing;
+mod threads;
+mod tracking;
+
+use crate::config::{RuntimeConfig, TrackingMode};
+use crate::dataflow::Builder;
+use crate::net::cluster::Resolved;
+use crate::net::link::Wiring;
+use crate::net::transport::{self, Delivery, Failure, Identity, TransportHandle};
+use crate::operators::Vertex;
+use crate::report::{RunError, RunReport};
+use crate::wake::Unparkers;
+use crate::worker::ctx::WorkerCtx;
+use crate::worker::Worker;
+use placement::Placement;
+use plumbing::PeerQueues;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+use tracking::{ProgressSetup, ShardContext};
+use xorflow_core::GraphDesc;
+use xorflow_tracking::Topology;
+
+/// Runs the job `b` describes in this process, to completion.
+///
+/// # Errors
+/// See [`crate::Dataflow::run`].
+pub(crate) fn run_built(mut b: Builder) -> Result<RunReport, RunError> {
+    let config = b.config.clone();
+    check_cycles(&b.graph, config.tracking)?;
+    let topology = Topology::new(b.graph.component_upstream()).map_err(RunError::Config)?;
+    let mut cluster = crate::net::cluster::resolve(&config.cluster).map_err(RunError::Cluster)?;
+    let place = Placement::new(&config, &cluster);
+    let unparkers = Arc::new(Unparkers::new(place.local_workers));
+    let abort = Arc::new(AtomicBool::new(false));
+    let peers = PeerQueues::new(place.processes, place.me);
+    let wiring = Wiring::new(
+        place.me,
+        place.worker_processes,
+        config.workers,
+        peers.handles.clone(),
+        config.channel_capacity,
+    );
+    let (inbox_txs, inbox_rxs) = plumbing::inboxes(place.local_workers);
+    let instances = instantiate(&mut b, &wiring);
+    let progress = tracking::setup(
+        &config,
+        &place,
+        ShardContext {
+            topology: &topology,
+            sources: b.sources,
+            interest: &b.interest,
+            inboxes: &inbox_txs,
+            unparkers: &unparkers,
+            peers: &peers.handles,
+            worker_peers: &peers.worker_peers(place.worker_processes),
+        },
+    );
+    let failure = Failure {
+        message: Arc::default(),
+        abort: abort.clone(),
+        unparkers: unparkers.clone(),
+    };
+    let delivery = Delivery {
+        routes: wiring.take_routes(),
+        shards: progress.agents.clone(),
+        inboxes: inbox_txs,
+        unparkers: unparkers.clone(),
+    };
+    let transport = start_transport(&b.graph, &config, &mut cluster, peers, delivery, &failure)?;
+    let workers = make_workers(
+        &config, &place, &b, instances, inbox_rxs, &progress, &abort, &unparkers,
+    );
+    drop(wiring);
+    let run = threads::run(workers, &abort);
+    if place.is_tracker_process() {
+        // No workers here: the process is finished once every shard it hosts has seen the end
+        // of every component (nothing more will arrive or need notifying), or the job failed.
+        while !abort.load(Ordering::Relaxed)
+            && !progress.agents.iter().flatten().all(|a| a.is_done())
+        {
+            std::thread::sleep(Duration::from_millis(1));
+        }
+    }
+    finish(
+        b.graph, &config, place, cluster, transport, progress, run, &failure,
+    )
+}
+
+/// Refuses a cycle without trAcker: an instance would wait for a marker that depends on its own
+/// output.
+fn check_cycles(graph: &GraphDesc, tracking: TrackingMode) -> Result<(), RunError> {
+    if tracking == TrackingMode::Tracker {
+        return Ok(());
+    }
+    let Some(cycle) = graph.find_cycle() else {
+        return Ok(());
+    };
+    let awaited = if tracking == TrackingMode::Markers {
+        "marker"
+    } else {
+        "end-of-stream marker"
+    };
+    Err(RunError::Config(format!(
+        "tracking '{}' cannot run a cyclic graph (cycle: {}): an instance would wait for a \
+         {awaited} that depends on its own output; use --tracking tracker",
+        tracking.name(),
+        cycle.join(" -> "),
+    )))
+}
+
+/// Every vertex's instance for every local worker, `[local worker][vertex]`.
+fn instantiate(b: &mut Builder, wiring: &Wiring) -> Vec<Vec<Box<dyn Vertex>>> {
+    let instances: Vec<Vec<Box<dyn Vertex>>> = wiring
+        .local_workers()
+        .map(|w| b.factories.iter_mut().map(|f| f(w, wiring)).collect())
+        .collect();
+    debug_assert!(instances.iter().flatten().all(|v| v
+        .notified_component()
+        .is_none_or(|c| b.interest[c as usize])));
+    instances
+}
+
+/// Starts the transport when the job spans processes (none in a single process).
+fn start_transport(
+    graph: &GraphDesc,
+    config: &RuntimeConfig,
+    cluster: &mut Resolved,
+    peers: PeerQueues,
+    delivery: Delivery,
+    failure: &Failure,
+) -> Result<Option<TransportHandle>, RunError> {
+    let Some(listener) = cluster.listener.take() else {
+        return Ok(None);
+    };
+    let id = Identity {
+        process: cluster.process,
+        addrs: cluster.addrs.clone(),
+        job_id: job_id::job_id(graph, config, cluster.processes()),
+        token: cluster.token.clone(),
+    };
+    let cfg = &config.cluster;
+    match transport::start(
+        id,
+        listener,
+        cfg,
+        peers.rxs,
+        peers.txs,
+        delivery,
+        failure.clone(),
+    ) {
+        Ok(t) => Ok(Some(t)),
+        Err(e) => {
+            outcome::reap(&mut cluster.children, true);
+            Err(RunError::Cluster(e))
+        }
+    }
+}
+
+/// The local workers, each with its vertex instances, frontier inbox and ack hand-off.
+#[allow(clippy::too_many_arguments)]
+fn make_workers(
+    config: &RuntimeConfig,
+    place: &Placement,
+    b: &Builder,
+    instances: Vec<Vec<Box<dyn Vertex>>>,
+    inboxes: Vec<crossbeam_channel::Receiver<crate::progress::frontiers::Notification>>,
+    progress: &ProgressSetup,
+    abort: &Arc<AtomicBool>,
+    unparkers: &Arc<Unparkers>,
+) -> Vec<Worker> {
+    let total_workers = place.worker_processes * config.workers;
+    let tracking = config.tracking == TrackingMode::Tracker;
+    let components = b.graph.components();
+    instances
+        .into_iter()
+        .zip(inboxes)
+        .enumerate()
+        .map(|(wl, (vertices, inbox))| {
+            let w = place.me * place.local_workers + wl;
+            let ctx = WorkerCtx::new(w, wl, total_workers, config, components, unparkers.clone());
+            let now = crate::measure::clock::now_ns();
+            Worker {
+                ctx,
+                vertices,
+                handoff: progress
+                    .acker
+                    .clone()
+                    .map(|a| crate::progress::handoff::Handoff::new(a, now)),
+                inbox: tracking.then_some(inbox),
+                abort: abort.clone(),
+            }
+        })
+        .collect()
+}
+
+/// Ranks errors or merges the reports; ends the transport and reaps local children either way.
+#[allow(clippy::too_many_arguments)]
+fn finish(
+    graph: GraphDesc,
+    config: &RuntimeConfig,
+    place: Placement,
+    mut cluster: Resolved,
+    transport: Option<TransportHandle>,
+    progress: ProgressSetup,
+    mut run: ThreadsRunArg,
+    failure: &Failure,
+) -> Result<RunReport, RunError> {
+    let results = std::mem::take(&mut run.results);
+    let ok = match outcome::rank_errors(results, failure) {
+        Ok(ok) => ok,
+        Err(e) => {
+            if let Some(t) = transport {
+                t.abort(format!("process {}: {e}", place.me));
+            }
+            outcome::reap(&mut cluster.children, true);
+            return Err(e);
+        }
+    };
+    let acker = progress.acker.as_deref();
+    let mut m = outcome::merge_local(&graph, ok, &progress.agents, acker);
+    let mut per_process = Vec::new();
+    let mut elapsed = run.elapsed;
+    if let Some(t) = transport {
+        let local = outcome::process_report(place.me, &run, &m);
+        let gathered = outcome::gather(t, local, &mut m, elapsed);
+        let (pp, e) = gathered.inspect_err(|_| {
+            outcome::reap(&mut cluster.children, true);
+        })?;
+        (per_process, elapsed) = (pp, e);
+        if let Some(e) = outcome::reap(&mut cluster.children, false) {
+            return Err(RunError::Cluster(e));
+        }
+    }
+    Ok(RunReport {
+        elapsed,
+        workers: place.local_workers,
+        processes: place.processes,
+        process: place.me,
+        tracking: config.tracking,
+        granularity: config.granularity,
+        tracker_shards: config.tracker_shards,
+        tracker_processes: place.tracker_processes,
+        traffic: m.traffic,
+        per_process,
+        vertices: m.vertices,
+        tracker: m.tracker,
+        graph,
+    })
+}
+
+type ThreadsRunArg = threads::ThreadsRun;

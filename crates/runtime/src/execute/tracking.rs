@@ -1,0 +1,79 @@
+//! Setting up trAcker for a process: the tracker shards it hosts and the process acker routing
+//! flushes to every shard (`progress/`).
+
+use super::placement::Placement;
+use crate::config::RuntimeConfig;
+use crate::net::link::PeerTx;
+use crate::progress::flush_policy::FlushPolicy;
+use crate::progress::frontiers::Notification;
+use crate::progress::process_acker::{ProcessAcker, ShardRoute};
+use crate::progress::tracker_agent::TrackerAgent;
+use crate::wake::Unparkers;
+use crossbeam_channel::Sender;
+use std::sync::Arc;
+use xorflow_tracking::{Granularity, ShardMap, Topology, Tracker};
+
+/// The shards hosted here (by shard index, `None` elsewhere) and the process acker.
+pub(crate) struct ProgressSetup {
+    pub agents: Vec<Option<Arc<TrackerAgent>>>,
+    pub acker: Option<Arc<ProcessAcker>>,
+}
+
+/// What the shards need to know and whom they notify.
+pub(crate) struct ShardContext<'a> {
+    pub topology: &'a Topology,
+    /// Source instances in the job.
+    pub sources: usize,
+    /// Per component: some vertex acts on its frontier.
+    pub interest: &'a [bool],
+    /// This process's workers' frontier inboxes.
+    pub inboxes: &'a [Sender<Notification>],
+    pub unparkers: &'a Arc<Unparkers>,
+    /// The connection to each process (`None` for this one).
+    pub peers: &'a [Option<PeerTx>],
+    /// The other worker processes, notified by frontier frames.
+    pub worker_peers: &'a [PeerTx],
+}
+
+/// Creates the shards `place` assigns to this process and the process acker (nothing without
+/// trAcker).
+pub(crate) fn setup(config: &RuntimeConfig, place: &Placement, cx: ShardContext) -> ProgressSetup {
+    let shards = config.tracker_shards;
+    let mut agents: Vec<Option<Arc<TrackerAgent>>> = vec![None; shards];
+    if config.tracking != crate::TrackingMode::Tracker {
+        return ProgressSetup {
+            agents,
+            acker: None,
+        };
+    }
+    let g = Granularity::new(config.granularity);
+    let mut routes = Vec::new();
+    for (k, agent) in agents.iter_mut().enumerate() {
+        let host = place.shard_host(k);
+        if host != place.me {
+            let peer = cx.peers[host].clone();
+            routes.push(ShardRoute::Remote(
+                peer.expect("remote shard host has a connection"),
+            ));
+            continue;
+        }
+        let map = ShardMap::new(shards as u64, k as u64);
+        let tracker = Tracker::sharded(g, cx.topology.clone(), cx.sources, map);
+        let a = Arc::new(TrackerAgent::new(
+            k as u32,
+            tracker,
+            cx.interest.to_vec(),
+            cx.inboxes.to_vec(),
+            cx.unparkers.clone(),
+            cx.worker_peers.to_vec(),
+        ));
+        *agent = Some(a.clone());
+        routes.push(ShardRoute::Local(a));
+    }
+    let policy = FlushPolicy::of(config);
+    let acker = ProcessAcker::new(g, routes, policy, config.ack_multiplier);
+    ProgressSetup {
+        agents,
+        acker: Some(Arc::new(acker)),
+    }
+}

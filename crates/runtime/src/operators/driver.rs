@@ -1,0 +1,312 @@
+//! The one vertex implementation: runs any [`Operator`] and writes the shared tail once.
+//!
+//! A step: back-pressure check, `tick`, `produce` (sources), up to [`BATCHES_PER_STEP`] input
+//! batches (each processed, then its receive tag registered: docs/design.md, "Open output
+//! buffers"), marker alignment, the frontier notification, `tick` again, marker forwarding and,
+//! without tracking, end of stream.
+//!
+//! Markers (tracking `markers`): a vertex that does not act on its frontier forwards every rise of
+//! its aligned marker at once (its outputs for the input before the marker are already pushed);
+//! a notified vertex forwards once per step, after [`Operator::on_frontier`] and capped by
+//! [`Operator::marker_cap`], so a marker never overtakes results it covers.
+
+use super::{Operator, OperatorState, Outputs, Receipt, Vertex, BATCHES_PER_STEP};
+use crate::batch::Msg;
+use crate::channel::InputPort;
+use crate::measure::stats::VertexStats;
+use crate::progress::frontiers::InBand;
+use crate::worker::ctx::WorkerCtx;
+use xorflow_tracking::{ComponentId, Time, INF};
+
+/// A vertex instance running operator `Op`.
+pub struct OperatorVertex<Op: Operator> {
+    op: Op,
+    component: ComponentId,
+    /// `None` for sources.
+    input: Option<InputPort<Op::In>>,
+    out: Op::Out,
+    /// The vertex acts on its frontier (windows, sinks, snapshots).
+    notified: bool,
+    /// The frontier last handed to [`Operator::on_frontier`].
+    frontier: Time,
+    /// The last marker forwarded (tracking `markers`).
+    forwarded: Time,
+    stats: VertexStats,
+}
+
+impl<Op: Operator> OperatorVertex<Op> {
+    /// An instance of vertex `name` in `component` reading `input` (`None` for a source) and
+    /// writing `out`; `notified`: it acts on its frontier ([`Operator::on_frontier`]).
+    pub fn new(
+        name: &str,
+        component: ComponentId,
+        op: Op,
+        input: Option<InputPort<Op::In>>,
+        out: Op::Out,
+        notified: bool,
+    ) -> Self {
+        OperatorVertex {
+            op,
+            component,
+            input,
+            out,
+            notified,
+            frontier: 0,
+            forwarded: 0,
+            stats: VertexStats::new(name),
+        }
+    }
+
+    /// What the input channels say about progress (a source's "input" has ended from the start).
+    fn in_band(&self) -> InBand {
+        match &self.input {
+            Some(i) => InBand {
+                aligned: i.aligner.aligned(),
+                ended: i.all_ended(),
+            },
+            None => InBand {
+                aligned: 0,
+                ended: true,
+            },
+        }
+    }
+
+    /// Pops and processes up to [`BATCHES_PER_STEP`] input messages while the outputs take more.
+    /// Returns whether any message was processed.
+    fn drain(&mut self, ctx: &mut WorkerCtx) -> Result<bool, String> {
+        let OperatorVertex {
+            op,
+            component,
+            input,
+            out,
+            notified,
+            forwarded,
+            stats,
+            ..
+        } = self;
+        let Some(input) = input else {
+            return Ok(false);
+        };
+        let mut n = 0;
+        while n < BATCHES_PER_STEP && (Op::DRAINS_WHEN_BLOCKED || !out.blocked()) {
+            match input.pop(ctx) {
+                Some(Msg::Data(mut b)) => {
+                    let markers = std::mem::take(&mut b.markers);
+                    if !b.data.is_empty() {
+                        let (lo, hi, tag) = (b.lo, b.hi, b.tag);
+                        stats.elements_in += b.data.len() as u64;
+                        stats.batches_in += 1;
+                        ctx.now_ns = crate::measure::clock::now_ns();
+                        if let Receipt::Done = op.on_batch(b, out, ctx, stats)? {
+                            ctx.ack_received(*component, lo, hi, tag);
+                        }
+                    }
+                    let ch = input.last_channel();
+                    for m in markers {
+                        let Some(a) = input.aligner.observe(ch, m) else {
+                            continue;
+                        };
+                        if *notified {
+                            ctx.frontiers.seen_ns = crate::measure::clock::now_ns();
+                        } else {
+                            out.marker(a, ctx);
+                            *forwarded = a;
+                        }
+                    }
+                    n += 1;
+                }
+                Some(Msg::End) => n += 1,
+                None => break,
+            }
+        }
+        Ok(n > 0)
+    }
+
+    /// Hands a risen frontier to the operator and forwards a notified vertex's marker.
+    fn notify(&mut self, ctx: &mut WorkerCtx) -> Result<bool, String> {
+        let in_band = self.in_band();
+        let f = ctx.frontier(self.component, in_band);
+        let mut did = false;
+        if self.notified && f > self.frontier {
+            self.op
+                .on_frontier(f, &mut self.out, ctx, &mut self.stats)?;
+            self.frontier = f;
+            did = true;
+        }
+        did |= self.op.tick(f, &mut self.out, ctx, &mut self.stats);
+        if self.notified {
+            let fwd = in_band.aligned.min(self.op.marker_cap());
+            if fwd > self.forwarded {
+                self.out.marker(fwd, ctx);
+                self.forwarded = fwd;
+                did = true;
+            }
+        }
+        Ok(did)
+    }
+}
+
+impl<Op: Operator> Vertex for OperatorVertex<Op> {
+    fn open(&mut self, ctx: &mut WorkerCtx) -> Result<(), String> {
+        self.op.open(ctx)
+    }
+
+    fn step(&mut self, ctx: &mut WorkerCtx) -> Result<bool, String> {
+        let mut did = false;
+        if self.out.blocked() {
+            let sent = self.out.flush(ctx, false);
+            if !sent && !Op::DRAINS_WHEN_BLOCKED {
+                return Ok(false);
+            }
+            did |= sent;
+        }
+        let f = ctx.frontier(self.component, self.in_band());
+        did |= self.op.tick(f, &mut self.out, ctx, &mut self.stats);
+        did |= self.op.produce(&mut self.out, ctx, &mut self.stats)?;
+        did |= self.drain(ctx)?;
+        did |= self.notify(ctx)?;
+        let ended = self.in_band().ended && self.op.exhausted();
+        did |= self.out.end_when(ended, ctx);
+        Ok(did)
+    }
+
+    fn flush(&mut self, ctx: &mut WorkerCtx, force: bool) -> bool {
+        self.out.flush(ctx, force)
+    }
+
+    fn ended(&self) -> bool {
+        let input_closed = self
+            .input
+            .as_ref()
+            .is_none_or(|i| i.all_ended() || i.aligner.aligned() == INF);
+        self.out.ended() && input_closed
+    }
+
+    fn snapshot(&mut self, epoch: u64) -> Result<OperatorState, String> {
+        self.op.snapshot(epoch)
+    }
+
+    fn restore(&mut self, state: OperatorState) -> Result<(), String> {
+        self.op.restore(state)
+    }
+
+    fn close(&mut self) -> Result<(), String> {
+        self.op.close()
+    }
+
+    fn stats(&mut self) -> VertexStats {
+        let mut s = self.stats.clone();
+        self.op.report(&mut s);
+        s
+    }
+
+    fn notified_component(&self) -> Option<ComponentId> {
+        self.notified.then_some(self.component)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::batch::Batch;
+    use crate::channel::channel;
+    use crate::config::{RuntimeConfig, TrackingMode};
+    use crate::wake::Unparkers;
+    use std::sync::{Arc, Mutex};
+    use xorflow_core::Element;
+
+    /// Records every lifecycle call.
+    struct Recorder(Arc<Mutex<Vec<String>>>);
+
+    impl Operator for Recorder {
+        type In = u64;
+        type Out = ();
+        fn open(&mut self, _: &mut WorkerCtx) -> Result<(), String> {
+            self.0.lock().unwrap().push("open".into());
+            Ok(())
+        }
+        fn on_batch(
+            &mut self,
+            b: Batch<u64>,
+            _: &mut (),
+            _: &mut WorkerCtx,
+            _: &mut VertexStats,
+        ) -> Result<Receipt, String> {
+            self.0
+                .lock()
+                .unwrap()
+                .push(format!("batch {}", b.data.len()));
+            Ok(Receipt::Done)
+        }
+        fn on_frontier(
+            &mut self,
+            f: Time,
+            _: &mut (),
+            _: &mut WorkerCtx,
+            _: &mut VertexStats,
+        ) -> Result<(), String> {
+            let f = if f == INF {
+                "INF".into()
+            } else {
+                f.to_string()
+            };
+            self.0.lock().unwrap().push(format!("frontier {f}"));
+            Ok(())
+        }
+        fn close(&mut self) -> Result<(), String> {
+            self.0.lock().unwrap().push("close".into());
+            Ok(())
+        }
+    }
+
+    fn batch(n: u64) -> Msg<u64> {
+        Msg::Data(Batch {
+            tag: 0,
+            lo: 0,
+            hi: 0,
+            markers: vec![],
+            data: (0..n).map(|t| Element::new(t, t)).collect(),
+        })
+    }
+
+    #[test]
+    fn lifecycle_runs_in_order_and_notifies_end_of_input_once() {
+        let config = RuntimeConfig {
+            tracking: TrackingMode::None,
+            ..RuntimeConfig::default()
+        };
+        let mut ctx = WorkerCtx::new(0, 0, 1, &config, 1, Arc::new(Unparkers::new(1)));
+        let log = Arc::new(Mutex::new(Vec::new()));
+        let ch = channel(8);
+        let input = InputPort::new(vec![ch.clone()]);
+        let op = Recorder(log.clone());
+        let mut v = OperatorVertex::new("rec", 0, op, Some(input), (), true);
+        v.open(&mut ctx).unwrap();
+        ch.push(batch(3)).unwrap();
+        ch.push(batch(2)).unwrap();
+        assert!(v.step(&mut ctx).unwrap());
+        assert!(!v.ended(), "the input has not ended");
+        ch.push(Msg::End).unwrap();
+        v.step(&mut ctx).unwrap();
+        v.step(&mut ctx).unwrap();
+        assert!(v.ended());
+        v.close().unwrap();
+        let got = log.lock().unwrap().clone();
+        let want = ["open", "batch 3", "batch 2", "frontier INF", "close"];
+        assert_eq!(got, want);
+        let s = v.stats();
+        assert_eq!((s.elements_in, s.batches_in), (5, 2));
+    }
+
+    #[test]
+    fn operators_are_stateless_until_they_say_otherwise() {
+        let ch = channel::<u64>(1);
+        let op = Recorder(Arc::default());
+        let mut v = OperatorVertex::new("rec", 0, op, Some(InputPort::new(vec![ch])), (), false);
+        assert_eq!(v.snapshot(7).unwrap(), OperatorState::Stateless);
+        v.restore(OperatorState::Stateless).unwrap();
+        let e = v.restore(OperatorState::Bytes(vec![1, 2])).unwrap_err();
+        assert!(e.contains("cannot restore 2 bytes"), "{e}");
+        assert_eq!(v.notified_component(), None);
+    }
+}

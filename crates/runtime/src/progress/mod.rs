@@ -1,0 +1,14 @@
+//! Progress tracking glue: what connects trAcker's pure logic (`xorflow-tracking`) to the workers,
+//! processes and network of this runtime.
+//!
+//! - [`flush_policy`]: when a worker hands its acks on and when the process acker flushes.
+//! - [`process_acker`]: the per-process acker and the routes of its flushes to the shards.
+//! - [`tracker_agent`]: a tracker shard hosted by a process, notifying workers.
+//! - [`frontiers`]: per-worker frontiers combined over shards, and the notification API operators
+//!   use whatever the tracking mode.
+
+pub mod flush_policy;
+pub mod frontiers;
+pub mod handoff;
+pub mod process_acker;
+pub mod tracker_agent;

@@ -1,0 +1,137 @@
+//! The worker loop: runs every vertex instance of one worker until the job is complete.
+//!
+//! Each iteration reads frontier notifications, steps every vertex in topological order, sends
+//! batches whose flush timeout expired, and flushes the local acker on its interval or count.
+//! When an iteration finds nothing to do the worker sends its partial batches and flushes its acker
+//! at once (so notifications do not wait for a timer at low load), then parks until another worker,
+//! the tracker or a rate-controlled source's schedule wakes it.
+
+pub mod ctx;
+
+use crate::measure::stats::VertexStats;
+use crate::measure::traffic::Traffic;
+use crate::operators::Vertex;
+use crate::progress::frontiers::Notification;
+use crate::progress::handoff::Handoff;
+use crossbeam_channel::Receiver;
+use ctx::WorkerCtx;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+/// Longest idle park; the loop re-checks abort and timeouts at least this often.
+const MAX_PARK: Duration = Duration::from_millis(1);
+/// Below this the worker spins instead of parking for a source's schedule. Small on purpose: on a
+/// machine with as many cores as workers, a spinning worker takes the core another one needs.
+const SPIN_NS: u64 = 2_000;
+
+/// Everything one worker thread owns.
+pub(crate) struct Worker {
+    pub ctx: WorkerCtx,
+    pub vertices: Vec<Box<dyn Vertex>>,
+    /// The hand-off of this worker's acks to its process acker (trAcker only).
+    pub handoff: Option<Handoff>,
+    /// Frontier notifications from the tracker shards (trAcker only).
+    pub inbox: Option<Receiver<Notification>>,
+    pub abort: Arc<AtomicBool>,
+}
+
+/// What a worker hands back at the end.
+pub(crate) struct WorkerResult {
+    pub traffic: Traffic,
+    pub vertices: Vec<VertexStats>,
+}
+
+impl Worker {
+    fn done(&self) -> bool {
+        if self.ctx.is_tracking() {
+            self.ctx.frontiers.all_complete()
+        } else {
+            self.vertices.iter().all(|v| v.ended())
+        }
+    }
+
+    /// One pass over every vertex: read notifications, step, flush expired batches, hand acks on
+    /// when due. Returns whether any vertex did work.
+    fn iteration(&mut self) -> Result<bool, String> {
+        self.ctx.now_ns = crate::measure::clock::now_ns();
+        self.ctx.wake_at_ns = u64::MAX;
+        if let Some(inbox) = &self.inbox {
+            self.ctx.frontiers.read(inbox)?;
+        }
+        let ctx = &mut self.ctx;
+        let mut did = false;
+        for v in &mut self.vertices {
+            did |= v.step(ctx)?;
+        }
+        for v in &mut self.vertices {
+            did |= v.flush(ctx, false);
+        }
+        if let (Some(h), Some(tr)) = (&mut self.handoff, &mut ctx.tracking) {
+            h.after_iteration(tr, ctx.now_ns)?;
+        }
+        Ok(did)
+    }
+
+    /// Nothing to do: send partial batches and hand acks on at once (so notifications do not
+    /// wait for a timer at low load); if that did nothing either, spin or park until woken.
+    fn idle(&mut self) -> Result<(), String> {
+        let ctx = &mut self.ctx;
+        let mut did = false;
+        for v in &mut self.vertices {
+            did |= v.flush(ctx, true);
+        }
+        if let (Some(h), Some(tr)) = (&mut self.handoff, &mut ctx.tracking) {
+            if let Some(at) = h.on_idle(tr, ctx.now_ns)? {
+                ctx.wake_at(at);
+            }
+        }
+        if !did {
+            let now = crate::measure::clock::now_ns();
+            let wait = ctx.wake_at_ns.saturating_sub(now);
+            if wait < SPIN_NS {
+                std::hint::spin_loop();
+            } else {
+                std::thread::park_timeout(MAX_PARK.min(Duration::from_nanos(wait)));
+            }
+        }
+        Ok(())
+    }
+
+    /// Runs the loop to completion: open every vertex, iterate until done, hand over the last
+    /// acks, close every vertex.
+    ///
+    /// # Errors
+    /// The first vertex error, or "aborted" when another thread failed.
+    pub fn run(mut self) -> Result<WorkerResult, String> {
+        crate::measure::clock::tighten_timer_slack();
+        let _ = self.ctx.unparkers.0[self.ctx.local_index].set(std::thread::current());
+        for v in &mut self.vertices {
+            v.open(&mut self.ctx)?;
+        }
+        loop {
+            if self.abort.load(Ordering::Relaxed) {
+                return Err("aborted because another thread failed".into());
+            }
+            let did = self.iteration()?;
+            if self.done() {
+                break;
+            }
+            if !did {
+                self.idle()?;
+            }
+        }
+        if let (Some(h), Some(tr)) = (&mut self.handoff, &mut self.ctx.tracking) {
+            h.finish(tr, self.ctx.now_ns)?;
+        }
+        let mut vertices = Vec::with_capacity(self.vertices.len());
+        for v in &mut self.vertices {
+            v.close()?;
+            vertices.push(v.stats());
+        }
+        Ok(WorkerResult {
+            traffic: self.ctx.traffic,
+            vertices,
+        })
+    }
+}
