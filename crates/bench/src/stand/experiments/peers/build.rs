@@ -98,13 +98,18 @@ pub fn build(dir: &Path, jvm: JvmPeers) -> Result<Peers> {
         std::io::stderr(),
         "peers: building the timely peer (cargo build --release)"
     );
+    // The target folder is named, not inherited: a CARGO_TARGET_DIR set for xorflow's own build
+    // would put the peer's executable elsewhere.
+    let target = dir.join("timely/target");
     run_build(
         Command::new("cargo")
             .args(["build", "--release", "--quiet", "--manifest-path"])
-            .arg(&manifest),
+            .arg(&manifest)
+            .arg("--target-dir")
+            .arg(&target),
         "the timely peer",
     )?;
-    let timely = dir.join("timely/target/release/xorflow-peer-timely");
+    let timely = target.join("release/xorflow-peer-timely");
     if !timely.is_file() {
         bail!("the timely build left no '{}'", timely.display());
     }
