@@ -21,8 +21,8 @@ use xorflow_runtime::operators::epoch_snapshot::{
     BUFFERED_ELEMENTS, BUFFERED_NS, BUFFERING_HISTOGRAM, SNAPSHOTS,
 };
 use xorflow_runtime::{
-    Dataflow, Element, EpochSpec, MessageKind, RunError, RuntimeConfig, Sink, Source, SourceOutput,
-    SourcePoll, Traffic, VertexStats,
+    Dataflow, Element, EpochSpec, MessageKind, RunError, RunReport, RuntimeConfig, Sink, Source,
+    SourceOutput, SourcePoll, Traffic, VertexStats,
 };
 
 /// Sink histogram: end-to-end latency of measured elements, ns (due time to arrival at the sink).
@@ -474,6 +474,12 @@ impl Sink<u64> for LatencySink {
 /// Whatever the runtime reports (invalid configuration, failed worker).
 pub fn run(p: &ChainParams) -> Result<ChainResult, RunError> {
     p.validate().map_err(RunError::Config)?;
+    if p.warmup >= p.elements {
+        return Err(RunError::Config(format!(
+            "--warmup {} leaves nothing of --elements {} to measure",
+            p.warmup, p.elements
+        )));
+    }
     let mut runtime = p.runtime.clone();
     let g = runtime.granularity;
     let snapshot = p.snapshot.as_ref().map(|s| SnapshotParams {
@@ -485,13 +491,15 @@ pub fn run(p: &ChainParams) -> Result<ChainResult, RunError> {
         p.elements, p.rate, p.warmup
     );
     runtime.warmup_until = p.warmup;
-    if p.warmup >= p.elements {
-        return Err(RunError::Config(format!(
-            "--warmup {} leaves nothing of --elements {} to measure",
-            p.warmup, p.elements
-        )));
-    }
     let df = Dataflow::new(runtime)?;
+    let stage_names = build(&df, p, snapshot.as_ref());
+    let report = df.run()?;
+    Ok(result(p, &report, &stage_names, snapshot.as_ref()))
+}
+
+/// Builds the chain into `df`: sources, the stages (snapshot stages when `snapshot` is given)
+/// each behind a re-partition, and the latency sink. Returns the stages' names.
+fn build(df: &Dataflow, p: &ChainParams, snapshot: Option<&SnapshotParams>) -> Vec<String> {
     let sources = p.runtime.workers * p.runtime.cluster.launch_processes();
     let per_source = p.elements / sources as u64;
     let extra = p.elements % sources as u64;
@@ -506,7 +514,7 @@ pub fn run(p: &ChainParams) -> Result<ChainResult, RunError> {
     });
     let stage_names: Vec<String> = (0..p.stages).map(|i| format!("stage-{i}")).collect();
     for name in &stage_names {
-        s = match &snapshot {
+        s = match snapshot {
             None => s.rebalance().map(name, |x| x),
             Some(sp) => s.rebalance().epoch_snapshots(
                 name,
@@ -518,34 +526,24 @@ pub fn run(p: &ChainParams) -> Result<ChainResult, RunError> {
         };
     }
     let warmup = p.warmup;
-    let post = snapshot
-        .as_ref()
-        .map_or((0, 0), |sp| (sp.at, sp.at.saturating_add(sp.post_elements)));
+    let post = snapshot.map_or((0, 0), |sp| (sp.at, sp.at.saturating_add(sp.post_elements)));
     s.sink("sink", move |_| LatencySink {
         warmup,
         post,
         latency: xorflow_runtime::measure::stats::histogram(),
         post_latency: xorflow_runtime::measure::stats::histogram(),
     });
-    let report = df.run()?;
+    stage_names
+}
+
+/// What the snapshot stages `stage_names` of a finished run buffered.
+fn snapshot_result(
+    report: &RunReport,
+    stage_names: &[String],
+    sp: &SnapshotParams,
+) -> SnapshotResult {
     let sink = report.vertex("sink").expect("sink vertex");
-    let source = report.vertex("source").expect("source vertex");
-    let n = report.source_elements();
-    let elapsed_s = report.elapsed.as_secs_f64();
-    let busy = report.tracker.as_ref().map(|t| t.busy_s);
-    let first_tracker_process = report.processes - report.tracker_processes;
-    let tracker_sum = |f: fn(&xorflow_runtime::report::ProcessReport) -> f64| {
-        (report.tracker_processes > 0).then(|| {
-            report
-                .per_process
-                .iter()
-                .filter(|pr| pr.process >= first_tracker_process)
-                .map(f)
-                .sum::<f64>()
-                / elapsed_s.max(1e-9)
-        })
-    };
-    let snapshot = snapshot.map(|sp| SnapshotResult {
+    SnapshotResult {
         at: sp.at,
         pause_ms: sp.pause.as_secs_f64() * 1e3,
         stages: stage_names
@@ -566,9 +564,37 @@ pub fn run(p: &ChainParams) -> Result<ChainResult, RunError> {
             })
             .collect(),
         post_snapshot_latency: Percentiles::of(sink, POST_SNAPSHOT_LATENCY),
-    });
+    }
+}
+
+/// The result of a finished run of `p`.
+fn result(
+    p: &ChainParams,
+    report: &RunReport,
+    stage_names: &[String],
+    snapshot: Option<&SnapshotParams>,
+) -> ChainResult {
+    let sink = report.vertex("sink").expect("sink vertex");
+    let source = report.vertex("source").expect("source vertex");
+    let n = report.source_elements();
+    let elapsed_s = report.elapsed.as_secs_f64();
+    let per_s = |x: f64| x / elapsed_s.max(1e-9);
+    let busy = report.tracker.as_ref().map(|t| t.busy_s);
+    let first_tracker_process = report.processes - report.tracker_processes;
+    let tracker_sum = |f: fn(&xorflow_runtime::report::ProcessReport) -> f64| {
+        (report.tracker_processes > 0).then(|| {
+            per_s(
+                report
+                    .per_process
+                    .iter()
+                    .filter(|pr| pr.process >= first_tracker_process)
+                    .map(f)
+                    .sum::<f64>(),
+            )
+        })
+    };
     let service = report.traffic.service().messages;
-    Ok(ChainResult {
+    ChainResult {
         measures: ChainMeasures {
             stages: p.stages,
             workers: p.runtime.workers,
@@ -601,14 +627,13 @@ pub fn run(p: &ChainParams) -> Result<ChainResult, RunError> {
             .map(TrafficByKind::from)
             .collect(),
         tracker_busy_s: busy,
-        tracker_busy_per_s: busy.map(|b| b / elapsed_s.max(1e-9)),
+        tracker_busy_per_s: busy.map(per_s),
         tracker_process_cpu_per_s: tracker_sum(|pr| pr.cpu_s),
         tracker_process_wait_per_s: tracker_sum(|pr| pr.run_queue_wait_s),
-        cpu_per_s: (!report.per_process.is_empty()).then(|| {
-            report.per_process.iter().map(|pr| pr.cpu_s).sum::<f64>() / elapsed_s.max(1e-9)
-        }),
-        snapshot,
-    })
+        cpu_per_s: (!report.per_process.is_empty())
+            .then(|| per_s(report.per_process.iter().map(|pr| pr.cpu_s).sum::<f64>())),
+        snapshot: snapshot.map(|sp| snapshot_result(report, stage_names, sp)),
+    }
 }
 
 /// One line of text for a result.

@@ -93,7 +93,8 @@ enum Bench {
     Snapshots(StandArgs),
     /// Every experiment above, one after the other.
     All(StandArgs),
-    /// xorflow next to timely dataflow and Apache Flink on the chain (builds the peers in peers/).
+    /// xorflow next to timely dataflow, Apache Flink and Apache Storm on the chain (builds the
+    /// peer engines in peers/).
     Peers(PeersArgs),
     /// Write results folders' CSV, figures and REPORT.md again from their raw.jsonl (no runs).
     Report {
@@ -108,7 +109,7 @@ enum Bench {
 struct PeersArgs {
     #[command(flatten)]
     stand: StandArgs,
-    /// Where the peers' projects are (timely/ and flink/).
+    /// Where the peer engines' projects are (timely/, flink/ and storm/).
     #[arg(long, default_value = "peers")]
     peers_dir: PathBuf,
     /// Leave Apache Flink out.
