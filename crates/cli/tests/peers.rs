@@ -98,7 +98,7 @@ fn smoke_run_compares_xorflow_and_timely() {
     }
     let report = std::fs::read_to_string(dir.join("REPORT.md")).unwrap();
     assert!(report.contains("xorflow / timely"), "ratio column missing");
-    for fig in ["peers_throughput_by_stages.png", "peers_latency_p99.png"] {
+    for fig in ["peers_throughput_by_stages.svg", "peers_latency_p99.svg"] {
         assert!(dir.join(fig).is_file(), "{fig} missing");
         assert!(report.contains(fig), "REPORT.md does not link {fig}");
     }

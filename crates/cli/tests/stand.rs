@@ -1,6 +1,6 @@
 //! The bench stand's smoke profile end to end (what CI runs): `xorflow bench all --smoke` writes,
 //! per experiment, a results folder with meta.json, results.csv (the documented columns, every
-//! run successful and measured), the figures as PNGs and a REPORT.md that links them.
+//! run successful and measured), the figures as SVGs and a REPORT.md that links them.
 
 use assert_cmd::Command;
 use std::path::Path;
@@ -90,17 +90,17 @@ fn smoke_profile_writes_csv_figures_and_reports() {
             "{}",
             e.name()
         );
-        let pngs: Vec<_> = std::fs::read_dir(dir)
+        let figures: Vec<_> = std::fs::read_dir(dir)
             .unwrap()
             .map(|d| d.unwrap().path())
-            .filter(|p| p.extension().is_some_and(|x| x == "png"))
+            .filter(|p| p.extension().is_some_and(|x| x == "svg"))
             .collect();
-        assert!(!pngs.is_empty(), "{}: no figures", e.name());
-        for p in &pngs {
-            let bytes = std::fs::read(p).unwrap();
+        assert!(!figures.is_empty(), "{}: no figures", e.name());
+        for p in &figures {
+            let svg = std::fs::read_to_string(p).unwrap();
             assert!(
-                bytes.starts_with(b"\x89PNG\r\n\x1a\n"),
-                "{} is not a PNG",
+                svg.starts_with("<svg") && svg.trim_end().ends_with("</svg>"),
+                "{} is not an SVG",
                 p.display()
             );
             let name = p.file_name().unwrap().to_string_lossy();

@@ -1,4 +1,4 @@
-//! The bench stand: one command per experiment of seed 000, each producing raw CSV, PNG figures
+//! The bench stand: one command per experiment of seed 000, each producing raw CSV, SVG figures
 //! and a REPORT.md in `bench/results/<experiment>-<UTC time>/`.
 //!
 //! Every measurement point is one `xorflow bench chain --json ...` run in a fresh process (which

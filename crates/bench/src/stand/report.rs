@@ -1,10 +1,10 @@
 //! What every report of the stand shares: `results.csv` (one row per run), medians over
-//! repetitions, Markdown tables, figures (PNG) and the REPORT.md header. Each experiment writes
+//! repetitions, Markdown tables, figures (SVG) and the REPORT.md header. Each experiment writes
 //! its own section (`experiments/<name>.rs`), putting the paper's claims next to what its run
 //! measured.
 
 use super::experiments::{sustained, Experiment, BACKLOG_P99_MS, SUSTAINED_SHARE};
-use super::plot::{BarChart, Series};
+use super::plot::{self, BarChart, Series};
 use super::runner::{Outcome, RunResult};
 use super::Meta;
 use crate::chain::{ChainMeasures, ChainResult};
@@ -409,8 +409,8 @@ impl<'a> Doc<'a> {
         self.dir
     }
 
-    /// Draws `chart` into `dir/file` (vertical bars) and links it; draws nothing when no value
-    /// was measured (e.g. every run failed).
+    /// Draws `chart` into `dir/<file>.svg` (vertical bars) and links it; draws nothing when no
+    /// value was measured (e.g. every run failed).
     ///
     /// # Errors
     /// The figure cannot be drawn or written.
@@ -431,11 +431,12 @@ impl<'a> Doc<'a> {
         {
             return Ok(());
         }
-        let path = self.dir.join(file);
+        let file = format!("{file}.{}", plot::EXTENSION);
+        let path = self.dir.join(&file);
         if horizontal {
-            chart.draw_png_horizontal(&path)?;
+            chart.draw_svg_horizontal(&path)?;
         } else {
-            chart.draw_png(&path)?;
+            chart.draw_svg(&path)?;
         }
         let _ = writeln!(self.md, "![{}]({file})\n", chart.title);
         Ok(())

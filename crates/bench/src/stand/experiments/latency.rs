@@ -72,7 +72,7 @@ pub(super) fn report(
                 &format!("notification latency {q}, us"),
                 true,
             );
-            doc.figure(chart, &format!("latency_{q}_by_{sweep}.png"))?;
+            doc.figure(chart, &format!("latency_{q}_by_{sweep}"))?;
         }
     }
     let at = |c: &str, col: &str| m.get("stages", "30", c, col);

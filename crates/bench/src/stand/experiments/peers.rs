@@ -596,7 +596,7 @@ fn throughput_sections(doc: &mut Doc<'_>, s: &Sweeps<'_>) -> Result<()> {
         "elements/s",
         true,
     );
-    doc.figure(chart, "peers_throughput_by_stages.png")?;
+    doc.figure(chart, "peers_throughput_by_stages")?;
     doc.md.push_str(
         "## Maximum throughput with completeness tracking, K = 10, elements/s\n\n\
          Each system's own mechanism at granularity W (elements per substream): xorflow's trAcker; \
@@ -613,7 +613,7 @@ fn throughput_sections(doc: &mut Doc<'_>, s: &Sweeps<'_>) -> Result<()> {
         "elements/s",
         true,
     );
-    doc.figure(chart, "peers_throughput_by_granularity.png")
+    doc.figure(chart, "peers_throughput_by_granularity")
 }
 
 /// Notification latency at [`LATENCY_RATE`], both measures.
@@ -656,7 +656,7 @@ fn latency_section(doc: &mut Doc<'_>, s: &Sweeps<'_>) -> Result<()> {
                 &format!("notification latency {q}, us"),
                 true,
             );
-            doc.figure(chart, &format!("peers_latency{tag}_{q}.png"))?;
+            doc.figure(chart, &format!("peers_latency{tag}_{q}"))?;
         }
     }
     s.element_table(&mut doc.md, "latency");
@@ -689,7 +689,7 @@ fn storm_section(doc: &mut Doc<'_>, s: &Sweeps<'_>) -> Result<()> {
             &format!("notification latency {q}, us"),
             true,
         );
-        doc.figure(chart, &format!("peers_latency_storm_{q}.png"))?;
+        doc.figure(chart, &format!("peers_latency_storm_{q}"))?;
     }
     s.element_table(&mut doc.md, STORM_LATENCY_SWEEP);
     Ok(())

@@ -78,28 +78,28 @@ pub(super) fn report(
             "Notification latency p99 under ack load",
             "notification latency p99, us",
             true,
-            "scalability_p99.png",
+            "scalability_p99",
         ),
         (
             "notification_p50_us",
             "Notification latency p50 under ack load",
             "notification latency p50, us",
             true,
-            "scalability_p50.png",
+            "scalability_p50",
         ),
         (
             "tracker_cpu_per_s",
             "Tracker processes' CPU time under ack load",
             "CPU seconds per second (summed over tracker processes)",
             false,
-            "scalability_tracker_cpu.png",
+            "scalability_tracker_cpu",
         ),
         (
             "tracker_wait_per_s",
             "Tracker processes' run-queue wait under ack load",
             "seconds runnable but not running, per second",
             false,
-            "scalability_tracker_wait.png",
+            "scalability_tracker_wait",
         ),
     ] {
         doc.figure(m.chart("multiplier", col, title, y, log), file)?;

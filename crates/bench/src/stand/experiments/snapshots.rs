@@ -120,25 +120,25 @@ pub(super) fn report(
             "avg_buffering_ms",
             "Average buffering duration",
             "ms per buffered element",
-            "buffering_average_duration.png",
+            "buffering_average_duration",
         ),
         (
             "buffered_elements",
             "Buffered elements",
             "elements (all stages)",
-            "buffering_count.png",
+            "buffering_count",
         ),
         (
             "total_buffering_ms",
             "Total buffering duration",
             "ms (summed over elements)",
-            "buffering_sum_duration.png",
+            "buffering_sum_duration",
         ),
     ] {
         doc.figure(m.chart("pause", col, title, y, false), file)?;
     }
     for pause in m.values.get("pause").cloned().unwrap_or_default() {
-        let file = format!("buffering_latencies_{}.png", pause.replace(' ', ""));
+        let file = format!("buffering_latencies_{}", pause.replace(' ', ""));
         doc.figure_horizontal(latency_chart(m, &pause), &file)?;
     }
     claim(doc, m, outcomes);

@@ -186,7 +186,7 @@ pub(super) fn report(
         }
     }
     let _ = writeln!(doc.md, "{}", t.render());
-    doc.figure(chart, "throughput.png")?;
+    doc.figure(chart, "throughput")?;
     let _ = writeln!(
         doc.md,
         "## Paper's claim and this run\n\n\

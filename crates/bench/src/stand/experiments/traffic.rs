@@ -93,7 +93,7 @@ pub(super) fn report(doc: &mut Doc<'_>, m: &Medians<ChainResult>) -> Result<()> 
         ] {
             let title = format!("Service {what} by {}", sweep_label(sweep));
             let chart = m.chart(sweep, col, &title, y, true);
-            doc.figure(chart, &format!("{file}_by_{sweep}.png"))?;
+            doc.figure(chart, &format!("{file}_by_{sweep}"))?;
         }
     }
     let g = |v: &str, c: &str| m.get("granularity", v, c, "service_messages_per_element");
