@@ -8,6 +8,7 @@ use std::time::Duration;
 use xorflow_bench::stand::experiments::snapshots::STAGE_COLUMNS;
 use xorflow_bench::stand::experiments::ALL;
 use xorflow_bench::stand::report::CSV_COLUMNS;
+use xorflow_bench::stand::Meta;
 
 fn header_and_rows(path: &Path) -> (Vec<String>, Vec<csv::StringRecord>) {
     let mut r = csv::Reader::from_path(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
@@ -41,12 +42,15 @@ fn smoke_profile_writes_csv_figures_and_reports() {
             .collect();
         assert_eq!(dirs.len(), 1, "{}: one results folder", e.name());
         let dir = &dirs[0];
-        let meta: serde_json::Value =
-            serde_json::from_str(&std::fs::read_to_string(dir.join("meta.json")).unwrap()).unwrap();
-        for k in ["command", "git", "cpus", "cpu_model", "kernel", "profile"] {
-            assert!(!meta[k].is_null(), "{}: meta.json lacks {k}", e.name());
+        // Read back as the stand writes it: a field missing from meta.json fails here.
+        let meta: Meta =
+            serde_json::from_str(&std::fs::read_to_string(dir.join("meta.json")).unwrap())
+                .unwrap_or_else(|err| panic!("{}: meta.json: {err}", e.name()));
+        for (k, v) in [("command", &meta.command), ("git", &meta.git)] {
+            assert!(!v.is_empty(), "{}: meta.json has no {k}", e.name());
         }
-        assert_eq!(meta["profile"], "smoke");
+        assert!(meta.cpus > 0, "{}: meta.json has no cpus", e.name());
+        assert_eq!(meta.profile, "smoke");
 
         let (header, rows) = header_and_rows(&dir.join("results.csv"));
         assert_eq!(header, CSV_COLUMNS, "{}: results.csv columns", e.name());
