@@ -1,0 +1,324 @@
+//! The peers experiment's sweeps: the same chain workload on every system, each run as its own
+//! program with its own flags.
+
+use super::super::super::runner::{chain_command, Point, Run};
+use super::super::super::Profile;
+use super::{
+    Peers, FLINK_DEFAULT_BUFFER_TIMEOUT_MS, LATENCY_RATE, STORM_LATENCY_RATE, STORM_LATENCY_SWEEP,
+    WORKERS,
+};
+use crate::chain::ChainConfig;
+use std::path::Path;
+use xorflow_runtime::args::{Argv, EngineArgs};
+use xorflow_runtime::TrackingMode;
+
+/// Sizes per profile: (repetitions, stages, granularities, latency granularities).
+fn sweeps(p: Profile) -> (usize, &'static [usize], &'static [u64], &'static [u64]) {
+    match p {
+        Profile::Smoke => (1, &[1], &[100], &[100]),
+        Profile::Quick => (1, &[1, 10, 30], &[1, 100, 1000], &[100, 1000]),
+        Profile::Full => (3, &[1, 10, 30], &[1, 100, 1000], &[100, 1000]),
+    }
+}
+
+/// Elements of a throughput run over `k` stages: enough for about 0.2-3 s of each system at its
+/// expected speed (timely's progress tracking costs per timestamp, so W = 1 gets fewer; one stage
+/// without tracking moves about 100 M elements/s, so K = 1 gets more).
+fn throughput_elements(p: Profile, system: &str, w: Option<u64>, k: usize) -> u64 {
+    let full = match (system, w) {
+        ("timely", Some(1)) => 300_000,
+        ("timely", Some(100)) => 2_000_000,
+        ("flink", Some(1)) => 1_000_000,
+        ("flink", _) => 2_000_000,
+        // Storm on 2 cores: about 0.8 M elements/s at K = 1, 60 k at K = 10 without acking, 18 k
+        // with acking.
+        ("storm", None) if k == 1 => 1_000_000,
+        ("storm", None) => 200_000,
+        ("storm", Some(_)) => 100_000,
+        (_, None) if k == 1 => 40_000_000,
+        _ => 5_000_000,
+    };
+    match p {
+        Profile::Smoke => (full / 50).max(20_000),
+        Profile::Quick => full / 2,
+        Profile::Full => full,
+    }
+}
+
+/// One run of the chain workload as every system takes it (`--stages --granularity --elements
+/// --rate --warmup`); a throughput run has no rate or warm-up.
+#[derive(Clone, Copy, Debug)]
+struct Workload {
+    stages: usize,
+    /// None: the system's default (xorflow) or no tracking (`--granularity 0`, peers).
+    granularity: Option<u64>,
+    elements: u64,
+    rate: Option<f64>,
+    warmup: Option<u64>,
+}
+
+impl Workload {
+    /// A throughput run over `k` stages at granularity `w` (None: no tracking) on `system`.
+    fn throughput(p: Profile, system: &str, w: Option<u64>, k: usize) -> Self {
+        Workload {
+            stages: k,
+            granularity: w,
+            elements: throughput_elements(p, system, w, k),
+            rate: None,
+            warmup: None,
+        }
+    }
+
+    /// A fixed-rate run at K = 10.
+    fn fixed_rate(w: u64, rate: f64, elements: u64, warmup: u64) -> Self {
+        Workload {
+            stages: 10,
+            granularity: Some(w),
+            elements,
+            rate: Some(rate),
+            warmup: Some(warmup),
+        }
+    }
+
+    /// The same run on xorflow, tracking with `tracking`.
+    fn xorflow(&self, tracking: TrackingMode) -> ChainConfig {
+        let d = ChainConfig::default();
+        ChainConfig {
+            stages: self.stages,
+            elements: self.elements,
+            rate: self.rate.unwrap_or(d.rate),
+            granularity: self.granularity.unwrap_or(d.granularity),
+            warmup: self.warmup.unwrap_or(d.warmup),
+            engine: EngineArgs {
+                workers: WORKERS,
+                tracking,
+                ..EngineArgs::default()
+            },
+            ..d
+        }
+    }
+
+    /// A peer's arguments for it (after `--json --workers`).
+    fn peer_argv(&self, a: &mut Argv) {
+        a.option("stages", Some(self.stages));
+        a.option("granularity", Some(self.granularity.unwrap_or(0)));
+        a.option("elements", Some(self.elements));
+        a.option("rate", self.rate);
+        a.option("warmup", self.warmup);
+    }
+}
+
+/// Flink's own options: its watermarks (None: none, no window) and buffer timeout.
+#[derive(Clone, Copy, Debug)]
+struct FlinkOptions {
+    watermarks: Option<&'static str>,
+    buffer_timeout_ms: u64,
+    watermark_interval_ms: Option<u64>,
+}
+
+/// Flink's configurations in the latency sweep, by name. Punctuated: one watermark per substream
+/// per source subtask, as soon as it is complete; periodic: `forMonotonousTimestamps`, emitted
+/// every 1 ms (Flink's shortest interval), Flink's usual setup.
+const FLINK_LATENCY_CONFIGS: [(&str, FlinkOptions); 3] = [
+    (
+        "flink-1ms",
+        FlinkOptions {
+            watermarks: Some("punctuated"),
+            buffer_timeout_ms: 1,
+            watermark_interval_ms: None,
+        },
+    ),
+    (
+        "flink-100ms",
+        FlinkOptions {
+            watermarks: Some("punctuated"),
+            buffer_timeout_ms: 100,
+            watermark_interval_ms: None,
+        },
+    ),
+    (
+        "flink-periodic-1ms",
+        FlinkOptions {
+            watermarks: Some("periodic"),
+            buffer_timeout_ms: 1,
+            watermark_interval_ms: Some(1),
+        },
+    ),
+];
+
+/// How to run each system: the programs and their common arguments.
+struct Systems<'a> {
+    exe: &'a Path,
+    peers: &'a Peers,
+}
+
+impl Systems<'_> {
+    fn xorflow(&self, w: &Workload, tracking: TrackingMode) -> Vec<String> {
+        chain_command(self.exe, &w.xorflow(tracking))
+    }
+
+    /// A peer's command: `base --json --workers P`, warm-up runs (`warm`: runs and elements),
+    /// then the workload.
+    fn peer(base: &[String], warm: Option<(u32, u64)>, w: &Workload) -> Argv {
+        let mut a = Argv::default();
+        a.extend(base.to_vec());
+        a.switch("json", true);
+        a.option("workers", Some(WORKERS));
+        if let Some((runs, elements)) = warm {
+            a.option("warmup-runs", Some(runs));
+            a.option("warmup-run-elements", Some(elements));
+        }
+        w.peer_argv(&mut a);
+        a
+    }
+
+    fn timely(&self, w: &Workload) -> Vec<String> {
+        Self::peer(&[self.peers.timely.display().to_string()], None, w).into_vec()
+    }
+
+    /// Flink runs the job twice as a warm-up, `warm` elements each.
+    fn flink(&self, w: &Workload, o: &FlinkOptions, warm: u64) -> Option<Vec<String>> {
+        let base = self.peers.flink.as_ref()?;
+        let mut a = Self::peer(base, Some((2, warm)), w);
+        a.option("watermarks", o.watermarks);
+        a.option("buffer-timeout-ms", Some(o.buffer_timeout_ms));
+        a.option("watermark-interval-ms", o.watermark_interval_ms);
+        Some(a.into_vec())
+    }
+
+    /// Storm runs the topology once as a warm-up, `warm` elements.
+    fn storm(&self, w: &Workload, warm: u64) -> Option<Vec<String>> {
+        let base = self.peers.storm.as_ref()?;
+        Some(Self::peer(base, Some((1, warm)), w).into_vec())
+    }
+}
+
+fn point(sweep: &str, value: String, config: &str, rep: usize, program: Vec<String>) -> Point {
+    Point {
+        sweep: sweep.into(),
+        value,
+        config: config.into(),
+        rep,
+        run: Run::Program(program),
+    }
+}
+
+/// The points, systems alternating within each sweep point.
+pub fn points(p: Profile, exe: &Path, peers: &Peers) -> Vec<Point> {
+    let (reps, stages, gs, latency_gs) = sweeps(p);
+    let sys = Systems { exe, peers };
+    let mut pts = Vec::new();
+    for rep in 1..=reps {
+        for &k in stages {
+            pts.extend(stages_points(&sys, p, k, rep));
+        }
+        for &w in gs {
+            pts.extend(granularity_points(&sys, p, w, rep));
+        }
+        for &w in latency_gs {
+            pts.extend(latency_points(&sys, p, w, rep));
+        }
+        // Storm with acking tops out near 18,000 elements/s at K = 10 here, far below the latency
+        // sweep's rate; it is compared with xorflow at a rate both sustain.
+        if peers.storm.is_some() {
+            for &w in latency_gs {
+                pts.extend(storm_latency_points(&sys, p, w, rep));
+            }
+        }
+    }
+    pts
+}
+
+/// Maximum throughput without tracking over `k` stages.
+fn stages_points(sys: &Systems<'_>, p: Profile, k: usize, rep: usize) -> Vec<Point> {
+    let run = |system: &str| Workload::throughput(p, system, None, k);
+    let no_watermarks = FlinkOptions {
+        watermarks: None,
+        buffer_timeout_ms: FLINK_DEFAULT_BUFFER_TIMEOUT_MS,
+        watermark_interval_ms: None,
+    };
+    let flink_warm = run("flink").elements / 2;
+    let storm_warm = run("storm").elements / 2;
+    let commands = [
+        (
+            "xorflow",
+            Some(sys.xorflow(&run("xorflow"), TrackingMode::None)),
+        ),
+        ("timely", Some(sys.timely(&run("timely")))),
+        (
+            "flink",
+            sys.flink(&run("flink"), &no_watermarks, flink_warm),
+        ),
+        ("storm", sys.storm(&run("storm"), storm_warm)),
+    ];
+    commands
+        .into_iter()
+        .filter_map(|(c, cmd)| Some(point("stages", k.to_string(), c, rep, cmd?)))
+        .collect()
+}
+
+/// Maximum throughput with each system's completeness mechanism at K = 10, granularity `w`.
+fn granularity_points(sys: &Systems<'_>, p: Profile, w: u64, rep: usize) -> Vec<Point> {
+    let run = |system: &str| Workload::throughput(p, system, Some(w), 10);
+    let punctuated = FlinkOptions {
+        watermarks: Some("punctuated"),
+        buffer_timeout_ms: FLINK_DEFAULT_BUFFER_TIMEOUT_MS,
+        watermark_interval_ms: None,
+    };
+    let flink_warm = run("flink").elements / 2;
+    let storm_warm = run("storm").elements / 2;
+    let commands = [
+        (
+            "xorflow",
+            Some(sys.xorflow(&run("xorflow"), TrackingMode::Tracker)),
+        ),
+        ("timely", Some(sys.timely(&run("timely")))),
+        ("flink", sys.flink(&run("flink"), &punctuated, flink_warm)),
+        ("storm", sys.storm(&run("storm"), storm_warm)),
+    ];
+    commands
+        .into_iter()
+        .filter_map(|(c, cmd)| Some(point("granularity", w.to_string(), c, rep, cmd?)))
+        .collect()
+}
+
+/// Elements and warm-up of the latency sweep's runs.
+fn latency_elements(p: Profile) -> (u64, u64) {
+    match p {
+        Profile::Smoke => (60_000, 20_000),
+        Profile::Quick => (250_000, 50_000),
+        Profile::Full => (500_000, 100_000),
+    }
+}
+
+/// Notification latency at [`LATENCY_RATE`], K = 10, granularity `w` (Flink in each of its
+/// configurations).
+fn latency_points(sys: &Systems<'_>, p: Profile, w: u64, rep: usize) -> Vec<Point> {
+    let (elements, warmup) = latency_elements(p);
+    let run = Workload::fixed_rate(w, LATENCY_RATE, elements, warmup);
+    let mut commands = vec![
+        ("xorflow", Some(sys.xorflow(&run, TrackingMode::Tracker))),
+        ("timely", Some(sys.timely(&run))),
+    ];
+    for (config, o) in &FLINK_LATENCY_CONFIGS {
+        commands.push((config, sys.flink(&run, o, 500_000)));
+    }
+    commands
+        .into_iter()
+        .filter_map(|(c, cmd)| Some(point("latency", w.to_string(), c, rep, cmd?)))
+        .collect()
+}
+
+/// Notification latency next to Storm's acker at [`STORM_LATENCY_RATE`].
+fn storm_latency_points(sys: &Systems<'_>, p: Profile, w: u64, rep: usize) -> Vec<Point> {
+    let (elements, warmup) = latency_elements(p);
+    let run = Workload::fixed_rate(w, STORM_LATENCY_RATE, elements / 10, warmup / 10);
+    let commands = [
+        ("xorflow", Some(sys.xorflow(&run, TrackingMode::Tracker))),
+        ("storm", sys.storm(&run, 20_000)),
+    ];
+    commands
+        .into_iter()
+        .filter_map(|(c, cmd)| Some(point(STORM_LATENCY_SWEEP, w.to_string(), c, rep, cmd?)))
+        .collect()
+}
