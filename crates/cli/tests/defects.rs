@@ -398,3 +398,58 @@ fn defect8_speed_too_slow_to_replay_is_refused() {
     let status = wait_until(&mut child, Instant::now() + Duration::from_secs(3));
     assert_eq!(status, None, "--speed 1e-4 ended at once: {status:?}");
 }
+
+// ---------------------------------------------------------------------------------------------
+// Defect 7: input echoed into errors
+// ---------------------------------------------------------------------------------------------
+
+/// The bytes of `stderr` that a terminal would act on: control bytes but the newline, and bytes
+/// that are not ASCII (everything the binary prints of input is escaped to ASCII).
+fn raw_bytes(stderr: &[u8]) -> Vec<u8> {
+    stderr
+        .iter()
+        .copied()
+        .filter(|&b| (b < 0x20 && b != b'\n') || b >= 0x7f)
+        .collect()
+}
+
+/// A 20 kB binary header used to be echoed whole, raw control bytes included; an escape sequence
+/// in a malformed row reached the terminal in its warning. Both are quoted short and escaped.
+#[test]
+fn defect7_binary_input_is_quoted_short_and_escaped() {
+    let dir = tempfile::tempdir().unwrap();
+    let input = dir.path().join("binary.csv");
+    let mut bytes: Vec<u8> = (0u8..=255)
+        .filter(|&b| b != b'\n')
+        .cycle()
+        .take(20_000)
+        .collect();
+    bytes.extend_from_slice(b"\n1,2\n");
+    std::fs::write(&input, &bytes).unwrap();
+    let out = dir.path().join("out.csv");
+    let o = run(&mut flights(&input, &["--output", out.to_str().unwrap()]));
+    let err = stderr_of(&o);
+    assert_eq!(o.status.code(), Some(2), "stderr:\n{err}");
+    assert_eq!(raw_bytes(&o.stderr), b"", "raw bytes in stderr:\n{err:?}");
+    assert!(err.len() < 1000, "{} bytes of stderr:\n{err}", err.len());
+    assert!(
+        err.contains("\\u{1b}") && err.contains("20000 bytes"),
+        "{err}"
+    );
+    assert!(!out.exists(), "output written");
+
+    let rows = [
+        row("2", "EWR", "15", "2013-01-01T10:00:00Z"),
+        row("\x1b[2J\x07", "LGA", "29", "2013-01-01T10:00:00Z"),
+    ];
+    std::fs::write(&input, format!("{HEADER}\n{}\n", rows.join("\n"))).unwrap();
+    let o = run(&mut flights(&input, &["--output", out.to_str().unwrap()]));
+    let err = stderr_of(&o);
+    assert_eq!(o.status.code(), Some(0), "stderr:\n{err}");
+    assert_eq!(raw_bytes(&o.stderr), b"", "raw bytes in stderr:\n{err:?}");
+    assert!(
+        err.contains("line 3") && err.contains("dep_delay '\\u{1b}[2J\\u{7}'"),
+        "{err}"
+    );
+    assert_eq!(result_rows(&out), [SMALL_ROWS[0]]);
+}
