@@ -453,3 +453,96 @@ fn defect7_binary_input_is_quoted_short_and_escaped() {
     );
     assert_eq!(result_rows(&out), [SMALL_ROWS[0]]);
 }
+
+// ---------------------------------------------------------------------------------------------
+// Defect 1: overlapping paths
+// ---------------------------------------------------------------------------------------------
+
+/// Two options naming one file used to destroy one of them with exit 0: `--output` equal to
+/// `--input` overwrote the input, `--late-output` or `--summary` equal to `--output` replaced the
+/// results. Any two paths naming the same file (equal, spelled otherwise, a symbolic or hard
+/// link) are refused with exit 2 before anything is written: every file keeps its bytes.
+#[test]
+fn defect1_overlapping_paths_are_refused_before_anything_is_written() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let input = small_input(d);
+    let input_bytes = std::fs::read(&input).unwrap();
+    let out = d.join("out.csv");
+    std::fs::write(&out, "previous results\n").unwrap();
+    std::fs::hard_link(&input, d.join("hard-link.csv")).unwrap();
+    std::os::unix::fs::symlink(&out, d.join("soft-link.csv")).unwrap();
+    let s = |name: &str| d.join(name).to_str().unwrap().to_string();
+    let cases: [(&[String], &str, &str); 6] = [
+        (
+            &["--output".into(), s("flights.csv")],
+            "--input",
+            "--output",
+        ),
+        (
+            &["--output".into(), s("hard-link.csv")],
+            "--input",
+            "--output",
+        ),
+        (
+            &["--output".into(), s("new/../flights.csv")],
+            "--input",
+            "--output",
+        ),
+        (
+            &[
+                "--output".into(),
+                s("out.csv"),
+                "--late-output".into(),
+                s("./out.csv"),
+            ],
+            "--output",
+            "--late-output",
+        ),
+        (
+            &[
+                "--output".into(),
+                s("out.csv"),
+                "--summary".into(),
+                s("soft-link.csv"),
+            ],
+            "--output",
+            "--summary",
+        ),
+        (
+            &[
+                "--output".into(),
+                s("new.csv"),
+                "--summary".into(),
+                s("x.json"),
+                "--late-output".into(),
+                s("x.json"),
+            ],
+            "--late-output",
+            "--summary",
+        ),
+    ];
+    for (args, a, b) in cases {
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        let o = run(&mut flights(&input, &args));
+        let err = stderr_of(&o);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: stderr:\n{err}");
+        assert!(
+            err.contains(a) && err.contains(b),
+            "{args:?}: names {a} and {b}:\n{err}"
+        );
+        assert_eq!(
+            std::fs::read(&input).unwrap(),
+            input_bytes,
+            "{args:?}: input changed"
+        );
+        assert_eq!(
+            std::fs::read_to_string(&out).unwrap(),
+            "previous results\n",
+            "{args:?}"
+        );
+        for new in ["new.csv", "x.json"] {
+            assert!(!d.join(new).exists(), "{args:?}: {new} written");
+        }
+    }
+}

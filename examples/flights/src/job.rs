@@ -298,6 +298,22 @@ fn check_replay(speed: Option<f64>, input: &FlightsInput) -> Result<(), FlightsE
     Ok(())
 }
 
+/// Refuses an input and outputs of which two are the same file (any spelling, link or hard
+/// link): writing one would destroy the other, with exit 0.
+fn check_paths(cfg: &FlightsConfig) -> Result<(), FlightsError> {
+    let mut paths = vec![
+        ("--input", cfg.input.as_path()),
+        ("--output", cfg.output.as_path()),
+    ];
+    if let Some(p) = &cfg.late_output {
+        paths.push(("--late-output", p));
+    }
+    if let Some(p) = &cfg.summary {
+        paths.push(("--summary", p));
+    }
+    crate::files::check_distinct(&paths).map_err(FlightsError::Config)
+}
+
 /// True for the process that writes the output (process 0; the only one without a cluster).
 fn is_leader(rt: &RuntimeConfig) -> bool {
     use xorflow_runtime::net::cluster::{is_local_child, Launch};
@@ -357,13 +373,16 @@ pub fn run(cfg: &FlightsConfig) -> Result<Summary, FlightsError> {
         .cluster
         .check_hostfile()
         .map_err(FlightsError::Config)?;
+    let leader = is_leader(&cfg.runtime);
+    if leader {
+        check_paths(cfg)?;
+    }
     let t0 = Instant::now();
     let input: FlightsInput = read_flights(&cfg.input).map_err(FlightsError::Input)?;
     let load_s = t0.elapsed().as_secs_f64();
     check_replay(cfg.speed, &input)?;
     // In a multi-process run every process reads the input and emits its sources' share; the
     // results are gathered to worker 0, and process 0 alone writes the output files.
-    let leader = is_leader(&cfg.runtime);
     let csv = if leader {
         let csv = CsvOutput::create(&cfg.output).map_err(FlightsError::Output)?;
         if let Some(p) = &cfg.late_output {
