@@ -546,3 +546,180 @@ fn defect1_overlapping_paths_are_refused_before_anything_is_written() {
         }
     }
 }
+
+// ---------------------------------------------------------------------------------------------
+// Defect 2: results written in place
+// ---------------------------------------------------------------------------------------------
+
+/// The names in `dir`.
+fn names_in(dir: &Path) -> Vec<String> {
+    let mut v: Vec<String> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    v.sort();
+    v
+}
+
+/// Previous outputs in `dir`: `out.csv`, `late.csv` and `summary.json`, with known bytes, and
+/// the arguments naming them.
+fn previous_outputs(dir: &Path) -> (Vec<(PathBuf, String)>, Vec<String>) {
+    let files: Vec<(PathBuf, String)> = ["out.csv", "late.csv", "summary.json"]
+        .iter()
+        .map(|n| (dir.join(n), format!("previous {n}\n")))
+        .collect();
+    for (p, text) in &files {
+        std::fs::write(p, text).unwrap();
+    }
+    let arg = |i: usize| files[i].0.to_str().unwrap().to_string();
+    let args = [
+        "--output".into(),
+        arg(0),
+        "--late-output".into(),
+        arg(1),
+        "--summary".into(),
+        arg(2),
+    ];
+    (files, args.to_vec())
+}
+
+/// Every previous output still holds its bytes.
+fn assert_unchanged(what: &str, files: &[(PathBuf, String)]) {
+    for (p, text) in files {
+        assert_eq!(
+            std::fs::read_to_string(p).unwrap(),
+            *text,
+            "{what}: {} changed",
+            p.display()
+        );
+    }
+}
+
+/// Starts `cmd` (stdout and stderr dropped), waits `after`, checks it is still running.
+fn start_running(cmd: &mut Command, after: Duration) -> Child {
+    let mut child = cmd
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    thread::sleep(after);
+    assert!(
+        child.try_wait().unwrap().is_none(),
+        "the run ended too early"
+    );
+    child
+}
+
+/// The processes `pid` started.
+fn children_of(pid: u32) -> Vec<i32> {
+    let mut v = Vec::new();
+    for task in std::fs::read_dir(format!("/proc/{pid}/task")).unwrap() {
+        let text =
+            std::fs::read_to_string(task.unwrap().path().join("children")).unwrap_or_default();
+        v.extend(text.split_whitespace().map(|s| s.parse::<i32>().unwrap()));
+    }
+    v
+}
+
+/// SIGTERM or SIGINT on a run that is writing its results (a slow replay): it used to leave
+/// the outputs truncated or half-written. The previous files keep their bytes, and no temporary
+/// file is left beside them.
+#[test]
+fn defect2_interrupted_run_leaves_the_previous_outputs() {
+    for sig in [libc::SIGTERM, libc::SIGINT] {
+        let dir = tempfile::tempdir().unwrap();
+        let input = small_input(dir.path());
+        let (files, args) = previous_outputs(dir.path());
+        let before = names_in(dir.path());
+        let mut args: Vec<&str> = args.iter().map(String::as_str).collect();
+        // 2 h of arrivals at 600x: 12 s.
+        args.extend(["--speed", "600", "--lateness", "0s"]);
+        let child = start_running(&mut flights(&input, &args), Duration::from_millis(1500));
+        // SAFETY: a signal to a process this test started and has not yet reaped.
+        unsafe { libc::kill(child.id() as i32, sig) };
+        let o = wait_output(child, DEADLINE);
+        assert!(!o.status.success(), "signal {sig}: {:?}", o.status);
+        assert_unchanged(&format!("signal {sig}"), &files);
+        assert_eq!(names_in(dir.path()), before, "signal {sig}: files left");
+    }
+}
+
+/// A child of a 2-process run killed while the job runs: process 0 fails (exit 1), and the
+/// previous outputs keep their bytes (they used to be truncated), no temporary file left.
+#[test]
+fn defect2_killed_child_leaves_the_previous_outputs() {
+    let dir = tempfile::tempdir().unwrap();
+    let input = small_input(dir.path());
+    let (files, args) = previous_outputs(dir.path());
+    let before = names_in(dir.path());
+    let mut args: Vec<&str> = args.iter().map(String::as_str).collect();
+    args.extend(["--speed", "600", "--processes", "2", "--peer-timeout", "2s"]);
+    let child = start_running(&mut flights(&input, &args), Duration::from_millis(2000));
+    let kids = children_of(child.id());
+    assert_eq!(kids.len(), 1, "children of process 0: {kids:?}");
+    // SAFETY: SIGKILL to the child process 0 started, still running (process 0 has not reaped it).
+    unsafe { libc::kill(kids[0], libc::SIGKILL) };
+    let o = wait_output(child, DEADLINE);
+    assert_eq!(o.status.code(), Some(1), "stderr:\n{}", stderr_of(&o));
+    assert_unchanged("killed child", &files);
+    assert_eq!(names_in(dir.path()), before, "files left");
+}
+
+/// The real data, killed (SIGKILL, nothing can clean up) in the middle of a replay: the final
+/// path holds the previous results exactly; at most the temporary file is left beside it.
+#[test]
+fn defect2_killed_run_on_real_data_leaves_the_previous_results() {
+    let Some(input) = common::flights_csv() else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("out.csv");
+    std::fs::write(&out, "previous results\n").unwrap();
+    // A year of arrivals at 10^6x: 31 s.
+    let mut child = start_running(
+        &mut flights(
+            &input,
+            &["--output", out.to_str().unwrap(), "--speed", "1e6"],
+        ),
+        Duration::from_millis(2500),
+    );
+    child.kill().unwrap();
+    child.wait().unwrap();
+    assert_eq!(std::fs::read_to_string(&out).unwrap(), "previous results\n");
+    for name in names_in(dir.path()) {
+        assert!(
+            name == "out.csv" || (name.starts_with(".out.csv.") && name.ends_with(".xorflow-tmp")),
+            "unexpected file {name}"
+        );
+    }
+}
+
+/// An unwritable `--summary` or `--late-output` used to be found at the end, after the results
+/// had replaced the previous ones. Every output is checked before the job starts (exit 2), and
+/// the previous ones keep their bytes.
+#[test]
+fn defect2_every_output_is_checked_before_the_job_starts() {
+    let dir = tempfile::tempdir().unwrap();
+    let input = small_input(dir.path());
+    let (files, args) = previous_outputs(dir.path());
+    let a_file = dir.path().join("a-file");
+    std::fs::write(&a_file, "x").unwrap();
+    let under_file = a_file.join("x.json");
+    for (i, opt) in [(3, "--late-output"), (5, "--summary")] {
+        for bad in [under_file.as_path(), dir.path()] {
+            let mut args = args.clone();
+            args[i] = bad.to_str().unwrap().to_string();
+            let args: Vec<&str> = args.iter().map(String::as_str).collect();
+            let o = run(&mut flights(&input, &args));
+            let err = stderr_of(&o);
+            assert_eq!(
+                o.status.code(),
+                Some(2),
+                "{opt} {}: stderr:\n{err}",
+                bad.display()
+            );
+            assert!(err.contains(bad.to_str().unwrap()), "{err}");
+            assert_unchanged(&format!("{opt} {}", bad.display()), &files);
+        }
+    }
+}
