@@ -723,3 +723,46 @@ fn defect2_every_output_is_checked_before_the_job_starts() {
         }
     }
 }
+
+// ---------------------------------------------------------------------------------------------
+// Defect 3: two runs on one output
+// ---------------------------------------------------------------------------------------------
+
+/// Two runs writing the same output at the same time (1 h and 2 h windows, both replaying the
+/// real data over about 3 s) used to interleave their rows and both report success. Both still
+/// succeed, and the output is exactly the results of one of them (the last to finish).
+#[test]
+fn defect3_two_runs_on_one_output_do_not_mix() {
+    let Some(input) = common::flights_csv() else {
+        return;
+    };
+    let hourly = common::single_process_rows(&input, &["--window", "1h"]);
+    let two_hourly = common::single_process_rows(&input, &["--window", "2h"]);
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("out.csv");
+    let runs: Vec<Child> = ["1h", "2h"]
+        .iter()
+        .map(|w| {
+            flights(&input, &["--output", out.to_str().unwrap(), "--window", w])
+                .args(["--speed", "1e7"])
+                .stdout(Stdio::null())
+                .stderr(Stdio::piped())
+                .spawn()
+                .unwrap()
+        })
+        .collect();
+    for child in runs {
+        let o = wait_output(child, DEADLINE);
+        assert_eq!(o.status.code(), Some(0), "stderr:\n{}", stderr_of(&o));
+    }
+    let got = common::rows_of(&out);
+    assert!(
+        got == hourly || got == two_hourly,
+        "{} rows, {} of them in neither run's results",
+        got.len(),
+        got.iter()
+            .filter(|r| !hourly.contains(*r) && !two_hourly.contains(*r))
+            .count()
+    );
+    assert_eq!(names_in(dir.path()), ["out.csv"]);
+}
