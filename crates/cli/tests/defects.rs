@@ -766,3 +766,74 @@ fn defect3_two_runs_on_one_output_do_not_mix() {
     );
     assert_eq!(names_in(dir.path()), ["out.csv"]);
 }
+
+// ---------------------------------------------------------------------------------------------
+// Defect 10 (command line): exit codes and what a refused run leaves
+// ---------------------------------------------------------------------------------------------
+
+/// An output that takes nothing (`/dev/full`) is an unwritable output: exit 2 naming it (it was
+/// an engine failure, exit 1). A `--summary` there fails too, and the results keep their
+/// previous bytes.
+#[test]
+fn defect10_full_output_exits_2() {
+    let dir = tempfile::tempdir().unwrap();
+    let input = small_input(dir.path());
+    let o = run(&mut flights(&input, &["--output", "/dev/full"]));
+    let err = stderr_of(&o);
+    assert_eq!(o.status.code(), Some(2), "stderr:\n{err}");
+    assert!(err.contains("/dev/full"), "{err}");
+    let out = dir.path().join("out.csv");
+    std::fs::write(&out, "previous\n").unwrap();
+    let args = ["--output", out.to_str().unwrap(), "--summary", "/dev/full"];
+    let o = run(&mut flights(&input, &args));
+    assert_eq!(o.status.code(), Some(2), "stderr:\n{}", stderr_of(&o));
+    assert_eq!(std::fs::read_to_string(&out).unwrap(), "previous\n");
+}
+
+/// A missing input used to leave the output directory created behind it.
+#[test]
+fn defect10_missing_input_creates_no_output_directory() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("new-dir/out.csv");
+    let o = run(&mut flights(
+        &dir.path().join("missing.csv"),
+        &["--output", out.to_str().unwrap()],
+    ));
+    let err = stderr_of(&o);
+    assert_eq!(o.status.code(), Some(2), "stderr:\n{err}");
+    assert!(err.contains("missing.csv"), "{err}");
+    assert_eq!(names_in(dir.path()), Vec::<String>::new(), "files created");
+}
+
+/// `--late-output` copies the late rows from the input again after the run, which a pipe cannot
+/// give: with stdin as the input it failed at the end ("Illegal seek", after the results were
+/// written) or wrote an empty file. It is refused at start (exit 2, naming --late-output), before
+/// stdin is read: here stdin stays open and empty.
+#[test]
+fn defect10_stdin_input_with_late_output_is_refused_at_start() {
+    let dir = tempfile::tempdir().unwrap();
+    let (out, late) = (dir.path().join("out.csv"), dir.path().join("late.csv"));
+    let args = [
+        "--output",
+        out.to_str().unwrap(),
+        "--late-output",
+        late.to_str().unwrap(),
+    ];
+    let mut cmd = flights(Path::new("/dev/stdin"), &args);
+    let mut child = cmd
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let stdin = child.stdin.take();
+    let o = wait_output(child, Duration::from_secs(10));
+    drop(stdin);
+    let err = stderr_of(&o);
+    assert_eq!(o.status.code(), Some(2), "stderr:\n{err}");
+    assert!(
+        err.contains("--late-output") && err.contains("/dev/stdin"),
+        "{err}"
+    );
+    assert_eq!(names_in(dir.path()), Vec::<String>::new(), "files created");
+}

@@ -296,8 +296,22 @@ fn check_replay(speed: Option<f64>, input: &FlightsInput) -> Result<(), FlightsE
 }
 
 /// Refuses an input and outputs of which two are the same file (any spelling, link or hard
-/// link): writing one would destroy the other, with exit 0.
+/// link): writing one would destroy the other, with exit 0. Refuses `--late-output` with an input
+/// that is not a regular file (stdin, a pipe): the late rows are copied from the input again
+/// after the run, which a pipe cannot give (it used to fail at the end, or write an empty file).
 fn check_paths(cfg: &FlightsConfig) -> Result<(), FlightsError> {
+    if cfg.late_output.is_some() {
+        if let Ok(m) = std::fs::metadata(&cfg.input) {
+            if !m.is_file() {
+                return Err(FlightsError::Config(format!(
+                    "--late-output copies the late rows from --input again after the run, so \
+                     --input must be a regular file, and '{}' is not (save it to a file first, \
+                     or leave out --late-output)",
+                    cfg.input.display()
+                )));
+            }
+        }
+    }
     let mut paths = vec![
         ("--input", cfg.input.as_path()),
         ("--output", cfg.output.as_path()),
