@@ -213,15 +213,7 @@ fn run_flights(a: FlightsArgs) -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    if let Some(dir) = a.output.parent().filter(|d| !d.as_os_str().is_empty()) {
-        if let Err(e) = std::fs::create_dir_all(dir) {
-            say!(
-                "error: cannot create output directory '{}': {e}",
-                dir.display()
-            );
-            return ExitCode::from(2);
-        }
-    }
+    // The job creates the outputs' directories itself, once it has read the input.
     let mut cfg = xorflow_flights::FlightsConfig::new(a.input.clone(), a.output.clone());
     cfg.summary = a.summary.clone();
     cfg.late_output = a.late_output.clone();

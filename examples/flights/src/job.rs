@@ -1,8 +1,10 @@
 //! The flights dataflow, its sources and its summary.
 
+use crate::files::PendingFile;
 use crate::output::{copy_rows, CsvOutput, DepartureStats, Departures};
 use crate::reader::{read_flights, Flight, FlightsInput, Malformed, Record};
 use serde::Serialize;
+use std::io::Write;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock};
@@ -248,11 +250,6 @@ fn progress_bar(
     })
 }
 
-/// Runs the job: reads the input, replays it through the dataflow, writes the CSV (and the late rows
-/// and summary if asked for) and returns the summary.
-///
-/// # Errors
-/// [`FlightsError`]: bad configuration, unreadable input, unwritable output, or an engine failure.
 /// `kind -> {messages, bytes}` for every kind, plus `service` (all but data).
 fn traffic_map(t: &xorflow_runtime::Traffic) -> std::collections::BTreeMap<String, KindTraffic> {
     let mut m = std::collections::BTreeMap::new();
@@ -298,6 +295,36 @@ fn check_replay(speed: Option<f64>, input: &FlightsInput) -> Result<(), FlightsE
     Ok(())
 }
 
+/// Refuses an input and outputs of which two are the same file (any spelling, link or hard
+/// link): writing one would destroy the other, with exit 0. Refuses `--late-output` with an input
+/// that is not a regular file (stdin, a pipe): the late rows are copied from the input again
+/// after the run, which a pipe cannot give (it used to fail at the end, or write an empty file).
+fn check_paths(cfg: &FlightsConfig) -> Result<(), FlightsError> {
+    if cfg.late_output.is_some() {
+        if let Ok(m) = std::fs::metadata(&cfg.input) {
+            if !m.is_file() {
+                return Err(FlightsError::Config(format!(
+                    "--late-output copies the late rows from --input again after the run, so \
+                     --input must be a regular file, and '{}' is not (save it to a file first, \
+                     or leave out --late-output)",
+                    cfg.input.display()
+                )));
+            }
+        }
+    }
+    let mut paths = vec![
+        ("--input", cfg.input.as_path()),
+        ("--output", cfg.output.as_path()),
+    ];
+    if let Some(p) = &cfg.late_output {
+        paths.push(("--late-output", p));
+    }
+    if let Some(p) = &cfg.summary {
+        paths.push(("--summary", p));
+    }
+    crate::files::check_distinct(&paths).map_err(FlightsError::Config)
+}
+
 /// True for the process that writes the output (process 0; the only one without a cluster).
 fn is_leader(rt: &RuntimeConfig) -> bool {
     use xorflow_runtime::net::cluster::{is_local_child, Launch};
@@ -328,7 +355,8 @@ impl Sink<WindowResult<String, DepartureStats>> for LeaderSink {
     }
 }
 
-pub fn run(cfg: &FlightsConfig) -> Result<Summary, FlightsError> {
+/// Checks what the configuration says on its own, before anything is read or written.
+fn check_config(cfg: &FlightsConfig) -> Result<(), FlightsError> {
     if !(1..=MAX_SOURCES).contains(&cfg.sources) {
         return Err(FlightsError::Config(format!(
             "--sources must be between 1 and {MAX_SOURCES}, got {}",
@@ -357,48 +385,103 @@ pub fn run(cfg: &FlightsConfig) -> Result<Summary, FlightsError> {
         .cluster
         .check_hostfile()
         .map_err(FlightsError::Config)?;
-    let t0 = Instant::now();
-    let input: FlightsInput = read_flights(&cfg.input).map_err(FlightsError::Input)?;
-    let load_s = t0.elapsed().as_secs_f64();
-    check_replay(cfg.speed, &input)?;
-    // In a multi-process run every process reads the input and emits its sources' share; the
-    // results are gathered to worker 0, and process 0 alone writes the output files.
-    let leader = is_leader(&cfg.runtime);
-    let csv = if leader {
-        let csv = CsvOutput::create(&cfg.output).map_err(FlightsError::Output)?;
-        if let Some(p) = &cfg.late_output {
-            std::fs::File::create(p).map_err(|e| {
-                FlightsError::Output(format!("cannot create late output '{}': {e}", p.display()))
-            })?;
-        }
-        Some(csv)
-    } else {
-        None
-    };
+    Ok(())
+}
 
-    let n = cfg.sources;
-    let total = input.records.len() as u64;
-    let a0 = input.records.first().map_or(0, |r| r.arrival_time);
-    let speed = cfg.speed.map(|s| (a0, s));
+/// The files process 0 writes, each pending (a temporary file beside its final path) until the
+/// whole run has succeeded.
+struct Outputs {
+    csv: PendingFile,
+    late: Option<PendingFile>,
+    summary: Option<PendingFile>,
+}
+
+impl Outputs {
+    /// Creates every output's temporary file, and the missing directories: an output that cannot
+    /// be written is found before the job starts.
+    fn create(cfg: &FlightsConfig) -> Result<Self, FlightsError> {
+        let make = |p: &std::path::Path, what| PendingFile::create(p, what);
+        Ok(Outputs {
+            csv: make(&cfg.output, "output").map_err(FlightsError::Output)?,
+            late: (cfg.late_output.as_deref())
+                .map(|p| make(p, "late output"))
+                .transpose()
+                .map_err(FlightsError::Output)?,
+            summary: (cfg.summary.as_deref())
+                .map(|p| make(p, "summary"))
+                .transpose()
+                .map_err(FlightsError::Output)?,
+        })
+    }
+
+    /// Writes the late rows and the summary, then renames every file to its final path (the
+    /// results first, the summary last). Nothing is renamed unless everything was written.
+    fn finish(
+        self,
+        cfg: &FlightsConfig,
+        late: &mut [u64],
+        summary: &Summary,
+    ) -> Result<(), FlightsError> {
+        if let Some(p) = &self.late {
+            let file = p.file().map_err(FlightsError::Output)?;
+            copy_rows(&cfg.input, late, file, p.target()).map_err(FlightsError::Output)?;
+        }
+        if let Some(p) = &self.summary {
+            let json = serde_json::to_string_pretty(summary).expect("summary serializes");
+            let werr = |e: std::io::Error| {
+                FlightsError::Output(format!(
+                    "cannot write summary '{}': {e}",
+                    p.target().display()
+                ))
+            };
+            let mut f = p.file().map_err(FlightsError::Output)?;
+            f.write_all(json.as_bytes())
+                .and_then(|()| f.write_all(b"\n"))
+                .map_err(werr)?;
+        }
+        for p in [Some(self.csv), self.late, self.summary]
+            .into_iter()
+            .flatten()
+        {
+            p.commit().map_err(FlightsError::Output)?;
+        }
+        Ok(())
+    }
+}
+
+/// Sets the late rows aside (lateness is a property of each row: event time below its own
+/// arrival minus the allowed lateness; they are counted and never enter the dataflow) and splits
+/// the others round-robin over the source instances: instance k gets records k, k+n, k+2n, ...
+/// Returns the instances' shares and the late rows' byte offsets.
+fn split_records(cfg: &FlightsConfig, input: &FlightsInput) -> (Vec<Arc<Vec<Record>>>, Vec<u64>) {
     let lateness = cfg.lateness_s as i64;
-    // Lateness is a property of each row (event time below its own arrival minus the allowed
-    // lateness), so late rows are set aside here, counted, and never enter the dataflow.
-    let (on_time, mut late): (Vec<&Record>, Vec<&Record>) = input
+    let (on_time, late): (Vec<&Record>, Vec<&Record>) = input
         .records
         .iter()
         .partition(|r| r.event_time >= r.arrival_time - lateness);
-    let mut late: Vec<u64> = late.drain(..).map(|r| r.byte).collect();
+    let mut parts: Vec<Vec<Record>> = vec![Vec::new(); cfg.sources];
+    for (i, r) in on_time.iter().enumerate() {
+        parts[i % cfg.sources].push((*r).clone());
+    }
+    (
+        parts.into_iter().map(Arc::new).collect(),
+        late.iter().map(|r| r.byte).collect(),
+    )
+}
+
+/// Builds the dataflow over the sources' shares `parts` and runs it (with a progress bar if
+/// asked), the results going to `csv` on process 0.
+fn run_dataflow(
+    cfg: &FlightsConfig,
+    input: &FlightsInput,
+    parts: Vec<Arc<Vec<Record>>>,
+    csv: Option<CsvOutput>,
+) -> Result<xorflow_runtime::RunReport, FlightsError> {
+    let a0 = input.records.first().map_or(0, |r| r.arrival_time);
+    let speed = cfg.speed.map(|s| (a0, s));
+    let lateness = cfg.lateness_s as i64;
     let start_ns = Arc::new(OnceLock::new());
     let progress = Arc::new(Progress::default());
-    let records: Vec<Arc<Vec<Record>>> = {
-        // Round-robin split of the arrival sequence: instance k gets records k, k+n, k+2n, ...
-        let mut parts: Vec<Vec<Record>> = vec![Vec::new(); n];
-        for (i, r) in on_time.iter().enumerate() {
-            parts[i % n].push((*r).clone());
-        }
-        parts.into_iter().map(Arc::new).collect()
-    };
-
     let mut runtime = cfg.runtime.clone();
     runtime.job_key = format!(
         "flights rows={} window={} lateness={} sources={} speed={:?}",
@@ -406,8 +489,9 @@ pub fn run(cfg: &FlightsConfig) -> Result<Summary, FlightsError> {
     );
     let df = Dataflow::new(runtime)?;
     let (p2, s2) = (progress.clone(), start_ns.clone());
-    df.source("departures", n, move |k| FlightsSource {
-        records: records[k].clone(),
+    let sink = csv.clone();
+    df.source("departures", cfg.sources, move |k| FlightsSource {
+        records: parts[k].clone(),
         next: 0,
         lateness,
         speed,
@@ -421,9 +505,10 @@ pub fn run(cfg: &FlightsConfig) -> Result<Summary, FlightsError> {
         Departures,
     )
     .gather()
-    .sink("csv", move |_| LeaderSink(csv.clone()));
+    .sink("csv", move |_| LeaderSink(sink.clone()));
 
     let done = Arc::new(AtomicBool::new(false));
+    let total = input.records.len() as u64;
     let bar = cfg
         .progress
         .then(|| progress_bar(total, progress.clone(), done.clone()));
@@ -432,25 +517,28 @@ pub fn run(cfg: &FlightsConfig) -> Result<Summary, FlightsError> {
     if let Some(b) = bar {
         let _ = b.join();
     }
-    let report = report?;
+    // A result that could not be written is an output error, whatever the engine made of it.
+    report.map_err(|e| match csv.and_then(|c| c.failure()) {
+        Some(msg) => FlightsError::Output(msg),
+        None => FlightsError::Run(e),
+    })
+}
 
-    let records_late = late.len() as u64;
-    if let (Some(p), true) = (&cfg.late_output, leader) {
-        copy_rows(&cfg.input, &mut late, p).map_err(FlightsError::Output)?;
-    }
+/// What the run did, from the input, the engine's report and the late rows' count.
+fn summarize(
+    cfg: &FlightsConfig,
+    input: &FlightsInput,
+    report: &xorflow_runtime::RunReport,
+    records_late: u64,
+    load_s: f64,
+) -> Summary {
     let window = report.vertex("hourly").expect("window vertex");
     let elapsed_s = report.elapsed.as_secs_f64();
-    let traffic = traffic_map(&report.traffic);
-    let traffic_per_process = report
-        .traffic_per_process()
-        .iter()
-        .map(traffic_map)
-        .collect();
     let emitted = report.source_elements();
-    let summary = Summary {
+    Summary {
         input: cfg.input.display().to_string(),
         workers: cfg.runtime.workers,
-        sources: n,
+        sources: cfg.sources,
         processes: report.processes,
         tracker_processes: report.tracker_processes,
         process: report.process,
@@ -473,15 +561,48 @@ pub fn run(cfg: &FlightsConfig) -> Result<Summary, FlightsError> {
             samples: window.notification_latency_ns.len(),
         }),
         elements_below_frontier: report.below_frontier(),
-        traffic,
-        traffic_per_process,
+        traffic: traffic_map(&report.traffic),
+        traffic_per_process: report
+            .traffic_per_process()
+            .iter()
+            .map(traffic_map)
+            .collect(),
         malformed_examples: input.malformed_examples.clone(),
+    }
+}
+
+/// Runs the job: reads the input, replays it through the dataflow, writes the CSV (and the late
+/// rows and summary if asked for) and returns the summary. The outputs are written to temporary
+/// files and renamed to their paths only when everything succeeded: a failed run leaves them as
+/// they were.
+///
+/// # Errors
+/// [`FlightsError`]: bad configuration, unreadable input, unwritable output, or an engine failure.
+pub fn run(cfg: &FlightsConfig) -> Result<Summary, FlightsError> {
+    check_config(cfg)?;
+    let leader = is_leader(&cfg.runtime);
+    if leader {
+        check_paths(cfg)?;
+    }
+    let t0 = Instant::now();
+    let input: FlightsInput = read_flights(&cfg.input).map_err(FlightsError::Input)?;
+    let load_s = t0.elapsed().as_secs_f64();
+    check_replay(cfg.speed, &input)?;
+    // In a multi-process run every process reads the input and emits its sources' share; the
+    // results are gathered to worker 0, and process 0 alone writes the output files.
+    let outputs = leader.then(|| Outputs::create(cfg)).transpose()?;
+    let csv = match &outputs {
+        Some(o) => {
+            let file = o.csv.file().map_err(FlightsError::Output)?;
+            Some(CsvOutput::create(file, o.csv.target()).map_err(FlightsError::Output)?)
+        }
+        None => None,
     };
-    if let (Some(p), true) = (&cfg.summary, leader) {
-        let json = serde_json::to_string_pretty(&summary).expect("summary serializes");
-        std::fs::write(p, json + "\n").map_err(|e| {
-            FlightsError::Output(format!("cannot write summary '{}': {e}", p.display()))
-        })?;
+    let (parts, mut late) = split_records(cfg, &input);
+    let report = run_dataflow(cfg, &input, parts, csv)?;
+    let summary = summarize(cfg, &input, &report, late.len() as u64, load_s);
+    if let Some(o) = outputs {
+        o.finish(cfg, &mut late, &summary)?;
     }
     Ok(summary)
 }

@@ -12,6 +12,7 @@
 //! - Lateness `L`: after emitting a record with arrival `a`, a source heartbeats `a - L`; a record with
 //!   event time `< a - L` is late: not emitted, counted, written to the late output if asked for.
 
+pub mod files;
 pub mod job;
 pub mod oracle;
 pub mod output;

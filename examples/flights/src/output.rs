@@ -5,7 +5,7 @@ use chrono::DateTime;
 use std::fs::File;
 use std::io::{BufRead, BufReader, BufWriter, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
 use xorflow_runtime::{Aggregate, Element, Sink, WindowResult};
 
 /// Header of the output CSV (one row per (window, origin) with at least one flight).
@@ -85,27 +85,37 @@ pub fn row_fields(r: &WindowResult<String, DepartureStats>) -> [String; 6] {
 pub struct CsvOutput {
     path: PathBuf,
     writer: Arc<Mutex<csv::Writer<BufWriter<File>>>>,
+    /// The first write error, if any.
+    failure: Arc<OnceLock<String>>,
 }
 
 impl CsvOutput {
-    /// Creates `path` and writes the header.
+    /// Writes the header to `file`, the output named `path` in messages, and flushes it, so that
+    /// an output that takes nothing (`/dev/full`) is found before the job starts.
     ///
     /// # Errors
-    /// A message naming the path when it cannot be created or written.
-    pub fn create(path: &Path) -> Result<Self, String> {
-        let f = File::create(path)
-            .map_err(|e| format!("cannot create output '{}': {e}", path.display()))?;
-        let mut w = csv::Writer::from_writer(BufWriter::new(f));
+    /// A message naming the path when the header cannot be written.
+    pub fn create(file: File, path: &Path) -> Result<Self, String> {
+        let mut w = csv::Writer::from_writer(BufWriter::new(file));
         w.write_record(HEADER.split(','))
+            .and_then(|()| Ok(w.flush()?))
             .map_err(|e| format!("cannot write output '{}': {e}", path.display()))?;
         Ok(CsvOutput {
             path: path.to_path_buf(),
             writer: Arc::new(Mutex::new(w)),
+            failure: Arc::default(),
         })
     }
 
+    /// The first write error's message, if writing failed.
+    pub fn failure(&self) -> Option<String> {
+        self.failure.get().cloned()
+    }
+
     fn err(&self, e: impl std::fmt::Display) -> String {
-        format!("cannot write output '{}': {e}", self.path.display())
+        let msg = format!("cannot write output '{}': {e}", self.path.display());
+        self.failure.get_or_init(|| msg.clone());
+        msg
     }
 }
 
@@ -129,15 +139,20 @@ impl Sink<WindowResult<String, DepartureStats>> for CsvOutput {
 }
 
 /// Copies the header and the rows starting at `offsets` (byte offsets, any order) of `input` to
-/// `output`, verbatim, in file order.
+/// `file`, verbatim, in file order; `output` names the file in messages.
 ///
 /// # Errors
 /// A message naming the file that could not be read or written.
-pub fn copy_rows(input: &Path, offsets: &mut [u64], output: &Path) -> Result<(), String> {
+pub fn copy_rows(
+    input: &Path,
+    offsets: &mut [u64],
+    file: File,
+    output: &Path,
+) -> Result<(), String> {
     let rerr = |e: std::io::Error| format!("cannot re-read input '{}': {e}", input.display());
     let werr = |e: std::io::Error| format!("cannot write late output '{}': {e}", output.display());
     let mut inp = BufReader::new(File::open(input).map_err(rerr)?);
-    let mut out = BufWriter::new(File::create(output).map_err(werr)?);
+    let mut out = BufWriter::new(file);
     let mut line = String::new();
     inp.read_line(&mut line).map_err(rerr)?;
     out.write_all(line.as_bytes()).map_err(werr)?;

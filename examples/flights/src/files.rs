@@ -1,0 +1,280 @@
+//! The files a run writes. Two options naming the same file are refused before anything is
+//! opened for writing; each output is written to a temporary file beside its final path and
+//! renamed there only when the whole run has succeeded, so that a failed, killed or interrupted
+//! run leaves the previous file as it was and never a partial one at the final path.
+
+use std::fs::File;
+use std::path::{Component, Path, PathBuf};
+use std::sync::{Mutex, MutexGuard, Once, PoisonError};
+
+/// What a path names, to tell whether two paths are one file.
+#[derive(PartialEq, Eq)]
+enum Identity {
+    /// An existing regular file: its device and inode (hard links, symbolic links and any
+    /// spelling of its path compare equal).
+    Inode(u64, u64),
+    /// Anything else: the real path of its directory and its name.
+    Path(PathBuf),
+}
+
+/// `p` with `.` and `..` removed lexically.
+fn normalize(p: &Path) -> PathBuf {
+    let mut out = PathBuf::new();
+    for c in p.components() {
+        match c {
+            Component::CurDir => {}
+            Component::ParentDir => {
+                out.pop();
+            }
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+fn identity(p: &Path) -> Identity {
+    use std::os::unix::fs::MetadataExt;
+    // `dir/new/../file` names no file yet, but it will be `dir/file` once `dir/new` is created.
+    let abs = normalize(&std::path::absolute(p).unwrap_or_else(|_| p.to_path_buf()));
+    for q in [p, &abs] {
+        if let Ok(m) = std::fs::metadata(q) {
+            if m.is_file() {
+                return Identity::Inode(m.dev(), m.ino());
+            }
+            if let Ok(real) = q.canonicalize() {
+                return Identity::Path(real);
+            }
+        }
+    }
+    match (abs.parent(), abs.file_name()) {
+        (Some(dir), Some(name)) => {
+            Identity::Path(dir.canonicalize().unwrap_or_else(|_| dir.into()).join(name))
+        }
+        _ => Identity::Path(abs),
+    }
+}
+
+/// Refuses two of `paths` (an option's name and its path) that name the same file: writing one
+/// would destroy the other (the input, or another output).
+///
+/// # Errors
+/// A message naming both options and paths.
+pub fn check_distinct(paths: &[(&str, &Path)]) -> Result<(), String> {
+    let ids: Vec<Identity> = paths.iter().map(|(_, p)| identity(p)).collect();
+    for (i, (a, pa)) in paths.iter().enumerate() {
+        for (j, (b, pb)) in paths.iter().enumerate().skip(i + 1) {
+            if ids[i] == ids[j] {
+                return Err(format!(
+                    "{a} '{}' and {b} '{}' are the same file: one would overwrite the other",
+                    pa.display(),
+                    pb.display()
+                ));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Temporary files not yet renamed, removed by the signal thread on SIGINT, SIGTERM or SIGHUP.
+static PENDING: Mutex<Vec<PathBuf>> = Mutex::new(Vec::new());
+
+fn pending() -> MutexGuard<'static, Vec<PathBuf>> {
+    PENDING.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+/// Starts (once) the thread that, on SIGINT, SIGTERM or SIGHUP, removes the pending temporary
+/// files and then ends the process by that signal, as it would have ended without the handler.
+/// It holds the lock of [`PENDING`] from then on, so no rename can follow.
+fn watch_signals() {
+    static ONCE: Once = Once::new();
+    ONCE.call_once(|| {
+        use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
+        let Ok(mut signals) = signal_hook::iterator::Signals::new([SIGINT, SIGTERM, SIGHUP]) else {
+            return;
+        };
+        let _ = std::thread::Builder::new()
+            .name("output-cleanup".into())
+            .spawn(move || {
+                if let Some(sig) = signals.forever().next() {
+                    let files = pending();
+                    for p in files.iter() {
+                        let _ = std::fs::remove_file(p);
+                    }
+                    let _ = signal_hook::low_level::emulate_default_handler(sig);
+                    std::process::exit(128 + sig);
+                }
+            });
+    });
+}
+
+/// An output being written. A regular (or not yet existing) final path gets a temporary file
+/// beside it, `.<name>.<random>.xorflow-tmp`, renamed to it by [`PendingFile::commit`]; dropped
+/// uncommitted (any failure) the temporary file is removed and the final path keeps what it had.
+/// An existing final path that is not a regular file (`/dev/stdout`, `/dev/null`, a FIFO) is
+/// written in place: it has no content to keep, and renaming over it would replace the device.
+pub struct PendingFile {
+    target: PathBuf,
+    what: &'static str,
+    temp: Option<tempfile::NamedTempFile>,
+    direct: Option<File>,
+}
+
+impl PendingFile {
+    /// Creates the file that will become `target` (its directory too, if missing); `what` names
+    /// it in messages ("output", "late output", "summary").
+    ///
+    /// # Errors
+    /// A message naming `target` when it is a directory or cannot be written.
+    pub fn create(target: &Path, what: &'static str) -> Result<Self, String> {
+        let err =
+            |e: &dyn std::fmt::Display| format!("cannot create {what} '{}': {e}", target.display());
+        // The rename replaces a symbolic link itself: write to the file it points to instead.
+        let real = std::fs::canonicalize(target).unwrap_or_else(|_| target.to_path_buf());
+        let meta = std::fs::metadata(&real).ok();
+        if let Some(m) = meta.as_ref().filter(|m| !m.is_file()) {
+            if m.is_dir() {
+                return Err(err(&"it is a directory"));
+            }
+            let f = File::options()
+                .write(true)
+                .open(&real)
+                .map_err(|e| err(&e))?;
+            return Ok(PendingFile {
+                target: real,
+                what,
+                temp: None,
+                direct: Some(f),
+            });
+        }
+        let dir = match real.parent() {
+            Some(d) if !d.as_os_str().is_empty() => d,
+            _ => Path::new("."),
+        };
+        std::fs::create_dir_all(dir)
+            .map_err(|e| err(&format!("cannot create directory '{}': {e}", dir.display())))?;
+        let name = real.file_name().ok_or_else(|| err(&"no file name"))?;
+        watch_signals();
+        let mut list = pending();
+        let temp = tempfile::Builder::new()
+            .prefix(&format!(".{}.", name.to_string_lossy()))
+            .suffix(".xorflow-tmp")
+            .permissions(std::os::unix::fs::PermissionsExt::from_mode(0o666))
+            .tempfile_in(dir)
+            .map_err(|e| err(&e))?;
+        if let Some(m) = meta {
+            // Overwritten in place, the file would have kept its permissions.
+            let _ = temp.as_file().set_permissions(m.permissions());
+        }
+        list.push(temp.path().to_path_buf());
+        Ok(PendingFile {
+            target: real,
+            what,
+            temp: Some(temp),
+            direct: None,
+        })
+    }
+
+    /// The final path.
+    pub fn target(&self) -> &Path {
+        &self.target
+    }
+
+    /// A handle to write the content with.
+    ///
+    /// # Errors
+    /// A message naming the final path when the handle cannot be duplicated.
+    pub fn file(&self) -> Result<File, String> {
+        let f = match (&self.temp, &self.direct) {
+            (Some(t), _) => t.as_file(),
+            (None, Some(f)) => f,
+            (None, None) => unreachable!("a pending file has a temporary file or a direct one"),
+        };
+        f.try_clone().map_err(|e| {
+            format!(
+                "cannot write {} '{}': {e}",
+                self.what,
+                self.target.display()
+            )
+        })
+    }
+
+    /// Renames the written file to its final path (after syncing it, so that a crash leaves the
+    /// old content or the new one, not an empty file).
+    ///
+    /// # Errors
+    /// A message naming the final path; the temporary file is then removed.
+    pub fn commit(mut self) -> Result<(), String> {
+        let Some(temp) = self.temp.take() else {
+            return Ok(());
+        };
+        let err = |e: &dyn std::fmt::Display| {
+            format!(
+                "cannot write {} '{}': {e}",
+                self.what,
+                self.target.display()
+            )
+        };
+        let mut list = pending();
+        list.retain(|p| p != temp.path());
+        temp.as_file().sync_all().map_err(|e| err(&e))?;
+        temp.persist(&self.target).map_err(|e| err(&e.error))?;
+        Ok(())
+    }
+}
+
+impl Drop for PendingFile {
+    fn drop(&mut self) {
+        if let Some(temp) = self.temp.take() {
+            let mut list = pending();
+            list.retain(|p| p != temp.path());
+            let _ = temp.close();
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::Write;
+
+    #[test]
+    fn same_files_are_found_whatever_the_spelling() {
+        let dir = tempfile::tempdir().unwrap();
+        let d = dir.path();
+        std::fs::write(d.join("a.csv"), "a").unwrap();
+        std::fs::hard_link(d.join("a.csv"), d.join("hard.csv")).unwrap();
+        std::os::unix::fs::symlink(d.join("a.csv"), d.join("soft.csv")).unwrap();
+        let a = d.join("a.csv");
+        for other in [
+            d.join("hard.csv"),
+            d.join("soft.csv"),
+            d.join("./x/../a.csv"),
+            d.join("a.csv"),
+        ] {
+            let e = check_distinct(&[("--input", &a), ("--output", &other)]).unwrap_err();
+            assert!(e.contains("--input") && e.contains("--output"), "{e}");
+        }
+        let new = d.join("new.csv");
+        let e = check_distinct(&[("--output", &new), ("--summary", &d.join("./new.csv"))]);
+        assert!(e.is_err());
+        assert!(check_distinct(&[("--input", &a), ("--output", &new)]).is_ok());
+    }
+
+    #[test]
+    fn a_dropped_file_leaves_the_previous_content_and_a_committed_one_replaces_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let target = dir.path().join("out.csv");
+        std::fs::write(&target, "old").unwrap();
+        let p = PendingFile::create(&target, "output").unwrap();
+        p.file().unwrap().write_all(b"half").unwrap();
+        drop(p);
+        assert_eq!(std::fs::read_to_string(&target).unwrap(), "old");
+        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 1);
+        let p = PendingFile::create(&target, "output").unwrap();
+        p.file().unwrap().write_all(b"new").unwrap();
+        p.commit().unwrap();
+        assert_eq!(std::fs::read_to_string(&target).unwrap(), "new");
+        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 1);
+        assert!(pending().is_empty());
+    }
+}
