@@ -7,6 +7,7 @@
 //! for the paper's virtual machines (one worker each, as the paper's single-CPU VMs).
 
 pub mod experiments;
+pub mod files;
 pub mod plot;
 pub mod report;
 pub mod runner;
@@ -125,10 +126,8 @@ pub fn run(o: &StandOptions) -> Result<Vec<PathBuf>> {
     let mut dirs = Vec::new();
     for &e in &o.experiments {
         let dir = o.out_root.join(format!("{}-{stamp}", e.name()));
-        std::fs::create_dir_all(&dir)
-            .with_context(|| format!("cannot create '{}'", dir.display()))?;
         let meta = Meta::collect(o.profile);
-        std::fs::write(dir.join("meta.json"), serde_json::to_string_pretty(&meta)?)?;
+        files::start_run_dir(&dir, &meta)?;
         let points = e.points(o.profile);
         let mut runner = Runner::new(o.exe.clone(), points.len() as u64, &dir.join("runs.log"))?;
         runner.stage(e.name());

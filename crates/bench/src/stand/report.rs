@@ -8,7 +8,7 @@ use super::plot::{self, BarChart, Series};
 use super::runner::{Outcome, RunResult};
 use super::Meta;
 use crate::chain::{ChainMeasures, ChainResult};
-use anyhow::{Context, Result};
+use anyhow::Result;
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::path::Path;
@@ -149,14 +149,13 @@ pub(super) fn write_csv_file(
     header: &[&str],
     rows: impl IntoIterator<Item = Vec<String>>,
 ) -> Result<()> {
-    let mut w = csv::Writer::from_path(path)
-        .with_context(|| format!("cannot write '{}'", path.display()))?;
+    let mut w = csv::Writer::from_writer(Vec::new());
     w.write_record(header)?;
     for row in rows {
         w.write_record(&row)?;
     }
-    w.flush()?;
-    Ok(())
+    let bytes = w.into_inner().map_err(|e| anyhow::anyhow!("{e}"))?;
+    super::files::write_whole(path, &bytes)
 }
 
 /// The cells every results.csv row starts with: the point and how its run went.
@@ -448,7 +447,7 @@ impl<'a> Doc<'a> {
     /// The file cannot be written.
     pub(super) fn finish(self) -> Result<()> {
         let path = self.dir.join("REPORT.md");
-        std::fs::write(&path, self.md).with_context(|| format!("cannot write '{}'", path.display()))
+        super::files::write_whole(&path, self.md.as_bytes())
     }
 }
 

@@ -140,8 +140,7 @@ pub fn write_raw<R>(dir: &Path, outcomes: &[Outcome<R>]) -> Result<()> {
         raw.push_str(&serde_json::to_string(&line)?);
         raw.push('\n');
     }
-    std::fs::write(dir.join("raw.jsonl"), raw)?;
-    Ok(())
+    super::files::write_whole(&dir.join("raw.jsonl"), raw.as_bytes())
 }
 
 /// Reads the outcomes back from `dir/raw.jsonl`.

@@ -36,7 +36,7 @@ use super::super::report::measures_metric;
 use super::super::runner::{read_raw, write_raw, Outcome, RunResult, Runner};
 use super::super::{Meta, Profile};
 use crate::chain::ChainMeasures;
-use anyhow::{Context, Result};
+use anyhow::Result;
 use serde::Deserialize;
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
@@ -102,9 +102,8 @@ pub fn run(
     let stamp = chrono::Utc::now().format("%Y%m%dT%H%M%SZ").to_string();
     // Peers runs keep to their own folder: `<out>/peers/peers-<UTC>`.
     let dir = out_root.join("peers").join(format!("peers-{stamp}"));
-    std::fs::create_dir_all(&dir).with_context(|| format!("cannot create '{}'", dir.display()))?;
     let meta = Meta::collect(profile);
-    std::fs::write(dir.join("meta.json"), serde_json::to_string_pretty(&meta)?)?;
+    super::super::files::start_run_dir(&dir, &meta)?;
     let pts = points(profile, exe, &peers);
     let mut runner = Runner::new(exe.to_path_buf(), pts.len() as u64, &dir.join("runs.log"))?;
     runner.stage("peers");

@@ -122,7 +122,8 @@ impl BarChart {
             root.present()
                 .map_err(|e| anyhow::anyhow!("drawing figure {file}: {e}"))?;
         }
-        std::fs::write(path, svg).with_context(|| format!("writing figure {file}"))
+        crate::stand::files::write_whole(path, svg.as_bytes())
+            .with_context(|| format!("writing figure {file}"))
     }
 
     /// Checks the data and resolves the value axis.
