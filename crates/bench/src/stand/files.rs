@@ -36,7 +36,10 @@ pub fn write_whole(path: &Path, bytes: &[u8]) -> Result<()> {
 /// The folder or the file cannot be written.
 pub fn start_run_dir(dir: &Path, meta: &super::Meta) -> Result<()> {
     std::fs::create_dir_all(dir).with_context(|| format!("cannot create '{}'", dir.display()))?;
-    write_whole(&dir.join("meta.json"), serde_json::to_string_pretty(meta)?.as_bytes())
+    write_whole(
+        &dir.join("meta.json"),
+        serde_json::to_string_pretty(meta)?.as_bytes(),
+    )
 }
 
 #[cfg(test)]
@@ -52,7 +55,10 @@ mod tests {
         std::fs::hard_link(&p, d.path().join("old")).unwrap();
         write_whole(&p, b"new report").unwrap();
         assert_eq!(std::fs::read_to_string(&p).unwrap(), "new report");
-        assert_eq!(std::fs::read_to_string(d.path().join("old")).unwrap(), "old");
+        assert_eq!(
+            std::fs::read_to_string(d.path().join("old")).unwrap(),
+            "old"
+        );
         assert_eq!(std::fs::read_dir(d.path()).unwrap().count(), 2);
     }
 

@@ -10,13 +10,13 @@ use crate::operators::iterate::{Iterate, Iteration};
 use crate::operators::sink::{Sink, SinkOp};
 use crate::operators::unary::Unary;
 use crate::operators::window::Window;
-use crate::operators::OperatorVertex;
+use crate::operators::{Operator, OperatorVertex};
 use crate::worker::ctx::WorkerCtx;
 use std::cell::RefCell;
 use std::hash::Hash;
 use std::rc::Rc;
 use std::sync::Arc;
-use xorflow_core::{Aggregate, Data, Element, VertexId, WindowResult};
+use xorflow_core::{Aggregate, ComponentId, Data, Element, VertexId, WindowResult};
 use xorflow_tracking::Time;
 
 /// A typed stream of elements produced by one vertex.
@@ -63,19 +63,32 @@ impl<T: Data> Stream<T> {
         F: FnMut(Vec<Element<T>>, &mut OutputPort<O>, &mut WorkerCtx) + Send + 'static,
         L: FnMut(usize) -> F + 'static,
     {
-        let (vertex, component) =
-            Dataflow::add_vertex(&self.b, name, 0, self.joined(), Role::Plain);
-        let input = self.connect(vertex, component);
+        self.one_to_one(name, Role::Plain, self, move |w, _, _| Unary::new(logic(w)))
+    }
+
+    /// Adds a vertex of `role` fed by `input` (this stream, or it re-keyed) and writing one output
+    /// stream, which it returns; `make(w, component, &output)` creates the operator of the
+    /// instance on worker `w`. Windows and notified vertices get frontier notifications.
+    fn one_to_one<O, Op>(
+        &self,
+        name: &str,
+        role: Role,
+        input: &Stream<T>,
+        mut make: impl FnMut(usize, ComponentId, &OutputPort<O>) -> Op + 'static,
+    ) -> Stream<O>
+    where
+        O: Data,
+        Op: Operator<In = T, Out = OutputPort<O>>,
+    {
+        let notified = !matches!(role, Role::Plain);
+        let (vertex, component) = Dataflow::add_vertex(&self.b, name, 0, self.joined(), role);
+        let input = input.connect(vertex, component);
         let name = name.to_string();
         with_output(&self.b, vertex, move |w, wiring, output| {
-            let op = Unary::new(logic(w));
+            let op = make(w, component, &output);
+            let input = Some(input(w, wiring));
             Box::new(OperatorVertex::new(
-                &name,
-                component,
-                op,
-                Some(input(w, wiring)),
-                output,
-                false,
+                &name, component, op, input, output, notified,
             ))
         })
     }
@@ -206,22 +219,10 @@ impl<T: Data> Stream<T> {
             partition: PartitionSpec::Hash(Arc::new(move |x| key_hash(&k2(x)))),
             ..self.clone()
         };
-        let (vertex, component) =
-            Dataflow::add_vertex(&self.b, name, 0, self.joined(), Role::Window);
-        let input = keyed.connect(vertex, component);
-        let name = name.to_string();
         let agg = Arc::new(agg);
-        with_output(&self.b, vertex, move |w, wiring, output| {
+        self.one_to_one(name, Role::Window, &keyed, move |_, _, output| {
             let downstream = output.components().collect();
-            let op = Window::new(size, downstream, key.clone(), agg.clone());
-            Box::new(OperatorVertex::new(
-                &name,
-                component,
-                op,
-                Some(input(w, wiring)),
-                output,
-                true,
-            ))
+            Window::new(size, downstream, key.clone(), agg.clone())
         })
     }
 
@@ -272,20 +273,9 @@ impl<T: Data> Stream<T> {
             spec.boundaries.iter().all(|b| b % g == 0),
             "epoch boundaries of '{name}' must be multiples of the granularity {g}"
         );
-        let (vertex, component) =
-            Dataflow::add_vertex(&self.b, name, 0, self.joined(), Role::Notified);
-        let input = self.connect(vertex, component);
-        let name = name.to_string();
-        with_output(&self.b, vertex, move |w, wiring, output| {
-            let op = EpochSnapshot::new(&name, component, spec.clone());
-            Box::new(OperatorVertex::new(
-                &name,
-                component,
-                op,
-                Some(input(w, wiring)),
-                output,
-                true,
-            ))
+        let vertex_name = name.to_string();
+        self.one_to_one(name, Role::Notified, self, move |_, component, _| {
+            EpochSnapshot::new(&vertex_name, component, spec.clone())
         })
     }
 
