@@ -158,6 +158,10 @@ struct EngineArgs {
     /// A peer process silent for this long is declared dead and the job fails.
     #[arg(long, default_value = "5s", value_parser = humantime::parse_duration)]
     peer_timeout: Duration,
+    /// Start-up bound: how long a process waits for the others at start (local children
+    /// reporting their ports, hostfile names resolving, all processes connecting).
+    #[arg(long, default_value = "30s", value_parser = humantime::parse_duration)]
+    startup_timeout: Duration,
     /// Tracker shards: slot s is tracked by shard s mod S (shard k runs in process k mod N, or
     /// in tracker process k mod T with --tracker-processes).
     #[arg(long, default_value_t = 1)]
@@ -226,6 +230,7 @@ impl EngineArgs {
                 launch,
                 token: self.cluster_token.clone(),
                 peer_timeout: self.peer_timeout,
+                startup_timeout: self.startup_timeout,
                 tracker_processes: self.tracker_processes,
                 ..ClusterConfig::default()
             },

@@ -21,7 +21,7 @@ use std::io::{BufRead, BufReader, Write};
 use std::net::{SocketAddr, TcpListener, ToSocketAddrs};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 /// Environment variable marking a child of a local launch (its process index).
 pub const LOCAL_PROCESS_ENV: &str = "XORFLOW_LOCAL_PROCESS";
@@ -59,8 +59,9 @@ pub struct ClusterConfig {
     pub token: Option<String>,
     /// A peer that sends nothing for this long (not even a keep-alive) is declared dead.
     pub peer_timeout: Duration,
-    /// How long to wait for all processes to connect at start.
-    pub connect_timeout: Duration,
+    /// Start-up bound: how long each start-up step may wait for the other processes (local
+    /// children reporting their ports, hostfile names resolving, everyone connecting).
+    pub startup_timeout: Duration,
     /// Largest frame accepted, bytes; a larger one closes the connection.
     pub max_frame_bytes: usize,
     /// Dedicated tracker processes: the last this many processes run no workers and host the
@@ -74,7 +75,7 @@ impl Default for ClusterConfig {
             launch: Launch::Single,
             token: None,
             peer_timeout: Duration::from_secs(5),
-            connect_timeout: Duration::from_secs(30),
+            startup_timeout: Duration::from_secs(30),
             max_frame_bytes: 64 << 20,
             tracker_processes: 0,
         }
@@ -142,6 +143,9 @@ impl ClusterConfig {
         }
         if self.peer_timeout < Duration::from_millis(100) {
             return Err("--peer-timeout must be at least 100ms".into());
+        }
+        if self.startup_timeout < Duration::from_millis(100) {
+            return Err("--startup-timeout must be at least 100ms".into());
         }
         if self.max_frame_bytes < 1024 {
             return Err("max frame size must be at least 1024 bytes".into());
@@ -243,7 +247,7 @@ pub fn resolve(cfg: &ClusterConfig) -> Result<Resolved, String> {
             let total = processes + cfg.tracker_processes;
             match std::env::var(LOCAL_PROCESS_ENV) {
                 Ok(i) => join_local(&i, total),
-                Err(_) => launch_local(total),
+                Err(_) => launch_local(total, cfg.startup_timeout),
             }
         }
     }
@@ -253,8 +257,9 @@ fn bind_loopback() -> Result<TcpListener, String> {
     TcpListener::bind("127.0.0.1:0").map_err(|e| format!("cannot listen on loopback: {e}"))
 }
 
-/// Process 0 of a local launch: start the children and hand out the address table.
-fn launch_local(n: usize) -> Result<Resolved, String> {
+/// Process 0 of a local launch: start the children, collect their ports (each must report
+/// within `timeout`) and hand out the address table. On failure every child is killed.
+fn launch_local(n: usize, timeout: Duration) -> Result<Resolved, String> {
     let listener = bind_loopback()?;
     let mut addrs = vec![listener.local_addr().map_err(|e| e.to_string())?];
     let token = format!(
@@ -262,47 +267,17 @@ fn launch_local(n: usize) -> Result<Resolved, String> {
         rand::random::<u64>(),
         rand::random::<u64>()
     );
-    let exe = std::env::current_exe().map_err(|e| format!("cannot find own executable: {e}"))?;
     let mut children = Vec::new();
-    let mut outs = Vec::new();
-    for i in 1..n {
-        let mut child = Command::new(&exe)
-            .args(std::env::args_os().skip(1))
-            .env(LOCAL_PROCESS_ENV, i.to_string())
-            .env(TOKEN_ENV, &token)
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::inherit())
-            .spawn()
-            .map_err(|e| format!("cannot start process {i} ('{}'): {e}", exe.display()))?;
-        let out = BufReader::new(child.stdout.take().expect("piped stdout"));
-        children.push(child);
-        outs.push(out);
-    }
-    let kill_all = |children: &mut Vec<Child>| {
-        for c in children.iter_mut() {
-            let _ = c.kill();
-            let _ = c.wait();
+    let ports = spawn_children(n, &token, &mut children)
+        .and_then(|(ports, started)| collect_ports(&ports, &children, started + timeout, timeout));
+    let ports = match ports {
+        Ok(p) => p,
+        Err(e) => {
+            kill_children(&mut children);
+            return Err(e);
         }
     };
-    for (i, out) in outs.iter_mut().enumerate() {
-        let mut line = String::new();
-        let port = out
-            .read_line(&mut line)
-            .ok()
-            .and_then(|_| line.trim().strip_prefix(LISTEN_LINE)?.parse::<u16>().ok());
-        match port {
-            Some(p) => addrs.push(SocketAddr::from(([127, 0, 0, 1], p))),
-            None => {
-                kill_all(&mut children);
-                return Err(format!(
-                    "process {} exited or failed before listening (said: '{}')",
-                    i + 1,
-                    line.trim()
-                ));
-            }
-        }
-    }
+    addrs.extend(ports.iter().map(|&p| SocketAddr::from(([127, 0, 0, 1], p))));
     let table = addrs
         .iter()
         .map(ToString::to_string)
@@ -311,18 +286,9 @@ fn launch_local(n: usize) -> Result<Resolved, String> {
     for (i, c) in children.iter_mut().enumerate() {
         let mut stdin = c.stdin.take().expect("piped stdin");
         if writeln!(stdin, "{table}").is_err() {
-            kill_all(&mut children);
+            kill_children(&mut children);
             return Err(format!("process {} exited during start", i + 1));
         }
-    }
-    // Whatever a child prints later goes to our stderr, so its pipe never fills.
-    for out in outs {
-        std::thread::spawn(move || {
-            for line in out.lines().map_while(Result::ok) {
-                // Not eprintln!: it panics when our stderr is closed.
-                let _ = writeln!(std::io::stderr().lock(), "{line}");
-            }
-        });
     }
     Ok(Resolved {
         process: 0,
@@ -331,6 +297,94 @@ fn launch_local(n: usize) -> Result<Resolved, String> {
         token,
         children,
     })
+}
+
+/// What a child's stdout reader reports: its index (from 1) and its first line, or `None` when
+/// the pipe closed or failed first.
+type PortLine = (usize, Option<String>);
+
+/// Starts children 1..n, each with a thread reading its stdout: the first line goes to the
+/// returned channel, the rest to our stderr (so the pipe never fills). Returns the channel and
+/// when the last child started.
+fn spawn_children(
+    n: usize,
+    token: &str,
+    children: &mut Vec<Child>,
+) -> Result<(std::sync::mpsc::Receiver<PortLine>, Instant), String> {
+    let exe = std::env::current_exe().map_err(|e| format!("cannot find own executable: {e}"))?;
+    let (tx, rx) = std::sync::mpsc::channel();
+    for i in 1..n {
+        let mut child = Command::new(&exe)
+            .args(std::env::args_os().skip(1))
+            .env(LOCAL_PROCESS_ENV, i.to_string())
+            .env(TOKEN_ENV, token)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .map_err(|e| format!("cannot start process {i} ('{}'): {e}", exe.display()))?;
+        let out = BufReader::new(child.stdout.take().expect("piped stdout"));
+        children.push(child);
+        let tx = tx.clone();
+        std::thread::spawn(move || {
+            let mut lines = out.lines();
+            let _ = tx.send((i, lines.next().and_then(Result::ok)));
+            for line in lines.map_while(Result::ok) {
+                // Not eprintln!: it panics when our stderr is closed.
+                let _ = writeln!(std::io::stderr().lock(), "{line}");
+            }
+        });
+    }
+    Ok((rx, Instant::now()))
+}
+
+/// Waits for every child's port line until `deadline`; the error names the first child that
+/// failed, or those still silent at the deadline with their pids.
+fn collect_ports(
+    lines: &std::sync::mpsc::Receiver<PortLine>,
+    children: &[Child],
+    deadline: Instant,
+    timeout: Duration,
+) -> Result<Vec<u16>, String> {
+    let mut ports: Vec<Option<u16>> = vec![None; children.len()];
+    while ports.iter().any(Option::is_none) {
+        let wait = deadline.saturating_duration_since(Instant::now());
+        let Ok((i, line)) = lines.recv_timeout(wait) else {
+            let silent: Vec<String> = (0..children.len())
+                .filter(|&k| ports[k].is_none())
+                .map(|k| format!("process {} (pid {})", k + 1, children[k].id()))
+                .collect();
+            return Err(format!(
+                "{} did not report a listening port within the start-up timeout ({timeout:?}): \
+                 stopped or hung at start",
+                silent.join(", ")
+            ));
+        };
+        let line = line.unwrap_or_default();
+        let port = line
+            .trim()
+            .strip_prefix(LISTEN_LINE)
+            .and_then(|p| p.parse::<u16>().ok());
+        match port {
+            Some(p) => ports[i - 1] = Some(p),
+            None => {
+                return Err(format!(
+                    "process {i} (pid {}) exited or failed before listening (said: '{}')",
+                    children[i - 1].id(),
+                    line.trim()
+                ))
+            }
+        }
+    }
+    Ok(ports.into_iter().flatten().collect())
+}
+
+/// Kills and reaps the children of a failed local launch (a stopped child is killed as well).
+fn kill_children(children: &mut [Child]) {
+    for c in children.iter_mut() {
+        let _ = c.kill();
+        let _ = c.wait();
+    }
 }
 
 /// A child of a local launch: report the port, read the table.

@@ -1,7 +1,7 @@
 //! The network transport: one TCP connection per pair of processes, on a tokio runtime in one
 //! thread per process.
 //!
-//! Start: process `i` connects to every `j < i` (retrying until `connect_timeout`) and accepts every
+//! Start: process `i` connects to every `j < i` (retrying until the start-up timeout) and accepts every
 //! `j > i`; both sides exchange a [`Hello`] (magic, protocol version, job id, process index, cluster
 //! token) and check it. A connection that fails the check, sends garbage or an oversized frame, or
 //! says nothing within the handshake timeout is refused and logged; the listener keeps running and
@@ -348,7 +348,7 @@ async fn connect_all(
     traffic: &mut Traffic,
 ) -> Result<Vec<Option<Conn>>, String> {
     let n = id.addrs.len();
-    let deadline = Instant::now() + cfg.connect_timeout;
+    let deadline = Instant::now() + cfg.startup_timeout;
     let mut conns: Vec<Option<Conn>> = (0..n).map(|_| None).collect();
     let mut connects = tokio::task::JoinSet::new();
     for j in 0..id.process {
@@ -394,7 +394,7 @@ async fn connect_all(
                 return Err(format!(
                     "process {}: processes {m:?} did not connect within {:?} (addresses {:?})",
                     id.process,
-                    cfg.connect_timeout,
+                    cfg.startup_timeout,
                     m.iter().map(|&j| id.addrs[j]).collect::<Vec<_>>()
                 ));
             }
