@@ -7,13 +7,29 @@
 //! leave processes behind.
 
 mod common;
-use common::{bin, flights_csv};
+use common::{bin, flights_csv, rows_of};
 use std::fs::File;
+use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitStatus, Stdio};
 use std::thread;
 use std::time::{Duration, Instant};
+
+/// `n` distinct free loopback ports (bound together, then released).
+fn free_ports(n: usize) -> Vec<u16> {
+    let ls: Vec<TcpListener> = (0..n)
+        .map(|_| TcpListener::bind("127.0.0.1:0").expect("bind an ephemeral port"))
+        .collect();
+    ls.iter().map(|l| l.local_addr().unwrap().port()).collect()
+}
+
+/// Writes a hostfile with `lines` (one entry each) into `dir`.
+fn hostfile(dir: &Path, lines: &[String]) -> PathBuf {
+    let h = dir.join("hosts");
+    std::fs::write(&h, lines.join("\n") + "\n").expect("write hostfile");
+    h
+}
 
 /// A process of the test in its own process group; dropping it kills the whole group (the
 /// process and any children it started) and reaps the process.
@@ -108,6 +124,15 @@ fn flights(input: &Path, dir: &Path, args: &[&str]) -> Command {
     c
 }
 
+/// Process `index` of the hostfile run `hosts`, with `args` after the common ones.
+fn host_process(input: &Path, dir: &Path, hosts: &Path, index: usize, args: &[&str]) -> Command {
+    let mut c = flights(input, dir, args);
+    c.arg("--hostfile")
+        .arg(hosts)
+        .args(["--process", &index.to_string()]);
+    c
+}
+
 /// The direct children of `parent` whose environment holds `var=value` (Linux /proc).
 fn children_with_env(parent: u32, var: &str, value: &str) -> Vec<u32> {
     let want = format!("{var}={value}");
@@ -141,6 +166,33 @@ fn running(pid: u32) -> bool {
         s.rsplit_once(')')
             .is_some_and(|(_, rest)| !rest.trim_start().starts_with(['Z', 'X']))
     })
+}
+
+/// CPU time (user + system) process `pid` has used so far, in seconds (Linux /proc; clock ticks
+/// of 1/100 s).
+fn cpu_seconds(pid: u32) -> f64 {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).expect("read /proc/PID/stat");
+    let fields: Vec<&str> = stat
+        .rsplit_once(')')
+        .expect("stat has a comm")
+        .1
+        .split_whitespace()
+        .collect();
+    // After the comm: state is field 3 of stat(5), so utime (14) and stime (15) are 11 and 12.
+    let ticks: u64 = fields[11].parse::<u64>().unwrap() + fields[12].parse::<u64>().unwrap();
+    ticks as f64 / 100.0
+}
+
+/// Waits until something listens on `addr` (true) or `within` passed (false).
+fn wait_listening(addr: SocketAddr, within: Duration) -> bool {
+    let end = Instant::now() + within;
+    while Instant::now() < end {
+        if TcpStream::connect_timeout(&addr, Duration::from_millis(200)).is_ok() {
+            return true;
+        }
+        thread::sleep(Duration::from_millis(20));
+    }
+    false
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -202,4 +254,85 @@ fn defect4_stopped_local_child_fails_start_naming_it() {
         stopped_at.elapsed().as_secs_f64(),
         err.trim()
     );
+}
+
+// ---------------------------------------------------------------------------------------------
+// Defect 9: file descriptors run out
+// ---------------------------------------------------------------------------------------------
+
+/// Process 0 of a two-process hostfile run may open 64 files; while it waits for process 1, a
+/// stranger opens 200 connections and keeps them open, so accepting fails with EMFILE. The
+/// process must back off (before the fix its accept loop spun at full speed) and, once the
+/// stranger is gone and process 1 starts, run the job to the end.
+#[test]
+fn defect9_descriptor_exhaustion_backs_off_and_recovers() {
+    let Some(input) = flights_csv() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let ports = free_ports(2);
+    let hosts = hostfile(
+        dir.path(),
+        &ports
+            .iter()
+            .map(|p| format!("127.0.0.1:{p}"))
+            .collect::<Vec<_>>(),
+    );
+    let token = ["--cluster-token", "fd-test"];
+    let p0_cmd = host_process(&input, dir.path(), &hosts, 0, &token);
+    let mut limited = Command::new("sh");
+    limited
+        .args(["-c", "ulimit -n 64 && exec \"$0\" \"$@\""])
+        .arg(p0_cmd.get_program())
+        .args(p0_cmd.get_args());
+    let mut p0 = Group::start(limited, dir.path(), "process0");
+    let addr0 = SocketAddr::from(([127, 0, 0, 1], ports[0]));
+    assert!(
+        wait_listening(addr0, Duration::from_secs(30)),
+        "process 0 does not listen\n{}",
+        p0.stderr()
+    );
+    let stranger: Vec<TcpStream> = (0..200)
+        .filter_map(|_| TcpStream::connect_timeout(&addr0, Duration::from_millis(300)).ok())
+        .collect();
+    thread::sleep(Duration::from_millis(500));
+    let window = Duration::from_secs(3);
+    let before = cpu_seconds(p0.pid());
+    thread::sleep(window);
+    let used = cpu_seconds(p0.pid()) - before;
+    assert!(
+        running(p0.pid()),
+        "process 0 ended while the stranger held its descriptors\n{}",
+        p0.stderr()
+    );
+    let opened = stranger.len();
+    drop(stranger);
+    let mut p1 = Group::start(
+        host_process(&input, dir.path(), &hosts, 1, &token),
+        dir.path(),
+        "process1",
+    );
+    let deadline = Instant::now() + Duration::from_secs(90);
+    let e0 = p0.wait_until(deadline);
+    let e1 = p1.wait_until(deadline);
+    let logs = format!(
+        "--- process 0\n{}--- process 1\n{}",
+        p0.stderr(),
+        p1.stderr()
+    );
+    assert!(
+        used < 0.3,
+        "process 0 used {used:.2} s of CPU in {window:?} while out of descriptors ({opened} \
+         stranger connections): its accept loop spins\n{logs}"
+    );
+    assert!(
+        e0.is_some_and(|(s, _)| s.success()) && e1.is_some_and(|(s, _)| s.success()),
+        "the job did not finish after the descriptors came back: {e0:?} {e1:?}\n{logs}"
+    );
+    assert!(!rows_of(&dir.path().join("out.csv")).is_empty());
+    let said = p0.stderr();
+    let warnings = said.matches("file descriptors").count();
+    assert!(
+        (1..=10).contains(&warnings),
+        "expected a few warnings about file descriptors, got {warnings}\n{logs}"
+    );
+    eprintln!("{opened} stranger connections; process 0 used {used:.2} s CPU in {window:?}");
 }

@@ -355,6 +355,7 @@ async fn connect_all(
         connects.spawn(connect_to(j, id.clone(), deadline));
     }
     let mut handshakes = tokio::task::JoinSet::new();
+    let mut pacer = AcceptPacer::default();
     let missing = |conns: &Vec<Option<Conn>>| -> Vec<usize> {
         (0..n)
             .filter(|&j| j != id.process && conns[j].is_none())
@@ -362,14 +363,12 @@ async fn connect_all(
     };
     while !missing(&conns).is_empty() {
         tokio::select! {
-            a = listener.accept() => {
-                if let Ok((stream, from)) = a {
-                    let id = id.clone();
-                    let max = cfg.max_frame_bytes;
-                    handshakes.spawn(async move {
-                        (from, accept_handshake(stream, &id, max).await)
-                    });
-                }
+            (stream, from) = pacer.accept(listener) => {
+                let id = id.clone();
+                let max = cfg.max_frame_bytes;
+                handshakes.spawn(async move {
+                    (from, accept_handshake(stream, &id, max).await)
+                });
             }
             Some(r) = handshakes.join_next() => {
                 if let Ok((from, r)) = r {
@@ -403,6 +402,55 @@ async fn connect_all(
     Ok(conns)
 }
 
+/// Longest pause between accept attempts after an error.
+const ACCEPT_PAUSE_MAX: Duration = Duration::from_millis(100);
+
+/// Accepts connections, pausing after a failed accept: when file descriptors run out (EMFILE,
+/// ENFILE) the listener stays readable and every attempt fails at once, so retrying at once
+/// would spin. The pause doubles from 1 ms to [`ACCEPT_PAUSE_MAX`] while accepting fails; the
+/// first failure of a run of failures is logged, and the recovery.
+#[derive(Default)]
+struct AcceptPacer {
+    /// Failed attempts since the last accepted connection.
+    failures: u64,
+    /// Pause before the next attempt.
+    pause: Duration,
+}
+
+impl AcceptPacer {
+    /// The next accepted connection (cancel-safe: the pacing state lives in `self`).
+    async fn accept(&mut self, listener: &TcpListener) -> (TcpStream, SocketAddr) {
+        loop {
+            match listener.accept().await {
+                Ok(c) => {
+                    if self.failures > 0 {
+                        tracing::info!(
+                            "accepting connections again after {} failed attempts",
+                            self.failures
+                        );
+                    }
+                    *self = AcceptPacer::default();
+                    return c;
+                }
+                Err(e) => {
+                    if self.failures == 0 {
+                        let out_of_fds =
+                            matches!(e.raw_os_error(), Some(libc::EMFILE | libc::ENFILE));
+                        tracing::warn!(
+                            "cannot accept connections: {e}{}; retrying every {ACCEPT_PAUSE_MAX:?} \
+                             at most",
+                            if out_of_fds { " (out of file descriptors)" } else { "" }
+                        );
+                    }
+                    self.failures += 1;
+                    self.pause = (self.pause * 2).clamp(Duration::from_millis(1), ACCEPT_PAUSE_MAX);
+                    sleep(self.pause).await;
+                }
+            }
+        }
+    }
+}
+
 /// What reader and writer tasks tell the serving loop.
 enum Event {
     Done(usize, Vec<u8>),
@@ -430,10 +478,9 @@ async fn serve(
     let refuser = {
         let id = id.clone();
         tokio::spawn(async move {
+            let mut pacer = AcceptPacer::default();
             loop {
-                let Ok((stream, from)) = listener.accept().await else {
-                    continue;
-                };
+                let (stream, from) = pacer.accept(&listener).await;
                 let id = id.clone();
                 tokio::spawn(async move {
                     let why = match accept_handshake_check(stream, &id).await {
