@@ -336,3 +336,78 @@ fn defect9_descriptor_exhaustion_backs_off_and_recovers() {
     );
     eprintln!("{opened} stranger connections; process 0 used {used:.2} s CPU in {window:?}");
 }
+
+// ---------------------------------------------------------------------------------------------
+// Defect 11: hostfile names that do not resolve (yet)
+// ---------------------------------------------------------------------------------------------
+
+/// A name that never resolves (`.invalid` never does) is looked up again until the start-up
+/// timeout (30 s by default), then reported with the resolver's error; before the fix it failed
+/// at once with "'name:port' is not host:port".
+#[test]
+fn defect11_unresolvable_hostfile_name_is_retried_and_reported() {
+    let Some(input) = flights_csv() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let ports = free_ports(2);
+    let hosts = hostfile(
+        dir.path(),
+        &[
+            format!("127.0.0.1:{}", ports[0]),
+            format!("xorflow-pod-1.invalid:{}", ports[1]),
+        ],
+    );
+    let mut p0 = Group::start(
+        host_process(&input, dir.path(), &hosts, 0, &["--cluster-token", "t"]),
+        dir.path(),
+        "process0",
+    );
+    let exit = p0.wait_until(Instant::now() + Duration::from_secs(60));
+    let err = p0.stderr();
+    let Some((status, took)) = exit else {
+        panic!("process 0 still running after 60 s (killed)\n{err}");
+    };
+    assert!(!status.success(), "{err}");
+    assert!(!err.contains("is not host:port"), "{err}");
+    assert!(
+        err.contains("cannot resolve xorflow-pod-1.invalid:") && err.contains("line 2"),
+        "the error does not name the entry\n{err}"
+    );
+    assert!(
+        err.contains("lookup") || err.contains("not known") || err.contains("resolution"),
+        "the error does not give the resolver's cause\n{err}"
+    );
+    assert!(
+        took >= Duration::from_secs(20),
+        "gave up after {took:?}, before the start-up timeout\n{err}"
+    );
+}
+
+/// A malformed entry (no port, a bad port) is a configuration error at once, saying what is
+/// wrong, not "is not host:port" whatever the cause.
+#[test]
+fn defect11_malformed_hostfile_entry_fails_at_once() {
+    let Some(input) = flights_csv() else { return };
+    for (entry, says) in [
+        ("pod-1.cluster.local", "no port"),
+        ("pod-1.cluster.local:70000", "port '70000'"),
+        ("pod-1.cluster.local:http", "port 'http'"),
+    ] {
+        let dir = tempfile::tempdir().unwrap();
+        let hosts = hostfile(
+            dir.path(),
+            &[format!("127.0.0.1:{}", free_ports(1)[0]), entry.into()],
+        );
+        let mut p0 = Group::start(
+            host_process(&input, dir.path(), &hosts, 0, &["--cluster-token", "t"]),
+            dir.path(),
+            "process0",
+        );
+        let exit = p0.wait_until(Instant::now() + Duration::from_secs(10));
+        let err = p0.stderr();
+        assert_eq!(exit.map(|(s, _)| s.code()), Some(Some(2)), "{entry}: {err}");
+        assert!(
+            err.contains(says) && err.contains("line 2"),
+            "{entry}: {err}"
+        );
+    }
+}

@@ -94,33 +94,35 @@ impl ClusterConfig {
         }
     }
 
-    /// Reads and checks the hostfile of a hostfile launch (`None` for other launches): it must
-    /// list this process's index and at least one worker process besides the tracker processes.
+    /// Reads and checks the hostfile of a hostfile launch (`None` for other launches): every
+    /// line well formed, this process's index listed and at least one
+    /// worker process besides the tracker processes. Names are not looked up here (see
+    /// [`resolve`]: a name may resolve only once its host is up).
     ///
     /// # Errors
     /// An unreadable or malformed file, or one too short, naming the file.
-    pub fn check_hostfile(&self) -> Result<Option<Vec<SocketAddr>>, String> {
+    pub fn check_hostfile(&self) -> Result<Option<Vec<HostEntry>>, String> {
         let Launch::Hosts { hostfile, process } = &self.launch else {
             return Ok(None);
         };
-        let addrs = read_hostfile(hostfile)?;
-        if addrs.len() <= self.tracker_processes {
+        let hosts = read_hostfile(hostfile)?;
+        if hosts.len() <= self.tracker_processes {
             return Err(format!(
                 "hostfile '{}' lists {} hosts, but --tracker-processes {} leaves no worker \
                  process (its last lines are the tracker processes)",
                 hostfile.display(),
-                addrs.len(),
+                hosts.len(),
                 self.tracker_processes
             ));
         }
-        if *process >= addrs.len() {
+        if *process >= hosts.len() {
             return Err(format!(
                 "--process {process} but hostfile '{}' lists {} hosts",
                 hostfile.display(),
-                addrs.len()
+                hosts.len()
             ));
         }
-        Ok(Some(addrs))
+        Ok(Some(hosts))
     }
 
     /// Checks the knobs (the hostfile is read at launch).
@@ -175,36 +177,165 @@ impl Resolved {
     }
 }
 
-/// Reads a hostfile: one `host:port` per process.
+/// One line of a hostfile: where a process listens, as written (a name is looked up at launch).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct HostEntry {
+    /// Line in the file, from 1.
+    pub line: usize,
+    /// Host name or IP address (an IPv6 address without its brackets).
+    pub host: String,
+    /// Port.
+    pub port: u16,
+}
+
+impl std::fmt::Display for HostEntry {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        if self.host.contains(':') {
+            write!(f, "[{}]:{}", self.host, self.port)
+        } else {
+            write!(f, "{}:{}", self.host, self.port)
+        }
+    }
+}
+
+impl HostEntry {
+    /// Looks the host up (the first address it resolves to).
+    ///
+    /// # Errors
+    /// The resolver's error, or "no address" when it returned none.
+    pub fn lookup(&self) -> std::io::Result<SocketAddr> {
+        (self.host.as_str(), self.port)
+            .to_socket_addrs()?
+            .next()
+            .ok_or_else(|| std::io::Error::new(std::io::ErrorKind::NotFound, "no address"))
+    }
+}
+
+/// Parses one hostfile entry, `host:port` or `[ipv6]:port`; says what is wrong otherwise.
+fn parse_host(text: &str) -> Result<(String, u16), String> {
+    let (host, port) = text
+        .rsplit_once(':')
+        .ok_or("no port (expected host:port)")?;
+    let host = match host.strip_prefix('[') {
+        Some(h) => h
+            .strip_suffix(']')
+            .ok_or("unclosed '[' (expected [ipv6]:port)")?,
+        None if host.contains(':') => {
+            return Err("an IPv6 address needs brackets (expected [ipv6]:port)".into())
+        }
+        None => host,
+    };
+    if host.is_empty() {
+        return Err("no host (expected host:port)".into());
+    }
+    if host.chars().any(char::is_whitespace) {
+        return Err("a host name has no spaces (expected host:port)".into());
+    }
+    let port: u16 = port
+        .parse()
+        .map_err(|_| format!("port '{port}' is not a number between 1 and 65535"))?;
+    if port == 0 {
+        return Err("port 0 is not a fixed port (every process needs a known one)".into());
+    }
+    Ok((host.to_string(), port))
+}
+
+/// Reads a hostfile: one `host:port` per process; `#` starts a comment. Names are not looked
+/// up (see [`resolve_hosts`]).
 ///
 /// # Errors
-/// A missing or unreadable file, a line that is not `host:port`, or no hosts, naming file and line.
-pub fn read_hostfile(path: &Path) -> Result<Vec<SocketAddr>, String> {
+/// A missing or unreadable file, a malformed line, or no hosts, naming file and lines.
+pub fn read_hostfile(path: &Path) -> Result<Vec<HostEntry>, String> {
     let text = std::fs::read_to_string(path)
         .map_err(|e| format!("cannot read hostfile '{}': {e}", path.display()))?;
-    let mut addrs = Vec::new();
+    let mut hosts: Vec<HostEntry> = Vec::new();
     for (i, line) in text.lines().enumerate() {
-        let line = line.split('#').next().unwrap_or("").trim();
-        if line.is_empty() {
+        let entry = line.split('#').next().unwrap_or("").trim();
+        if entry.is_empty() {
             continue;
         }
-        let a = line
-            .to_socket_addrs()
-            .ok()
-            .and_then(|mut it| it.next())
-            .ok_or_else(|| {
-                format!(
-                    "hostfile '{}' line {}: '{line}' is not host:port",
-                    path.display(),
-                    i + 1
-                )
-            })?;
-        addrs.push(a);
+        let (host, port) = parse_host(entry).map_err(|e| {
+            format!(
+                "hostfile '{}' line {}: '{entry}': {e}",
+                path.display(),
+                i + 1
+            )
+        })?;
+        let entry = HostEntry {
+            line: i + 1,
+            host,
+            port,
+        };
+        hosts.push(entry);
     }
-    if addrs.is_empty() {
+    if hosts.is_empty() {
         return Err(format!("hostfile '{}' lists no hosts", path.display()));
     }
-    Ok(addrs)
+    Ok(hosts)
+}
+
+/// Looks up every hostfile entry, retrying the names that do not resolve yet (a host still
+/// starting) until `timeout` has passed.
+///
+/// # Errors
+/// A name still unresolved at the deadline, with the resolver's error, naming the file and line.
+pub fn resolve_hosts(
+    path: &Path,
+    hosts: &[HostEntry],
+    timeout: Duration,
+) -> Result<Vec<SocketAddr>, String> {
+    resolve_hosts_with(path, hosts, timeout, HostEntry::lookup)
+}
+
+/// [`resolve_hosts`] with the lookup given (tests use one that fails a few times first).
+fn resolve_hosts_with(
+    path: &Path,
+    hosts: &[HostEntry],
+    timeout: Duration,
+    mut lookup: impl FnMut(&HostEntry) -> std::io::Result<SocketAddr>,
+) -> Result<Vec<SocketAddr>, String> {
+    let deadline = Instant::now() + timeout;
+    let mut addrs: Vec<Option<SocketAddr>> = vec![None; hosts.len()];
+    let mut warned = vec![false; hosts.len()];
+    let mut pause = Duration::from_millis(50);
+    loop {
+        let mut failed = None;
+        for (i, h) in hosts.iter().enumerate() {
+            if addrs[i].is_some() {
+                continue;
+            }
+            match lookup(h) {
+                Ok(a) => addrs[i] = Some(a),
+                Err(e) => {
+                    if !warned[i] {
+                        warned[i] = true;
+                        tracing::warn!(
+                            "hostfile '{}' line {}: {h} does not resolve yet ({e}); retrying \
+                             for up to {timeout:?}",
+                            path.display(),
+                            h.line
+                        );
+                    }
+                    failed.get_or_insert((h, e));
+                }
+            }
+        }
+        let Some((h, e)) = failed else {
+            break;
+        };
+        let now = Instant::now();
+        if now >= deadline {
+            return Err(format!(
+                "hostfile '{}' line {}: cannot resolve {h} within the start-up timeout \
+                 ({timeout:?}): {e}",
+                path.display(),
+                h.line
+            ));
+        }
+        std::thread::sleep(pause.min(deadline - now));
+        pause = (pause * 2).min(Duration::from_secs(1));
+    }
+    Ok(addrs.into_iter().flatten().collect())
 }
 
 /// Starts or joins the cluster described by `cfg`.
@@ -220,8 +351,8 @@ pub fn resolve(cfg: &ClusterConfig) -> Result<Resolved, String> {
             token: String::new(),
             children: Vec::new(),
         }),
-        Launch::Hosts { process, .. } => {
-            let addrs = cfg.check_hostfile()?.expect("a hostfile launch");
+        Launch::Hosts { hostfile, process } => {
+            let hosts = cfg.check_hostfile()?.expect("a hostfile launch");
             let token = cfg
                 .token
                 .clone()
@@ -229,10 +360,11 @@ pub fn resolve(cfg: &ClusterConfig) -> Result<Resolved, String> {
                 .ok_or_else(|| {
                     format!("a hostfile run needs a cluster token (--cluster-token or {TOKEN_ENV})")
                 })?;
+            let addrs = resolve_hosts(hostfile, &hosts, cfg.startup_timeout)?;
             let listener = TcpListener::bind(addrs[*process]).map_err(|e| {
                 format!(
-                    "process {process}: cannot listen on {}: {e}",
-                    addrs[*process]
+                    "process {process}: cannot listen on {} ({}): {e}",
+                    hosts[*process], addrs[*process]
                 )
             })?;
             Ok(Resolved {
@@ -449,6 +581,7 @@ mod tests {
         let a = read_hostfile(&p).unwrap();
         assert_eq!(a.len(), 2);
         assert_eq!(a[1].to_string(), "10.0.0.2:7000");
+        assert_eq!(a[1].line, 4);
         std::fs::write(&p, "10.0.0.1:7000\nnot-an-address\n").unwrap();
         let e = read_hostfile(&p).unwrap_err();
         assert!(e.contains("line 2"), "{e}");
@@ -457,5 +590,75 @@ mod tests {
         assert!(read_hostfile(&dir.path().join("missing"))
             .unwrap_err()
             .contains("cannot read hostfile"));
+    }
+
+    #[test]
+    fn defect11_malformed_entries_say_what_is_wrong() {
+        for (entry, says) in [
+            ("pod-1", "no port"),
+            ("pod-1:", "port ''"),
+            ("pod-1:70000", "port '70000'"),
+            ("pod-1:http", "port 'http'"),
+            ("pod-1:0", "port 0"),
+            (":7000", "no host"),
+            ("::1:7000", "brackets"),
+            ("[::1:7000", "unclosed"),
+        ] {
+            let e = parse_host(entry).unwrap_err();
+            assert!(e.contains(says), "{entry}: {e}");
+        }
+        assert_eq!(parse_host("[::1]:7000"), Ok(("::1".into(), 7000)));
+        assert_eq!(
+            parse_host("pod-1.xorflow.svc:7000"),
+            Ok(("pod-1.xorflow.svc".into(), 7000))
+        );
+    }
+
+    fn entries(names: &[&str]) -> Vec<HostEntry> {
+        names
+            .iter()
+            .enumerate()
+            .map(|(i, n)| HostEntry {
+                line: i + 1,
+                host: (*n).into(),
+                port: 7000,
+            })
+            .collect()
+    }
+
+    #[test]
+    fn defect11_a_name_resolving_late_is_retried() {
+        let hosts = entries(&["pod-0", "pod-1"]);
+        let mut failures = 0;
+        let addrs = resolve_hosts_with(Path::new("h"), &hosts, Duration::from_secs(10), |h| {
+            if h.host == "pod-1" && failures < 3 {
+                failures += 1;
+                return Err(std::io::Error::other("Name or service not known"));
+            }
+            Ok(SocketAddr::from(([10, 0, 0, h.line as u8], h.port)))
+        })
+        .unwrap();
+        assert_eq!(failures, 3);
+        assert_eq!(addrs[1].to_string(), "10.0.0.2:7000");
+    }
+
+    #[test]
+    fn defect11_a_name_never_resolving_reports_the_resolver_error() {
+        let hosts = entries(&["pod-0", "pod-1"]);
+        let t0 = Instant::now();
+        let e = resolve_hosts_with(Path::new("h"), &hosts, Duration::from_millis(300), |h| {
+            if h.host == "pod-1" {
+                return Err(std::io::Error::other("Name or service not known"));
+            }
+            Ok(SocketAddr::from(([10, 0, 0, 1], h.port)))
+        })
+        .unwrap_err();
+        assert!(t0.elapsed() >= Duration::from_millis(300));
+        assert!(
+            e.contains("line 2")
+                && e.contains("cannot resolve pod-1:7000")
+                && e.contains("Name or service not known"),
+            "{e}"
+        );
     }
 }
