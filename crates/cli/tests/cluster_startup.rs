@@ -338,6 +338,97 @@ fn defect9_descriptor_exhaustion_backs_off_and_recovers() {
 }
 
 // ---------------------------------------------------------------------------------------------
+// Defect 10: configuration errors of a cluster run exit 2, at once
+// ---------------------------------------------------------------------------------------------
+
+/// A hostfile run with no cluster token is a configuration error: exit 2 (it was 1).
+#[test]
+fn defect10_missing_cluster_token_exits_2() {
+    let Some(input) = flights_csv() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let ports = free_ports(2);
+    let hosts = hostfile(
+        dir.path(),
+        &ports
+            .iter()
+            .map(|p| format!("127.0.0.1:{p}"))
+            .collect::<Vec<_>>(),
+    );
+    let mut p0 = Group::start(
+        host_process(&input, dir.path(), &hosts, 0, &[]),
+        dir.path(),
+        "process0",
+    );
+    let exit = p0.wait_until(Instant::now() + Duration::from_secs(20));
+    let err = p0.stderr();
+    assert_eq!(exit.map(|(s, _)| s.code()), Some(Some(2)), "{err}");
+    assert!(err.contains("cluster token"), "{err}");
+}
+
+/// A hostfile listing one address twice is refused at once (exit 2, naming both lines); before,
+/// process 0 waited the whole connect timeout (30 s) for a process that could never listen.
+#[test]
+fn defect10_duplicate_hostfile_address_refused_at_once() {
+    let Some(input) = flights_csv() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let ports = free_ports(2);
+    let hosts = hostfile(
+        dir.path(),
+        &[
+            format!("127.0.0.1:{}", ports[0]),
+            format!("127.0.0.1:{}", ports[1]),
+            format!("127.0.0.1:{}  # copied by mistake", ports[1]),
+        ],
+    );
+    let mut p0 = Group::start(
+        host_process(&input, dir.path(), &hosts, 0, &["--cluster-token", "t"]),
+        dir.path(),
+        "process0",
+    );
+    let exit = p0.wait_until(Instant::now() + Duration::from_secs(10));
+    let err = p0.stderr();
+    let Some((status, took)) = exit else {
+        panic!("process 0 still running after 10 s with a duplicate address (killed)\n{err}");
+    };
+    assert_eq!(status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("twice") && err.contains("lines 2 and 3"),
+        "the error does not name the duplicate lines\n{err}"
+    );
+    eprintln!("refused in {:.2} s: {}", took.as_secs_f64(), err.trim());
+}
+
+/// More dedicated tracker processes than tracker shards would leave processes without a shard:
+/// refused with exit 2 before any process is started. (With the default single shard this was
+/// already refused before issue 12; "64 process(es)" needed `--tracker-shards` of at least 62,
+/// where every tracker process hosts a shard.)
+#[test]
+fn defect10_tracker_processes_beyond_shards_refused() {
+    let Some(input) = flights_csv() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let mut p0 = Group::start(
+        flights(
+            &input,
+            dir.path(),
+            &["--processes", "2", "--tracker-processes", "62"],
+        ),
+        dir.path(),
+        "process0",
+    );
+    let exit = p0.wait_until(Instant::now() + Duration::from_secs(20));
+    let err = p0.stderr();
+    assert_eq!(exit.map(|(s, _)| s.code()), Some(Some(2)), "{err}");
+    assert!(
+        err.contains("--tracker-processes 62") && err.contains("--tracker-shards 1"),
+        "{err}"
+    );
+    assert!(
+        children_with_env(p0.pid(), "XORFLOW_LOCAL_PROCESS", "1").is_empty(),
+        "a child was started"
+    );
+}
+
+// ---------------------------------------------------------------------------------------------
 // Defect 11: hostfile names that do not resolve (yet)
 // ---------------------------------------------------------------------------------------------
 

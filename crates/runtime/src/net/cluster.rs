@@ -94,8 +94,17 @@ impl ClusterConfig {
         }
     }
 
+    /// The cluster token of a hostfile run: `--cluster-token`, else the environment variable
+    /// [`TOKEN_ENV`]; `None` when neither gives a non-empty one.
+    pub fn token(&self) -> Option<String> {
+        self.token
+            .clone()
+            .or_else(|| std::env::var(TOKEN_ENV).ok())
+            .filter(|t| !t.is_empty())
+    }
+
     /// Reads and checks the hostfile of a hostfile launch (`None` for other launches): every
-    /// line well formed, this process's index listed and at least one
+    /// line well formed, no address listed twice, this process's index listed and at least one
     /// worker process besides the tracker processes. Names are not looked up here (see
     /// [`resolve`]: a name may resolve only once its host is up).
     ///
@@ -125,7 +134,7 @@ impl ClusterConfig {
         Ok(Some(hosts))
     }
 
-    /// Checks the knobs (the hostfile is read at launch).
+    /// Checks the knobs, the hostfile and that a hostfile run has a token.
     ///
     /// # Errors
     /// A message naming the invalid knob.
@@ -142,6 +151,14 @@ impl ClusterConfig {
         }
         if self.launch == Launch::Single && self.tracker_processes > 0 {
             return Err("--tracker-processes needs a multi-process launch".into());
+        }
+        if matches!(self.launch, Launch::Hosts { .. }) {
+            self.check_hostfile()?;
+            if self.token().is_none() {
+                return Err(format!(
+                    "a hostfile run needs a cluster token (--cluster-token or {TOKEN_ENV})"
+                ));
+            }
         }
         if self.peer_timeout < Duration::from_millis(100) {
             return Err("--peer-timeout must be at least 100ms".into());
@@ -244,7 +261,8 @@ fn parse_host(text: &str) -> Result<(String, u16), String> {
 /// up (see [`resolve_hosts`]).
 ///
 /// # Errors
-/// A missing or unreadable file, a malformed line, or no hosts, naming file and lines.
+/// A missing or unreadable file, a malformed line, an address listed twice, or no hosts, naming
+/// file and lines.
 pub fn read_hostfile(path: &Path) -> Result<Vec<HostEntry>, String> {
     let text = std::fs::read_to_string(path)
         .map_err(|e| format!("cannot read hostfile '{}': {e}", path.display()))?;
@@ -266,6 +284,18 @@ pub fn read_hostfile(path: &Path) -> Result<Vec<HostEntry>, String> {
             host,
             port,
         };
+        if let Some(first) = hosts
+            .iter()
+            .find(|h| h.port == entry.port && h.host.eq_ignore_ascii_case(&entry.host))
+        {
+            return Err(format!(
+                "hostfile '{}' lists {entry} twice (lines {} and {}): every process needs its \
+                 own address",
+                path.display(),
+                first.line,
+                entry.line
+            ));
+        }
         hosts.push(entry);
     }
     if hosts.is_empty() {
@@ -278,7 +308,8 @@ pub fn read_hostfile(path: &Path) -> Result<Vec<HostEntry>, String> {
 /// starting) until `timeout` has passed.
 ///
 /// # Errors
-/// A name still unresolved at the deadline, with the resolver's error, naming the file and line.
+/// A name still unresolved at the deadline, with the resolver's error, or two entries resolving
+/// to the same address; naming the file and lines.
 pub fn resolve_hosts(
     path: &Path,
     hosts: &[HostEntry],
@@ -335,7 +366,21 @@ fn resolve_hosts_with(
         std::thread::sleep(pause.min(deadline - now));
         pause = (pause * 2).min(Duration::from_secs(1));
     }
-    Ok(addrs.into_iter().flatten().collect())
+    let addrs: Vec<SocketAddr> = addrs.into_iter().flatten().collect();
+    for (j, a) in addrs.iter().enumerate() {
+        if let Some(i) = addrs[..j].iter().position(|b| b == a) {
+            return Err(format!(
+                "hostfile '{}': {} (line {}) and {} (line {}) are the same address {a}: every \
+                 process needs its own address",
+                path.display(),
+                hosts[i],
+                hosts[i].line,
+                hosts[j],
+                hosts[j].line
+            ));
+        }
+    }
+    Ok(addrs)
 }
 
 /// Starts or joins the cluster described by `cfg`.
@@ -353,13 +398,9 @@ pub fn resolve(cfg: &ClusterConfig) -> Result<Resolved, String> {
         }),
         Launch::Hosts { hostfile, process } => {
             let hosts = cfg.check_hostfile()?.expect("a hostfile launch");
-            let token = cfg
-                .token
-                .clone()
-                .or_else(|| std::env::var(TOKEN_ENV).ok())
-                .ok_or_else(|| {
-                    format!("a hostfile run needs a cluster token (--cluster-token or {TOKEN_ENV})")
-                })?;
+            let token = cfg.token().ok_or_else(|| {
+                format!("a hostfile run needs a cluster token (--cluster-token or {TOKEN_ENV})")
+            })?;
             let addrs = resolve_hosts(hostfile, &hosts, cfg.startup_timeout)?;
             let listener = TcpListener::bind(addrs[*process]).map_err(|e| {
                 format!(
@@ -660,5 +701,45 @@ mod tests {
                 && e.contains("Name or service not known"),
             "{e}"
         );
+    }
+
+    #[test]
+    fn defect10_an_address_listed_twice_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("hosts");
+        std::fs::write(&p, "pod-0:7000\npod-1:7000\nPOD-1:7000\n").unwrap();
+        let e = read_hostfile(&p).unwrap_err();
+        assert!(e.contains("twice (lines 2 and 3)"), "{e}");
+        // Two names of one address are found once they resolve.
+        let hosts = entries(&["localhost", "127.0.0.1"]);
+        let e = resolve_hosts_with(&p, &hosts, Duration::from_secs(1), |h| {
+            Ok(SocketAddr::from(([127, 0, 0, 1], h.port)))
+        })
+        .unwrap_err();
+        assert!(e.contains("same address 127.0.0.1:7000"), "{e}");
+    }
+
+    #[test]
+    fn defect10_a_hostfile_run_needs_a_token() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("hosts");
+        std::fs::write(&p, "127.0.0.1:7000\n127.0.0.1:7001\n").unwrap();
+        let mut cfg = ClusterConfig {
+            launch: Launch::Hosts {
+                hostfile: p,
+                process: 0,
+            },
+            token: Some("secret".into()),
+            ..ClusterConfig::default()
+        };
+        cfg.validate().unwrap();
+        if std::env::var_os(TOKEN_ENV).is_none() {
+            cfg.token = None;
+            assert!(cfg.validate().unwrap_err().contains("cluster token"));
+        }
+        cfg.token = Some(String::new());
+        if std::env::var_os(TOKEN_ENV).is_none() {
+            assert!(cfg.validate().unwrap_err().contains("cluster token"));
+        }
     }
 }
