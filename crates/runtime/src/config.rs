@@ -183,13 +183,14 @@ impl RuntimeConfig {
         }
         if !(1..=MAX_BATCH_SIZE).contains(&self.batch_size) {
             return Err(format!(
-                "--batch-size {} is not between 1 and {MAX_BATCH_SIZE} elements",
+                "--batch-size {}: the batch size must be between 1 and {MAX_BATCH_SIZE} elements",
                 self.batch_size
             ));
         }
         if !(1..=MAX_CHANNEL_CAPACITY).contains(&self.channel_capacity) {
             return Err(format!(
-                "--channel-capacity {} is not between 1 and {MAX_CHANNEL_CAPACITY} batches",
+                "--channel-capacity {}: the channel capacity must be between 1 and \
+                 {MAX_CHANNEL_CAPACITY} batches",
                 self.channel_capacity
             ));
         }
