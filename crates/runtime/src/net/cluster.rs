@@ -57,7 +57,7 @@ pub struct ClusterConfig {
     /// Shared secret every process must present in the handshake (hostfile runs; local runs make
     /// their own).
     pub token: Option<String>,
-    /// A peer that sends nothing for this long (not even a keep-alive) is declared dead.
+    /// A remote process that sends nothing for this long (not even a keep-alive) is declared dead.
     pub peer_timeout: Duration,
     /// Start-up bound: how long each start-up step may wait for the other processes (local
     /// children reporting their ports, hostfile names resolving, everyone connecting).

@@ -7,13 +7,13 @@
 //! says nothing within the handshake timeout is refused and logged; the listener keeps running and
 //! refuses every later stranger the same way, so nobody can disturb a running job.
 //!
-//! Run: per peer a writer task drains the peer's frame queue (written in order, flushed when the
-//! queue is empty, a Ping after a third of the peer timeout of silence) and a reader task routes
+//! Run: per remote process a writer task drains its frame queue (written in order, flushed when
+//! the queue is empty, a Ping after a third of the peer timeout of silence) and a reader task routes
 //! what arrives: batches into the receiving worker's inbound queue, credits to the sender's counter,
 //! ack pieces to the shard hosted here, frontiers to every local worker's inbox.
 //!
 //! End: when this process's workers are done it sends Done (process 0 gets the report) and waits for
-//! Done from everyone. A peer whose connection closes before its Done, that sends Abort, or that
+//! Done from everyone. A process whose connection closes before its Done, that sends Abort, or that
 //! stays silent longer than the peer timeout fails the job: the error names the process and its
 //! address, and the workers are stopped.
 
@@ -88,16 +88,16 @@ pub struct TransportHandle {
 }
 
 impl TransportHandle {
-    /// Tells the transport the workers finished and waits for every peer's Done.
+    /// Tells the transport the workers finished and waits for every other process's Done.
     ///
     /// # Errors
-    /// A peer failed or died first.
+    /// Another process failed or died first.
     pub fn finish(mut self, report: Vec<u8>) -> Result<Outcome, String> {
         let _ = self.control.send(Control::Finish(report));
         self.join()
     }
 
-    /// Tells the peers this process failed, then stops.
+    /// Tells the other processes this one failed, then stops.
     pub fn abort(mut self, reason: String) {
         let _ = self.control.send(Control::Abort(reason));
         let _ = self.join();
@@ -135,18 +135,18 @@ impl Failure {
     }
 }
 
-/// Connects to every peer and starts serving; returns once all connections are up.
+/// Connects to every other process and starts serving; returns once all connections are up.
 ///
 /// `queues[j]` is the frame queue of the connection to process `j` (`None` for this process).
 ///
 /// # Errors
-/// Peers missing at the connect timeout, or a runtime that cannot start, naming the processes.
+/// Processes missing at the start-up timeout, or a runtime that cannot start, naming the processes.
 pub fn start(
     id: Identity,
     listener: std::net::TcpListener,
     cfg: &ClusterConfig,
     queues: Vec<Option<UnboundedReceiver<Bytes>>>,
-    peer_txs: Vec<Option<UnboundedSender<Bytes>>>,
+    remote_txs: Vec<Option<UnboundedSender<Bytes>>>,
     delivery: Delivery,
     failure: Failure,
 ) -> Result<TransportHandle, String> {
@@ -178,7 +178,7 @@ pub fn start(
                     }
                 };
                 serve(
-                    id, listener, cfg, conns, queues, peer_txs, delivery, failure, control_rx,
+                    id, listener, cfg, conns, queues, remote_txs, delivery, failure, control_rx,
                     traffic,
                 )
                 .await
@@ -219,7 +219,7 @@ fn hello_of(id: &Identity) -> Hello {
     }
 }
 
-/// Checks a peer's handshake; returns its process index.
+/// Checks another process's handshake; returns its index.
 fn check_hello(id: &Identity, h: &Hello) -> Result<usize, String> {
     if h.version != PROTOCOL_VERSION {
         return Err(format!(
@@ -263,7 +263,6 @@ async fn read_hello(conn: &mut Conn) -> Result<Hello, String> {
     }
 }
 
-/// Handshake of an accepted connection: returns the peer's index.
 /// Why an accepted connection was refused.
 enum Refusal {
     /// Not one of ours: log and go on.
@@ -272,13 +271,14 @@ enum Refusal {
     Fatal(String),
 }
 
+/// Handshake of an accepted connection: the other process's index and the connection.
 async fn accept_handshake(
     stream: TcpStream,
     id: &Identity,
     max: usize,
 ) -> Result<(usize, Conn), Refusal> {
     let _ = stream.set_nodelay(true);
-    // Small frames only until the peer has proven itself.
+    // Small frames only until the other side has proven itself.
     let mut conn = Framed::new(stream, codec(max.min(64 << 10)));
     let h = read_hello(&mut conn).await.map_err(Refusal::Stranger)?;
     let p = match check_hello(id, &h) {
@@ -465,7 +465,7 @@ async fn serve(
     cfg: ClusterConfig,
     conns: Vec<Option<Conn>>,
     queues: Vec<Option<UnboundedReceiver<Bytes>>>,
-    peer_txs: Vec<Option<UnboundedSender<Bytes>>>,
+    remote_txs: Vec<Option<UnboundedSender<Bytes>>>,
     delivery: Delivery,
     failure: Failure,
     mut control: UnboundedReceiver<Control>,
@@ -527,7 +527,7 @@ async fn serve(
     let mut finished = false;
     let send_all =
         |kind: Kind, payload: &[u8], to_leader_only_payload: bool, traffic: &mut Traffic| {
-            for (j, tx) in peer_txs.iter().enumerate() {
+            for (j, tx) in remote_txs.iter().enumerate() {
                 if let Some(tx) = tx {
                     let p = if to_leader_only_payload && j != 0 {
                         &[][..]
@@ -580,7 +580,7 @@ async fn serve(
         }
     };
     // Let the writers put out what is queued (Done or Abort), briefly.
-    drop(peer_txs);
+    drop(remote_txs);
     for w in writers {
         let _ = timeout(Duration::from_secs(2), w).await;
     }
@@ -597,7 +597,7 @@ async fn accept_handshake_check(stream: TcpStream, id: &Identity) -> Result<usiz
 }
 
 async fn write_loop(
-    peer: usize,
+    process: usize,
     mut w: FramedWrite<tokio::net::tcp::OwnedWriteHalf, LengthDelimitedCodec>,
     mut queue: UnboundedReceiver<Bytes>,
     ping_every: Duration,
@@ -627,7 +627,7 @@ async fn write_loop(
             }
         }
         if SinkExt::<Bytes>::flush(&mut w).await.is_err() {
-            tracing::debug!("connection to process {peer} closed while writing");
+            tracing::debug!("connection to process {process} closed while writing");
             break;
         }
         if last == Kind::Done as u8 || last == Kind::Abort as u8 {
@@ -637,7 +637,7 @@ async fn write_loop(
 }
 
 async fn read_loop(
-    peer: usize,
+    process: usize,
     addr: SocketAddr,
     mut r: FramedRead<tokio::net::tcp::OwnedReadHalf, LengthDelimitedCodec>,
     d: Arc<Delivery>,
@@ -648,14 +648,14 @@ async fn read_loop(
         let f = match timeout(peer_timeout, r.next()).await {
             Err(_) => {
                 let _ = events.send(Event::Failed(
-                    peer,
+                    process,
                     format!("sent nothing for {peer_timeout:?}: presumed dead"),
                 ));
                 return;
             }
             Ok(None) => {
                 let _ = events.send(Event::Failed(
-                    peer,
+                    process,
                     "closed its connection before finishing: it died or was killed".into(),
                 ));
                 return;
@@ -667,27 +667,30 @@ async fn read_loop(
                 } else {
                     format!("sent a bad frame: {e}")
                 };
-                let _ = events.send(Event::Failed(peer, why));
+                let _ = events.send(Event::Failed(process, why));
                 return;
             }
             Ok(Some(Ok(f))) => f.freeze(),
         };
         if f.is_empty() {
-            let _ = events.send(Event::Failed(peer, "sent an empty frame".into()));
+            let _ = events.send(Event::Failed(process, "sent an empty frame".into()));
             return;
         }
         match route(&d, f) {
             Ok(Routed::More) => {}
             Ok(Routed::Done(report)) => {
-                let _ = events.send(Event::Done(peer, report));
+                let _ = events.send(Event::Done(process, report));
                 return;
             }
             Ok(Routed::Abort(why)) => {
-                let _ = events.send(Event::Aborted(peer, why));
+                let _ = events.send(Event::Aborted(process, why));
                 return;
             }
             Err(e) => {
-                let _ = events.send(Event::Failed(peer, format!("({addr}) protocol error: {e}")));
+                let _ = events.send(Event::Failed(
+                    process,
+                    format!("({addr}) protocol error: {e}"),
+                ));
                 return;
             }
         }
