@@ -458,6 +458,8 @@ enum Event {
     Aborted(usize, String),
 }
 
+/// Serves a started job: refuses late strangers, runs a reader and a writer per connection, and
+/// follows the end protocol ([`run_to_end`]); then lets the writers put out what is queued.
 #[allow(clippy::too_many_arguments)]
 async fn serve(
     id: Identity,
@@ -469,30 +471,65 @@ async fn serve(
     delivery: Delivery,
     failure: Failure,
     mut control: UnboundedReceiver<Control>,
-    mut traffic: Traffic,
+    traffic: Traffic,
 ) -> Result<Outcome, String> {
-    let n = id.addrs.len();
-    let delivery = Arc::new(delivery);
-    let (ev_tx, mut ev_rx) = unbounded_channel::<Event>();
-    // Strangers after the start are refused for the whole run.
-    let refuser = {
-        let id = id.clone();
-        tokio::spawn(async move {
-            let mut pacer = AcceptPacer::default();
-            loop {
-                let (stream, from) = pacer.accept(&listener).await;
-                let id = id.clone();
-                tokio::spawn(async move {
-                    let why = match accept_handshake_check(stream, &id).await {
-                        Ok(p) => format!("process {p} is already connected"),
-                        Err(e) => e,
-                    };
-                    // Strangers get no answer after the start; the reason is only logged.
-                    tracing::warn!("refused connection from {from}: {why}");
-                });
-            }
-        })
+    let refuser = spawn_refuser(listener, id.clone());
+    let (events_tx, mut events) = unbounded_channel::<Event>();
+    let writers = spawn_links(&id, &cfg, conns, queues, Arc::new(delivery), &events_tx);
+    let mut broadcast = Broadcast {
+        txs: remote_txs,
+        traffic,
     };
+    let mut reports = vec![None; id.addrs.len()];
+    let result = run_to_end(
+        &id,
+        &failure,
+        &mut control,
+        &mut events,
+        &mut broadcast,
+        &mut reports,
+    )
+    .await;
+    drop(events_tx);
+    // Let the writers put out what is queued (Done or Abort), briefly.
+    let traffic = broadcast.traffic;
+    drop(broadcast.txs);
+    for w in writers {
+        let _ = timeout(Duration::from_secs(2), w).await;
+    }
+    refuser.abort();
+    result.map(|()| Outcome { reports, traffic })
+}
+
+/// Strangers after the start are refused for the whole run: the task accepting them.
+fn spawn_refuser(listener: TcpListener, id: Identity) -> tokio::task::JoinHandle<()> {
+    tokio::spawn(async move {
+        let mut pacer = AcceptPacer::default();
+        loop {
+            let (stream, from) = pacer.accept(&listener).await;
+            let id = id.clone();
+            tokio::spawn(async move {
+                let why = match accept_handshake_check(stream, &id).await {
+                    Ok(p) => format!("process {p} is already connected"),
+                    Err(e) => e,
+                };
+                // Strangers get no answer after the start; the reason is only logged.
+                tracing::warn!("refused connection from {from}: {why}");
+            });
+        }
+    })
+}
+
+/// Splits each connection into a reader task (routing frames to `delivery`, telling `events`
+/// how it ended) and a writer task (draining the process's queue); returns the writers.
+fn spawn_links(
+    id: &Identity,
+    cfg: &ClusterConfig,
+    conns: Vec<Option<Conn>>,
+    queues: Vec<Option<UnboundedReceiver<Bytes>>>,
+    delivery: Arc<Delivery>,
+    events: &UnboundedSender<Event>,
+) -> Vec<tokio::task::JoinHandle<()>> {
     let mut writers = Vec::new();
     for (j, (conn, queue)) in conns.into_iter().zip(queues).enumerate() {
         let (Some(conn), Some(queue)) = (conn, queue) else {
@@ -514,79 +551,98 @@ async fn serve(
             id.addrs[j],
             reader,
             delivery.clone(),
-            ev_tx.clone(),
+            events.clone(),
             cfg.peer_timeout,
         ));
     }
-    let mut outcome = Outcome {
-        reports: vec![None; n],
-        traffic: Traffic::default(),
-    };
-    let mut done_from = vec![false; n];
+    writers
+}
+
+/// Control frames to every other process, counted in the transport's traffic.
+struct Broadcast {
+    /// The frame queue of each other process (`None` for this one).
+    txs: Vec<Option<UnboundedSender<Bytes>>>,
+    /// Control frames this process sent.
+    traffic: Traffic,
+}
+
+impl Broadcast {
+    /// Queues a `kind` frame carrying `payload` for every other process; with `leader_only`,
+    /// only process 0 gets the payload and the others an empty frame.
+    fn send(&mut self, kind: Kind, payload: &[u8], leader_only: bool) {
+        for (j, tx) in self.txs.iter().enumerate() {
+            if let Some(tx) = tx {
+                let p = if leader_only && j != 0 {
+                    &[][..]
+                } else {
+                    payload
+                };
+                let f = frame::simple(kind, p);
+                self.traffic
+                    .record_frame(MessageKind::Control, f.len() as u64 + 4);
+                let _ = tx.send(f);
+            }
+        }
+    }
+
+    /// Fails the job with `msg` (a failure seen here) and passes it on as an Abort, which also
+    /// ends our writers at once (each stops after writing it) instead of after the grace period
+    /// of [`serve`]. Returns `msg`.
+    fn fail(&mut self, id: &Identity, failure: &Failure, msg: String) -> String {
+        failure.fail(msg.clone());
+        let abort = format!("process {} saw: {msg}", id.process);
+        self.send(Kind::Abort, abort.as_bytes(), false);
+        msg
+    }
+}
+
+/// The end protocol: once the workers finish, Done goes to every other process (with the report
+/// for process 0); the run ends when every process has said Done, or at the first failure,
+/// Abort or local abort. Done reports are stored in `reports` by process.
+async fn run_to_end(
+    id: &Identity,
+    failure: &Failure,
+    control: &mut UnboundedReceiver<Control>,
+    events: &mut UnboundedReceiver<Event>,
+    broadcast: &mut Broadcast,
+    reports: &mut [Option<Vec<u8>>],
+) -> Result<(), String> {
+    let mut done_from = vec![false; reports.len()];
     done_from[id.process] = true;
     let mut finished = false;
-    let send_all =
-        |kind: Kind, payload: &[u8], to_leader_only_payload: bool, traffic: &mut Traffic| {
-            for (j, tx) in remote_txs.iter().enumerate() {
-                if let Some(tx) = tx {
-                    let p = if to_leader_only_payload && j != 0 {
-                        &[][..]
-                    } else {
-                        payload
-                    };
-                    let f = frame::simple(kind, p);
-                    traffic.record_frame(MessageKind::Control, f.len() as u64 + 4);
-                    let _ = tx.send(f);
-                }
-            }
-        };
-    let result = loop {
+    loop {
         if finished && done_from.iter().all(|&d| d) {
-            break Ok(());
+            return Ok(());
         }
         tokio::select! {
             c = control.recv() => match c {
                 Some(Control::Finish(report)) => {
-                    send_all(Kind::Done, &report, true, &mut traffic);
+                    broadcast.send(Kind::Done, &report, true);
                     finished = true;
                 }
                 Some(Control::Abort(reason)) => {
-                    send_all(Kind::Abort, reason.as_bytes(), false, &mut traffic);
-                    break Err(reason);
+                    broadcast.send(Kind::Abort, reason.as_bytes(), false);
+                    return Err(reason);
                 }
-                None => break Err("runtime stopped without finishing".into()),
+                None => return Err("runtime stopped without finishing".into()),
             },
-            e = ev_rx.recv() => match e {
+            e = events.recv() => match e {
                 Some(Event::Done(j, report)) => {
                     done_from[j] = true;
-                    outcome.reports[j] = Some(report);
+                    reports[j] = Some(report);
                 }
                 Some(Event::Failed(j, why)) => {
                     let msg = format!("process {j} ({}) {why}", id.addrs[j]);
-                    failure.fail(msg.clone());
-                    send_all(Kind::Abort, format!("process {} saw: {msg}", id.process).as_bytes(), false, &mut traffic);
-                    break Err(msg);
+                    return Err(broadcast.fail(id, failure, msg));
                 }
                 Some(Event::Aborted(j, why)) => {
                     let msg = format!("process {j} ({}) failed: {why}", id.addrs[j]);
-                    failure.fail(msg.clone());
-                    // Passing the Abort on also ends our writers at once (each stops after
-                    // writing it) instead of after the grace period below.
-                    send_all(Kind::Abort, format!("process {} saw: {msg}", id.process).as_bytes(), false, &mut traffic);
-                    break Err(msg);
+                    return Err(broadcast.fail(id, failure, msg));
                 }
-                None => break Err("network tasks stopped".into()),
+                None => return Err("network tasks stopped".into()),
             },
         }
-    };
-    // Let the writers put out what is queued (Done or Abort), briefly.
-    drop(remote_txs);
-    for w in writers {
-        let _ = timeout(Duration::from_secs(2), w).await;
     }
-    refuser.abort();
-    outcome.traffic = traffic;
-    result.map(|()| outcome)
 }
 
 /// The refuser's check of a late connection (any outcome is a refusal).
