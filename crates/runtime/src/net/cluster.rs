@@ -13,7 +13,7 @@
 //!
 //! With `tracker_processes = T > 0` the last T processes (the last T hostfile lines; in a local
 //! launch T processes beyond the N worker processes) run no workers: they host the tracker shards
-//! (DESIGN.md section 2, item 6: the tracker "in a worker process or in dedicated processes").
+//! (docs/design.md, requirement 6: the tracker "in a worker process or in dedicated processes").
 //!
 //! Every process must build the same dataflow; the handshake's job id checks it.
 
