@@ -38,6 +38,10 @@ pub struct EngineArgs {
     #[arg(long = "peer-timeout", value_name = "PEER_TIMEOUT", default_value = "5s",
           value_parser = humantime::parse_duration)]
     pub process_timeout: Duration,
+    /// Start-up bound: how long a process waits for the others at start (local children
+    /// reporting their ports, hostfile names resolving, all processes connecting).
+    #[arg(long, default_value = "30s", value_parser = humantime::parse_duration)]
+    pub startup_timeout: Duration,
     /// Tracker shards: slot s is tracked by shard s mod S (shard k runs in process k mod N, or
     /// in tracker process k mod T with --tracker-processes).
     #[arg(long, default_value_t = 1)]
@@ -122,6 +126,7 @@ impl EngineArgs {
                 launch,
                 token: self.cluster_token.clone(),
                 peer_timeout: self.process_timeout,
+                startup_timeout: self.startup_timeout,
                 tracker_processes: self.tracker_processes,
                 ..ClusterConfig::default()
             },
@@ -153,6 +158,7 @@ impl EngineArgs {
         a.option("process", self.process);
         a.option("cluster-token", self.cluster_token.as_ref());
         a.duration("peer-timeout", self.process_timeout, d.process_timeout);
+        a.duration("startup-timeout", self.startup_timeout, d.startup_timeout);
         a.value("tracker-shards", self.tracker_shards, d.tracker_shards);
         a.value(
             "tracker-processes",
@@ -320,6 +326,7 @@ mod tests {
             hosts in proptest::option::of(("[a-z/._]{1,20}", 0usize..10)),
             cluster_token in proptest::option::of("[A-Za-z0-9_]{1,16}"),
             process_timeout in duration(),
+            startup_timeout in duration(),
             tracker_shards in 0usize..2000,
             tracker_processes in 0usize..10,
             batch_size in 0usize..100_000,
@@ -341,6 +348,7 @@ mod tests {
                 process: hosts.map(|h| h.1),
                 cluster_token,
                 process_timeout,
+                startup_timeout,
                 tracker_shards,
                 tracker_processes,
                 batch_size,

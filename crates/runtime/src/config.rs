@@ -5,12 +5,13 @@ use std::time::Duration;
 /// How completeness is tracked.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum TrackingMode {
-    /// trAcker: XOR tags, local ackers and a centralized tracker (DESIGN.md section 2).
+    /// trAcker: XOR tags, local ackers and a centralized tracker (docs/design.md, "trAcker
+    /// requirements" 1-6).
     Tracker,
     /// In-band markers (punctuations): sources send `Marker(t)` on every output channel each time
     /// their heartbeat passes a multiple of the granularity; every instance aligns the minimum
-    /// over its input channels and forwards it to all downstream instances (DESIGN.md section 2,
-    /// the baseline of seed 000). Rejected for cyclic graphs.
+    /// over its input channels and forwards it to all downstream instances (docs/design.md,
+    /// "Markers": the baseline trAcker is measured against). Rejected for cyclic graphs.
     Markers,
     /// No tracking: windows close only at end of stream (to measure tracking overhead).
     None,
@@ -80,8 +81,8 @@ pub struct RuntimeConfig {
     /// low load, but up to a message per element then); `false`: only the interval and the count
     /// trigger flushes (FlameStream's batching, fewest messages).
     pub ack_flush_on_idle: bool,
-    /// Self-cancelling random acks added per real ack: 2 × this (seed 000's scalability load;
-    /// 1x/5x/9x/17x = 0/2/4/8).
+    /// Self-cancelling random acks added per real ack: 2 × this (the tracker load of the
+    /// scalability experiment, docs/bench-stand.md: 1x/5x/9x/17x = 0/2/4/8).
     pub ack_multiplier: usize,
     /// Tracker shards S: slot `s` is tracked by shard `s mod S`.
     pub tracker_shards: usize,

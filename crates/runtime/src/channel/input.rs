@@ -52,7 +52,7 @@ impl<T> InputPort<T> {
     /// The next message of any input channel, round-robin over channels so none starves.
     ///
     /// # Panics
-    /// If a remote frame cannot be decoded: the peer passed the handshake, so it runs different
+    /// If a remote frame cannot be decoded: the remote process passed the handshake, so it runs different
     /// code; the worker fails with the reason.
     #[inline]
     pub fn pop(&mut self, ctx: &mut WorkerCtx) -> Option<Msg<T>> {

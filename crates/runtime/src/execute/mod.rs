@@ -2,7 +2,7 @@
 //! create the vertex instances, set up trAcker, start the transport, run the worker threads, then
 //! rank errors or merge the reports.
 //!
-//! One concept per file: [`placement`] (who runs what), [`plumbing`] (queues to peers and frontier
+//! One concept per file: [`placement`] (who runs what), [`plumbing`] (queues to remote processes and frontier
 //! inboxes), [`tracking`] (shards and the process acker), [`threads`] (worker threads),
 //! [`outcome`] (root cause or merged report), [`job_id`] (what the handshake compares).
 
@@ -24,7 +24,7 @@ use crate::wake::Unparkers;
 use crate::worker::ctx::WorkerCtx;
 use crate::worker::Worker;
 use placement::Placement;
-use plumbing::PeerQueues;
+use plumbing::RemoteQueues;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
@@ -44,12 +44,12 @@ pub(crate) fn run_built(mut b: Builder) -> Result<RunReport, RunError> {
     let place = Placement::new(&config, &cluster);
     let unparkers = Arc::new(Unparkers::new(place.local_workers));
     let abort = Arc::new(AtomicBool::new(false));
-    let peers = PeerQueues::new(place.processes, place.me);
+    let remotes = RemoteQueues::new(place.processes, place.me);
     let wiring = Wiring::new(
         place.me,
         place.worker_processes,
         config.workers,
-        peers.handles.clone(),
+        remotes.handles.clone(),
         config.channel_capacity,
     );
     let (inbox_txs, inbox_rxs) = plumbing::inboxes(place.local_workers);
@@ -63,8 +63,8 @@ pub(crate) fn run_built(mut b: Builder) -> Result<RunReport, RunError> {
             interest: &b.interest,
             inboxes: &inbox_txs,
             unparkers: &unparkers,
-            peers: &peers.handles,
-            worker_peers: &peers.worker_peers(place.worker_processes),
+            remotes: &remotes.handles,
+            worker_remotes: &remotes.worker_remotes(place.worker_processes),
         },
     );
     let failure = Failure {
@@ -78,7 +78,7 @@ pub(crate) fn run_built(mut b: Builder) -> Result<RunReport, RunError> {
         inboxes: inbox_txs,
         unparkers: unparkers.clone(),
     };
-    let transport = start_transport(&b.graph, &config, &mut cluster, peers, delivery, &failure)?;
+    let transport = start_transport(&b.graph, &config, &mut cluster, remotes, delivery, &failure)?;
     let workers = make_workers(
         &config, &place, &b, instances, inbox_rxs, &progress, &abort, &unparkers,
     );
@@ -137,7 +137,7 @@ fn start_transport(
     graph: &GraphDesc,
     config: &RuntimeConfig,
     cluster: &mut Resolved,
-    peers: PeerQueues,
+    remotes: RemoteQueues,
     delivery: Delivery,
     failure: &Failure,
 ) -> Result<Option<TransportHandle>, RunError> {
@@ -155,8 +155,8 @@ fn start_transport(
         id,
         listener,
         cfg,
-        peers.rxs,
-        peers.txs,
+        remotes.rxs,
+        remotes.txs,
         delivery,
         failure.clone(),
     ) {

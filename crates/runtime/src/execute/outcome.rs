@@ -15,7 +15,7 @@ use std::time::Duration;
 use xorflow_core::GraphDesc;
 
 /// The root cause of a failed run, if it failed: a real error before the "aborted" echoes of
-/// other workers, and a dead peer (the transport's failure) before the local echoes it caused.
+/// other workers, and a dead remote process (the transport's failure) before the local echoes it caused.
 ///
 /// # Errors
 /// That root cause.
@@ -117,7 +117,7 @@ pub(crate) fn process_report(me: usize, run: &ThreadsRun, m: &Merged) -> Process
 /// elapsed time.
 ///
 /// # Errors
-/// A peer failed before its Done, or sent an unreadable report.
+/// A remote process failed before its Done, or sent an unreadable report.
 pub(crate) fn gather(
     transport: TransportHandle,
     mut local: ProcessReport,

@@ -1,23 +1,23 @@
-//! The queues a process sets up before it starts: one frame queue per peer process (drained by
+//! The queues a process sets up before it starts: one frame queue per remote process (drained by
 //! the transport's writer) and one frontier inbox per local worker.
 
-use crate::net::link::PeerTx;
+use crate::net::link::RemoteTx;
 use crate::progress::frontiers::Notification;
 use bytes::Bytes;
 use crossbeam_channel::{Receiver, Sender};
 use tokio::sync::mpsc::{UnboundedReceiver, UnboundedSender};
 
 /// The frame queues to every other process (`None` at this process's own index).
-pub(crate) struct PeerQueues {
+pub(crate) struct RemoteQueues {
     /// Sending ends, for the transport (it also answers handshakes through them).
     pub txs: Vec<Option<UnboundedSender<Bytes>>>,
     /// Receiving ends, drained by the transport's writers.
     pub rxs: Vec<Option<UnboundedReceiver<Bytes>>>,
     /// The sending ends as the runtime uses them.
-    pub handles: Vec<Option<PeerTx>>,
+    pub handles: Vec<Option<RemoteTx>>,
 }
 
-impl PeerQueues {
+impl RemoteQueues {
     /// Queues from process `me` to each of `processes` processes.
     pub fn new(processes: usize, me: usize) -> Self {
         let (mut txs, mut rxs) = (Vec::new(), Vec::new());
@@ -34,14 +34,14 @@ impl PeerQueues {
         let handles = txs
             .iter()
             .enumerate()
-            .map(|(j, t)| t.clone().map(|t| PeerTx::new(j, t)))
+            .map(|(j, t)| t.clone().map(|t| RemoteTx::new(j, t)))
             .collect();
-        PeerQueues { txs, rxs, handles }
+        RemoteQueues { txs, rxs, handles }
     }
 
     /// The other processes running workers (frontier frames go to them; tracker processes have
     /// no workers to notify).
-    pub fn worker_peers(&self, worker_processes: usize) -> Vec<PeerTx> {
+    pub fn worker_remotes(&self, worker_processes: usize) -> Vec<RemoteTx> {
         self.handles
             .iter()
             .flatten()

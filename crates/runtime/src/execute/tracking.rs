@@ -3,7 +3,7 @@
 
 use super::placement::Placement;
 use crate::config::RuntimeConfig;
-use crate::net::link::PeerTx;
+use crate::net::link::RemoteTx;
 use crate::progress::flush_policy::FlushPolicy;
 use crate::progress::frontiers::Notification;
 use crate::progress::process_acker::{ProcessAcker, ShardRoute};
@@ -30,9 +30,9 @@ pub(crate) struct ShardContext<'a> {
     pub inboxes: &'a [Sender<Notification>],
     pub unparkers: &'a Arc<Unparkers>,
     /// The connection to each process (`None` for this one).
-    pub peers: &'a [Option<PeerTx>],
+    pub remotes: &'a [Option<RemoteTx>],
     /// The other worker processes, notified by frontier frames.
-    pub worker_peers: &'a [PeerTx],
+    pub worker_remotes: &'a [RemoteTx],
 }
 
 /// Creates the shards `place` assigns to this process and the process acker (nothing without
@@ -51,9 +51,9 @@ pub(crate) fn setup(config: &RuntimeConfig, place: &Placement, cx: ShardContext)
     for (k, agent) in agents.iter_mut().enumerate() {
         let host = place.shard_host(k);
         if host != place.me {
-            let peer = cx.peers[host].clone();
+            let remote = cx.remotes[host].clone();
             routes.push(ShardRoute::Remote(
-                peer.expect("remote shard host has a connection"),
+                remote.expect("remote shard host has a connection"),
             ));
             continue;
         }
@@ -65,7 +65,7 @@ pub(crate) fn setup(config: &RuntimeConfig, place: &Placement, cx: ShardContext)
             cx.interest.to_vec(),
             cx.inboxes.to_vec(),
             cx.unparkers.clone(),
-            cx.worker_peers.to_vec(),
+            cx.worker_remotes.to_vec(),
         ));
         *agent = Some(a.clone());
         routes.push(ShardRoute::Local(a));

@@ -13,7 +13,7 @@
 //!
 //! With `tracker_processes = T > 0` the last T processes (the last T hostfile lines; in a local
 //! launch T processes beyond the N worker processes) run no workers: they host the tracker shards
-//! (DESIGN.md section 2, item 6: the tracker "in a worker process or in dedicated processes").
+//! (docs/design.md, requirement 6: the tracker "in a worker process or in dedicated processes").
 //!
 //! Every process must build the same dataflow; the handshake's job id checks it.
 
@@ -21,7 +21,7 @@ use std::io::{BufRead, BufReader, Write};
 use std::net::{SocketAddr, TcpListener, ToSocketAddrs};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 /// Environment variable marking a child of a local launch (its process index).
 pub const LOCAL_PROCESS_ENV: &str = "XORFLOW_LOCAL_PROCESS";
@@ -57,10 +57,11 @@ pub struct ClusterConfig {
     /// Shared secret every process must present in the handshake (hostfile runs; local runs make
     /// their own).
     pub token: Option<String>,
-    /// A peer that sends nothing for this long (not even a keep-alive) is declared dead.
+    /// A remote process that sends nothing for this long (not even a keep-alive) is declared dead.
     pub peer_timeout: Duration,
-    /// How long to wait for all processes to connect at start.
-    pub connect_timeout: Duration,
+    /// Start-up bound: how long each start-up step may wait for the other processes (local
+    /// children reporting their ports, hostfile names resolving, everyone connecting).
+    pub startup_timeout: Duration,
     /// Largest frame accepted, bytes; a larger one closes the connection.
     pub max_frame_bytes: usize,
     /// Dedicated tracker processes: the last this many processes run no workers and host the
@@ -74,7 +75,7 @@ impl Default for ClusterConfig {
             launch: Launch::Single,
             token: None,
             peer_timeout: Duration::from_secs(5),
-            connect_timeout: Duration::from_secs(30),
+            startup_timeout: Duration::from_secs(30),
             max_frame_bytes: 64 << 20,
             tracker_processes: 0,
         }
@@ -93,36 +94,47 @@ impl ClusterConfig {
         }
     }
 
-    /// Reads and checks the hostfile of a hostfile launch (`None` for other launches): it must
-    /// list this process's index and at least one worker process besides the tracker processes.
+    /// The cluster token of a hostfile run: `--cluster-token`, else the environment variable
+    /// [`TOKEN_ENV`]; `None` when neither gives a non-empty one.
+    pub fn token(&self) -> Option<String> {
+        self.token
+            .clone()
+            .or_else(|| std::env::var(TOKEN_ENV).ok())
+            .filter(|t| !t.is_empty())
+    }
+
+    /// Reads and checks the hostfile of a hostfile launch (`None` for other launches): every
+    /// line well formed, no address listed twice, this process's index listed and at least one
+    /// worker process besides the tracker processes. Names are not looked up here (see
+    /// [`resolve`]: a name may resolve only once its host is up).
     ///
     /// # Errors
     /// An unreadable or malformed file, or one too short, naming the file.
-    pub fn check_hostfile(&self) -> Result<Option<Vec<SocketAddr>>, String> {
+    pub fn check_hostfile(&self) -> Result<Option<Vec<HostEntry>>, String> {
         let Launch::Hosts { hostfile, process } = &self.launch else {
             return Ok(None);
         };
-        let addrs = read_hostfile(hostfile)?;
-        if addrs.len() <= self.tracker_processes {
+        let hosts = read_hostfile(hostfile)?;
+        if hosts.len() <= self.tracker_processes {
             return Err(format!(
                 "hostfile '{}' lists {} hosts, but --tracker-processes {} leaves no worker \
                  process (its last lines are the tracker processes)",
                 hostfile.display(),
-                addrs.len(),
+                hosts.len(),
                 self.tracker_processes
             ));
         }
-        if *process >= addrs.len() {
+        if *process >= hosts.len() {
             return Err(format!(
                 "--process {process} but hostfile '{}' lists {} hosts",
                 hostfile.display(),
-                addrs.len()
+                hosts.len()
             ));
         }
-        Ok(Some(addrs))
+        Ok(Some(hosts))
     }
 
-    /// Checks the knobs (the hostfile is read at launch).
+    /// Checks the knobs, the hostfile and that a hostfile run has a token.
     ///
     /// # Errors
     /// A message naming the invalid knob.
@@ -140,8 +152,19 @@ impl ClusterConfig {
         if self.launch == Launch::Single && self.tracker_processes > 0 {
             return Err("--tracker-processes needs a multi-process launch".into());
         }
+        if matches!(self.launch, Launch::Hosts { .. }) {
+            self.check_hostfile()?;
+            if self.token().is_none() {
+                return Err(format!(
+                    "a hostfile run needs a cluster token (--cluster-token or {TOKEN_ENV})"
+                ));
+            }
+        }
         if self.peer_timeout < Duration::from_millis(100) {
             return Err("--peer-timeout must be at least 100ms".into());
+        }
+        if self.startup_timeout < Duration::from_millis(100) {
+            return Err("--startup-timeout must be at least 100ms".into());
         }
         if self.max_frame_bytes < 1024 {
             return Err("max frame size must be at least 1024 bytes".into());
@@ -171,34 +194,191 @@ impl Resolved {
     }
 }
 
-/// Reads a hostfile: one `host:port` per process.
+/// One line of a hostfile: where a process listens, as written (a name is looked up at launch).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct HostEntry {
+    /// Line in the file, from 1.
+    pub line: usize,
+    /// Host name or IP address (an IPv6 address without its brackets).
+    pub host: String,
+    /// Port.
+    pub port: u16,
+}
+
+impl std::fmt::Display for HostEntry {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        if self.host.contains(':') {
+            write!(f, "[{}]:{}", self.host, self.port)
+        } else {
+            write!(f, "{}:{}", self.host, self.port)
+        }
+    }
+}
+
+impl HostEntry {
+    /// Looks the host up (the first address it resolves to).
+    ///
+    /// # Errors
+    /// The resolver's error, or "no address" when it returned none.
+    pub fn lookup(&self) -> std::io::Result<SocketAddr> {
+        (self.host.as_str(), self.port)
+            .to_socket_addrs()?
+            .next()
+            .ok_or_else(|| std::io::Error::new(std::io::ErrorKind::NotFound, "no address"))
+    }
+}
+
+/// Parses one hostfile entry, `host:port` or `[ipv6]:port`; says what is wrong otherwise.
+fn parse_host(text: &str) -> Result<(String, u16), String> {
+    let (host, port) = text
+        .rsplit_once(':')
+        .ok_or("no port (expected host:port)")?;
+    let host = match host.strip_prefix('[') {
+        Some(h) => h
+            .strip_suffix(']')
+            .ok_or("unclosed '[' (expected [ipv6]:port)")?,
+        None if host.contains(':') => {
+            return Err("an IPv6 address needs brackets (expected [ipv6]:port)".into())
+        }
+        None => host,
+    };
+    if host.is_empty() {
+        return Err("no host (expected host:port)".into());
+    }
+    if host.chars().any(char::is_whitespace) {
+        return Err("a host name has no spaces (expected host:port)".into());
+    }
+    let port: u16 = port
+        .parse()
+        .map_err(|_| format!("port '{port}' is not a number between 1 and 65535"))?;
+    if port == 0 {
+        return Err("port 0 is not a fixed port (every process needs a known one)".into());
+    }
+    Ok((host.to_string(), port))
+}
+
+/// Reads a hostfile: one `host:port` per process; `#` starts a comment. Names are not looked
+/// up (see [`resolve_hosts`]).
 ///
 /// # Errors
-/// A missing or unreadable file, a line that is not `host:port`, or no hosts, naming file and line.
-pub fn read_hostfile(path: &Path) -> Result<Vec<SocketAddr>, String> {
+/// A missing or unreadable file, a malformed line, an address listed twice, or no hosts, naming
+/// file and lines.
+pub fn read_hostfile(path: &Path) -> Result<Vec<HostEntry>, String> {
     let text = std::fs::read_to_string(path)
         .map_err(|e| format!("cannot read hostfile '{}': {e}", path.display()))?;
-    let mut addrs = Vec::new();
+    let mut hosts: Vec<HostEntry> = Vec::new();
     for (i, line) in text.lines().enumerate() {
-        let line = line.split('#').next().unwrap_or("").trim();
-        if line.is_empty() {
+        let entry = line.split('#').next().unwrap_or("").trim();
+        if entry.is_empty() {
             continue;
         }
-        let a = line
-            .to_socket_addrs()
-            .ok()
-            .and_then(|mut it| it.next())
-            .ok_or_else(|| {
-                format!(
-                    "hostfile '{}' line {}: '{line}' is not host:port",
-                    path.display(),
-                    i + 1
-                )
-            })?;
-        addrs.push(a);
+        let (host, port) = parse_host(entry).map_err(|e| {
+            format!(
+                "hostfile '{}' line {}: '{entry}': {e}",
+                path.display(),
+                i + 1
+            )
+        })?;
+        let entry = HostEntry {
+            line: i + 1,
+            host,
+            port,
+        };
+        if let Some(first) = hosts
+            .iter()
+            .find(|h| h.port == entry.port && h.host.eq_ignore_ascii_case(&entry.host))
+        {
+            return Err(format!(
+                "hostfile '{}' lists {entry} twice (lines {} and {}): every process needs its \
+                 own address",
+                path.display(),
+                first.line,
+                entry.line
+            ));
+        }
+        hosts.push(entry);
     }
-    if addrs.is_empty() {
+    if hosts.is_empty() {
         return Err(format!("hostfile '{}' lists no hosts", path.display()));
+    }
+    Ok(hosts)
+}
+
+/// Looks up every hostfile entry, retrying the names that do not resolve yet (a host still
+/// starting) until `timeout` has passed.
+///
+/// # Errors
+/// A name still unresolved at the deadline, with the resolver's error, or two entries resolving
+/// to the same address; naming the file and lines.
+pub fn resolve_hosts(
+    path: &Path,
+    hosts: &[HostEntry],
+    timeout: Duration,
+) -> Result<Vec<SocketAddr>, String> {
+    resolve_hosts_with(path, hosts, timeout, HostEntry::lookup)
+}
+
+/// [`resolve_hosts`] with the lookup given (tests use one that fails a few times first).
+fn resolve_hosts_with(
+    path: &Path,
+    hosts: &[HostEntry],
+    timeout: Duration,
+    mut lookup: impl FnMut(&HostEntry) -> std::io::Result<SocketAddr>,
+) -> Result<Vec<SocketAddr>, String> {
+    let deadline = Instant::now() + timeout;
+    let mut addrs: Vec<Option<SocketAddr>> = vec![None; hosts.len()];
+    let mut warned = vec![false; hosts.len()];
+    let mut pause = Duration::from_millis(50);
+    loop {
+        let mut failed = None;
+        for (i, h) in hosts.iter().enumerate() {
+            if addrs[i].is_some() {
+                continue;
+            }
+            match lookup(h) {
+                Ok(a) => addrs[i] = Some(a),
+                Err(e) => {
+                    if !warned[i] {
+                        warned[i] = true;
+                        tracing::warn!(
+                            "hostfile '{}' line {}: {h} does not resolve yet ({e}); retrying \
+                             for up to {timeout:?}",
+                            path.display(),
+                            h.line
+                        );
+                    }
+                    failed.get_or_insert((h, e));
+                }
+            }
+        }
+        let Some((h, e)) = failed else {
+            break;
+        };
+        let now = Instant::now();
+        if now >= deadline {
+            return Err(format!(
+                "hostfile '{}' line {}: cannot resolve {h} within the start-up timeout \
+                 ({timeout:?}): {e}",
+                path.display(),
+                h.line
+            ));
+        }
+        std::thread::sleep(pause.min(deadline - now));
+        pause = (pause * 2).min(Duration::from_secs(1));
+    }
+    let addrs: Vec<SocketAddr> = addrs.into_iter().flatten().collect();
+    for (j, a) in addrs.iter().enumerate() {
+        if let Some(i) = addrs[..j].iter().position(|b| b == a) {
+            return Err(format!(
+                "hostfile '{}': {} (line {}) and {} (line {}) are the same address {a}: every \
+                 process needs its own address",
+                path.display(),
+                hosts[i],
+                hosts[i].line,
+                hosts[j],
+                hosts[j].line
+            ));
+        }
     }
     Ok(addrs)
 }
@@ -216,19 +396,16 @@ pub fn resolve(cfg: &ClusterConfig) -> Result<Resolved, String> {
             token: String::new(),
             children: Vec::new(),
         }),
-        Launch::Hosts { process, .. } => {
-            let addrs = cfg.check_hostfile()?.expect("a hostfile launch");
-            let token = cfg
-                .token
-                .clone()
-                .or_else(|| std::env::var(TOKEN_ENV).ok())
-                .ok_or_else(|| {
-                    format!("a hostfile run needs a cluster token (--cluster-token or {TOKEN_ENV})")
-                })?;
+        Launch::Hosts { hostfile, process } => {
+            let hosts = cfg.check_hostfile()?.expect("a hostfile launch");
+            let token = cfg.token().ok_or_else(|| {
+                format!("a hostfile run needs a cluster token (--cluster-token or {TOKEN_ENV})")
+            })?;
+            let addrs = resolve_hosts(hostfile, &hosts, cfg.startup_timeout)?;
             let listener = TcpListener::bind(addrs[*process]).map_err(|e| {
                 format!(
-                    "process {process}: cannot listen on {}: {e}",
-                    addrs[*process]
+                    "process {process}: cannot listen on {} ({}): {e}",
+                    hosts[*process], addrs[*process]
                 )
             })?;
             Ok(Resolved {
@@ -243,7 +420,7 @@ pub fn resolve(cfg: &ClusterConfig) -> Result<Resolved, String> {
             let total = processes + cfg.tracker_processes;
             match std::env::var(LOCAL_PROCESS_ENV) {
                 Ok(i) => join_local(&i, total),
-                Err(_) => launch_local(total),
+                Err(_) => launch_local(total, cfg.startup_timeout),
             }
         }
     }
@@ -253,8 +430,9 @@ fn bind_loopback() -> Result<TcpListener, String> {
     TcpListener::bind("127.0.0.1:0").map_err(|e| format!("cannot listen on loopback: {e}"))
 }
 
-/// Process 0 of a local launch: start the children and hand out the address table.
-fn launch_local(n: usize) -> Result<Resolved, String> {
+/// Process 0 of a local launch: start the children, collect their ports (each must report
+/// within `timeout`) and hand out the address table. On failure every child is killed.
+fn launch_local(n: usize, timeout: Duration) -> Result<Resolved, String> {
     let listener = bind_loopback()?;
     let mut addrs = vec![listener.local_addr().map_err(|e| e.to_string())?];
     let token = format!(
@@ -262,47 +440,17 @@ fn launch_local(n: usize) -> Result<Resolved, String> {
         rand::random::<u64>(),
         rand::random::<u64>()
     );
-    let exe = std::env::current_exe().map_err(|e| format!("cannot find own executable: {e}"))?;
     let mut children = Vec::new();
-    let mut outs = Vec::new();
-    for i in 1..n {
-        let mut child = Command::new(&exe)
-            .args(std::env::args_os().skip(1))
-            .env(LOCAL_PROCESS_ENV, i.to_string())
-            .env(TOKEN_ENV, &token)
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::inherit())
-            .spawn()
-            .map_err(|e| format!("cannot start process {i} ('{}'): {e}", exe.display()))?;
-        let out = BufReader::new(child.stdout.take().expect("piped stdout"));
-        children.push(child);
-        outs.push(out);
-    }
-    let kill_all = |children: &mut Vec<Child>| {
-        for c in children.iter_mut() {
-            let _ = c.kill();
-            let _ = c.wait();
+    let ports = spawn_children(n, &token, &mut children)
+        .and_then(|(ports, started)| collect_ports(&ports, &children, started + timeout, timeout));
+    let ports = match ports {
+        Ok(p) => p,
+        Err(e) => {
+            kill_children(&mut children);
+            return Err(e);
         }
     };
-    for (i, out) in outs.iter_mut().enumerate() {
-        let mut line = String::new();
-        let port = out
-            .read_line(&mut line)
-            .ok()
-            .and_then(|_| line.trim().strip_prefix(LISTEN_LINE)?.parse::<u16>().ok());
-        match port {
-            Some(p) => addrs.push(SocketAddr::from(([127, 0, 0, 1], p))),
-            None => {
-                kill_all(&mut children);
-                return Err(format!(
-                    "process {} exited or failed before listening (said: '{}')",
-                    i + 1,
-                    line.trim()
-                ));
-            }
-        }
-    }
+    addrs.extend(ports.iter().map(|&p| SocketAddr::from(([127, 0, 0, 1], p))));
     let table = addrs
         .iter()
         .map(ToString::to_string)
@@ -311,18 +459,9 @@ fn launch_local(n: usize) -> Result<Resolved, String> {
     for (i, c) in children.iter_mut().enumerate() {
         let mut stdin = c.stdin.take().expect("piped stdin");
         if writeln!(stdin, "{table}").is_err() {
-            kill_all(&mut children);
+            kill_children(&mut children);
             return Err(format!("process {} exited during start", i + 1));
         }
-    }
-    // Whatever a child prints later goes to our stderr, so its pipe never fills.
-    for out in outs {
-        std::thread::spawn(move || {
-            for line in out.lines().map_while(Result::ok) {
-                // Not eprintln!: it panics when our stderr is closed.
-                let _ = writeln!(std::io::stderr().lock(), "{line}");
-            }
-        });
     }
     Ok(Resolved {
         process: 0,
@@ -331,6 +470,94 @@ fn launch_local(n: usize) -> Result<Resolved, String> {
         token,
         children,
     })
+}
+
+/// What a child's stdout reader reports: its index (from 1) and its first line, or `None` when
+/// the pipe closed or failed first.
+type PortLine = (usize, Option<String>);
+
+/// Starts children 1..n, each with a thread reading its stdout: the first line goes to the
+/// returned channel, the rest to our stderr (so the pipe never fills). Returns the channel and
+/// when the last child started.
+fn spawn_children(
+    n: usize,
+    token: &str,
+    children: &mut Vec<Child>,
+) -> Result<(std::sync::mpsc::Receiver<PortLine>, Instant), String> {
+    let exe = std::env::current_exe().map_err(|e| format!("cannot find own executable: {e}"))?;
+    let (tx, rx) = std::sync::mpsc::channel();
+    for i in 1..n {
+        let mut child = Command::new(&exe)
+            .args(std::env::args_os().skip(1))
+            .env(LOCAL_PROCESS_ENV, i.to_string())
+            .env(TOKEN_ENV, token)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .map_err(|e| format!("cannot start process {i} ('{}'): {e}", exe.display()))?;
+        let out = BufReader::new(child.stdout.take().expect("piped stdout"));
+        children.push(child);
+        let tx = tx.clone();
+        std::thread::spawn(move || {
+            let mut lines = out.lines();
+            let _ = tx.send((i, lines.next().and_then(Result::ok)));
+            for line in lines.map_while(Result::ok) {
+                // Not eprintln!: it panics when our stderr is closed.
+                let _ = writeln!(std::io::stderr().lock(), "{line}");
+            }
+        });
+    }
+    Ok((rx, Instant::now()))
+}
+
+/// Waits for every child's port line until `deadline`; the error names the first child that
+/// failed, or those still silent at the deadline with their pids.
+fn collect_ports(
+    lines: &std::sync::mpsc::Receiver<PortLine>,
+    children: &[Child],
+    deadline: Instant,
+    timeout: Duration,
+) -> Result<Vec<u16>, String> {
+    let mut ports: Vec<Option<u16>> = vec![None; children.len()];
+    while ports.iter().any(Option::is_none) {
+        let wait = deadline.saturating_duration_since(Instant::now());
+        let Ok((i, line)) = lines.recv_timeout(wait) else {
+            let silent: Vec<String> = (0..children.len())
+                .filter(|&k| ports[k].is_none())
+                .map(|k| format!("process {} (pid {})", k + 1, children[k].id()))
+                .collect();
+            return Err(format!(
+                "{} did not report a listening port within the start-up timeout ({timeout:?}): \
+                 stopped or hung at start",
+                silent.join(", ")
+            ));
+        };
+        let line = line.unwrap_or_default();
+        let port = line
+            .trim()
+            .strip_prefix(LISTEN_LINE)
+            .and_then(|p| p.parse::<u16>().ok());
+        match port {
+            Some(p) => ports[i - 1] = Some(p),
+            None => {
+                return Err(format!(
+                    "process {i} (pid {}) exited or failed before listening (said: '{}')",
+                    children[i - 1].id(),
+                    line.trim()
+                ))
+            }
+        }
+    }
+    Ok(ports.into_iter().flatten().collect())
+}
+
+/// Kills and reaps the children of a failed local launch (a stopped child is killed as well).
+fn kill_children(children: &mut [Child]) {
+    for c in children.iter_mut() {
+        let _ = c.kill();
+        let _ = c.wait();
+    }
 }
 
 /// A child of a local launch: report the port, read the table.
@@ -395,6 +622,7 @@ mod tests {
         let a = read_hostfile(&p).unwrap();
         assert_eq!(a.len(), 2);
         assert_eq!(a[1].to_string(), "10.0.0.2:7000");
+        assert_eq!(a[1].line, 4);
         std::fs::write(&p, "10.0.0.1:7000\nnot-an-address\n").unwrap();
         let e = read_hostfile(&p).unwrap_err();
         assert!(e.contains("line 2"), "{e}");
@@ -403,5 +631,115 @@ mod tests {
         assert!(read_hostfile(&dir.path().join("missing"))
             .unwrap_err()
             .contains("cannot read hostfile"));
+    }
+
+    #[test]
+    fn defect11_malformed_entries_say_what_is_wrong() {
+        for (entry, says) in [
+            ("pod-1", "no port"),
+            ("pod-1:", "port ''"),
+            ("pod-1:70000", "port '70000'"),
+            ("pod-1:http", "port 'http'"),
+            ("pod-1:0", "port 0"),
+            (":7000", "no host"),
+            ("::1:7000", "brackets"),
+            ("[::1:7000", "unclosed"),
+        ] {
+            let e = parse_host(entry).unwrap_err();
+            assert!(e.contains(says), "{entry}: {e}");
+        }
+        assert_eq!(parse_host("[::1]:7000"), Ok(("::1".into(), 7000)));
+        assert_eq!(
+            parse_host("pod-1.xorflow.svc:7000"),
+            Ok(("pod-1.xorflow.svc".into(), 7000))
+        );
+    }
+
+    fn entries(names: &[&str]) -> Vec<HostEntry> {
+        names
+            .iter()
+            .enumerate()
+            .map(|(i, n)| HostEntry {
+                line: i + 1,
+                host: (*n).into(),
+                port: 7000,
+            })
+            .collect()
+    }
+
+    #[test]
+    fn defect11_a_name_resolving_late_is_retried() {
+        let hosts = entries(&["pod-0", "pod-1"]);
+        let mut failures = 0;
+        let addrs = resolve_hosts_with(Path::new("h"), &hosts, Duration::from_secs(10), |h| {
+            if h.host == "pod-1" && failures < 3 {
+                failures += 1;
+                return Err(std::io::Error::other("Name or service not known"));
+            }
+            Ok(SocketAddr::from(([10, 0, 0, h.line as u8], h.port)))
+        })
+        .unwrap();
+        assert_eq!(failures, 3);
+        assert_eq!(addrs[1].to_string(), "10.0.0.2:7000");
+    }
+
+    #[test]
+    fn defect11_a_name_never_resolving_reports_the_resolver_error() {
+        let hosts = entries(&["pod-0", "pod-1"]);
+        let t0 = Instant::now();
+        let e = resolve_hosts_with(Path::new("h"), &hosts, Duration::from_millis(300), |h| {
+            if h.host == "pod-1" {
+                return Err(std::io::Error::other("Name or service not known"));
+            }
+            Ok(SocketAddr::from(([10, 0, 0, 1], h.port)))
+        })
+        .unwrap_err();
+        assert!(t0.elapsed() >= Duration::from_millis(300));
+        assert!(
+            e.contains("line 2")
+                && e.contains("cannot resolve pod-1:7000")
+                && e.contains("Name or service not known"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn defect10_an_address_listed_twice_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("hosts");
+        std::fs::write(&p, "pod-0:7000\npod-1:7000\nPOD-1:7000\n").unwrap();
+        let e = read_hostfile(&p).unwrap_err();
+        assert!(e.contains("twice (lines 2 and 3)"), "{e}");
+        // Two names of one address are found once they resolve.
+        let hosts = entries(&["localhost", "127.0.0.1"]);
+        let e = resolve_hosts_with(&p, &hosts, Duration::from_secs(1), |h| {
+            Ok(SocketAddr::from(([127, 0, 0, 1], h.port)))
+        })
+        .unwrap_err();
+        assert!(e.contains("same address 127.0.0.1:7000"), "{e}");
+    }
+
+    #[test]
+    fn defect10_a_hostfile_run_needs_a_token() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("hosts");
+        std::fs::write(&p, "127.0.0.1:7000\n127.0.0.1:7001\n").unwrap();
+        let mut cfg = ClusterConfig {
+            launch: Launch::Hosts {
+                hostfile: p,
+                process: 0,
+            },
+            token: Some("secret".into()),
+            ..ClusterConfig::default()
+        };
+        cfg.validate().unwrap();
+        if std::env::var_os(TOKEN_ENV).is_none() {
+            cfg.token = None;
+            assert!(cfg.validate().unwrap_err().contains("cluster token"));
+        }
+        cfg.token = Some(String::new());
+        if std::env::var_os(TOKEN_ENV).is_none() {
+            assert!(cfg.validate().unwrap_err().contains("cluster token"));
+        }
     }
 }

@@ -17,22 +17,22 @@ use std::sync::{Arc, Mutex};
 use tokio::sync::mpsc::UnboundedSender;
 use xorflow_core::{Data, Element};
 
-/// The sending half of the connection to one peer process (frames are written in order).
+/// The sending half of the connection to one remote process (frames are written in order).
 #[derive(Clone, Debug)]
-pub struct PeerTx {
-    /// The peer's process index.
+pub struct RemoteTx {
+    /// The remote process's index.
     pub process: usize,
     tx: UnboundedSender<Bytes>,
 }
 
-impl PeerTx {
+impl RemoteTx {
     /// A handle writing into `tx`.
     pub fn new(process: usize, tx: UnboundedSender<Bytes>) -> Self {
-        PeerTx { process, tx }
+        RemoteTx { process, tx }
     }
 
-    /// Queues a frame for the peer. False once the connection is gone (the job is failing then;
-    /// the transport reports why).
+    /// Queues a frame for the remote process. False once the connection is gone (the job is
+    /// failing then; the transport reports why).
     #[inline]
     pub fn send(&self, f: Bytes) -> bool {
         self.tx.send(f).is_ok()
@@ -44,7 +44,7 @@ impl PeerTx {
 pub struct RemoteOut {
     /// The channel.
     pub ch: ChannelId,
-    peer: PeerTx,
+    remote: RemoteTx,
     credits: Arc<AtomicUsize>,
 }
 
@@ -60,13 +60,13 @@ impl RemoteOut {
         self.credits.fetch_sub(1, Ordering::AcqRel);
         let f = encode(&msg, self.ch);
         let n = f.len() as u64 + 4;
-        self.peer.send(f);
+        self.remote.send(f);
         Ok(n)
     }
 
-    /// The peer process.
+    /// The remote process.
     pub fn process(&self) -> usize {
-        self.peer.process
+        self.remote.process
     }
 }
 
@@ -76,7 +76,7 @@ pub struct RemoteIn {
     /// The channel.
     pub ch: ChannelId,
     queue: Arc<ArrayQueue<Bytes>>,
-    peer: PeerTx,
+    remote: RemoteTx,
     unreturned: u32,
     threshold: u32,
 }
@@ -92,7 +92,7 @@ impl RemoteIn {
         if self.unreturned >= self.threshold || self.queue.is_empty() {
             let c = frame::credit(self.ch, self.unreturned);
             credit_bytes = Some(c.len() as u64 + 4);
-            self.peer.send(c);
+            self.remote.send(c);
             self.unreturned = 0;
         }
         Some((f, credit_bytes))
@@ -115,7 +115,7 @@ pub fn encode<T: Data>(msg: &Msg<T>, ch: ChannelId) -> Bytes {
 /// Decodes a Data or End frame.
 ///
 /// # Errors
-/// An undecodable payload (a peer running different code), naming the channel.
+/// An undecodable payload (a remote process running different code), naming the channel.
 pub fn decode<T: Data>(f: &[u8]) -> Result<Msg<T>, String> {
     let (ch, body) = frame::read_channel(f)?;
     match Kind::of(f[0])? {
@@ -161,8 +161,8 @@ pub struct Wiring {
     pub processes: usize,
     /// Worker threads per process.
     pub workers: usize,
-    /// Connection to each peer process (`None` for this one).
-    pub peers: Vec<Option<PeerTx>>,
+    /// Connection to each remote process (`None` for this one).
+    pub remotes: Vec<Option<RemoteTx>>,
     /// Channel capacity in batches (credits per remote channel).
     pub capacity: usize,
     routes: Mutex<Routes>,
@@ -174,14 +174,14 @@ impl Wiring {
         process: usize,
         processes: usize,
         workers: usize,
-        peers: Vec<Option<PeerTx>>,
+        remotes: Vec<Option<RemoteTx>>,
         capacity: usize,
     ) -> Self {
         Wiring {
             process,
             processes,
             workers,
-            peers,
+            remotes,
             capacity,
             routes: Mutex::new(Routes::default()),
         }
@@ -217,7 +217,7 @@ impl Wiring {
             .insert(ch, (credits.clone(), sender));
         RemoteOut {
             ch,
-            peer: self.peer_of(ch.to as usize),
+            remote: self.remote_of(ch.to as usize),
             credits,
         }
     }
@@ -234,14 +234,14 @@ impl Wiring {
         RemoteIn {
             ch,
             queue,
-            peer: self.peer_of(ch.from as usize),
+            remote: self.remote_of(ch.from as usize),
             unreturned: 0,
             threshold: (self.capacity as u32 / 4).max(1),
         }
     }
 
-    fn peer_of(&self, worker: usize) -> PeerTx {
-        self.peers[worker / self.workers]
+    fn remote_of(&self, worker: usize) -> RemoteTx {
+        self.remotes[worker / self.workers]
             .clone()
             .expect("a remote worker's process has a connection")
     }

@@ -1,19 +1,19 @@
 //! The network transport: one TCP connection per pair of processes, on a tokio runtime in one
 //! thread per process.
 //!
-//! Start: process `i` connects to every `j < i` (retrying until `connect_timeout`) and accepts every
+//! Start: process `i` connects to every `j < i` (retrying until the start-up timeout) and accepts every
 //! `j > i`; both sides exchange a [`Hello`] (magic, protocol version, job id, process index, cluster
 //! token) and check it. A connection that fails the check, sends garbage or an oversized frame, or
 //! says nothing within the handshake timeout is refused and logged; the listener keeps running and
 //! refuses every later stranger the same way, so nobody can disturb a running job.
 //!
-//! Run: per peer a writer task drains the peer's frame queue (written in order, flushed when the
-//! queue is empty, a Ping after a third of the peer timeout of silence) and a reader task routes
+//! Run: per remote process a writer task drains its frame queue (written in order, flushed when
+//! the queue is empty, a Ping after a third of the peer timeout of silence) and a reader task routes
 //! what arrives: batches into the receiving worker's inbound queue, credits to the sender's counter,
 //! ack pieces to the shard hosted here, frontiers to every local worker's inbox.
 //!
 //! End: when this process's workers are done it sends Done (process 0 gets the report) and waits for
-//! Done from everyone. A peer whose connection closes before its Done, that sends Abort, or that
+//! Done from everyone. A process whose connection closes before its Done, that sends Abort, or that
 //! stays silent longer than the peer timeout fails the job: the error names the process and its
 //! address, and the workers are stopped.
 
@@ -88,16 +88,16 @@ pub struct TransportHandle {
 }
 
 impl TransportHandle {
-    /// Tells the transport the workers finished and waits for every peer's Done.
+    /// Tells the transport the workers finished and waits for every other process's Done.
     ///
     /// # Errors
-    /// A peer failed or died first.
+    /// Another process failed or died first.
     pub fn finish(mut self, report: Vec<u8>) -> Result<Outcome, String> {
         let _ = self.control.send(Control::Finish(report));
         self.join()
     }
 
-    /// Tells the peers this process failed, then stops.
+    /// Tells the other processes this one failed, then stops.
     pub fn abort(mut self, reason: String) {
         let _ = self.control.send(Control::Abort(reason));
         let _ = self.join();
@@ -135,18 +135,18 @@ impl Failure {
     }
 }
 
-/// Connects to every peer and starts serving; returns once all connections are up.
+/// Connects to every other process and starts serving; returns once all connections are up.
 ///
 /// `queues[j]` is the frame queue of the connection to process `j` (`None` for this process).
 ///
 /// # Errors
-/// Peers missing at the connect timeout, or a runtime that cannot start, naming the processes.
+/// Processes missing at the start-up timeout, or a runtime that cannot start, naming the processes.
 pub fn start(
     id: Identity,
     listener: std::net::TcpListener,
     cfg: &ClusterConfig,
     queues: Vec<Option<UnboundedReceiver<Bytes>>>,
-    peer_txs: Vec<Option<UnboundedSender<Bytes>>>,
+    remote_txs: Vec<Option<UnboundedSender<Bytes>>>,
     delivery: Delivery,
     failure: Failure,
 ) -> Result<TransportHandle, String> {
@@ -178,7 +178,7 @@ pub fn start(
                     }
                 };
                 serve(
-                    id, listener, cfg, conns, queues, peer_txs, delivery, failure, control_rx,
+                    id, listener, cfg, conns, queues, remote_txs, delivery, failure, control_rx,
                     traffic,
                 )
                 .await
@@ -219,7 +219,7 @@ fn hello_of(id: &Identity) -> Hello {
     }
 }
 
-/// Checks a peer's handshake; returns its process index.
+/// Checks another process's handshake; returns its index.
 fn check_hello(id: &Identity, h: &Hello) -> Result<usize, String> {
     if h.version != PROTOCOL_VERSION {
         return Err(format!(
@@ -263,7 +263,6 @@ async fn read_hello(conn: &mut Conn) -> Result<Hello, String> {
     }
 }
 
-/// Handshake of an accepted connection: returns the peer's index.
 /// Why an accepted connection was refused.
 enum Refusal {
     /// Not one of ours: log and go on.
@@ -272,13 +271,14 @@ enum Refusal {
     Fatal(String),
 }
 
+/// Handshake of an accepted connection: the other process's index and the connection.
 async fn accept_handshake(
     stream: TcpStream,
     id: &Identity,
     max: usize,
 ) -> Result<(usize, Conn), Refusal> {
     let _ = stream.set_nodelay(true);
-    // Small frames only until the peer has proven itself.
+    // Small frames only until the other side has proven itself.
     let mut conn = Framed::new(stream, codec(max.min(64 << 10)));
     let h = read_hello(&mut conn).await.map_err(Refusal::Stranger)?;
     let p = match check_hello(id, &h) {
@@ -348,13 +348,14 @@ async fn connect_all(
     traffic: &mut Traffic,
 ) -> Result<Vec<Option<Conn>>, String> {
     let n = id.addrs.len();
-    let deadline = Instant::now() + cfg.connect_timeout;
+    let deadline = Instant::now() + cfg.startup_timeout;
     let mut conns: Vec<Option<Conn>> = (0..n).map(|_| None).collect();
     let mut connects = tokio::task::JoinSet::new();
     for j in 0..id.process {
         connects.spawn(connect_to(j, id.clone(), deadline));
     }
     let mut handshakes = tokio::task::JoinSet::new();
+    let mut pacer = AcceptPacer::default();
     let missing = |conns: &Vec<Option<Conn>>| -> Vec<usize> {
         (0..n)
             .filter(|&j| j != id.process && conns[j].is_none())
@@ -362,14 +363,12 @@ async fn connect_all(
     };
     while !missing(&conns).is_empty() {
         tokio::select! {
-            a = listener.accept() => {
-                if let Ok((stream, from)) = a {
-                    let id = id.clone();
-                    let max = cfg.max_frame_bytes;
-                    handshakes.spawn(async move {
-                        (from, accept_handshake(stream, &id, max).await)
-                    });
-                }
+            (stream, from) = pacer.accept(listener) => {
+                let id = id.clone();
+                let max = cfg.max_frame_bytes;
+                handshakes.spawn(async move {
+                    (from, accept_handshake(stream, &id, max).await)
+                });
             }
             Some(r) = handshakes.join_next() => {
                 if let Ok((from, r)) = r {
@@ -394,13 +393,62 @@ async fn connect_all(
                 return Err(format!(
                     "process {}: processes {m:?} did not connect within {:?} (addresses {:?})",
                     id.process,
-                    cfg.connect_timeout,
+                    cfg.startup_timeout,
                     m.iter().map(|&j| id.addrs[j]).collect::<Vec<_>>()
                 ));
             }
         }
     }
     Ok(conns)
+}
+
+/// Longest pause between accept attempts after an error.
+const ACCEPT_PAUSE_MAX: Duration = Duration::from_millis(100);
+
+/// Accepts connections, pausing after a failed accept: when file descriptors run out (EMFILE,
+/// ENFILE) the listener stays readable and every attempt fails at once, so retrying at once
+/// would spin. The pause doubles from 1 ms to [`ACCEPT_PAUSE_MAX`] while accepting fails; the
+/// first failure of a run of failures is logged, and the recovery.
+#[derive(Default)]
+struct AcceptPacer {
+    /// Failed attempts since the last accepted connection.
+    failures: u64,
+    /// Pause before the next attempt.
+    pause: Duration,
+}
+
+impl AcceptPacer {
+    /// The next accepted connection (cancel-safe: the pacing state lives in `self`).
+    async fn accept(&mut self, listener: &TcpListener) -> (TcpStream, SocketAddr) {
+        loop {
+            match listener.accept().await {
+                Ok(c) => {
+                    if self.failures > 0 {
+                        tracing::info!(
+                            "accepting connections again after {} failed attempts",
+                            self.failures
+                        );
+                    }
+                    *self = AcceptPacer::default();
+                    return c;
+                }
+                Err(e) => {
+                    if self.failures == 0 {
+                        let out_of_fds =
+                            matches!(e.raw_os_error(), Some(libc::EMFILE | libc::ENFILE));
+                        tracing::warn!(
+                            "cannot accept connections: {e}{}; retrying every {ACCEPT_PAUSE_MAX:?} \
+                             at most",
+                            if out_of_fds { " (out of file descriptors)" } else { "" }
+                        );
+                    }
+                    self.failures += 1;
+                    self.pause = (self.pause * 2).clamp(Duration::from_millis(1), ACCEPT_PAUSE_MAX);
+                    sleep(self.pause).await;
+                }
+            }
+        }
+    }
 }
 
 /// What reader and writer tasks tell the serving loop.
@@ -410,6 +458,8 @@ enum Event {
     Aborted(usize, String),
 }
 
+/// Serves a started job: refuses late strangers, runs a reader and a writer per connection, and
+/// follows the end protocol ([`run_to_end`]); then lets the writers put out what is queued.
 #[allow(clippy::too_many_arguments)]
 async fn serve(
     id: Identity,
@@ -417,35 +467,69 @@ async fn serve(
     cfg: ClusterConfig,
     conns: Vec<Option<Conn>>,
     queues: Vec<Option<UnboundedReceiver<Bytes>>>,
-    peer_txs: Vec<Option<UnboundedSender<Bytes>>>,
+    remote_txs: Vec<Option<UnboundedSender<Bytes>>>,
     delivery: Delivery,
     failure: Failure,
     mut control: UnboundedReceiver<Control>,
-    mut traffic: Traffic,
+    traffic: Traffic,
 ) -> Result<Outcome, String> {
-    let n = id.addrs.len();
-    let delivery = Arc::new(delivery);
-    let (ev_tx, mut ev_rx) = unbounded_channel::<Event>();
-    // Strangers after the start are refused for the whole run.
-    let refuser = {
-        let id = id.clone();
-        tokio::spawn(async move {
-            loop {
-                let Ok((stream, from)) = listener.accept().await else {
-                    continue;
-                };
-                let id = id.clone();
-                tokio::spawn(async move {
-                    let why = match accept_handshake_check(stream, &id).await {
-                        Ok(p) => format!("process {p} is already connected"),
-                        Err(e) => e,
-                    };
-                    // Strangers get no answer after the start; the reason is only logged.
-                    tracing::warn!("refused connection from {from}: {why}");
-                });
-            }
-        })
+    let refuser = spawn_refuser(listener, id.clone());
+    let (events_tx, mut events) = unbounded_channel::<Event>();
+    let writers = spawn_links(&id, &cfg, conns, queues, Arc::new(delivery), &events_tx);
+    let mut broadcast = Broadcast {
+        txs: remote_txs,
+        traffic,
     };
+    let mut reports = vec![None; id.addrs.len()];
+    let result = run_to_end(
+        &id,
+        &failure,
+        &mut control,
+        &mut events,
+        &mut broadcast,
+        &mut reports,
+    )
+    .await;
+    drop(events_tx);
+    // Let the writers put out what is queued (Done or Abort), briefly.
+    let traffic = broadcast.traffic;
+    drop(broadcast.txs);
+    for w in writers {
+        let _ = timeout(Duration::from_secs(2), w).await;
+    }
+    refuser.abort();
+    result.map(|()| Outcome { reports, traffic })
+}
+
+/// Strangers after the start are refused for the whole run: the task accepting them.
+fn spawn_refuser(listener: TcpListener, id: Identity) -> tokio::task::JoinHandle<()> {
+    tokio::spawn(async move {
+        let mut pacer = AcceptPacer::default();
+        loop {
+            let (stream, from) = pacer.accept(&listener).await;
+            let id = id.clone();
+            tokio::spawn(async move {
+                let why = match accept_handshake_check(stream, &id).await {
+                    Ok(p) => format!("process {p} is already connected"),
+                    Err(e) => e,
+                };
+                // Strangers get no answer after the start; the reason is only logged.
+                tracing::warn!("refused connection from {from}: {why}");
+            });
+        }
+    })
+}
+
+/// Splits each connection into a reader task (routing frames to `delivery`, telling `events`
+/// how it ended) and a writer task (draining the process's queue); returns the writers.
+fn spawn_links(
+    id: &Identity,
+    cfg: &ClusterConfig,
+    conns: Vec<Option<Conn>>,
+    queues: Vec<Option<UnboundedReceiver<Bytes>>>,
+    delivery: Arc<Delivery>,
+    events: &UnboundedSender<Event>,
+) -> Vec<tokio::task::JoinHandle<()>> {
     let mut writers = Vec::new();
     for (j, (conn, queue)) in conns.into_iter().zip(queues).enumerate() {
         let (Some(conn), Some(queue)) = (conn, queue) else {
@@ -467,79 +551,98 @@ async fn serve(
             id.addrs[j],
             reader,
             delivery.clone(),
-            ev_tx.clone(),
+            events.clone(),
             cfg.peer_timeout,
         ));
     }
-    let mut outcome = Outcome {
-        reports: vec![None; n],
-        traffic: Traffic::default(),
-    };
-    let mut done_from = vec![false; n];
+    writers
+}
+
+/// Control frames to every other process, counted in the transport's traffic.
+struct Broadcast {
+    /// The frame queue of each other process (`None` for this one).
+    txs: Vec<Option<UnboundedSender<Bytes>>>,
+    /// Control frames this process sent.
+    traffic: Traffic,
+}
+
+impl Broadcast {
+    /// Queues a `kind` frame carrying `payload` for every other process; with `leader_only`,
+    /// only process 0 gets the payload and the others an empty frame.
+    fn send(&mut self, kind: Kind, payload: &[u8], leader_only: bool) {
+        for (j, tx) in self.txs.iter().enumerate() {
+            if let Some(tx) = tx {
+                let p = if leader_only && j != 0 {
+                    &[][..]
+                } else {
+                    payload
+                };
+                let f = frame::simple(kind, p);
+                self.traffic
+                    .record_frame(MessageKind::Control, f.len() as u64 + 4);
+                let _ = tx.send(f);
+            }
+        }
+    }
+
+    /// Fails the job with `msg` (a failure seen here) and passes it on as an Abort, which also
+    /// ends our writers at once (each stops after writing it) instead of after the grace period
+    /// of [`serve`]. Returns `msg`.
+    fn fail(&mut self, id: &Identity, failure: &Failure, msg: String) -> String {
+        failure.fail(msg.clone());
+        let abort = format!("process {} saw: {msg}", id.process);
+        self.send(Kind::Abort, abort.as_bytes(), false);
+        msg
+    }
+}
+
+/// The end protocol: once the workers finish, Done goes to every other process (with the report
+/// for process 0); the run ends when every process has said Done, or at the first failure,
+/// Abort or local abort. Done reports are stored in `reports` by process.
+async fn run_to_end(
+    id: &Identity,
+    failure: &Failure,
+    control: &mut UnboundedReceiver<Control>,
+    events: &mut UnboundedReceiver<Event>,
+    broadcast: &mut Broadcast,
+    reports: &mut [Option<Vec<u8>>],
+) -> Result<(), String> {
+    let mut done_from = vec![false; reports.len()];
     done_from[id.process] = true;
     let mut finished = false;
-    let send_all =
-        |kind: Kind, payload: &[u8], to_leader_only_payload: bool, traffic: &mut Traffic| {
-            for (j, tx) in peer_txs.iter().enumerate() {
-                if let Some(tx) = tx {
-                    let p = if to_leader_only_payload && j != 0 {
-                        &[][..]
-                    } else {
-                        payload
-                    };
-                    let f = frame::simple(kind, p);
-                    traffic.record_frame(MessageKind::Control, f.len() as u64 + 4);
-                    let _ = tx.send(f);
-                }
-            }
-        };
-    let result = loop {
+    loop {
         if finished && done_from.iter().all(|&d| d) {
-            break Ok(());
+            return Ok(());
         }
         tokio::select! {
             c = control.recv() => match c {
                 Some(Control::Finish(report)) => {
-                    send_all(Kind::Done, &report, true, &mut traffic);
+                    broadcast.send(Kind::Done, &report, true);
                     finished = true;
                 }
                 Some(Control::Abort(reason)) => {
-                    send_all(Kind::Abort, reason.as_bytes(), false, &mut traffic);
-                    break Err(reason);
+                    broadcast.send(Kind::Abort, reason.as_bytes(), false);
+                    return Err(reason);
                 }
-                None => break Err("runtime stopped without finishing".into()),
+                None => return Err("runtime stopped without finishing".into()),
             },
-            e = ev_rx.recv() => match e {
+            e = events.recv() => match e {
                 Some(Event::Done(j, report)) => {
                     done_from[j] = true;
-                    outcome.reports[j] = Some(report);
+                    reports[j] = Some(report);
                 }
                 Some(Event::Failed(j, why)) => {
                     let msg = format!("process {j} ({}) {why}", id.addrs[j]);
-                    failure.fail(msg.clone());
-                    send_all(Kind::Abort, format!("process {} saw: {msg}", id.process).as_bytes(), false, &mut traffic);
-                    break Err(msg);
+                    return Err(broadcast.fail(id, failure, msg));
                 }
                 Some(Event::Aborted(j, why)) => {
                     let msg = format!("process {j} ({}) failed: {why}", id.addrs[j]);
-                    failure.fail(msg.clone());
-                    // Passing the Abort on also ends our writers at once (each stops after
-                    // writing it) instead of after the grace period below.
-                    send_all(Kind::Abort, format!("process {} saw: {msg}", id.process).as_bytes(), false, &mut traffic);
-                    break Err(msg);
+                    return Err(broadcast.fail(id, failure, msg));
                 }
-                None => break Err("network tasks stopped".into()),
+                None => return Err("network tasks stopped".into()),
             },
         }
-    };
-    // Let the writers put out what is queued (Done or Abort), briefly.
-    drop(peer_txs);
-    for w in writers {
-        let _ = timeout(Duration::from_secs(2), w).await;
     }
-    refuser.abort();
-    outcome.traffic = traffic;
-    result.map(|()| outcome)
 }
 
 /// The refuser's check of a late connection (any outcome is a refusal).
@@ -550,7 +653,7 @@ async fn accept_handshake_check(stream: TcpStream, id: &Identity) -> Result<usiz
 }
 
 async fn write_loop(
-    peer: usize,
+    process: usize,
     mut w: FramedWrite<tokio::net::tcp::OwnedWriteHalf, LengthDelimitedCodec>,
     mut queue: UnboundedReceiver<Bytes>,
     ping_every: Duration,
@@ -580,7 +683,7 @@ async fn write_loop(
             }
         }
         if SinkExt::<Bytes>::flush(&mut w).await.is_err() {
-            tracing::debug!("connection to process {peer} closed while writing");
+            tracing::debug!("connection to process {process} closed while writing");
             break;
         }
         if last == Kind::Done as u8 || last == Kind::Abort as u8 {
@@ -590,7 +693,7 @@ async fn write_loop(
 }
 
 async fn read_loop(
-    peer: usize,
+    process: usize,
     addr: SocketAddr,
     mut r: FramedRead<tokio::net::tcp::OwnedReadHalf, LengthDelimitedCodec>,
     d: Arc<Delivery>,
@@ -601,14 +704,14 @@ async fn read_loop(
         let f = match timeout(peer_timeout, r.next()).await {
             Err(_) => {
                 let _ = events.send(Event::Failed(
-                    peer,
+                    process,
                     format!("sent nothing for {peer_timeout:?}: presumed dead"),
                 ));
                 return;
             }
             Ok(None) => {
                 let _ = events.send(Event::Failed(
-                    peer,
+                    process,
                     "closed its connection before finishing: it died or was killed".into(),
                 ));
                 return;
@@ -620,27 +723,30 @@ async fn read_loop(
                 } else {
                     format!("sent a bad frame: {e}")
                 };
-                let _ = events.send(Event::Failed(peer, why));
+                let _ = events.send(Event::Failed(process, why));
                 return;
             }
             Ok(Some(Ok(f))) => f.freeze(),
         };
         if f.is_empty() {
-            let _ = events.send(Event::Failed(peer, "sent an empty frame".into()));
+            let _ = events.send(Event::Failed(process, "sent an empty frame".into()));
             return;
         }
         match route(&d, f) {
             Ok(Routed::More) => {}
             Ok(Routed::Done(report)) => {
-                let _ = events.send(Event::Done(peer, report));
+                let _ = events.send(Event::Done(process, report));
                 return;
             }
             Ok(Routed::Abort(why)) => {
-                let _ = events.send(Event::Aborted(peer, why));
+                let _ = events.send(Event::Aborted(process, why));
                 return;
             }
             Err(e) => {
-                let _ = events.send(Event::Failed(peer, format!("({addr}) protocol error: {e}")));
+                let _ = events.send(Event::Failed(
+                    process,
+                    format!("({addr}) protocol error: {e}"),
+                ));
                 return;
             }
         }

@@ -17,7 +17,7 @@
 use super::flush_policy::FlushPolicy;
 use crate::measure::traffic::{MessageKind, Traffic};
 use crate::net::frame::{self, Kind};
-use crate::net::link::PeerTx;
+use crate::net::link::RemoteTx;
 use crate::progress::tracker_agent::{ack_bytes, heartbeat_bytes, TrackerAgent};
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
@@ -31,7 +31,7 @@ pub enum ShardRoute {
     /// In this process.
     Local(Arc<TrackerAgent>),
     /// In another process, reached through its connection.
-    Remote(PeerTx),
+    Remote(RemoteTx),
 }
 
 struct Inner {
@@ -226,8 +226,8 @@ impl ProcessAcker {
     fn route(&self, shard: usize, piece: &Flush) -> Result<(), String> {
         match &self.shards[shard] {
             ShardRoute::Local(agent) => agent.deliver(piece),
-            ShardRoute::Remote(peer) => {
-                peer.send(frame::shard_frame(Kind::Acks, shard as u32, piece));
+            ShardRoute::Remote(remote) => {
+                remote.send(frame::shard_frame(Kind::Acks, shard as u32, piece));
                 Ok(())
             }
         }

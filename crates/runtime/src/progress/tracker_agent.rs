@@ -13,7 +13,7 @@
 use super::frontiers::Notification;
 use crate::measure::traffic::{MessageKind, Traffic};
 use crate::net::frame;
-use crate::net::link::PeerTx;
+use crate::net::link::RemoteTx;
 use crate::wake::Unparkers;
 use crossbeam_channel::Sender;
 use serde::{Deserialize, Serialize};
@@ -69,7 +69,7 @@ pub struct TrackerAgent {
     interest: Vec<bool>,
     workers: Vec<Sender<Notification>>,
     unparkers: Arc<Unparkers>,
-    remote: Vec<PeerTx>,
+    remote: Vec<RemoteTx>,
 }
 
 impl TrackerAgent {
@@ -82,7 +82,7 @@ impl TrackerAgent {
         interest: Vec<bool>,
         workers: Vec<Sender<Notification>>,
         unparkers: Arc<Unparkers>,
-        remote: Vec<PeerTx>,
+        remote: Vec<RemoteTx>,
     ) -> Self {
         TrackerAgent {
             shard,

@@ -18,7 +18,7 @@ pub struct Tracking {
 
 /// Per-worker context passed to every vertex instance step.
 pub struct WorkerCtx {
-    /// This worker's global index in `0..peers`.
+    /// This worker's global index in `0..workers`.
     pub index: usize,
     /// This worker's index within its process.
     pub local_index: usize,
