@@ -7,11 +7,12 @@
 //! strangers has a timeout, so no test can hang.
 
 mod common;
+use common::procs::{children_with_env, free_ports, running, wait_listening};
 use common::{bin, flights_csv, rows_of, single_process_rows};
 use std::collections::BTreeSet;
 use std::fs::File;
 use std::io::{ErrorKind, Read, Write};
-use std::net::{Shutdown, SocketAddr, TcpListener, TcpStream};
+use std::net::{Shutdown, SocketAddr, TcpStream};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitStatus, Stdio};
 use std::sync::OnceLock;
@@ -28,14 +29,6 @@ const OVERALL: Duration = Duration::from_secs(60);
 /// `--speed` making the whole year of event time last about `secs` seconds.
 fn speed_for(secs: f64) -> String {
     format!("{:.0}", EVENT_SPAN_S / secs)
-}
-
-/// `n` distinct free loopback ports (bound together, then released).
-fn free_ports(n: usize) -> Vec<u16> {
-    let ls: Vec<TcpListener> = (0..n)
-        .map(|_| TcpListener::bind("127.0.0.1:0").expect("bind an ephemeral port"))
-        .collect();
-    ls.iter().map(|l| l.local_addr().unwrap().port()).collect()
 }
 
 /// Writes a hostfile (with comments and a blank line) listing `ports` on loopback.
@@ -169,14 +162,6 @@ fn sockets_of(pid: u32) -> Option<usize> {
     )
 }
 
-/// True while process `pid` exists and is not a zombie (Linux `/proc`).
-fn running(pid: u32) -> bool {
-    std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|s| {
-        s.rsplit_once(')')
-            .is_some_and(|(_, rest)| !rest.trim_start().starts_with(['Z', 'X']))
-    })
-}
-
 /// Waits until each of `pids` holds at least `n` sockets (its listener and its connections to the
 /// `n - 1` others: the cluster is up), for at most `within`; false when it did not happen or one
 /// of them ended. Where `/proc` is missing, waits 3 s and hopes.
@@ -191,20 +176,6 @@ fn wait_connected(pids: &[u32], n: usize, within: Duration) -> bool {
             return false;
         }
         if pids.iter().all(|&p| sockets_of(p).is_some_and(|k| k >= n)) {
-            return true;
-        }
-        thread::sleep(Duration::from_millis(20));
-    }
-    false
-}
-
-/// Waits until something listens on `addr` (true) or `within` passed (false).
-fn wait_listening(addr: SocketAddr, within: Duration) -> bool {
-    let end = Instant::now() + within;
-    while Instant::now() < end {
-        if let Ok(s) = TcpStream::connect_timeout(&addr, Duration::from_millis(200)) {
-            // Say nothing and leave: the process refuses this probe too.
-            drop(s);
             return true;
         }
         thread::sleep(Duration::from_millis(20));
@@ -547,34 +518,6 @@ fn killed_process_2(extra: &[&str]) {
         (procs[1].exited.unwrap().1 - killed_at).as_secs_f64(),
         procs[0].stderr().trim()
     );
-}
-
-/// The pids of the direct children of `parent` whose environment holds `var=value` (Linux /proc).
-#[cfg(target_os = "linux")]
-fn children_with_env(parent: u32, var: &str, value: &str) -> Vec<u32> {
-    let want = format!("{var}={value}");
-    let mut found = Vec::new();
-    for e in std::fs::read_dir("/proc").into_iter().flatten().flatten() {
-        let Some(pid) = e.file_name().to_str().and_then(|n| n.parse::<u32>().ok()) else {
-            continue;
-        };
-        let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
-            continue;
-        };
-        // pid (comm) state ppid ...: comm may hold spaces, so split after the last ')'.
-        let ppid = stat
-            .rsplit_once(')')
-            .and_then(|(_, rest)| rest.split_whitespace().nth(1))
-            .and_then(|p| p.parse::<u32>().ok());
-        if ppid != Some(parent) {
-            continue;
-        }
-        let env = std::fs::read(format!("/proc/{pid}/environ")).unwrap_or_default();
-        if env.split(|&b| b == 0).any(|kv| kv == want.as_bytes()) {
-            found.push(pid);
-        }
-    }
-    found
 }
 
 /// The same with a local launch (`--processes 3`): process 0's child 2 is killed with SIGKILL.

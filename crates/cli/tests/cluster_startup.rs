@@ -7,22 +7,15 @@
 //! leave processes behind.
 
 mod common;
+use common::procs::{children_with_env, free_ports, running, wait_listening};
 use common::{bin, flights_csv, rows_of};
 use std::fs::File;
-use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::net::{SocketAddr, TcpStream};
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitStatus, Stdio};
 use std::thread;
 use std::time::{Duration, Instant};
-
-/// `n` distinct free loopback ports (bound together, then released).
-fn free_ports(n: usize) -> Vec<u16> {
-    let ls: Vec<TcpListener> = (0..n)
-        .map(|_| TcpListener::bind("127.0.0.1:0").expect("bind an ephemeral port"))
-        .collect();
-    ls.iter().map(|l| l.local_addr().unwrap().port()).collect()
-}
 
 /// Writes a hostfile with `lines` (one entry each) into `dir`.
 fn hostfile(dir: &Path, lines: &[String]) -> PathBuf {
@@ -133,41 +126,6 @@ fn host_process(input: &Path, dir: &Path, hosts: &Path, index: usize, args: &[&s
     c
 }
 
-/// The direct children of `parent` whose environment holds `var=value` (Linux /proc).
-fn children_with_env(parent: u32, var: &str, value: &str) -> Vec<u32> {
-    let want = format!("{var}={value}");
-    let mut found = Vec::new();
-    for e in std::fs::read_dir("/proc").into_iter().flatten().flatten() {
-        let Some(pid) = e.file_name().to_str().and_then(|n| n.parse::<u32>().ok()) else {
-            continue;
-        };
-        let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
-            continue;
-        };
-        // pid (comm) state ppid ...: comm may hold spaces, so split after the last ')'.
-        let ppid = stat
-            .rsplit_once(')')
-            .and_then(|(_, rest)| rest.split_whitespace().nth(1))
-            .and_then(|p| p.parse::<u32>().ok());
-        if ppid != Some(parent) {
-            continue;
-        }
-        let env = std::fs::read(format!("/proc/{pid}/environ")).unwrap_or_default();
-        if env.split(|&b| b == 0).any(|kv| kv == want.as_bytes()) {
-            found.push(pid);
-        }
-    }
-    found
-}
-
-/// True while process `pid` exists and is not a zombie (Linux /proc).
-fn running(pid: u32) -> bool {
-    std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|s| {
-        s.rsplit_once(')')
-            .is_some_and(|(_, rest)| !rest.trim_start().starts_with(['Z', 'X']))
-    })
-}
-
 /// CPU time (user + system) process `pid` has used so far, in seconds (Linux /proc; clock ticks
 /// of 1/100 s).
 fn cpu_seconds(pid: u32) -> f64 {
@@ -181,18 +139,6 @@ fn cpu_seconds(pid: u32) -> f64 {
     // After the comm: state is field 3 of stat(5), so utime (14) and stime (15) are 11 and 12.
     let ticks: u64 = fields[11].parse::<u64>().unwrap() + fields[12].parse::<u64>().unwrap();
     ticks as f64 / 100.0
-}
-
-/// Waits until something listens on `addr` (true) or `within` passed (false).
-fn wait_listening(addr: SocketAddr, within: Duration) -> bool {
-    let end = Instant::now() + within;
-    while Instant::now() < end {
-        if TcpStream::connect_timeout(&addr, Duration::from_millis(200)).is_ok() {
-            return true;
-        }
-        thread::sleep(Duration::from_millis(20));
-    }
-    false
 }
 
 // ---------------------------------------------------------------------------------------------

