@@ -1,0 +1,389 @@
+//! A table of one append-only list per key (seed 001's retain-all window state: every element
+//! stored under `(key, seq)`, all of a key's elements deleted when its window closes).
+
+use crate::backend::{lock, SharedBackend, Write};
+use crate::cache::CacheConfig;
+use crate::codec;
+use crate::delta::{Delta, Record};
+use crate::error::StateError;
+use crate::key_group::KeyGroup;
+use crate::value::GroupFn;
+use rustc_hash::{FxHashMap, FxHashSet};
+use serde::de::DeserializeOwned;
+use serde::Serialize;
+use std::hash::Hash;
+
+/// What the table knows of one key's list, always in memory (a few words per key).
+struct Meta<V> {
+    /// Elements in the list.
+    len: u64,
+    /// Elements `0..flushed` are in the backend.
+    flushed: u64,
+    /// Elements `0..snapshotted` are in the previous snapshot (after a clear: 0).
+    snapshotted: u64,
+    /// The list was cleared since the previous snapshot.
+    cleared: bool,
+    /// Elements `tail_start..len`, in memory (all of them in memory mode).
+    tail: Vec<V>,
+    tail_start: u64,
+    used: u64,
+}
+
+/// List state: an append-only list of `V` per key `K`. Appends stay in memory until a flush
+/// writes them as one backend entry per element (`[key][seq: u64 BE]`); a snapshot holds the
+/// elements appended since the previous one.
+pub struct ListTable<K, V> {
+    name: String,
+    id: u8,
+    group: GroupFn<K>,
+    backend: SharedBackend,
+    config: CacheConfig,
+    lists: FxHashMap<K, Meta<V>>,
+    /// Keys with unflushed elements (or a clear not yet written).
+    dirty: FxHashSet<K>,
+    /// Keys changed since the previous snapshot.
+    changed: FxHashSet<K>,
+    /// Keys cleared with elements in the backend: their prefix is deleted at the next flush.
+    cleared: Vec<Vec<u8>>,
+    /// Elements held in memory.
+    held: usize,
+    /// Elements appended since the last flush.
+    unflushed: usize,
+    tick: u64,
+}
+
+impl<K, V> ListTable<K, V>
+where
+    K: Hash + Eq + Clone + Serialize + DeserializeOwned + Send,
+    V: Clone + Serialize + DeserializeOwned + Send,
+{
+    pub(crate) fn new(
+        name: &str,
+        id: u8,
+        group: GroupFn<K>,
+        backend: SharedBackend,
+        config: CacheConfig,
+    ) -> Self {
+        ListTable {
+            name: name.into(),
+            id,
+            group,
+            backend,
+            config,
+            lists: FxHashMap::default(),
+            dirty: FxHashSet::default(),
+            changed: FxHashSet::default(),
+            cleared: Vec::new(),
+            held: 0,
+            unflushed: 0,
+            tick: 0,
+        }
+    }
+
+    fn in_memory(&self) -> bool {
+        self.config == CacheConfig::MEMORY
+    }
+
+    fn prefix(&self, k: &K) -> Result<Vec<u8>, StateError> {
+        codec::key_bytes(&self.name, self.id, (self.group)(k), k)
+    }
+
+    fn element_key(prefix: &[u8], seq: u64) -> Vec<u8> {
+        let mut key = Vec::with_capacity(prefix.len() + 8);
+        key.extend_from_slice(prefix);
+        key.extend_from_slice(&seq.to_be_bytes());
+        key
+    }
+
+    /// Appends `v` to the list of `k`.
+    ///
+    /// # Errors
+    /// A flush that was due failed.
+    pub fn append(&mut self, k: &K, v: V) -> Result<(), StateError> {
+        if self.unflushed >= self.config.dirty_limit {
+            self.flush()?;
+        }
+        self.tick += 1;
+        let m = match self.lists.get_mut(k) {
+            Some(m) => m,
+            None => self.lists.entry(k.clone()).or_insert(Meta {
+                len: 0,
+                flushed: 0,
+                snapshotted: 0,
+                cleared: false,
+                tail: Vec::new(),
+                tail_start: 0,
+                used: 0,
+            }),
+        };
+        m.tail.push(v);
+        m.len += 1;
+        m.used = self.tick;
+        self.held += 1;
+        self.unflushed += 1;
+        if !self.dirty.contains(k) {
+            self.dirty.insert(k.clone());
+        }
+        if !self.changed.contains(k) {
+            self.changed.insert(k.clone());
+        }
+        Ok(())
+    }
+
+    /// Elements in the list of `k`.
+    pub fn len(&self, k: &K) -> u64 {
+        self.lists.get(k).map_or(0, |m| m.len)
+    }
+
+    /// Elements `from..` of the list of `k`, read from the backend where they are not in memory.
+    fn read(&self, k: &K, from: u64) -> Result<Vec<V>, StateError> {
+        let Some(m) = self.lists.get(k) else {
+            return Ok(Vec::new());
+        };
+        let mut out = Vec::with_capacity((m.len - from) as usize);
+        if from < m.tail_start {
+            let prefix = self.prefix(k)?;
+            let name = &self.name;
+            let start = Self::element_key(&prefix, from);
+            lock(&self.backend).scan_prefix(&prefix, &mut |kb, vb| {
+                if kb >= start.as_slice() && out.len() < (m.tail_start - from) as usize {
+                    out.push(codec::decode(name, vb)?);
+                }
+                Ok(())
+            })?;
+            if out.len() as u64 != m.tail_start - from {
+                return Err(StateError::Codec {
+                    table: self.name.clone(),
+                    detail: format!(
+                        "list has {} stored elements from {from}, expected {}",
+                        out.len(),
+                        m.tail_start - from
+                    ),
+                });
+            }
+        }
+        let skip = from.saturating_sub(m.tail_start) as usize;
+        out.extend(m.tail[skip..].iter().cloned());
+        Ok(out)
+    }
+
+    /// Every element of the list of `k`, in append order.
+    ///
+    /// # Errors
+    /// The backend failed or holds an element that does not decode.
+    pub fn get(&self, k: &K) -> Result<Vec<V>, StateError> {
+        self.read(k, 0)
+    }
+
+    /// Deletes the list of `k`; returns its elements.
+    ///
+    /// # Errors
+    /// As [`ListTable::get`].
+    pub fn take(&mut self, k: &K) -> Result<Vec<V>, StateError> {
+        let all = self.read(k, 0)?;
+        let Some(m) = self.lists.remove(k) else {
+            return Ok(all);
+        };
+        self.held -= m.tail.len();
+        self.dirty.remove(k);
+        if m.flushed > 0 {
+            self.cleared.push(self.prefix(k)?);
+        }
+        // A snapshot must delete what earlier snapshots hold of this key.
+        if m.snapshotted > 0 || m.cleared {
+            self.changed.insert(k.clone());
+            self.lists.insert(
+                k.clone(),
+                Meta {
+                    len: 0,
+                    flushed: 0,
+                    snapshotted: 0,
+                    cleared: true,
+                    tail: Vec::new(),
+                    tail_start: 0,
+                    used: 0,
+                },
+            );
+        } else {
+            self.changed.remove(k);
+        }
+        Ok(all)
+    }
+
+    /// Writes every unflushed element and pending clear to the backend, then drops in-memory
+    /// elements (the least recently appended lists first) until at most the capacity remain.
+    ///
+    /// # Errors
+    /// The backend failed, or an element does not encode.
+    pub fn flush(&mut self) -> Result<(), StateError> {
+        if self.in_memory() {
+            return Ok(());
+        }
+        let mut backend = lock(&self.backend);
+        for prefix in self.cleared.drain(..) {
+            backend.delete_prefix(&prefix)?;
+        }
+        let mut batch: Vec<Write> = Vec::new();
+        for k in self.dirty.drain() {
+            let m = self.lists.get_mut(&k).expect("dirty keys have lists");
+            let prefix = codec::key_bytes(&self.name, self.id, (self.group)(&k), &k)?;
+            for seq in m.flushed..m.len {
+                let v = &m.tail[(seq - m.tail_start) as usize];
+                let value = codec::encode(&self.name, v)?;
+                batch.push((Self::element_key(&prefix, seq), Some(value)));
+            }
+            m.flushed = m.len;
+        }
+        backend.write(&batch)?;
+        drop(backend);
+        self.unflushed = 0;
+        // Flushed elements need not stay in memory: keep recently appended tails up to the
+        // capacity (in elements).
+        if self.held > self.config.capacity {
+            let mut by_age: Vec<(u64, K)> = self
+                .lists
+                .iter()
+                .map(|(k, m)| (m.used, k.clone()))
+                .collect();
+            by_age.sort_unstable_by_key(|(used, _)| *used);
+            for (_, k) in by_age {
+                if self.held <= self.config.keep_after_evict() {
+                    break;
+                }
+                let m = self.lists.get_mut(&k).expect("listed above");
+                self.held -= m.tail.len();
+                m.tail = Vec::new();
+                m.tail_start = m.len;
+            }
+        }
+        Ok(())
+    }
+
+    /// Adds to `d` the elements appended since the previous snapshot and the clears (`d.full`:
+    /// every element), and starts a new increment.
+    ///
+    /// # Errors
+    /// As [`ListTable::get`].
+    pub fn snapshot(&mut self, d: &mut Delta) -> Result<(), StateError> {
+        let keys: Vec<K> = if d.full {
+            self.changed.clear();
+            self.lists.keys().cloned().collect()
+        } else {
+            self.changed.drain().collect()
+        };
+        for k in keys {
+            let prefix = self.prefix(&k)?;
+            let m = self.lists.get(&k).expect("changed keys have lists");
+            let from = if d.full { 0 } else { m.snapshotted };
+            if m.cleared && !d.full {
+                d.records.push(Record::DeletePrefix {
+                    prefix: prefix.clone(),
+                });
+            }
+            for (i, v) in self.read(&k, from)?.iter().enumerate() {
+                d.records.push(Record::Put {
+                    key: Self::element_key(&prefix, from + i as u64),
+                    value: codec::encode(&self.name, v)?,
+                });
+            }
+            let m = self.lists.get_mut(&k).expect("listed above");
+            m.snapshotted = m.len;
+            m.cleared = false;
+            if m.len == 0 {
+                self.lists.remove(&k);
+            }
+        }
+        Ok(())
+    }
+
+    /// Replaces the table's content with what `deltas` (a full delta, then the increments after
+    /// it) say, keeping only keys whose group `keep` accepts.
+    ///
+    /// # Errors
+    /// A record that does not decode or breaks a list's sequence, or the backend failed.
+    pub fn restore(
+        &mut self,
+        deltas: &[Delta],
+        keep: &dyn Fn(KeyGroup) -> bool,
+    ) -> Result<(), StateError> {
+        self.lists.clear();
+        self.dirty.clear();
+        self.changed.clear();
+        self.cleared.clear();
+        self.held = 0;
+        if !self.in_memory() {
+            lock(&self.backend).delete_prefix(&[self.id])?;
+        }
+        let mut by_prefix: FxHashMap<Vec<u8>, K> = FxHashMap::default();
+        let records = deltas.iter().flat_map(|d| &d.records);
+        let mine = records.filter(|r| r.table() == Some(self.id));
+        for r in mine.filter(|r| codec::group_of(r.key()).is_some_and(keep)) {
+            match r {
+                Record::DeletePrefix { prefix } => {
+                    if let Some(k) = by_prefix.get(prefix) {
+                        if let Some(m) = self.lists.remove(k) {
+                            self.held -= m.tail.len();
+                        }
+                    }
+                }
+                Record::Put { key, value } if key.len() >= codec::HEADER + 8 => {
+                    let (prefix, seq) = key.split_at(key.len() - 8);
+                    let seq = u64::from_be_bytes(seq.try_into().expect("8 bytes"));
+                    let k = match by_prefix.get(prefix) {
+                        Some(k) => k.clone(),
+                        None => {
+                            let (_, k): (KeyGroup, K) = codec::decode_key(&self.name, prefix)?;
+                            by_prefix.insert(prefix.to_vec(), k.clone());
+                            k
+                        }
+                    };
+                    let v: V = codec::decode(&self.name, value)?;
+                    let m = self.lists.entry(k).or_insert(Meta {
+                        len: 0,
+                        flushed: 0,
+                        snapshotted: 0,
+                        cleared: false,
+                        tail: Vec::new(),
+                        tail_start: 0,
+                        used: 0,
+                    });
+                    if seq != m.len {
+                        return Err(StateError::Codec {
+                            table: self.name.clone(),
+                            detail: format!("list element {seq} follows {} elements", m.len),
+                        });
+                    }
+                    m.tail.push(v);
+                    m.len += 1;
+                    m.snapshotted = m.len;
+                    self.held += 1;
+                }
+                other => {
+                    return Err(StateError::Codec {
+                        table: self.name.clone(),
+                        detail: format!(
+                            "a list table got a record of {} key bytes",
+                            other.key().len()
+                        ),
+                    })
+                }
+            }
+        }
+        if !self.in_memory() {
+            // On disk the restored elements go to the backend, then leave memory.
+            self.dirty = self.lists.keys().cloned().collect();
+            self.flush()?;
+        }
+        Ok(())
+    }
+
+    /// Keys with a list.
+    pub fn keys(&self) -> impl Iterator<Item = &K> {
+        self.lists.iter().filter(|(_, m)| m.len > 0).map(|(k, _)| k)
+    }
+
+    /// Elements held in memory.
+    pub fn held(&self) -> usize {
+        self.held
+    }
+}

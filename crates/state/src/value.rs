@@ -1,0 +1,320 @@
+//! A table of one value per key, behind a write-back cache.
+
+use crate::backend::{lock, SharedBackend, Write};
+use crate::cache::CacheConfig;
+use crate::codec;
+use crate::delta::{Delta, Record};
+use crate::error::StateError;
+use crate::key_group::KeyGroup;
+use rustc_hash::{FxHashMap, FxHashSet};
+use serde::de::DeserializeOwned;
+use serde::Serialize;
+use std::hash::Hash;
+use std::sync::Arc;
+
+/// The key group of a key (derived from the key's own hash, so a key's state and its routing
+/// agree: [`crate::KeyGroups::of_hash`]).
+pub type GroupFn<K> = Arc<dyn Fn(&K) -> KeyGroup + Send + Sync>;
+
+struct Entry<V> {
+    /// `None`: deleted (a tombstone until flushed) or known absent.
+    value: Option<V>,
+    dirty: bool,
+    used: u64,
+}
+
+/// Value state: one `V` per key `K`. Reads miss into the backend; writes stay in the cache until
+/// a flush ([`CacheConfig`]). Every key changed since the last [`ValueTable::snapshot`] is
+/// remembered, so snapshots are incremental.
+pub struct ValueTable<K, V> {
+    name: String,
+    id: u8,
+    group: GroupFn<K>,
+    backend: SharedBackend,
+    config: CacheConfig,
+    cache: FxHashMap<K, Entry<V>>,
+    dirty: usize,
+    changed: FxHashSet<K>,
+    tick: u64,
+}
+
+impl<K, V> ValueTable<K, V>
+where
+    K: Hash + Eq + Clone + Serialize + DeserializeOwned + Send,
+    V: Clone + Serialize + DeserializeOwned + Send,
+{
+    pub(crate) fn new(
+        name: &str,
+        id: u8,
+        group: GroupFn<K>,
+        backend: SharedBackend,
+        config: CacheConfig,
+    ) -> Self {
+        ValueTable {
+            name: name.into(),
+            id,
+            group,
+            backend,
+            config,
+            cache: FxHashMap::default(),
+            dirty: 0,
+            changed: FxHashSet::default(),
+            tick: 0,
+        }
+    }
+
+    /// The table's name.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    fn key_bytes(&self, k: &K) -> Result<Vec<u8>, StateError> {
+        codec::key_bytes(&self.name, self.id, (self.group)(k), k)
+    }
+
+    /// Makes sure `k` is in the cache (reading the backend on a miss).
+    fn load(&mut self, k: &K) -> Result<&mut Entry<V>, StateError> {
+        self.tick += 1;
+        if !self.cache.contains_key(k) {
+            let bytes = lock(&self.backend).get(&self.key_bytes(k)?)?;
+            let value = bytes.map(|b| codec::decode(&self.name, &b)).transpose()?;
+            self.cache.insert(
+                k.clone(),
+                Entry {
+                    value,
+                    dirty: false,
+                    used: 0,
+                },
+            );
+        }
+        let e = self.cache.get_mut(k).expect("loaded above");
+        e.used = self.tick;
+        Ok(e)
+    }
+
+    /// The value of `k`.
+    ///
+    /// # Errors
+    /// The backend failed or holds a value that does not decode.
+    pub fn get(&mut self, k: &K) -> Result<Option<&V>, StateError> {
+        Ok(self.load(k)?.value.as_ref())
+    }
+
+    /// Marks `k` written.
+    fn touch(&mut self, k: &K) {
+        if !self.changed.contains(k) {
+            self.changed.insert(k.clone());
+        }
+    }
+
+    /// The value of `k` for update, inserted with `init` if absent; marks `k` dirty.
+    ///
+    /// # Errors
+    /// As [`ValueTable::get`], or a flush that failed.
+    pub fn upsert(&mut self, k: &K, init: impl FnOnce() -> V) -> Result<&mut V, StateError> {
+        self.mark_dirty(k)?;
+        let e = self.cache.get_mut(k).expect("loaded by mark_dirty");
+        Ok(e.value.get_or_insert_with(init))
+    }
+
+    /// Loads `k`, marks it dirty and changed (flushing first if the cache is due).
+    fn mark_dirty(&mut self, k: &K) -> Result<(), StateError> {
+        self.flush_if_due()?;
+        self.touch(k);
+        let e = self.load(k)?;
+        if !e.dirty {
+            e.dirty = true;
+            self.dirty += 1;
+        }
+        Ok(())
+    }
+
+    /// Sets `k` to `v`.
+    ///
+    /// # Errors
+    /// As [`ValueTable::upsert`].
+    pub fn insert(&mut self, k: &K, v: V) -> Result<(), StateError> {
+        self.mark_dirty(k)?;
+        self.cache.get_mut(k).expect("loaded by mark_dirty").value = Some(v);
+        Ok(())
+    }
+
+    /// Deletes `k`; returns its value.
+    ///
+    /// # Errors
+    /// As [`ValueTable::upsert`].
+    pub fn remove(&mut self, k: &K) -> Result<Option<V>, StateError> {
+        self.mark_dirty(k)?;
+        let e = self.cache.get_mut(k).expect("loaded by mark_dirty");
+        Ok(e.value.take())
+    }
+
+    /// True in memory: the cache is the whole state and the backend is never written.
+    fn in_memory(&self) -> bool {
+        self.config == CacheConfig::MEMORY
+    }
+
+    fn flush_if_due(&mut self) -> Result<(), StateError> {
+        if self.dirty >= self.config.dirty_limit {
+            self.flush()?;
+        }
+        Ok(())
+    }
+
+    /// Writes every dirty key to the backend, then drops the least recently used clean keys
+    /// beyond the cache's capacity.
+    ///
+    /// # Errors
+    /// The backend failed, or a value does not encode.
+    pub fn flush(&mut self) -> Result<(), StateError> {
+        if self.in_memory() {
+            return Ok(());
+        }
+        let mut batch: Vec<Write> = Vec::with_capacity(self.dirty);
+        for (k, e) in self.cache.iter_mut().filter(|(_, e)| e.dirty) {
+            let key = codec::key_bytes(&self.name, self.id, (self.group)(k), k)?;
+            let value = e
+                .value
+                .as_ref()
+                .map(|v| codec::encode(&self.name, v))
+                .transpose()?;
+            batch.push((key, value));
+            e.dirty = false;
+        }
+        lock(&self.backend).write(&batch)?;
+        self.dirty = 0;
+        self.cache.retain(|_, e| e.value.is_some() || e.dirty);
+        self.evict();
+        Ok(())
+    }
+
+    fn evict(&mut self) {
+        if self.cache.len() <= self.config.capacity {
+            return;
+        }
+        let keep = self.config.keep_after_evict();
+        let mut ages: Vec<u64> = self.cache.values().map(|e| e.used).collect();
+        let cut = ages.len() - keep;
+        let (_, &mut oldest_kept, _) = ages.select_nth_unstable(cut);
+        self.cache.retain(|_, e| e.dirty || e.used >= oldest_kept);
+    }
+
+    /// Adds to `d` a record for every key changed since the previous snapshot (`d.full`: for
+    /// every key), and starts a new increment.
+    ///
+    /// # Errors
+    /// As [`ValueTable::get`].
+    pub fn snapshot(&mut self, d: &mut Delta) -> Result<(), StateError> {
+        let keys: Vec<K> = if d.full {
+            self.changed.clear();
+            if !self.in_memory() {
+                // The backend holds everything once flushed: copy its records as they are.
+                self.flush()?;
+                return lock(&self.backend).scan_prefix(&[self.id], &mut |k, v| {
+                    d.records.push(Record::Put {
+                        key: k.to_vec(),
+                        value: v.to_vec(),
+                    });
+                    Ok(())
+                });
+            }
+            self.cache.keys().cloned().collect()
+        } else {
+            self.changed.drain().collect()
+        };
+        for k in keys {
+            let key = self.key_bytes(&k)?;
+            let name = self.name.clone();
+            d.records.push(match self.get(&k)? {
+                Some(v) => Record::Put {
+                    key,
+                    value: codec::encode(&name, v)?,
+                },
+                None if d.full => continue,
+                None => Record::Delete { key },
+            });
+        }
+        Ok(())
+    }
+
+    /// Every key with a value, in no particular order.
+    ///
+    /// # Errors
+    /// As [`ValueTable::flush`], or a stored key that does not decode.
+    pub fn keys(&mut self) -> Result<Vec<K>, StateError> {
+        if self.in_memory() {
+            let live = self.cache.iter().filter(|(_, e)| e.value.is_some());
+            return Ok(live.map(|(k, _)| k.clone()).collect());
+        }
+        self.flush()?;
+        let mut keys = Vec::new();
+        let name = self.name.clone();
+        lock(&self.backend).scan_prefix(&[self.id], &mut |kb, _| {
+            let (_, k): (KeyGroup, K) = codec::decode_key(&name, kb)?;
+            keys.push(k);
+            Ok(())
+        })?;
+        Ok(keys)
+    }
+
+    /// Replaces the table's content with what `deltas` (a full delta, then the increments
+    /// after it) say, keeping only keys whose group `keep` accepts. The next snapshot's
+    /// increment starts from the restored state.
+    ///
+    /// # Errors
+    /// A record that does not decode, or the backend failed.
+    pub fn restore(
+        &mut self,
+        deltas: &[Delta],
+        keep: &dyn Fn(KeyGroup) -> bool,
+    ) -> Result<(), StateError> {
+        self.cache.clear();
+        self.changed.clear();
+        self.dirty = 0;
+        if !self.in_memory() {
+            lock(&self.backend).delete_prefix(&[self.id])?;
+        }
+        let records = deltas.iter().flat_map(|d| &d.records);
+        let mine = records.filter(|r| r.table() == Some(self.id));
+        let mut batch = Vec::new();
+        for r in mine.filter(|r| codec::group_of(r.key()).is_some_and(keep)) {
+            match r {
+                Record::Put { key, value } => batch.push((key.clone(), Some(value.clone()))),
+                Record::Delete { key } => batch.push((key.clone(), None)),
+                Record::DeletePrefix { .. } => {
+                    return Err(StateError::Codec {
+                        table: self.name.clone(),
+                        detail: "a value table got a prefix delete".into(),
+                    })
+                }
+            }
+        }
+        if self.in_memory() {
+            // In memory the cache is the state: decode straight into it.
+            for (kb, v) in batch {
+                let (_, k): (KeyGroup, K) = codec::decode_key(&self.name, &kb)?;
+                match v {
+                    Some(v) => {
+                        let value = Some(codec::decode(&self.name, &v)?);
+                        let e = Entry {
+                            value,
+                            dirty: false,
+                            used: 0,
+                        };
+                        self.cache.insert(k, e);
+                    }
+                    None => {
+                        self.cache.remove(&k);
+                    }
+                }
+            }
+            return Ok(());
+        }
+        lock(&self.backend).write(&batch)
+    }
+
+    /// Keys in the cache, and of them dirty.
+    pub fn cached(&self) -> (usize, usize) {
+        (self.cache.len(), self.dirty)
+    }
+}

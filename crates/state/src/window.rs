@@ -1,0 +1,232 @@
+//! Window state in seed 001's two forms (Samza's window operators; `../shared/reference/
+//! 001-changelog-notes.md`):
+//!
+//! * **fold-left**: one accumulator per (window, key), overwritten by every element and deleted
+//!   (one tombstone) when the window closes;
+//! * **retain-all**: every element stored under (window, key, seq), folded when the window closes
+//!   and then deleted.
+//!
+//! Both give the same results; they differ in what they write (retain-all writes every element,
+//! fold-left one value per key per flush) and in what a snapshot holds.
+
+use crate::delta::Delta;
+use crate::error::StateError;
+use crate::key_group::KeyGroup;
+use crate::list::ListTable;
+use crate::store::StateStore;
+use crate::value::ValueTable;
+use rustc_hash::FxHashSet;
+use serde::de::DeserializeOwned;
+use serde::Serialize;
+use std::collections::BTreeMap;
+use std::hash::Hash;
+use std::sync::Arc;
+
+/// Which form a job's windows keep their contents in (`--window-state`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum WindowForm {
+    /// One accumulator per (window, key).
+    #[default]
+    Fold,
+    /// Every element.
+    Retain,
+}
+
+impl WindowForm {
+    /// The CLI name.
+    pub fn name(self) -> &'static str {
+        match self {
+            WindowForm::Fold => "fold",
+            WindowForm::Retain => "retain",
+        }
+    }
+}
+
+impl std::str::FromStr for WindowForm {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s {
+            "fold" => Ok(WindowForm::Fold),
+            "retain" => Ok(WindowForm::Retain),
+            other => Err(format!(
+                "unknown window state '{other}' (expected 'fold' or 'retain')"
+            )),
+        }
+    }
+}
+
+/// How elements fold into an accumulator (the window operator's aggregate, seen from the state).
+pub trait Fold<T>: Send + Sync {
+    /// The accumulator.
+    type Acc;
+    /// A fresh accumulator.
+    fn init(&self) -> Self::Acc;
+    /// Adds one element.
+    fn add(&self, acc: &mut Self::Acc, el: &T);
+}
+
+/// A closed window: its end and every key's accumulator.
+pub type Closed<K, Acc> = (u64, Vec<(K, Acc)>);
+
+enum Contents<K, T, Acc> {
+    Fold(ValueTable<(u64, K), Acc>),
+    Retain(ListTable<(u64, K), T>),
+}
+
+/// The contents of the open windows of one window operator instance: per window (identified by
+/// its end, time units) and key, an accumulator or every element. Which windows hold which keys
+/// is kept in memory (rebuilt on restore).
+pub struct WindowState<K, T, Acc> {
+    contents: Contents<K, T, Acc>,
+    /// Open windows by end, with their keys.
+    open: BTreeMap<u64, FxHashSet<K>>,
+}
+
+impl<K, T, Acc> WindowState<K, T, Acc>
+where
+    K: Hash + Eq + Clone + Serialize + DeserializeOwned + Send + 'static,
+    T: Clone + Serialize + DeserializeOwned + Send,
+    Acc: Clone + Serialize + DeserializeOwned + Send,
+{
+    /// Declares the window state `name` in `store`, in form `form`; `group` gives a key's key
+    /// group.
+    ///
+    /// # Errors
+    /// As [`StateStore::value_table`].
+    pub fn new(
+        store: &mut StateStore,
+        name: &str,
+        form: WindowForm,
+        group: Arc<dyn Fn(&K) -> KeyGroup + Send + Sync>,
+    ) -> Result<Self, StateError> {
+        let g = move |k: &(u64, K)| group(&k.1);
+        let contents = match form {
+            WindowForm::Fold => Contents::Fold(store.value_table(name, g)?),
+            WindowForm::Retain => Contents::Retain(store.list_table(name, g)?),
+        };
+        Ok(WindowState {
+            contents,
+            open: BTreeMap::new(),
+        })
+    }
+
+    /// Adds `el` to the window ending at `end` under `key`.
+    ///
+    /// # Errors
+    /// The backend failed.
+    #[inline]
+    pub fn add<F: Fold<T, Acc = Acc>>(
+        &mut self,
+        end: u64,
+        key: &K,
+        el: &T,
+        fold: &F,
+    ) -> Result<(), StateError> {
+        let keys = self.open.entry(end).or_default();
+        if !keys.contains(key) {
+            keys.insert(key.clone());
+        }
+        let wk = (end, key.clone());
+        match &mut self.contents {
+            Contents::Fold(t) => fold.add(t.upsert(&wk, || fold.init())?, el),
+            Contents::Retain(t) => t.append(&wk, el.clone())?,
+        }
+        Ok(())
+    }
+
+    /// The end of the earliest open window.
+    pub fn first_end(&self) -> Option<u64> {
+        self.open.keys().next().copied()
+    }
+
+    /// Open windows.
+    pub fn windows(&self) -> usize {
+        self.open.len()
+    }
+
+    /// Closes the earliest open window if it ends at or below `frontier`: removes its contents
+    /// and returns its end and every key's accumulator (retain-all: the elements folded in their
+    /// order of arrival).
+    ///
+    /// # Errors
+    /// The backend failed.
+    pub fn close_next<F: Fold<T, Acc = Acc>>(
+        &mut self,
+        frontier: u64,
+        fold: &F,
+    ) -> Result<Option<Closed<K, Acc>>, StateError> {
+        let Some(entry) = self.open.first_entry() else {
+            return Ok(None);
+        };
+        let end = *entry.key();
+        if end > frontier {
+            return Ok(None);
+        }
+        let keys = entry.remove();
+        let mut out = Vec::with_capacity(keys.len());
+        for key in keys {
+            let wk = (end, key);
+            let acc = match &mut self.contents {
+                Contents::Fold(t) => t.remove(&wk)?.unwrap_or_else(|| fold.init()),
+                Contents::Retain(t) => {
+                    let mut acc = fold.init();
+                    for el in t.take(&wk)? {
+                        fold.add(&mut acc, &el);
+                    }
+                    acc
+                }
+            };
+            out.push((wk.1, acc));
+        }
+        Ok(Some((end, out)))
+    }
+
+    /// Adds the changes since the previous snapshot to `d`.
+    ///
+    /// # Errors
+    /// As the tables' `snapshot`.
+    pub fn snapshot(&mut self, d: &mut Delta) -> Result<(), StateError> {
+        match &mut self.contents {
+            Contents::Fold(t) => t.snapshot(d),
+            Contents::Retain(t) => t.snapshot(d),
+        }
+    }
+
+    /// Restores the contents from `deltas` (keys of groups `keep` accepts) and rebuilds the
+    /// index of open windows.
+    ///
+    /// # Errors
+    /// As the tables' `restore`.
+    pub fn restore(
+        &mut self,
+        deltas: &[Delta],
+        keep: &dyn Fn(KeyGroup) -> bool,
+    ) -> Result<(), StateError> {
+        self.open.clear();
+        let keys: Vec<(u64, K)> = match &mut self.contents {
+            Contents::Fold(t) => {
+                t.restore(deltas, keep)?;
+                t.keys()?
+            }
+            Contents::Retain(t) => {
+                t.restore(deltas, keep)?;
+                t.keys().cloned().collect()
+            }
+        };
+        for (end, k) in keys {
+            self.open.entry(end).or_default().insert(k);
+        }
+        Ok(())
+    }
+
+    /// Writes the contents' dirty entries to the backend (on demand).
+    ///
+    /// # Errors
+    /// The backend failed.
+    pub fn flush(&mut self) -> Result<(), StateError> {
+        match &mut self.contents {
+            Contents::Fold(t) => t.flush(),
+            Contents::Retain(t) => t.flush(),
+        }
+    }
+}
