@@ -79,6 +79,18 @@ pub struct EngineArgs {
     /// Do not measure notification latency per slot at sinks (pure throughput runs).
     #[arg(long)]
     pub no_latency_probe: bool,
+    /// Where keyed state lives: memory, or disk (a redb file per operator instance behind a
+    /// write-back cache, for state larger than memory; docs/state.md).
+    #[arg(long, default_value = "memory")]
+    pub state_backend: xorflow_state::BackendKind,
+    /// Folder of the disk state backend's files (default: a folder per process under the system's
+    /// temporary directory).
+    #[arg(long)]
+    pub state_dir: Option<PathBuf>,
+    /// Window contents: fold (one accumulator per window and key) or retain (every element,
+    /// folded when the window closes); seed 001's two forms, same results.
+    #[arg(long, default_value = "fold")]
+    pub window_state: xorflow_state::window::WindowForm,
 }
 
 /// Parses [`EngineArgs`] alone (its defaults, and arguments read back).
@@ -132,6 +144,15 @@ impl EngineArgs {
             },
             job_key: String::new(),
             warmup_until: 0,
+            state: xorflow_state::StateConfig {
+                backend: self.state_backend,
+                dir: self
+                    .state_dir
+                    .clone()
+                    .unwrap_or_else(|| xorflow_state::StateConfig::default().dir),
+                ..xorflow_state::StateConfig::default()
+            },
+            window_state: self.window_state,
         }
     }
 
@@ -185,6 +206,17 @@ impl EngineArgs {
         );
         a.value("ack-multiplier", self.ack_multiplier, d.ack_multiplier);
         a.switch("no-latency-probe", self.no_latency_probe);
+        a.value(
+            "state-backend",
+            self.state_backend.name(),
+            d.state_backend.name(),
+        );
+        a.option("state-dir", self.state_dir.as_ref().map(|p| p.display()));
+        a.value(
+            "window-state",
+            self.window_state.name(),
+            d.window_state.name(),
+        );
         a.into_vec()
     }
 }
@@ -337,6 +369,8 @@ mod tests {
             ack_flush_on_idle in any::<bool>(),
             ack_multiplier in 0usize..2000,
             no_latency_probe in any::<bool>(),
+            (state_disk, state_dir, retain) in
+                (any::<bool>(), proptest::option::of("[a-z]{1,8}"), any::<bool>()),
         ) -> EngineArgs {
             // --processes conflicts with --hostfile: a hostfile run leaves it at its default.
             let processes = if hosts.is_some() { 1 } else { processes };
@@ -359,6 +393,17 @@ mod tests {
                 ack_flush_on_idle,
                 ack_multiplier,
                 no_latency_probe,
+                state_backend: if state_disk {
+                    xorflow_state::BackendKind::Disk
+                } else {
+                    xorflow_state::BackendKind::Memory
+                },
+                state_dir: state_dir.map(PathBuf::from),
+                window_state: if retain {
+                    xorflow_state::window::WindowForm::Retain
+                } else {
+                    xorflow_state::window::WindowForm::Fold
+                },
             }
         }
     }

@@ -98,6 +98,10 @@ pub struct RuntimeConfig {
     /// out of measurements (notification latency at sinks, the measured spans of sources and
     /// sinks). 0: everything is measured.
     pub warmup_until: u64,
+    /// Where keyed state lives (memory or disk) and the disk cache's policy (docs/state.md).
+    pub state: xorflow_state::StateConfig,
+    /// The form windows keep their contents in: fold-left or retain-all (seed 001).
+    pub window_state: xorflow_state::window::WindowForm,
 }
 
 impl Default for RuntimeConfig {
@@ -118,6 +122,8 @@ impl Default for RuntimeConfig {
             job_key: String::new(),
             latency_probe: true,
             warmup_until: 0,
+            state: xorflow_state::StateConfig::default(),
+            window_state: xorflow_state::window::WindowForm::Fold,
         }
     }
 }

@@ -8,7 +8,7 @@ use crate::delta::{Delta, Record};
 use crate::error::StateError;
 use crate::key_group::KeyGroup;
 use crate::value::GroupFn;
-use rustc_hash::{FxHashMap, FxHashSet};
+use rustc_hash::FxHashMap;
 use serde::de::DeserializeOwned;
 use serde::Serialize;
 use std::hash::Hash;
@@ -23,6 +23,10 @@ struct Meta<V> {
     snapshotted: u64,
     /// The list was cleared since the previous snapshot.
     cleared: bool,
+    /// Elements or a clear not yet flushed.
+    dirty: bool,
+    /// Changed since the previous snapshot.
+    changed: bool,
     /// Elements `tail_start..len`, in memory (all of them in memory mode).
     tail: Vec<V>,
     tail_start: u64,
@@ -39,10 +43,6 @@ pub struct ListTable<K, V> {
     backend: SharedBackend,
     config: CacheConfig,
     lists: FxHashMap<K, Meta<V>>,
-    /// Keys with unflushed elements (or a clear not yet written).
-    dirty: FxHashSet<K>,
-    /// Keys changed since the previous snapshot.
-    changed: FxHashSet<K>,
     /// Keys cleared with elements in the backend: their prefix is deleted at the next flush.
     cleared: Vec<Vec<u8>>,
     /// Elements held in memory.
@@ -71,8 +71,6 @@ where
             backend,
             config,
             lists: FxHashMap::default(),
-            dirty: FxHashSet::default(),
-            changed: FxHashSet::default(),
             cleared: Vec::new(),
             held: 0,
             unflushed: 0,
@@ -111,6 +109,8 @@ where
                 flushed: 0,
                 snapshotted: 0,
                 cleared: false,
+                dirty: false,
+                changed: false,
                 tail: Vec::new(),
                 tail_start: 0,
                 used: 0,
@@ -119,14 +119,10 @@ where
         m.tail.push(v);
         m.len += 1;
         m.used = self.tick;
+        m.dirty = true;
+        m.changed = true;
         self.held += 1;
         self.unflushed += 1;
-        if !self.dirty.contains(k) {
-            self.dirty.insert(k.clone());
-        }
-        if !self.changed.contains(k) {
-            self.changed.insert(k.clone());
-        }
         Ok(())
     }
 
@@ -185,13 +181,11 @@ where
             return Ok(all);
         };
         self.held -= m.tail.len();
-        self.dirty.remove(k);
         if m.flushed > 0 {
             self.cleared.push(self.prefix(k)?);
         }
         // A snapshot must delete what earlier snapshots hold of this key.
         if m.snapshotted > 0 || m.cleared {
-            self.changed.insert(k.clone());
             self.lists.insert(
                 k.clone(),
                 Meta {
@@ -199,13 +193,13 @@ where
                     flushed: 0,
                     snapshotted: 0,
                     cleared: true,
+                    dirty: false,
+                    changed: true,
                     tail: Vec::new(),
                     tail_start: 0,
                     used: 0,
                 },
             );
-        } else {
-            self.changed.remove(k);
         }
         Ok(all)
     }
@@ -224,9 +218,9 @@ where
             backend.delete_prefix(&prefix)?;
         }
         let mut batch: Vec<Write> = Vec::new();
-        for k in self.dirty.drain() {
-            let m = self.lists.get_mut(&k).expect("dirty keys have lists");
-            let prefix = codec::key_bytes(&self.name, self.id, (self.group)(&k), &k)?;
+        for (k, m) in self.lists.iter_mut().filter(|(_, m)| m.dirty) {
+            m.dirty = false;
+            let prefix = codec::key_bytes(&self.name, self.id, (self.group)(k), k)?;
             for seq in m.flushed..m.len {
                 let v = &m.tail[(seq - m.tail_start) as usize];
                 let value = codec::encode(&self.name, v)?;
@@ -237,20 +231,25 @@ where
         backend.write(&batch)?;
         drop(backend);
         self.unflushed = 0;
-        // Flushed elements need not stay in memory: keep recently appended tails up to the
-        // capacity (in elements).
+        // Flushed elements need not stay in memory: drop the tails of the least recently
+        // appended lists until three quarters of the capacity (in elements) remain.
         if self.held > self.config.capacity {
-            let mut by_age: Vec<(u64, K)> = self
+            let mut by_age: Vec<(u64, usize)> = self
                 .lists
-                .iter()
-                .map(|(k, m)| (m.used, k.clone()))
+                .values()
+                .map(|m| (m.used, m.tail.len()))
                 .collect();
-            by_age.sort_unstable_by_key(|(used, _)| *used);
-            for (_, k) in by_age {
-                if self.held <= self.config.keep_after_evict() {
+            by_age.sort_unstable();
+            let mut excess = self.held - self.config.keep_after_evict();
+            let mut oldest_kept = 0;
+            for (used, n) in by_age {
+                oldest_kept = used + 1;
+                excess = excess.saturating_sub(n);
+                if excess == 0 {
                     break;
                 }
-                let m = self.lists.get_mut(&k).expect("listed above");
+            }
+            for m in self.lists.values_mut().filter(|m| m.used < oldest_kept) {
                 self.held -= m.tail.len();
                 m.tail = Vec::new();
                 m.tail_start = m.len;
@@ -265,12 +264,12 @@ where
     /// # Errors
     /// As [`ListTable::get`].
     pub fn snapshot(&mut self, d: &mut Delta) -> Result<(), StateError> {
-        let keys: Vec<K> = if d.full {
-            self.changed.clear();
-            self.lists.keys().cloned().collect()
-        } else {
-            self.changed.drain().collect()
-        };
+        let keys: Vec<K> = self
+            .lists
+            .iter()
+            .filter(|(_, m)| d.full || m.changed)
+            .map(|(k, _)| k.clone())
+            .collect();
         for k in keys {
             let prefix = self.prefix(&k)?;
             let m = self.lists.get(&k).expect("changed keys have lists");
@@ -289,6 +288,7 @@ where
             let m = self.lists.get_mut(&k).expect("listed above");
             m.snapshotted = m.len;
             m.cleared = false;
+            m.changed = false;
             if m.len == 0 {
                 self.lists.remove(&k);
             }
@@ -307,8 +307,6 @@ where
         keep: &dyn Fn(KeyGroup) -> bool,
     ) -> Result<(), StateError> {
         self.lists.clear();
-        self.dirty.clear();
-        self.changed.clear();
         self.cleared.clear();
         self.held = 0;
         if !self.in_memory() {
@@ -343,6 +341,8 @@ where
                         flushed: 0,
                         snapshotted: 0,
                         cleared: false,
+                        dirty: false,
+                        changed: false,
                         tail: Vec::new(),
                         tail_start: 0,
                         used: 0,
@@ -371,7 +371,7 @@ where
         }
         if !self.in_memory() {
             // On disk the restored elements go to the backend, then leave memory.
-            self.dirty = self.lists.keys().cloned().collect();
+            self.lists.values_mut().for_each(|m| m.dirty = true);
             self.flush()?;
         }
         Ok(())

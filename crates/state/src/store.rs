@@ -28,7 +28,10 @@ impl Default for StateConfig {
     fn default() -> Self {
         StateConfig {
             backend: BackendKind::Memory,
-            dir: std::env::temp_dir().join("xorflow-state"),
+            // One folder per process: processes of a local cluster share the machine.
+            dir: std::env::temp_dir()
+                .join("xorflow-state")
+                .join(format!("p{}", std::process::id())),
             cache: CacheConfig::DISK,
         }
     }
@@ -37,6 +40,8 @@ impl Default for StateConfig {
 /// The state of one operator instance: tables are created from it and share its backend.
 pub struct StateStore {
     backend: SharedBackend,
+    /// The disk backend's file.
+    path: Option<PathBuf>,
     cache: CacheConfig,
     tables: Vec<String>,
 }
@@ -48,8 +53,11 @@ impl StateStore {
     /// # Errors
     /// The disk file cannot be created.
     pub fn open(config: &StateConfig, vertex: &str, instance: usize) -> Result<Self, StateError> {
-        let (backend, cache): (Box<dyn crate::Backend>, _) = match config.backend {
-            BackendKind::Memory => (Box::new(MemoryBackend::new()), CacheConfig::MEMORY),
+        match config.backend {
+            BackendKind::Memory => Ok(Self::with_backend(
+                Box::new(MemoryBackend::new()),
+                CacheConfig::MEMORY,
+            )),
             BackendKind::Disk => {
                 let safe: String = vertex
                     .chars()
@@ -58,16 +66,18 @@ impl StateStore {
                 let path = config.dir.join(format!("{safe}-{instance}.redb"));
                 let mut b = DiskBackend::open(&path)?;
                 b.clear()?;
-                (Box::new(b), config.cache)
+                let mut store = Self::with_backend(Box::new(b), config.cache);
+                store.path = Some(path);
+                Ok(store)
             }
-        };
-        Ok(Self::with_backend(backend, cache))
+        }
     }
 
     /// A store over `backend` with cache policy `cache` (tests: any backend with any policy).
     pub fn with_backend(backend: Box<dyn crate::Backend>, cache: CacheConfig) -> Self {
         StateStore {
             backend: Arc::new(Mutex::new(backend)),
+            path: None,
             cache,
             tables: Vec::new(),
         }
@@ -145,6 +155,33 @@ impl StateStore {
     /// The backend's counters (bytes written: seed 001's store I/O).
     pub fn stats(&self) -> crate::backend::BackendStats {
         crate::backend::lock(&self.backend).stats()
+    }
+
+    /// Closes the store and deletes its disk file, if it has one (and the tables still open
+    /// on it must not be used again).
+    ///
+    /// # Errors
+    /// The file exists and cannot be deleted.
+    pub fn remove(self) -> Result<(), StateError> {
+        let StateStore { backend, path, .. } = self;
+        drop(backend);
+        match path {
+            Some(p) => {
+                std::fs::remove_file(&p).or_else(|e| match e.kind() {
+                    std::io::ErrorKind::NotFound => Ok(()),
+                    _ => Err(StateError::Backend {
+                        path: p.clone(),
+                        detail: format!("cannot delete: {e}"),
+                    }),
+                })?;
+                // The folder goes too once its last store has (removing a non-empty one fails).
+                if let Some(dir) = p.parent() {
+                    let _ = std::fs::remove_dir(dir);
+                }
+                Ok(())
+            }
+            None => Ok(()),
+        }
     }
 
     /// Which backend this store uses.

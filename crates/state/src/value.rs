@@ -19,7 +19,10 @@ pub type GroupFn<K> = Arc<dyn Fn(&K) -> KeyGroup + Send + Sync>;
 struct Entry<V> {
     /// `None`: deleted (a tombstone until flushed) or known absent.
     value: Option<V>,
+    /// Written since the last flush.
     dirty: bool,
+    /// Written since the last snapshot.
+    changed: bool,
     used: u64,
 }
 
@@ -34,7 +37,9 @@ pub struct ValueTable<K, V> {
     config: CacheConfig,
     cache: FxHashMap<K, Entry<V>>,
     dirty: usize,
-    changed: FxHashSet<K>,
+    /// Keys changed since the last snapshot whose entries were evicted (the others carry
+    /// [`Entry::changed`]): one hash lookup per write instead of two.
+    changed_evicted: FxHashSet<K>,
     tick: u64,
 }
 
@@ -58,7 +63,7 @@ where
             config,
             cache: FxHashMap::default(),
             dirty: 0,
-            changed: FxHashSet::default(),
+            changed_evicted: FxHashSet::default(),
             tick: 0,
         }
     }
@@ -78,14 +83,14 @@ where
         if !self.cache.contains_key(k) {
             let bytes = lock(&self.backend).get(&self.key_bytes(k)?)?;
             let value = bytes.map(|b| codec::decode(&self.name, &b)).transpose()?;
-            self.cache.insert(
-                k.clone(),
-                Entry {
-                    value,
-                    dirty: false,
-                    used: 0,
-                },
-            );
+            let changed = self.changed_evicted.remove(k);
+            let e = Entry {
+                value,
+                dirty: false,
+                changed,
+                used: 0,
+            };
+            self.cache.insert(k.clone(), e);
         }
         let e = self.cache.get_mut(k).expect("loaded above");
         e.used = self.tick;
@@ -100,33 +105,26 @@ where
         Ok(self.load(k)?.value.as_ref())
     }
 
-    /// Marks `k` written.
-    fn touch(&mut self, k: &K) {
-        if !self.changed.contains(k) {
-            self.changed.insert(k.clone());
-        }
-    }
-
     /// The value of `k` for update, inserted with `init` if absent; marks `k` dirty.
     ///
     /// # Errors
     /// As [`ValueTable::get`], or a flush that failed.
     pub fn upsert(&mut self, k: &K, init: impl FnOnce() -> V) -> Result<&mut V, StateError> {
-        self.mark_dirty(k)?;
-        let e = self.cache.get_mut(k).expect("loaded by mark_dirty");
-        Ok(e.value.get_or_insert_with(init))
+        Ok(self.mark_dirty(k)?.value.get_or_insert_with(init))
     }
 
     /// Loads `k`, marks it dirty and changed (flushing first if the cache is due).
-    fn mark_dirty(&mut self, k: &K) -> Result<(), StateError> {
-        self.flush_if_due()?;
-        self.touch(k);
-        let e = self.load(k)?;
-        if !e.dirty {
-            e.dirty = true;
-            self.dirty += 1;
+    fn mark_dirty(&mut self, k: &K) -> Result<&mut Entry<V>, StateError> {
+        if self.dirty >= self.config.dirty_limit {
+            self.flush()?;
         }
-        Ok(())
+        let e = self.load(k)?;
+        e.changed = true;
+        let newly_dirty = !e.dirty;
+        e.dirty = true;
+        // Counted after the entry's borrow ends (the counter is another field of `self`).
+        self.dirty += usize::from(newly_dirty);
+        Ok(self.cache.get_mut(k).expect("loaded above"))
     }
 
     /// Sets `k` to `v`.
@@ -134,8 +132,7 @@ where
     /// # Errors
     /// As [`ValueTable::upsert`].
     pub fn insert(&mut self, k: &K, v: V) -> Result<(), StateError> {
-        self.mark_dirty(k)?;
-        self.cache.get_mut(k).expect("loaded by mark_dirty").value = Some(v);
+        self.mark_dirty(k)?.value = Some(v);
         Ok(())
     }
 
@@ -144,21 +141,12 @@ where
     /// # Errors
     /// As [`ValueTable::upsert`].
     pub fn remove(&mut self, k: &K) -> Result<Option<V>, StateError> {
-        self.mark_dirty(k)?;
-        let e = self.cache.get_mut(k).expect("loaded by mark_dirty");
-        Ok(e.value.take())
+        Ok(self.mark_dirty(k)?.value.take())
     }
 
     /// True in memory: the cache is the whole state and the backend is never written.
     fn in_memory(&self) -> bool {
         self.config == CacheConfig::MEMORY
-    }
-
-    fn flush_if_due(&mut self) -> Result<(), StateError> {
-        if self.dirty >= self.config.dirty_limit {
-            self.flush()?;
-        }
-        Ok(())
     }
 
     /// Writes every dirty key to the backend, then drops the least recently used clean keys
@@ -183,7 +171,6 @@ where
         }
         lock(&self.backend).write(&batch)?;
         self.dirty = 0;
-        self.cache.retain(|_, e| e.value.is_some() || e.dirty);
         self.evict();
         Ok(())
     }
@@ -196,7 +183,14 @@ where
         let mut ages: Vec<u64> = self.cache.values().map(|e| e.used).collect();
         let cut = ages.len() - keep;
         let (_, &mut oldest_kept, _) = ages.select_nth_unstable(cut);
-        self.cache.retain(|_, e| e.dirty || e.used >= oldest_kept);
+        let changed_evicted = &mut self.changed_evicted;
+        self.cache.retain(|k, e| {
+            let keep = e.dirty || e.used >= oldest_kept;
+            if !keep && e.changed {
+                changed_evicted.insert(k.clone());
+            }
+            keep
+        });
     }
 
     /// Adds to `d` a record for every key changed since the previous snapshot (`d.full`: for
@@ -206,7 +200,8 @@ where
     /// As [`ValueTable::get`].
     pub fn snapshot(&mut self, d: &mut Delta) -> Result<(), StateError> {
         let keys: Vec<K> = if d.full {
-            self.changed.clear();
+            self.changed_evicted.clear();
+            self.cache.values_mut().for_each(|e| e.changed = false);
             if !self.in_memory() {
                 // The backend holds everything once flushed: copy its records as they are.
                 self.flush()?;
@@ -220,7 +215,12 @@ where
             }
             self.cache.keys().cloned().collect()
         } else {
-            self.changed.drain().collect()
+            let mut keys: Vec<K> = self.changed_evicted.drain().collect();
+            for (k, e) in self.cache.iter_mut().filter(|(_, e)| e.changed) {
+                e.changed = false;
+                keys.push(k.clone());
+            }
+            keys
         };
         for k in keys {
             let key = self.key_bytes(&k)?;
@@ -269,7 +269,7 @@ where
         keep: &dyn Fn(KeyGroup) -> bool,
     ) -> Result<(), StateError> {
         self.cache.clear();
-        self.changed.clear();
+        self.changed_evicted.clear();
         self.dirty = 0;
         if !self.in_memory() {
             lock(&self.backend).delete_prefix(&[self.id])?;
@@ -299,6 +299,7 @@ where
                         let e = Entry {
                             value,
                             dirty: false,
+                            changed: false,
                             used: 0,
                         };
                         self.cache.insert(k, e);

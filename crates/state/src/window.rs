@@ -118,15 +118,15 @@ where
     pub fn add<F: Fold<T, Acc = Acc>>(
         &mut self,
         end: u64,
-        key: &K,
+        key: K,
         el: &T,
         fold: &F,
     ) -> Result<(), StateError> {
         let keys = self.open.entry(end).or_default();
-        if !keys.contains(key) {
+        if !keys.contains(&key) {
             keys.insert(key.clone());
         }
-        let wk = (end, key.clone());
+        let wk = (end, key);
         match &mut self.contents {
             Contents::Fold(t) => fold.add(t.upsert(&wk, || fold.init())?, el),
             Contents::Retain(t) => t.append(&wk, el.clone())?,

@@ -17,6 +17,8 @@ use xorflow_flights::oracle::{
 };
 use xorflow_flights::{run, FlightsConfig, Summary};
 use xorflow_runtime::TrackingMode;
+use xorflow_state::window::WindowForm;
+use xorflow_state::BackendKind;
 
 // ---------------------------------------------------------------------------------------------
 // Locating the data
@@ -53,6 +55,8 @@ struct Run {
     window_s: u64,
     granularity: u64,
     tracking: TrackingMode,
+    window_state: WindowForm,
+    state_backend: BackendKind,
 }
 
 impl Run {
@@ -64,6 +68,8 @@ impl Run {
             window_s: 3600,
             granularity: 60,
             tracking: TrackingMode::Tracker,
+            window_state: WindowForm::Fold,
+            state_backend: BackendKind::Memory,
         }
     }
 }
@@ -88,6 +94,21 @@ fn run_job(input: &Path, r: Run) -> Outcome {
     cfg.runtime.workers = r.workers;
     cfg.runtime.tracking = r.tracking;
     cfg.runtime.granularity = r.granularity;
+    cfg.runtime.window_state = r.window_state;
+    cfg.runtime.state.backend = r.state_backend;
+    cfg.runtime.state.dir = dir.path().join("state");
+    // A cache far smaller than the state, so on disk reads and writes go through the file:
+    // fold-left holds a few keys per window, retain-all every element.
+    cfg.runtime.state.cache = match r.window_state {
+        WindowForm::Fold => xorflow_state::CacheConfig {
+            dirty_limit: 2,
+            capacity: 2,
+        },
+        WindowForm::Retain => xorflow_state::CacheConfig {
+            dirty_limit: 64,
+            capacity: 16,
+        },
+    };
     let summary = run(&cfg).unwrap_or_else(|e| panic!("{r:?}: the job failed: {e}"));
     let text = std::fs::read_to_string(&out).expect("read output");
     let mut lines = text.lines().map(str::to_string);
@@ -106,8 +127,16 @@ fn run_job(input: &Path, r: Run) -> Outcome {
 /// Runs the job on `input` and checks everything against the oracle's view `inp` of it.
 fn check_run(input: &Path, inp: &OInput, r: Run) {
     let label = format!(
-        "workers={} sources={} lateness={}s window={}s granularity={}s tracking={:?}",
-        r.workers, r.sources, r.lateness_s, r.window_s, r.granularity, r.tracking
+        "workers={} sources={} lateness={}s window={}s granularity={}s tracking={:?} \
+         window-state={} state-backend={}",
+        r.workers,
+        r.sources,
+        r.lateness_s,
+        r.window_s,
+        r.granularity,
+        r.tracking,
+        r.window_state.name(),
+        r.state_backend.name()
     );
     let exp = expected(inp, r.lateness_s as i64, r.window_s as i64);
     let got = run_job(input, r);
@@ -263,6 +292,32 @@ fn real_data_without_tracking_matches_oracle() {
         ..Run::new(2, 3, 3600)
     };
     check_run(&data_file(), real_input(), r);
+}
+
+#[test]
+fn real_data_every_window_state_form_and_backend_matches_oracle() {
+    // Seed 001's two window forms on both backends give the same rows (`run_job` gives the disk
+    // backend a tiny cache).
+    let path = data_file();
+    let inp = real_input();
+    for window_state in [WindowForm::Fold, WindowForm::Retain] {
+        for state_backend in [BackendKind::Memory, BackendKind::Disk] {
+            // The disk runs cost seconds each: the markers baseline runs in memory only.
+            let modes: &[TrackingMode] = match state_backend {
+                BackendKind::Memory => &[TrackingMode::Tracker, TrackingMode::Markers],
+                BackendKind::Disk => &[TrackingMode::Tracker],
+            };
+            for &tracking in modes {
+                let r = Run {
+                    window_state,
+                    state_backend,
+                    tracking,
+                    ..Run::new(2, 2, 3600)
+                };
+                check_run(&path, inp, r);
+            }
+        }
+    }
 }
 
 #[test]

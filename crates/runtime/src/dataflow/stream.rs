@@ -211,6 +211,7 @@ impl<T: Data> Stream<T> {
         K: Hash + Eq + Data,
         A: Aggregate<T>,
         A::Out: Data,
+        A::Acc: Data,
     {
         assert!(size > 0, "window '{name}' needs a size of at least 1");
         let key: Arc<dyn Fn(&T) -> K + Send + Sync> = Arc::new(key);
@@ -220,9 +221,26 @@ impl<T: Data> Stream<T> {
             ..self.clone()
         };
         let agg = Arc::new(agg);
+        let (state, form) = {
+            let b = self.b.borrow();
+            (b.config.state.clone(), b.config.window_state)
+        };
+        let groups = xorflow_state::KeyGroups::DEFAULT;
+        let group: Arc<dyn Fn(&K) -> xorflow_state::KeyGroup + Send + Sync> =
+            Arc::new(move |k: &K| groups.of_hash(key_hash(k)));
+        let vertex_name = name.to_string();
         self.one_to_one(name, Role::Window, &keyed, move |_, _, output| {
             let downstream = output.components().collect();
-            Window::new(size, downstream, key.clone(), agg.clone())
+            Window::new(
+                &vertex_name,
+                size,
+                downstream,
+                key.clone(),
+                agg.clone(),
+                state.clone(),
+                form,
+                group.clone(),
+            )
         })
     }
 

@@ -9,14 +9,21 @@
 //! at `b - 1` between the notification and the emission, and with a sharded tracker the hold, the
 //! creator's receive tag and the output all live in the shard owning `lo` (docs/sharding-notes.md,
 //! option 1: conservative, shard-local).
+//!
+//! The windows' contents live in the `state` crate (`crates/state/src/window.rs`), in the form the
+//! job chose (fold-left or retain-all) and on the backend it chose (memory or disk); only the
+//! holds and arrival times stay here.
 use super::{Operator, Receipt};
 use crate::batch::Batch;
 use crate::channel::OutputPort;
 use crate::measure::stats::VertexStats;
 use crate::worker::ctx::WorkerCtx;
+use std::collections::BTreeMap;
 use std::hash::Hash;
 use std::sync::Arc;
-use xorflow_core::{Aggregate, Element, TumblingWindows, WindowResult};
+use xorflow_core::{Aggregate, Data, Element, WindowResult};
+use xorflow_state::window::{Fold, WindowForm, WindowState};
+use xorflow_state::{KeyGroup, StateConfig, StateError, StateStore};
 use xorflow_tracking::{ComponentId, Time};
 
 /// Per-window metadata: the hold tag and the last element's arrival.
@@ -28,36 +35,79 @@ struct Meta {
     last_arrival_ns: u64,
 }
 
+/// The aggregate as the state layer folds with it.
+struct AggFold<A>(Arc<A>);
+
+impl<T, A: Aggregate<T>> Fold<T> for AggFold<A> {
+    type Acc = A::Acc;
+    fn init(&self) -> A::Acc {
+        self.0.init()
+    }
+    #[inline]
+    fn add(&self, acc: &mut A::Acc, el: &T) {
+        self.0.add(acc, el)
+    }
+}
+
+/// Names a state failure after the window vertex.
+fn state_err(name: &str) -> impl Fn(StateError) -> String + '_ {
+    move |e| format!("window '{name}': {e}")
+}
+
 /// A keyed tumbling window operator.
 pub struct Window<T, K, A: Aggregate<T>> {
+    name: String,
+    size: Time,
     /// Components of the downstream vertices: where holds go.
     downstream: Vec<ComponentId>,
     key: Arc<dyn Fn(&T) -> K + Send + Sync>,
-    agg: Arc<A>,
-    windows: TumblingWindows<K, A::Acc, Meta>,
+    agg: AggFold<A>,
+    /// Open windows by end, with their holds.
+    meta: BTreeMap<Time, Meta>,
+    /// The contents, from [`Operator::open`] on (the store is opened on the worker).
+    contents: Option<WindowState<K, T, A::Acc>>,
+    state: StateConfig,
+    form: WindowForm,
+    group: Arc<dyn Fn(&K) -> KeyGroup + Send + Sync>,
+    /// Keeps the state's backend open.
+    store: Option<StateStore>,
     /// Everything below this time has been fired (the frontier used at the last firing).
     fired_below: Time,
 }
 
 impl<T, K, A> Window<T, K, A>
 where
-    T: Send,
-    K: Hash + Eq + Clone + Send + 'static,
+    T: Data,
+    K: Hash + Eq + Data,
     A: Aggregate<T>,
+    A::Acc: Data,
 {
-    /// A window operator with windows of `size` time units, feeding the components
-    /// `downstream` (its output port's, where the holds go).
+    /// A window operator named `name` with windows of `size` time units, feeding the components
+    /// `downstream` (its output port's, where the holds go). Its contents are kept as `state`
+    /// and `form` say (opened with the operator; `group` gives a key's key group).
+    #[allow(clippy::too_many_arguments)]
     pub fn new(
+        name: &str,
         size: Time,
         downstream: Vec<ComponentId>,
         key: Arc<dyn Fn(&T) -> K + Send + Sync>,
         agg: Arc<A>,
+        state: StateConfig,
+        form: WindowForm,
+        group: Arc<dyn Fn(&K) -> KeyGroup + Send + Sync>,
     ) -> Self {
         Window {
+            name: name.into(),
+            size,
             downstream,
             key,
-            agg,
-            windows: TumblingWindows::new(size),
+            agg: AggFold(agg),
+            meta: BTreeMap::new(),
+            contents: None,
+            state,
+            form,
+            group,
+            store: None,
             fired_below: 0,
         }
     }
@@ -65,46 +115,62 @@ where
     /// Adds one element to its window, opening the window (and its hold) if needed. Returns
     /// false for an element below what has been fired (late).
     #[inline]
-    fn add(&mut self, el: &Element<T>, lo: u64, ctx: &mut WorkerCtx) -> bool {
+    fn add(&mut self, el: &Element<T>, lo: u64, ctx: &mut WorkerCtx) -> Result<bool, String> {
         if el.time < self.fired_below {
-            return false;
+            return Ok(false);
         }
         let now = ctx.now_ns;
-        let (w, created) = self.windows.window_for(el.time, |_, _| Meta {
-            hold: 0,
-            hold_slot: lo,
-            last_arrival_ns: now,
-        });
-        if created {
+        let start = el.time - el.time % self.size;
+        let end = start.saturating_add(self.size);
+        let meta = self.meta.entry(end).or_insert_with(|| {
+            let mut hold = 0;
             if let Some(tr) = &mut ctx.tracking {
                 // Hold the creator's slot of every downstream component before this batch's
                 // receive tag, which the driver registers after on_batch returns.
-                let r = tr.tags.next_tag();
+                hold = tr.tags.next_tag();
                 for &c in &self.downstream {
-                    tr.acker.xor_slots(c, lo, lo, r);
+                    tr.acker.xor_slots(c, lo, lo, hold);
                 }
-                w.meta.hold = r;
             }
-        }
-        w.meta.last_arrival_ns = now;
-        let acc = w
-            .groups
-            .entry((self.key)(&el.data))
-            .or_insert_with(|| self.agg.init());
-        self.agg.add(acc, &el.data);
-        true
+            Meta {
+                hold,
+                hold_slot: lo,
+                last_arrival_ns: now,
+            }
+        });
+        meta.last_arrival_ns = now;
+        let key = (self.key)(&el.data);
+        let contents = self
+            .contents
+            .as_mut()
+            .expect("opened before the first step");
+        contents
+            .add(end, key, &el.data, &self.agg)
+            .map_err(state_err(&self.name))?;
+        Ok(true)
     }
 }
 
 impl<T, K, A> Operator for Window<T, K, A>
 where
-    T: Send + 'static,
-    K: Hash + Eq + Clone + Send + 'static,
+    T: Data,
+    K: Hash + Eq + Data,
     A: Aggregate<T>,
+    A::Acc: Data,
     WindowResult<K, A::Out>: Clone,
 {
     type In = T;
     type Out = OutputPort<WindowResult<K, A::Out>>;
+
+    /// Opens the state store of this instance and declares the window contents in it.
+    fn open(&mut self, ctx: &mut WorkerCtx) -> Result<(), String> {
+        let err = state_err(&self.name);
+        let mut store = StateStore::open(&self.state, &self.name, ctx.index).map_err(&err)?;
+        let contents = WindowState::new(&mut store, "windows", self.form, self.group.clone());
+        self.contents = Some(contents.map_err(&err)?);
+        self.store = Some(store);
+        Ok(())
+    }
 
     fn on_batch(
         &mut self,
@@ -115,7 +181,7 @@ where
     ) -> Result<Receipt, String> {
         let lo = b.lo;
         for el in &b.data {
-            if !self.add(el, lo, ctx) {
+            if !self.add(el, lo, ctx)? {
                 stats.below_frontier += 1;
             }
         }
@@ -130,19 +196,28 @@ where
         ctx: &mut WorkerCtx,
         stats: &mut VertexStats,
     ) -> Result<(), String> {
-        if self.windows.first_end().is_none_or(|e| e > frontier) {
-            self.fired_below = self.fired_below.max(frontier);
-            return Ok(());
-        }
-        let done = self.windows.take_complete(frontier);
-        let mut holds = Vec::with_capacity(done.len());
-        for (start, end, w) in done {
+        let mut holds = Vec::new();
+        loop {
+            let agg = &self.agg;
+            let contents = self
+                .contents
+                .as_mut()
+                .expect("opened before the first step");
+            let closed = contents.close_next(frontier, agg);
+            let Some((end, groups)) = closed.map_err(state_err(&self.name))? else {
+                break;
+            };
+            let meta = self
+                .meta
+                .remove(&end)
+                .expect("every open window has its metadata");
             if ctx.frontiers.live() {
-                stats.record_latency(ctx.frontiers.seen_ns.saturating_sub(w.meta.last_arrival_ns));
+                stats.record_latency(ctx.frontiers.seen_ns.saturating_sub(meta.last_arrival_ns));
             }
-            out.set_lineage(Some((w.meta.hold_slot, w.meta.hold_slot)), ctx);
-            for (key, acc) in w.groups {
-                let value = self.agg.finish(acc);
+            out.set_lineage(Some((meta.hold_slot, meta.hold_slot)), ctx);
+            let start = end - self.size;
+            for (key, acc) in groups {
+                let value = self.agg.0.finish(acc);
                 stats.elements_out += 1;
                 let r = WindowResult {
                     start,
@@ -152,9 +227,11 @@ where
                 };
                 out.push(Element::new(end - 1, r), ctx);
             }
-            holds.push((w.meta.hold_slot, w.meta.hold));
+            holds.push((meta.hold_slot, meta.hold));
         }
-        out.commit(ctx);
+        if !holds.is_empty() {
+            out.commit(ctx);
+        }
         if let Some(tr) = &mut ctx.tracking {
             for (s, r) in holds {
                 for &c in &self.downstream {
@@ -164,5 +241,14 @@ where
         }
         self.fired_below = self.fired_below.max(frontier);
         Ok(())
+    }
+
+    /// Removes the instance's on-disk state: without checkpoints nothing can use it again.
+    fn close(&mut self) -> Result<(), String> {
+        self.contents = None;
+        match self.store.take() {
+            Some(store) => store.remove().map_err(state_err(&self.name)),
+            None => Ok(()),
+        }
     }
 }

@@ -1,1 +1,260 @@
+//! Checkpoints on durable storage: snapshot files, manifests, retention and restore with
+//! fallback (docs/state.md, "Checkpoints").
+//!
+//! Layout below the checkpoint directory:
+//!
+//! ```text
+//! job                      the job id that owns the directory (refused for another job)
+//! files/<vertex>-<instance>-c<checkpoint>.snap   one snapshot (a full one or an increment)
+//! manifests/c<checkpoint>  the checkpoint's manifest: written last, after its files are durable
+//! ```
+//!
+//! Every file is framed with a checksum (`framing.rs`). An operator instance's snapshot is
+//! incremental: its file holds what changed since the previous checkpoint, and the manifest lists
+//! the chain from the last full snapshot on. [`Chain`] decides when to start a new chain with a
+//! full snapshot. The newest `retained` manifests are kept; a file is deleted once no retained
+//! manifest names it.
 
+mod chain;
+mod framing;
+mod manifest;
+mod storage;
+
+pub use chain::Chain;
+pub use manifest::{FileRef, Manifest};
+pub use storage::{LocalDir, Storage};
+
+use crate::delta::Delta;
+use crate::error::StateError;
+use crate::store::{decode_snapshot, encode_snapshot};
+use std::collections::BTreeSet;
+use std::path::Path;
+
+const SNAPSHOT_MAGIC: &[u8; 8] = b"XFSNAP1\n";
+const MANIFEST_MAGIC: &[u8; 8] = b"XFMANI1\n";
+const JOB_MAGIC: &[u8; 8] = b"XFJOB01\n";
+
+/// A restorable checkpoint, read and verified.
+#[derive(Debug)]
+pub struct Restored {
+    /// Its manifest.
+    pub manifest: Manifest,
+    /// Newer checkpoints that could not be used, each with why (a corrupt or missing file).
+    pub skipped: Vec<String>,
+}
+
+/// The checkpoints of one job in a [`Storage`].
+pub struct CheckpointStore {
+    storage: Box<dyn Storage>,
+    retained: usize,
+}
+
+impl CheckpointStore {
+    /// The store in local directory `dir`, keeping the newest `retained` checkpoints.
+    ///
+    /// # Errors
+    /// The directory cannot be created; `retained` is 0.
+    pub fn local(dir: &Path, retained: usize) -> Result<Self, StateError> {
+        Self::new(Box::new(LocalDir::open(dir)?), retained)
+    }
+
+    /// The store in `storage`, keeping the newest `retained` checkpoints.
+    ///
+    /// # Errors
+    /// `retained` is 0.
+    pub fn new(storage: Box<dyn Storage>, retained: usize) -> Result<Self, StateError> {
+        if retained == 0 {
+            return Err(StateError::Other(
+                "--checkpoints-retained must be at least 1".into(),
+            ));
+        }
+        Ok(CheckpointStore { storage, retained })
+    }
+
+    /// Where the store is.
+    pub fn location(&self) -> String {
+        self.storage.location()
+    }
+
+    /// Claims the store for job `job`. A store with checkpoints is refused unless `resume`, and
+    /// with `resume` it must belong to `job`.
+    ///
+    /// # Errors
+    /// The store holds checkpoints and `resume` is false; it belongs to another job; it cannot be
+    /// written.
+    pub fn claim(&self, job: &str, resume: bool) -> Result<(), StateError> {
+        let manifests = self.manifests()?;
+        let owner = match self.storage.get("job") {
+            Ok(b) => Some(
+                framing::unframe(JOB_MAGIC, &b)
+                    .map(|p| String::from_utf8_lossy(p).to_string())
+                    .map_err(|detail| StateError::Corrupt {
+                        path: self.storage.describe("job"),
+                        detail,
+                    })?,
+            ),
+            Err(_) => None,
+        };
+        if !manifests.is_empty() && !resume {
+            return Err(StateError::Other(format!(
+                "checkpoint directory '{}' holds {} checkpoint(s) of an earlier run (newest: {}); \
+                 pass --resume to continue from them, or choose an empty --checkpoint-dir",
+                self.location(),
+                manifests.len(),
+                manifests.last().expect("not empty")
+            )));
+        }
+        if resume {
+            if let Some(o) = owner.filter(|o| o != job) {
+                return Err(StateError::Other(format!(
+                    "checkpoint directory '{}' belongs to another job (id {o}, this one is \
+                     {job}): --resume continues only the same job with the same options",
+                    self.location()
+                )));
+            }
+        }
+        self.storage
+            .put("job", &framing::frame(JOB_MAGIC, job.as_bytes()))
+    }
+
+    /// Writes the snapshot `delta` of operator instance `instance` (`vertex/index`) for
+    /// checkpoint `checkpoint`; returns its reference for the manifest.
+    ///
+    /// # Errors
+    /// The write failed.
+    pub fn write_snapshot(
+        &self,
+        instance: &str,
+        checkpoint: u64,
+        delta: &Delta,
+    ) -> Result<FileRef, StateError> {
+        let safe: String = instance
+            .chars()
+            .map(|c| if c.is_ascii_alphanumeric() { c } else { '_' })
+            .collect();
+        let name = format!("files/{safe}-c{checkpoint:010}.snap");
+        let bytes = framing::frame(SNAPSHOT_MAGIC, &encode_snapshot(delta));
+        self.storage.put(&name, &bytes)?;
+        Ok(FileRef {
+            name,
+            bytes: bytes.len() as u64,
+            full: delta.full,
+        })
+    }
+
+    /// Completes a checkpoint: writes its manifest (after every file it names is durable), then
+    /// deletes checkpoints beyond the retained ones and files no retained manifest names.
+    /// Returns the names deleted.
+    ///
+    /// # Errors
+    /// The manifest could not be written (the checkpoint did not complete), or a deletion failed.
+    pub fn commit(&self, manifest: &Manifest) -> Result<Vec<String>, StateError> {
+        let json = serde_json::to_vec_pretty(manifest).expect("a manifest serializes");
+        let name = Self::manifest_name(manifest.checkpoint);
+        self.storage
+            .put(&name, &framing::frame(MANIFEST_MAGIC, &json))?;
+        self.retain()
+    }
+
+    fn manifest_name(checkpoint: u64) -> String {
+        format!("manifests/c{checkpoint:010}")
+    }
+
+    /// Manifest names, oldest first.
+    fn manifests(&self) -> Result<Vec<String>, StateError> {
+        self.storage.list("manifests")
+    }
+
+    /// Deletes manifests beyond the newest `retained`, then every file none of the remaining
+    /// names. A manifest that cannot be read keeps nothing alive (it cannot be restored).
+    fn retain(&self) -> Result<Vec<String>, StateError> {
+        let manifests = self.manifests()?;
+        let drop_n = manifests.len().saturating_sub(self.retained);
+        let mut deleted = Vec::new();
+        for m in &manifests[..drop_n] {
+            self.storage.delete(m)?;
+            deleted.push(m.clone());
+        }
+        let mut live = BTreeSet::new();
+        for m in &manifests[drop_n..] {
+            if let Ok(man) = self.read_manifest(m) {
+                live.extend(man.files().map(|f| f.name.clone()));
+            }
+        }
+        for f in self.storage.list("files")? {
+            if !live.contains(&f) {
+                self.storage.delete(&f)?;
+                deleted.push(f);
+            }
+        }
+        Ok(deleted)
+    }
+
+    fn read_manifest(&self, name: &str) -> Result<Manifest, StateError> {
+        let bytes = self.storage.get(name)?;
+        let corrupt = |detail| StateError::Corrupt {
+            path: self.storage.describe(name),
+            detail,
+        };
+        let payload = framing::unframe(MANIFEST_MAGIC, &bytes).map_err(corrupt)?;
+        serde_json::from_slice(payload).map_err(|e| corrupt(format!("bad manifest: {e}")))
+    }
+
+    /// Reads and verifies one snapshot file.
+    ///
+    /// # Errors
+    /// Missing, or corrupt (the error names the file).
+    pub fn read_snapshot(&self, f: &FileRef) -> Result<Delta, StateError> {
+        let bytes = self.storage.get(&f.name)?;
+        let corrupt = |detail| StateError::Corrupt {
+            path: self.storage.describe(&f.name),
+            detail,
+        };
+        let payload = framing::unframe(SNAPSHOT_MAGIC, &bytes).map_err(corrupt)?;
+        decode_snapshot(payload).map_err(corrupt)
+    }
+
+    /// Reads the chain of an operator instance, verifying every file.
+    ///
+    /// # Errors
+    /// As [`CheckpointStore::read_snapshot`]; a chain that does not start with a full snapshot.
+    pub fn read_chain(&self, chain: &[FileRef]) -> Result<Vec<Delta>, StateError> {
+        if chain.first().is_some_and(|f| !f.full) {
+            return Err(StateError::Corrupt {
+                path: self.storage.describe(&chain[0].name),
+                detail: "a chain must start with a full snapshot".into(),
+            });
+        }
+        chain.iter().map(|f| self.read_snapshot(f)).collect()
+    }
+
+    /// The newest checkpoint whose manifest and files all verify, with the newer ones that did
+    /// not and why; `None` if the store has no checkpoint.
+    ///
+    /// # Errors
+    /// The store has checkpoints and none verifies: the error names the newest one's bad file.
+    pub fn latest(&self) -> Result<Option<Restored>, StateError> {
+        let manifests = self.manifests()?;
+        let mut skipped = Vec::new();
+        for name in manifests.iter().rev() {
+            let checked = self.read_manifest(name).and_then(|m| {
+                for f in m.files() {
+                    self.read_snapshot(f)?;
+                }
+                Ok(m)
+            });
+            match checked {
+                Ok(manifest) => return Ok(Some(Restored { manifest, skipped })),
+                Err(e) => skipped.push(format!("{name}: {e}")),
+            }
+        }
+        if skipped.is_empty() {
+            return Ok(None);
+        }
+        Err(StateError::Other(format!(
+            "no usable checkpoint in '{}': {}",
+            self.location(),
+            skipped.join("; ")
+        )))
+    }
+}
