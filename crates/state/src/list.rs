@@ -98,6 +98,14 @@ where
     /// # Errors
     /// A flush that was due failed.
     pub fn append(&mut self, k: &K, v: V) -> Result<(), StateError> {
+        self.append_new(k, v).map(|_| ())
+    }
+
+    /// As [`ListTable::append`], and whether the list was empty before.
+    ///
+    /// # Errors
+    /// As [`ListTable::append`].
+    pub fn append_new(&mut self, k: &K, v: V) -> Result<bool, StateError> {
         if self.unflushed >= self.config.dirty_limit {
             self.flush()?;
         }
@@ -116,6 +124,7 @@ where
                 used: 0,
             }),
         };
+        let new = m.len == 0;
         m.tail.push(v);
         m.len += 1;
         m.used = self.tick;
@@ -123,7 +132,7 @@ where
         m.changed = true;
         self.held += 1;
         self.unflushed += 1;
-        Ok(())
+        Ok(new)
     }
 
     /// Elements in the list of `k`.

@@ -6,9 +6,11 @@ use crate::codec;
 use crate::delta::{Delta, Record};
 use crate::error::StateError;
 use crate::key_group::KeyGroup;
-use rustc_hash::{FxHashMap, FxHashSet};
+use hashbrown::HashTable;
+use rustc_hash::{FxBuildHasher, FxHashSet};
 use serde::de::DeserializeOwned;
 use serde::Serialize;
+use std::hash::BuildHasher;
 use std::hash::Hash;
 use std::sync::Arc;
 
@@ -35,7 +37,10 @@ pub struct ValueTable<K, V> {
     group: GroupFn<K>,
     backend: SharedBackend,
     config: CacheConfig,
-    cache: FxHashMap<K, Entry<V>>,
+    /// The cache: a raw table hashed once per operation (a hit costs one hash and one probe;
+    /// the key is cloned only when inserted).
+    cache: HashTable<(K, Entry<V>)>,
+    hasher: FxBuildHasher,
     dirty: usize,
     /// Keys changed since the last snapshot whose entries were evicted (the others carry
     /// [`Entry::changed`]): one hash lookup per write instead of two.
@@ -61,7 +66,8 @@ where
             group,
             backend,
             config,
-            cache: FxHashMap::default(),
+            cache: HashTable::new(),
+            hasher: FxBuildHasher,
             dirty: 0,
             changed_evicted: FxHashSet::default(),
             tick: 0,
@@ -77,24 +83,39 @@ where
         codec::key_bytes(&self.name, self.id, (self.group)(k), k)
     }
 
-    /// Makes sure `k` is in the cache (reading the backend on a miss).
-    fn load(&mut self, k: &K) -> Result<&mut Entry<V>, StateError> {
+    /// Makes sure `k` is in the cache (reading the backend on a miss); `write`: marks it dirty
+    /// and changed.
+    fn load(&mut self, k: &K, write: bool) -> Result<&mut Entry<V>, StateError> {
         self.tick += 1;
-        if !self.cache.contains_key(k) {
-            let bytes = lock(&self.backend).get(&self.key_bytes(k)?)?;
-            let value = bytes.map(|b| codec::decode(&self.name, &b)).transpose()?;
-            let changed = self.changed_evicted.remove(k);
-            let e = Entry {
-                value,
-                dirty: false,
-                changed,
-                used: 0,
-            };
-            self.cache.insert(k.clone(), e);
+        let hash = self.hasher.hash_one(k);
+        let hasher = self.hasher;
+        let e = match self
+            .cache
+            .entry(hash, |(x, _)| x == k, |(x, _)| hasher.hash_one(x))
+        {
+            hashbrown::hash_table::Entry::Occupied(o) => o.into_mut(),
+            hashbrown::hash_table::Entry::Vacant(v) => {
+                let key = codec::key_bytes(&self.name, self.id, (self.group)(k), k)?;
+                let bytes = crate::backend::lock(&self.backend).get(&key)?;
+                let value = bytes.map(|b| codec::decode(&self.name, &b)).transpose()?;
+                let e = Entry {
+                    value,
+                    dirty: false,
+                    changed: self.changed_evicted.remove(k),
+                    used: 0,
+                };
+                v.insert((k.clone(), e)).into_mut()
+            }
+        };
+        e.1.used = self.tick;
+        if write {
+            e.1.changed = true;
+            if !e.1.dirty {
+                e.1.dirty = true;
+                self.dirty += 1;
+            }
         }
-        let e = self.cache.get_mut(k).expect("loaded above");
-        e.used = self.tick;
-        Ok(e)
+        Ok(&mut e.1)
     }
 
     /// The value of `k`.
@@ -102,7 +123,7 @@ where
     /// # Errors
     /// The backend failed or holds a value that does not decode.
     pub fn get(&mut self, k: &K) -> Result<Option<&V>, StateError> {
-        Ok(self.load(k)?.value.as_ref())
+        Ok(self.load(k, false)?.value.as_ref())
     }
 
     /// The value of `k` for update, inserted with `init` if absent; marks `k` dirty.
@@ -113,18 +134,26 @@ where
         Ok(self.mark_dirty(k)?.value.get_or_insert_with(init))
     }
 
+    /// As [`ValueTable::upsert`], and whether the value was absent (`init` was called).
+    ///
+    /// # Errors
+    /// As [`ValueTable::upsert`].
+    pub fn upsert_new(
+        &mut self,
+        k: &K,
+        init: impl FnOnce() -> V,
+    ) -> Result<(&mut V, bool), StateError> {
+        let e = self.mark_dirty(k)?;
+        let new = e.value.is_none();
+        Ok((e.value.get_or_insert_with(init), new))
+    }
+
     /// Loads `k`, marks it dirty and changed (flushing first if the cache is due).
     fn mark_dirty(&mut self, k: &K) -> Result<&mut Entry<V>, StateError> {
         if self.dirty >= self.config.dirty_limit {
             self.flush()?;
         }
-        let e = self.load(k)?;
-        e.changed = true;
-        let newly_dirty = !e.dirty;
-        e.dirty = true;
-        // Counted after the entry's borrow ends (the counter is another field of `self`).
-        self.dirty += usize::from(newly_dirty);
-        Ok(self.cache.get_mut(k).expect("loaded above"))
+        self.load(k, true)
     }
 
     /// Sets `k` to `v`.
@@ -180,11 +209,11 @@ where
             return;
         }
         let keep = self.config.keep_after_evict();
-        let mut ages: Vec<u64> = self.cache.values().map(|e| e.used).collect();
+        let mut ages: Vec<u64> = self.cache.iter().map(|(_, e)| e.used).collect();
         let cut = ages.len() - keep;
         let (_, &mut oldest_kept, _) = ages.select_nth_unstable(cut);
         let changed_evicted = &mut self.changed_evicted;
-        self.cache.retain(|k, e| {
+        self.cache.retain(|(k, e)| {
             let keep = e.dirty || e.used >= oldest_kept;
             if !keep && e.changed {
                 changed_evicted.insert(k.clone());
@@ -201,7 +230,7 @@ where
     pub fn snapshot(&mut self, d: &mut Delta) -> Result<(), StateError> {
         let keys: Vec<K> = if d.full {
             self.changed_evicted.clear();
-            self.cache.values_mut().for_each(|e| e.changed = false);
+            self.cache.iter_mut().for_each(|(_, e)| e.changed = false);
             if !self.in_memory() {
                 // The backend holds everything once flushed: copy its records as they are.
                 self.flush()?;
@@ -213,7 +242,7 @@ where
                     Ok(())
                 });
             }
-            self.cache.keys().cloned().collect()
+            self.cache.iter().map(|(k, _)| k.clone()).collect()
         } else {
             let mut keys: Vec<K> = self.changed_evicted.drain().collect();
             for (k, e) in self.cache.iter_mut().filter(|(_, e)| e.changed) {
@@ -302,10 +331,23 @@ where
                             changed: false,
                             used: 0,
                         };
-                        self.cache.insert(k, e);
+                        let hasher = self.hasher;
+                        let hash = hasher.hash_one(&k);
+                        match self
+                            .cache
+                            .entry(hash, |(x, _)| *x == k, |(x, _)| hasher.hash_one(x))
+                        {
+                            hashbrown::hash_table::Entry::Occupied(mut o) => o.get_mut().1 = e,
+                            hashbrown::hash_table::Entry::Vacant(v) => {
+                                v.insert((k, e));
+                            }
+                        }
                     }
                     None => {
-                        self.cache.remove(&k);
+                        let hash = self.hasher.hash_one(&k);
+                        if let Ok(o) = self.cache.find_entry(hash, |(x, _)| *x == k) {
+                            o.remove();
+                        }
                     }
                 }
             }

@@ -122,14 +122,18 @@ where
         el: &T,
         fold: &F,
     ) -> Result<(), StateError> {
-        let keys = self.open.entry(end).or_default();
-        if !keys.contains(&key) {
-            keys.insert(key.clone());
-        }
         let wk = (end, key);
-        match &mut self.contents {
-            Contents::Fold(t) => fold.add(t.upsert(&wk, || fold.init())?, el),
-            Contents::Retain(t) => t.append(&wk, el.clone())?,
+        let new = match &mut self.contents {
+            Contents::Fold(t) => {
+                let (acc, new) = t.upsert_new(&wk, || fold.init())?;
+                fold.add(acc, el);
+                new
+            }
+            Contents::Retain(t) => t.append_new(&wk, el.clone())?,
+        };
+        // The index is touched once per (window, key), not per element.
+        if new {
+            self.open.entry(end).or_default().insert(wk.1);
         }
         Ok(())
     }
