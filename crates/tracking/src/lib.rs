@@ -26,6 +26,7 @@
 pub mod ack;
 pub mod combine;
 pub mod diff_map;
+pub mod epochs;
 pub mod heartbeats;
 pub mod local_acker;
 pub mod markers;
@@ -37,6 +38,7 @@ pub mod tracker;
 
 pub use ack::{AckEntry, ComponentId, Flush, SourceId};
 pub use combine::FrontierCombiner;
+pub use epochs::EpochDomain;
 pub use local_acker::{AckEvent, LocalAcker};
 pub use markers::MarkerAligner;
 pub use shard::{split_flush, ShardMap};

@@ -8,6 +8,7 @@
 
 use crate::ack::{ComponentId, Flush};
 use crate::diff_map::DiffMap;
+use crate::epochs::{EpochDomain, EpochHeartbeats};
 use crate::heartbeats::Heartbeats;
 use crate::shard::ShardMap;
 use crate::time::{Granularity, Slot, Time, INF};
@@ -38,11 +39,15 @@ pub struct Tracker {
     topology: Topology,
     tables: Vec<DiffMap>,
     heartbeats: Heartbeats,
+    /// Checkpoint epochs, tracked in components `C..2C` (`epochs.rs`), if the job checkpoints.
+    epochs: Option<EpochHeartbeats>,
     /// Last reported frontier per component, local slots.
     frontiers: Vec<Slot>,
     /// Times a computed frontier came out below the reported one (a tag registered below a
     /// published frontier); see [`Tracker::regressions`].
     regressions: u64,
+    /// The shard's starting frontiers have been reported (see [`Tracker::advance`]).
+    announced: bool,
 }
 
 impl Tracker {
@@ -67,9 +72,26 @@ impl Tracker {
             topology,
             tables: vec![DiffMap::new(); n],
             heartbeats: Heartbeats::new(sources),
+            epochs: None,
             frontiers: vec![0; n],
             regressions: 0,
+            announced: false,
         }
+    }
+
+    /// Also tracks checkpoint epochs (`epochs.rs`): components `C..2C` are the epoch components,
+    /// heartbeat ids from `S` on are epoch heartbeats. Their frontiers are reported in epochs.
+    ///
+    /// # Panics
+    /// If `domain` does not describe this tracker's components and sources.
+    pub fn with_epochs(mut self, domain: EpochDomain) -> Self {
+        let n = self.topology.len();
+        assert_eq!(domain.components, n, "epoch domain of {n} components");
+        assert!(domain.emitters.iter().all(|&c| (c as usize) < n));
+        self.tables = vec![DiffMap::new(); 2 * n];
+        self.frontiers = vec![0; 2 * n];
+        self.epochs = Some(EpochHeartbeats::new(domain));
+        self
     }
 
     /// Applies one flush: acks first, then heartbeats.
@@ -94,7 +116,16 @@ impl Tracker {
             }
         }
         for h in &flush.heartbeats {
-            if let Err(e) = self.heartbeats.apply(h.source, h.time) {
+            let epoch = match &mut self.epochs {
+                Some(ep) => ep.apply(h.source, h.time),
+                None => Ok(false),
+            };
+            let r = match epoch {
+                Ok(true) => Ok(()),
+                Ok(false) => self.heartbeats.apply(h.source, h.time),
+                Err(e) => Err(e),
+            };
+            if let Err(e) = r {
                 err.get_or_insert(e);
             }
         }
@@ -105,11 +136,11 @@ impl Tracker {
     /// in time units. Frontiers never move back: a lower computed value is counted in
     /// [`Tracker::regressions`] and not reported.
     pub fn advance(&mut self) -> Vec<FrontierUpdate> {
-        let mut out = Vec::new();
+        let mut out = self.announce();
         let hb = self
             .shard
             .local_bound(self.granularity.slots_below(self.heartbeats.min()));
-        for c in 0..self.tables.len() {
+        for c in 0..self.topology.len() {
             let mut f = self.tables[c].first_open().min(hb);
             for &u in self.topology.upstream(c as ComponentId) {
                 f = f.min(self.frontiers[u as usize]);
@@ -125,13 +156,65 @@ impl Tracker {
                 self.regressions += 1;
             }
         }
+        self.advance_epochs(&mut out);
         out
     }
 
-    /// Current frontier of `c`, time units.
+    /// Shard `k > 0` starts at local slot 0, which already means "every owned slot below global
+    /// slot `k` is complete" (it owns none): reported once, so a worker's minimum over shards is
+    /// not held at 0 until this shard's first own slot completes.
+    fn announce(&mut self) -> Vec<FrontierUpdate> {
+        if self.announced || self.shard.index == 0 {
+            return Vec::new();
+        }
+        self.announced = true;
+        let n = self.topology.len();
+        let g = self.shard.global(0);
+        (0..self.frontiers.len())
+            .filter(|&c| self.frontiers[c] == 0)
+            .map(|c| FrontierUpdate {
+                component: c as ComponentId,
+                frontier: if c < n { self.granularity.start(g) } else { g },
+            })
+            .collect()
+    }
+
+    /// The epoch components' frontiers: like the event-time ones, with epochs for slots (no
+    /// granularity), capped by the sources' epoch heartbeats and, downstream of each emitting
+    /// component, by its emitters' heartbeats.
+    fn advance_epochs(&mut self, out: &mut Vec<FrontierUpdate>) {
+        let Some(ep) = &self.epochs else {
+            return;
+        };
+        let n = self.topology.len();
+        let hb = self.shard.local_bound(ep.sources_min());
+        for c in 0..n {
+            let mut f = self.tables[n + c].first_open().min(hb);
+            for &u in self.topology.upstream(c as ComponentId) {
+                let emit = self.shard.local_bound(ep.emit_cap(u));
+                f = f.min(self.frontiers[n + u as usize]).min(emit);
+            }
+            let old = self.frontiers[n + c];
+            if f > old {
+                self.frontiers[n + c] = f;
+                out.push(FrontierUpdate {
+                    component: (n + c) as ComponentId,
+                    frontier: self.shard.global(f),
+                });
+            } else if f < old {
+                self.regressions += 1;
+            }
+        }
+    }
+
+    /// Current frontier of `c`, time units (an epoch component's: epochs).
     pub fn frontier(&self, c: ComponentId) -> Time {
-        self.granularity
-            .start(self.shard.global(self.frontiers[c as usize]))
+        let g = self.shard.global(self.frontiers[c as usize]);
+        if (c as usize) < self.topology.len() {
+            self.granularity.start(g)
+        } else {
+            g
+        }
     }
 
     /// True when every component's frontier is `INF`: all sources unregistered, nothing in flight.
