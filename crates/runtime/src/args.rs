@@ -153,6 +153,7 @@ impl EngineArgs {
                 ..xorflow_state::StateConfig::default()
             },
             window_state: self.window_state,
+            checkpoint_interval: None,
         }
     }
 

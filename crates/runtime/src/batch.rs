@@ -16,6 +16,10 @@ pub struct Batch<T> {
     pub lo: Slot,
     /// Last slot of the tag's range (inclusive).
     pub hi: Slot,
+    /// Checkpoint epoch of every element (0 without checkpoints): with checkpoints the tag is
+    /// also XOR-ed into slot `epoch` of the receiver's epoch component
+    /// (`crates/tracking/src/epochs.rs`), and a batch never mixes epochs.
+    pub epoch: u64,
     /// Markers (tracking `markers` only) that follow the elements, in order: `Marker(t)` promises
     /// that nothing below `t` follows on this channel. Empty otherwise.
     pub markers: Vec<Time>,

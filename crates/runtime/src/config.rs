@@ -102,6 +102,9 @@ pub struct RuntimeConfig {
     pub state: xorflow_state::StateConfig,
     /// The form windows keep their contents in: fold-left or retain-all (seed 001).
     pub window_state: xorflow_state::window::WindowForm,
+    /// Checkpoint epochs: sources advance their epoch this often, and trAcker tracks epochs
+    /// beside event time (`crates/tracking/src/epochs.rs`). `None`: no epochs.
+    pub checkpoint_interval: Option<Duration>,
 }
 
 impl Default for RuntimeConfig {
@@ -124,6 +127,7 @@ impl Default for RuntimeConfig {
             warmup_until: 0,
             state: xorflow_state::StateConfig::default(),
             window_state: xorflow_state::window::WindowForm::Fold,
+            checkpoint_interval: None,
         }
     }
 }

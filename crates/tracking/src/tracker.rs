@@ -46,6 +46,8 @@ pub struct Tracker {
     /// Times a computed frontier came out below the reported one (a tag registered below a
     /// published frontier); see [`Tracker::regressions`].
     regressions: u64,
+    /// Epoch frontiers computed below the reported one (see [`Tracker::epoch_regressions`]).
+    epoch_regressions: u64,
     /// The shard's starting frontiers have been reported (see [`Tracker::advance`]).
     announced: bool,
 }
@@ -75,6 +77,7 @@ impl Tracker {
             epochs: None,
             frontiers: vec![0; n],
             regressions: 0,
+            epoch_regressions: 0,
             announced: false,
         }
     }
@@ -202,7 +205,7 @@ impl Tracker {
                     frontier: self.shard.global(f),
                 });
             } else if f < old {
-                self.regressions += 1;
+                self.epoch_regressions += 1;
             }
         }
     }
@@ -240,6 +243,13 @@ impl Tracker {
     /// held in its own lineage slot's shard (crates/tracking/tests/sharded.rs shows both).
     pub fn regressions(&self) -> u64 {
         self.regressions
+    }
+
+    /// Times an epoch frontier would have moved backwards. Unlike event-time ranges, a batch's
+    /// epoch is one slot and never a merge of lineages, so this must stay 0 with any number of
+    /// shards: a runtime bug otherwise.
+    pub fn epoch_regressions(&self) -> u64 {
+        self.epoch_regressions
     }
 
     /// Minimum heartbeat over sources, time units.

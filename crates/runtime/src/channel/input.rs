@@ -118,6 +118,7 @@ mod tests {
                 tag: 0,
                 lo: t,
                 hi: t,
+                epoch: 0,
                 markers: vec![],
                 data: vec![Element::new(t, 0)],
             })

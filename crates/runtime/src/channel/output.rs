@@ -63,6 +63,9 @@ pub struct EdgeOutput<T> {
     /// Tracking range (time units) of the input the next elements derive from; `None`: each
     /// element's own time (sources). See [`OutputPort::set_lineage`].
     lineage: Option<(Time, Time)>,
+    /// Checkpoint epoch of the elements pushed now and of every open buffer
+    /// ([`OutputPort::set_epoch`]).
+    epoch: u64,
 }
 
 impl<T: Send> EdgeOutput<T> {
@@ -91,6 +94,7 @@ impl<T: Send> EdgeOutput<T> {
                 })
                 .collect(),
             lineage: None,
+            epoch: 0,
         }
     }
 
@@ -113,6 +117,7 @@ impl<T: Send> EdgeOutput<T> {
             partitioner,
             targets,
             lineage,
+            epoch,
         } = self;
         let lineage = *lineage;
         let n = targets.len();
@@ -120,13 +125,13 @@ impl<T: Send> EdgeOutput<T> {
             Partitioner::Forward => {
                 let t = &mut targets[0];
                 for el in elements {
-                    Self::append(*component, t, el, lineage, ctx);
+                    Self::append(*component, *epoch, t, el, lineage, ctx);
                 }
             }
             Partitioner::RoundRobin { next } => {
                 let mut i = *next;
                 for el in elements {
-                    Self::append(*component, &mut targets[i], el, lineage, ctx);
+                    Self::append(*component, *epoch, &mut targets[i], el, lineage, ctx);
                     i += 1;
                     if i == n {
                         i = 0;
@@ -137,7 +142,7 @@ impl<T: Send> EdgeOutput<T> {
             Partitioner::Hash(h) => {
                 for el in elements {
                     let i = (h(&el.data) % n as u64) as usize;
-                    Self::append(*component, &mut targets[i], el, lineage, ctx);
+                    Self::append(*component, *epoch, &mut targets[i], el, lineage, ctx);
                 }
             }
         }
@@ -148,6 +153,7 @@ impl<T: Send> EdgeOutput<T> {
     #[inline(always)]
     fn append(
         component: ComponentId,
+        epoch: u64,
         t: &mut Target<T>,
         el: Element<T>,
         lineage: Option<(Time, Time)>,
@@ -166,7 +172,7 @@ impl<T: Send> EdgeOutput<T> {
         }
         t.buf.push(el);
         if t.buf.len() >= ctx.batch_size {
-            Self::seal_and_send(component, t, ctx);
+            Self::seal_and_send(component, epoch, t, ctx);
         }
     }
 
@@ -175,22 +181,38 @@ impl<T: Send> EdgeOutput<T> {
     /// A grown range is registered under a *fresh* tag before the old registration is cancelled,
     /// so every slot the buffer occupies stays non-zero after either half: the pair is safe even
     /// when acks travel one by one (unbatched, `--ack-flush-count 0`).
+    ///
+    /// With checkpoint epochs every tag is also XOR-ed into slot `epoch` of the receiver's epoch
+    /// component (a buffer holds one epoch: [`OutputPort::set_epoch`] sends it before the epoch
+    /// changes), so re-registering under a fresh tag swaps the tag there too.
     #[inline]
-    fn register(component: ComponentId, t: &mut Target<T>, ctx: &mut WorkerCtx) -> (Slot, Slot) {
+    fn register(
+        component: ComponentId,
+        epoch: u64,
+        t: &mut Target<T>,
+        ctx: &mut WorkerCtx,
+    ) -> (Slot, Slot) {
         let g = ctx.granularity;
         let range = (g.slot(t.tmin), g.slot(t.tmax));
+        let epoch_c = ctx.epochs.map(|e| e.component(component));
         if let Some(tr) = &mut ctx.tracking {
+            let mut xor = |c: ComponentId, lo: Slot, hi: Slot, x: u64| {
+                tr.acker.xor_slots(c, lo, hi, x);
+                if let Some(ec) = epoch_c {
+                    tr.acker.xor_slots(ec, epoch, epoch, x);
+                }
+            };
             match t.registered {
                 Some(r) if r == range => {}
                 Some((a, b)) => {
                     let fresh = tr.tags.next_tag();
-                    tr.acker.xor_slots(component, range.0, range.1, fresh);
-                    tr.acker.xor_slots(component, a, b, t.tag);
+                    xor(component, range.0, range.1, fresh);
+                    xor(component, a, b, t.tag);
                     t.tag = fresh;
                 }
                 None => {
                     t.tag = tr.tags.next_tag();
-                    tr.acker.xor_slots(component, range.0, range.1, t.tag);
+                    xor(component, range.0, range.1, t.tag);
                 }
             }
             t.registered = Some(range);
@@ -198,10 +220,10 @@ impl<T: Send> EdgeOutput<T> {
         range
     }
 
-    fn seal_and_send(component: ComponentId, t: &mut Target<T>, ctx: &mut WorkerCtx) {
+    fn seal_and_send(component: ComponentId, epoch: u64, t: &mut Target<T>, ctx: &mut WorkerCtx) {
         let has_data = !t.buf.is_empty();
         let (lo, hi) = if has_data {
-            Self::register(component, t, ctx)
+            Self::register(component, epoch, t, ctx)
         } else {
             (0, 0)
         };
@@ -221,6 +243,7 @@ impl<T: Send> EdgeOutput<T> {
             },
             lo,
             hi,
+            epoch,
             markers: std::mem::take(&mut t.markers),
             data,
         };
@@ -279,9 +302,23 @@ impl<T: Send> EdgeOutput<T> {
     fn commit(&mut self, ctx: &mut WorkerCtx) {
         for t in &mut self.targets {
             if !t.buf.is_empty() {
-                Self::register(self.component, t, ctx);
+                Self::register(self.component, self.epoch, t, ctx);
             }
         }
+    }
+
+    /// Elements pushed from now on belong to checkpoint epoch `epoch`: open buffers of another
+    /// epoch are sent first (a batch never mixes epochs).
+    fn set_epoch(&mut self, epoch: u64, ctx: &mut WorkerCtx) {
+        if epoch == self.epoch {
+            return;
+        }
+        for t in &mut self.targets {
+            if !t.buf.is_empty() {
+                Self::seal_and_send(self.component, self.epoch, t, ctx);
+            }
+        }
+        self.epoch = epoch;
     }
 
     fn flush(&mut self, ctx: &mut WorkerCtx, force: bool) -> bool {
@@ -291,7 +328,7 @@ impl<T: Send> EdgeOutput<T> {
             if (!t.buf.is_empty() || !t.markers.is_empty())
                 && (force || ctx.now_ns.saturating_sub(t.opened_ns) >= ctx.flush_timeout_ns)
             {
-                Self::seal_and_send(self.component, t, ctx);
+                Self::seal_and_send(self.component, self.epoch, t, ctx);
                 sent = true;
             }
         }
@@ -326,7 +363,7 @@ impl<T: Send> EdgeOutput<T> {
     fn end(&mut self, ctx: &mut WorkerCtx) {
         for t in &mut self.targets {
             if !t.buf.is_empty() {
-                Self::seal_and_send(self.component, t, ctx);
+                Self::seal_and_send(self.component, self.epoch, t, ctx);
             }
             ctx.count(MessageKind::EndOfStream, 0);
             Self::send(t, Msg::End, ctx);
@@ -375,6 +412,19 @@ impl<T: Clone + Send> OutputPort<T> {
         let r = slots.map(|(lo, hi)| (g.start(lo), g.start(hi)));
         for e in &mut self.edges {
             e.lineage = r;
+        }
+    }
+
+    /// Sets the checkpoint epoch of the elements pushed from now on (the input batch's, or a
+    /// source's current epoch); open buffers of an earlier epoch are sent first. A no-op without
+    /// checkpoint epochs.
+    #[inline]
+    pub fn set_epoch(&mut self, epoch: u64, ctx: &mut WorkerCtx) {
+        if ctx.epochs.is_none() {
+            return;
+        }
+        for e in &mut self.edges {
+            e.set_epoch(epoch, ctx);
         }
     }
 

@@ -229,7 +229,9 @@ impl<T: Data> Stream<T> {
         let group: Arc<dyn Fn(&K) -> xorflow_state::KeyGroup + Send + Sync> =
             Arc::new(move |k: &K| groups.of_hash(key_hash(k)));
         let vertex_name = name.to_string();
-        self.one_to_one(name, Role::Window, &keyed, move |_, _, output| {
+        // Windows already built come first among the emitters (`execute/mod.rs`).
+        let rank = self.b.borrow().deferred.iter().filter(|d| **d).count();
+        self.one_to_one(name, Role::Window, &keyed, move |_, component, output| {
             let downstream = output.components().collect();
             Window::new(
                 &vertex_name,
@@ -240,6 +242,7 @@ impl<T: Data> Stream<T> {
                 state.clone(),
                 form,
                 group.clone(),
+                (component, rank),
             )
         })
     }

@@ -54,13 +54,15 @@ pub(crate) fn run_built(mut b: Builder) -> Result<RunReport, RunError> {
     );
     let (inbox_txs, inbox_rxs) = plumbing::inboxes(place.local_workers);
     let instances = instantiate(&mut b, &wiring);
+    let (epochs, interest) = epoch_domain(&b, &config, &topology, &place);
     let progress = tracking::setup(
         &config,
         &place,
         ShardContext {
             topology: &topology,
             sources: b.sources,
-            interest: &b.interest,
+            interest: &interest,
+            epochs,
             inboxes: &inbox_txs,
             unparkers: &unparkers,
             remotes: &remotes.handles,
@@ -96,6 +98,35 @@ pub(crate) fn run_built(mut b: Builder) -> Result<RunReport, RunError> {
     finish(
         b.graph, &config, place, cluster, transport, progress, run, &failure,
     )
+}
+
+/// The checkpoint epochs trAcker tracks (with trAcker and a checkpoint interval), and the
+/// components notified (epoch components are notified where their event-time ones are). Emitters
+/// are the instances of vertices with deferred output (windows): per such vertex in creation
+/// order, one per worker of the job in worker order (`operators/window.rs` derives its id the
+/// same way).
+fn epoch_domain(
+    b: &Builder,
+    config: &RuntimeConfig,
+    topology: &Topology,
+    place: &Placement,
+) -> (Option<xorflow_tracking::EpochDomain>, Vec<bool>) {
+    if config.tracking != TrackingMode::Tracker || config.checkpoint_interval.is_none() {
+        return (None, b.interest.clone());
+    }
+    let workers = place.worker_processes * config.workers;
+    let mut emitters = Vec::new();
+    for (v, _) in b.deferred.iter().enumerate().filter(|(_, d)| **d) {
+        let c = b.graph.vertices[v].component;
+        emitters.extend(std::iter::repeat_n(c, workers));
+    }
+    let domain = xorflow_tracking::EpochDomain {
+        components: topology.len(),
+        sources: b.sources,
+        emitters,
+    };
+    let interest = b.interest.iter().chain(&b.interest).copied().collect();
+    (Some(domain), interest)
 }
 
 /// Refuses a cycle without trAcker: an instance would wait for a marker that depends on its own
@@ -189,7 +220,15 @@ fn make_workers(
         .enumerate()
         .map(|(wl, (vertices, inbox))| {
             let w = place.me * place.local_workers + wl;
-            let ctx = WorkerCtx::new(w, wl, total_workers, config, components, unparkers.clone());
+            let ctx = WorkerCtx::new(
+                w,
+                wl,
+                total_workers,
+                config,
+                components,
+                b.sources,
+                unparkers.clone(),
+            );
             let now = crate::measure::clock::now_ns();
             Worker {
                 ctx,

@@ -11,7 +11,7 @@ use crate::progress::tracker_agent::TrackerAgent;
 use crate::wake::Unparkers;
 use crossbeam_channel::Sender;
 use std::sync::Arc;
-use xorflow_tracking::{Granularity, ShardMap, Topology, Tracker};
+use xorflow_tracking::{EpochDomain, Granularity, ShardMap, Topology, Tracker};
 
 /// The shards hosted here (by shard index, `None` elsewhere) and the process acker.
 pub(crate) struct ProgressSetup {
@@ -24,8 +24,10 @@ pub(crate) struct ShardContext<'a> {
     pub topology: &'a Topology,
     /// Source instances in the job.
     pub sources: usize,
-    /// Per component: some vertex acts on its frontier.
+    /// Per component: some vertex acts on its frontier (epoch components after the others).
     pub interest: &'a [bool],
+    /// Checkpoint epochs, tracked beside event time, if the job checkpoints.
+    pub epochs: Option<EpochDomain>,
     /// This process's workers' frontier inboxes.
     pub inboxes: &'a [Sender<Notification>],
     pub unparkers: &'a Arc<Unparkers>,
@@ -58,7 +60,10 @@ pub(crate) fn setup(config: &RuntimeConfig, place: &Placement, cx: ShardContext)
             continue;
         }
         let map = ShardMap::new(shards as u64, k as u64);
-        let tracker = Tracker::sharded(g, cx.topology.clone(), cx.sources, map);
+        let mut tracker = Tracker::sharded(g, cx.topology.clone(), cx.sources, map);
+        if let Some(d) = &cx.epochs {
+            tracker = tracker.with_epochs(d.clone());
+        }
         let a = Arc::new(TrackerAgent::new(
             k as u32,
             tracker,

@@ -5,7 +5,7 @@
 //! | kind | fields after the kind byte |
 //! |---|---|
 //! | Hello | magic `XFLW`, version u16, job id u64, process u32, processes u32, token len u16, token |
-//! | Data | edge u32, from worker u32, to worker u32, postcard (tag, lo, hi, markers, elements) |
+//! | Data | edge u32, from worker u32, to worker u32, postcard (tag, lo, hi, epoch, markers, elements) |
 //! | End | edge u32, from worker u32, to worker u32 (end of stream, tracking `none`) |
 //! | Credit | edge u32, from worker u32, to worker u32, credits u32 (receiver to sender) |
 //! | Acks | shard u32, postcard `Flush` (one process's piece for that shard) |

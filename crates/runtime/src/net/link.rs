@@ -104,7 +104,7 @@ pub fn encode<T: Data>(msg: &Msg<T>, ch: ChannelId) -> Bytes {
     match msg {
         Msg::Data(b) => {
             let v = frame::channel_frame(Kind::Data, ch, 32 + 16 * b.data.len());
-            postcard::to_extend(&(b.tag, b.lo, b.hi, &b.markers, &b.data), v)
+            postcard::to_extend(&(b.tag, b.lo, b.hi, b.epoch, &b.markers, &b.data), v)
                 .expect("encoding into a Vec cannot fail")
                 .into()
         }
@@ -121,8 +121,8 @@ pub fn decode<T: Data>(f: &[u8]) -> Result<Msg<T>, String> {
     match Kind::of(f[0])? {
         Kind::End => Ok(Msg::End),
         Kind::Data => {
-            type Body<T> = (u64, u64, u64, Vec<u64>, Vec<Element<T>>);
-            let (tag, lo, hi, markers, data): Body<T> =
+            type Body<T> = (u64, u64, u64, u64, Vec<u64>, Vec<Element<T>>);
+            let (tag, lo, hi, epoch, markers, data): Body<T> =
                 postcard::from_bytes(body).map_err(|e| {
                     format!(
                         "undecodable batch on edge {} from worker {}: {e}",
@@ -133,6 +133,7 @@ pub fn decode<T: Data>(f: &[u8]) -> Result<Msg<T>, String> {
                 tag,
                 lo,
                 hi,
+                epoch,
                 markers,
                 data,
             }))

@@ -93,12 +93,14 @@ impl<Op: Operator> OperatorVertex<Op> {
                 Some(Msg::Data(mut b)) => {
                     let markers = std::mem::take(&mut b.markers);
                     if !b.data.is_empty() {
-                        let (lo, hi, tag) = (b.lo, b.hi, b.tag);
+                        let (lo, hi, epoch, tag) = (b.lo, b.hi, b.epoch, b.tag);
                         stats.elements_in += b.data.len() as u64;
                         stats.batches_in += 1;
                         ctx.now_ns = crate::measure::clock::now_ns();
+                        // What the batch produces belongs to its epoch (a no-op without epochs).
+                        out.set_epoch(epoch, ctx);
                         if let Receipt::Done = op.on_batch(b, out, ctx, stats)? {
-                            ctx.ack_received(*component, lo, hi, tag);
+                            ctx.ack_received(*component, lo, hi, epoch, tag);
                         }
                     }
                     let ch = input.last_channel();
@@ -264,6 +266,7 @@ mod tests {
             tag: 0,
             lo: 0,
             hi: 0,
+            epoch: 0,
             markers: vec![],
             data: (0..n).map(|t| Element::new(t, t)).collect(),
         })
@@ -275,7 +278,7 @@ mod tests {
             tracking: TrackingMode::None,
             ..RuntimeConfig::default()
         };
-        let mut ctx = WorkerCtx::new(0, 0, 1, &config, 1, Arc::new(Unparkers::new(1)));
+        let mut ctx = WorkerCtx::new(0, 0, 1, &config, 1, 1, Arc::new(Unparkers::new(1)));
         let log = Arc::new(Mutex::new(Vec::new()));
         let ch = channel(8);
         let input = InputPort::new(vec![ch.clone()]);

@@ -64,6 +64,8 @@ struct Part<T> {
     component: ComponentId,
     lo: Slot,
     hi: Slot,
+    /// The batch's checkpoint epoch (its receive tag's epoch slot).
+    batch_epoch: u64,
     tag: u64,
     arrived_ns: u64,
     data: Vec<Element<T>>,
@@ -178,9 +180,10 @@ impl<T: Clone + Send> EpochSnapshot<T> {
 /// Sends a part's elements on, tracked over its sub-range, and registers its receive tag.
 fn process<T: Clone + Send>(output: &mut OutputPort<T>, p: Part<T>, ctx: &mut WorkerCtx) {
     output.set_lineage(Some((p.lo, p.hi)), ctx);
+    output.set_epoch(p.batch_epoch, ctx);
     output.push_all(p.data.into_iter(), ctx);
     output.commit(ctx);
-    ctx.ack_received(p.component, p.lo, p.hi, p.tag);
+    ctx.ack_received(p.component, p.lo, p.hi, p.batch_epoch, p.tag);
 }
 
 /// Splits an input batch into parts by epoch: by its tracking range when that lies in one
@@ -200,6 +203,7 @@ fn split<T>(
         component,
         lo,
         hi,
+        batch_epoch: b.epoch,
         tag: b.tag,
         arrived_ns,
         data,
@@ -273,6 +277,7 @@ impl<T: Clone + Send + 'static> Operator for EpochSnapshot<T> {
                 component: self.component,
                 lo: b.lo,
                 hi: b.hi,
+                batch_epoch: b.epoch,
                 tag: b.tag,
                 arrived_ns: ctx.now_ns,
                 data: b.data,

@@ -27,6 +27,9 @@ pub trait Outputs: Send {
 
     /// Components of the vertices fed (where a window's holds go).
     fn components(&self) -> Vec<ComponentId>;
+
+    /// Sets the checkpoint epoch of what is pushed from now on ([`OutputPort::set_epoch`]).
+    fn set_epoch(&mut self, epoch: u64, ctx: &mut WorkerCtx);
 }
 
 impl Outputs for () {
@@ -46,6 +49,7 @@ impl Outputs for () {
     fn components(&self) -> Vec<ComponentId> {
         Vec::new()
     }
+    fn set_epoch(&mut self, _: u64, _: &mut WorkerCtx) {}
 }
 
 impl<T: Clone + Send> Outputs for OutputPort<T> {
@@ -67,6 +71,10 @@ impl<T: Clone + Send> Outputs for OutputPort<T> {
     }
     fn components(&self) -> Vec<ComponentId> {
         OutputPort::components(self).collect()
+    }
+    #[inline]
+    fn set_epoch(&mut self, epoch: u64, ctx: &mut WorkerCtx) {
+        OutputPort::set_epoch(self, epoch, ctx)
     }
 }
 
@@ -94,5 +102,10 @@ impl<A: Outputs, B: Outputs> Outputs for (A, B) {
         let mut c = self.0.components();
         c.extend(self.1.components());
         c
+    }
+    #[inline]
+    fn set_epoch(&mut self, epoch: u64, ctx: &mut WorkerCtx) {
+        self.0.set_epoch(epoch, ctx);
+        self.1.set_epoch(epoch, ctx);
     }
 }

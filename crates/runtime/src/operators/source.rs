@@ -92,6 +92,11 @@ pub struct Sources<T> {
     instances: Vec<Instance<T>>,
     /// Last marker sent (tracking `markers`).
     marker: Time,
+    /// The checkpoint epoch of what the instances emit now (all instances of a worker share
+    /// their output port, so they advance together).
+    epoch: u64,
+    /// When the next epoch starts, ns (`None` before the first step).
+    next_epoch_ns: Option<u64>,
 }
 
 impl<T: Clone + Send> Sources<T> {
@@ -108,7 +113,50 @@ impl<T: Clone + Send> Sources<T> {
                 })
                 .collect(),
             marker: 0,
+            epoch: 0,
+            next_epoch_ns: None,
         }
+    }
+
+    /// The checkpoint epoch the instances emit in now.
+    pub fn epoch(&self) -> u64 {
+        self.epoch
+    }
+
+    /// Moves to the next checkpoint epoch when its time has come (every
+    /// [`crate::worker::ctx::EpochCtx::interval_ns`] from the first step): sends the open buffers
+    /// of the old epoch, then heartbeats the new epoch for every live instance. Returns whether it
+    /// advanced.
+    fn advance_epoch(&mut self, out: &mut OutputPort<T>, ctx: &mut WorkerCtx) -> bool {
+        let Some(ep) = ctx.epochs else {
+            return false;
+        };
+        let due = *self
+            .next_epoch_ns
+            .get_or_insert(ctx.now_ns.saturating_add(ep.interval_ns));
+        if ctx.now_ns < due {
+            ctx.wake_at(due);
+            return false;
+        }
+        // Epochs passed while the worker was busy elsewhere are skipped: nothing was emitted in
+        // them, and one boundary is as good a cut as several.
+        let passed = (ctx.now_ns - due) / ep.interval_ns + 1;
+        self.epoch += passed;
+        let next = due.saturating_add(passed * ep.interval_ns);
+        self.next_epoch_ns = Some(next);
+        ctx.wake_at(next);
+        out.set_epoch(self.epoch, ctx);
+        let sources = ep.sources as SourceId;
+        if let Some(tr) = &mut ctx.tracking {
+            for inst in self
+                .instances
+                .iter()
+                .filter(|i| !matches!(i.state, State::Done))
+            {
+                tr.acker.heartbeat(sources + inst.id, self.epoch);
+            }
+        }
+        true
     }
 
     /// Polls one instance if it is due; returns whether it did anything.
@@ -149,6 +197,9 @@ impl<T: Clone + Send> Sources<T> {
                 inst.state = State::Done;
                 heartbeat = Some(INF);
                 did = true;
+                if let (Some(ep), Some(tr)) = (ctx.epochs, &mut ctx.tracking) {
+                    tr.acker.heartbeat(ep.sources as SourceId + inst.id, INF);
+                }
             }
         }
         if let Some(h) = heartbeat {
@@ -215,7 +266,7 @@ impl<T: Clone + Send + 'static> Operator for Sources<T> {
         ctx: &mut WorkerCtx,
         stats: &mut VertexStats,
     ) -> Result<bool, String> {
-        let mut did = false;
+        let mut did = self.advance_epoch(out, ctx);
         for inst in &mut self.instances {
             if out.blocked() {
                 break;

@@ -26,6 +26,9 @@ use xorflow_state::window::{Fold, WindowForm, WindowState};
 use xorflow_state::{KeyGroup, StateConfig, StateError, StateStore};
 use xorflow_tracking::{ComponentId, Time};
 
+/// Counter: rises of a window instance's epoch frontier before the end (checkpoint epochs).
+pub const EPOCH_RISES: &str = "epoch_frontier_rises";
+
 /// Per-window metadata: the hold tag and the last element's arrival.
 #[derive(Debug)]
 struct Meta {
@@ -73,6 +76,14 @@ pub struct Window<T, K, A: Aggregate<T>> {
     store: Option<StateStore>,
     /// Everything below this time has been fired (the frontier used at the last firing).
     fired_below: Time,
+    /// The window's tracking component (its epoch frontier says when to move on).
+    component: ComponentId,
+    /// This vertex's rank among the job's vertices with deferred output: with the worker it
+    /// gives the instance's emitter id (`execute/mod.rs`, `epoch_domain`).
+    rank: usize,
+    /// Checkpoint epoch results are emitted in: the window's epoch frontier, heartbeated as an
+    /// emitter so downstream epochs wait for it (`crates/tracking/src/epochs.rs`).
+    epoch: u64,
 }
 
 impl<T, K, A> Window<T, K, A>
@@ -95,6 +106,7 @@ where
         state: StateConfig,
         form: WindowForm,
         group: Arc<dyn Fn(&K) -> KeyGroup + Send + Sync>,
+        (component, rank): (ComponentId, usize),
     ) -> Self {
         Window {
             name: name.into(),
@@ -109,6 +121,9 @@ where
             group,
             store: None,
             fired_below: 0,
+            component,
+            rank,
+            epoch: 0,
         }
     }
 
@@ -215,6 +230,7 @@ where
                 stats.record_latency(ctx.frontiers.seen_ns.saturating_sub(meta.last_arrival_ns));
             }
             out.set_lineage(Some((meta.hold_slot, meta.hold_slot)), ctx);
+            out.set_epoch(self.epoch, ctx);
             let start = end - self.size;
             for (key, acc) in groups {
                 let value = self.agg.0.finish(acc);
@@ -241,6 +257,32 @@ where
         }
         self.fired_below = self.fired_below.max(frontier);
         Ok(())
+    }
+
+    /// Follows the window's epoch frontier: results are emitted in the first epoch not yet
+    /// complete here, and the new epoch is heartbeated (emitter `2S + rank * workers + worker`).
+    fn tick(
+        &mut self,
+        _frontier: Time,
+        _out: &mut Self::Out,
+        ctx: &mut WorkerCtx,
+        stats: &mut VertexStats,
+    ) -> bool {
+        let (Some(ep), Some(f)) = (ctx.epochs, ctx.epoch_frontier(self.component)) else {
+            return false;
+        };
+        if f <= self.epoch {
+            return false;
+        }
+        if f != xorflow_tracking::INF {
+            stats.count(EPOCH_RISES, 1);
+        }
+        self.epoch = f;
+        let id = 2 * ep.sources + self.rank * ctx.workers + ctx.index;
+        if let Some(tr) = &mut ctx.tracking {
+            tr.acker.heartbeat(id as xorflow_tracking::SourceId, f);
+        }
+        true
     }
 
     /// Removes the instance's on-disk state: without checkpoints nothing can use it again.

@@ -32,8 +32,11 @@ pub struct TrackerStats {
     pub acks_applied: u64,
     /// Frontier computations.
     pub advances: u64,
-    /// Frontiers that would have moved back (must be 0).
+    /// Frontiers that would have moved back (must be 0 with one shard; see
+    /// `xorflow_tracking::Tracker::regressions`).
     pub regressions: u64,
+    /// Epoch frontiers that would have moved back (must be 0 with any number of shards).
+    pub epoch_regressions: u64,
     /// Time spent inside the tracker (applying pieces, computing frontiers, sending
     /// notifications), seconds of wall-clock time on the threads that called it. Nothing inside
     /// blocks, so this is CPU time; it is read with the monotonic clock (~25 ns) because a thread
@@ -51,6 +54,7 @@ impl TrackerStats {
         self.acks_applied += o.acks_applied;
         self.advances += o.advances;
         self.regressions += o.regressions;
+        self.epoch_regressions += o.epoch_regressions;
         self.busy_s += o.busy_s;
         self.peak_table_entries += o.peak_table_entries;
     }
@@ -158,6 +162,7 @@ impl TrackerAgent {
         let g = self.inner.lock().expect("tracker mutex poisoned");
         let mut s = g.stats.clone();
         s.regressions = g.tracker.regressions();
+        s.epoch_regressions = g.tracker.epoch_regressions();
         s
     }
 }

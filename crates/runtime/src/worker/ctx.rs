@@ -16,6 +16,25 @@ pub struct Tracking {
     pub tags: TagSource,
 }
 
+/// What a worker needs to know of checkpoint epochs (`crates/tracking/src/epochs.rs`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct EpochCtx {
+    /// Components C of the event-time dimension: the epoch component of `c` is `C + c`.
+    pub components: usize,
+    /// Source instances S: source `s` heartbeats its epoch as `S + s`.
+    pub sources: usize,
+    /// How long an epoch lasts at a source, ns.
+    pub interval_ns: u64,
+}
+
+impl EpochCtx {
+    /// The epoch component of `c`.
+    #[inline]
+    pub fn component(&self, c: ComponentId) -> ComponentId {
+        c + self.components as ComponentId
+    }
+}
+
 /// Per-worker context passed to every vertex instance step.
 pub struct WorkerCtx {
     /// This worker's global index in `0..workers`.
@@ -28,6 +47,8 @@ pub struct WorkerCtx {
     pub mode: TrackingMode,
     /// trAcker state; `None` unless tracking with trAcker.
     pub tracking: Option<Tracking>,
+    /// Checkpoint epochs (trAcker with a checkpoint interval only).
+    pub epochs: Option<EpochCtx>,
     /// Tracking granularity.
     pub granularity: Granularity,
     /// Every component's frontier as known here, and the notification API.
@@ -58,9 +79,24 @@ impl WorkerCtx {
         workers: usize,
         config: &RuntimeConfig,
         components: usize,
+        sources: usize,
         unparkers: Arc<Unparkers>,
     ) -> Self {
         let granularity = Granularity::new(config.granularity);
+        let epochs = match (config.tracking, config.checkpoint_interval) {
+            (TrackingMode::Tracker, Some(i)) => Some(EpochCtx {
+                components,
+                sources,
+                interval_ns: i.as_nanos().max(1) as u64,
+            }),
+            _ => None,
+        };
+        // Epoch components follow the event-time ones in the frontier table.
+        let tracked = if epochs.is_some() {
+            2 * components
+        } else {
+            components
+        };
         WorkerCtx {
             index,
             local_index,
@@ -70,8 +106,9 @@ impl WorkerCtx {
                 acker: FlushPolicy::of(config).local_acker(granularity),
                 tags: TagSource::from_entropy(),
             }),
+            epochs,
             granularity,
-            frontiers: Frontiers::new(config.tracking, components, config.tracker_shards),
+            frontiers: Frontiers::new(config.tracking, tracked, config.tracker_shards),
             now_ns: crate::measure::clock::now_ns(),
             batch_size: config.batch_size,
             flush_timeout_ns: config.flush_timeout.as_nanos() as u64,
@@ -92,6 +129,7 @@ impl WorkerCtx {
             1,
             &RuntimeConfig::default(),
             1,
+            1,
             Arc::new(Unparkers::new(1)),
         )
     }
@@ -108,12 +146,22 @@ impl WorkerCtx {
         self.tracking.is_some()
     }
 
-    /// Registers the receive tag of a processed batch (no-op without tracking).
+    /// Registers the receive tag of a processed batch of `epoch` (no-op without tracking).
     #[inline]
-    pub fn ack_received(&mut self, c: ComponentId, lo: u64, hi: u64, tag: u64) {
+    pub fn ack_received(&mut self, c: ComponentId, lo: u64, hi: u64, epoch: u64, tag: u64) {
         if let Some(t) = &mut self.tracking {
             t.acker.xor_slots(c, lo, hi, tag);
+            if let Some(e) = &self.epochs {
+                t.acker.xor_slots(e.component(c), epoch, epoch, tag);
+            }
         }
+    }
+
+    /// The epoch frontier of component `c` (the first epoch not fully processed there and
+    /// upstream); `None` without epochs.
+    #[inline]
+    pub fn epoch_frontier(&self, c: ComponentId) -> Option<u64> {
+        self.epochs.map(|e| self.frontiers.of(e.component(c)))
     }
 
     /// Counts one sent message.
