@@ -279,6 +279,20 @@ fn report_flights(a: &FlightsArgs, s: &xorflow_flights::Summary) -> ExitCode {
         s.traffic["marker"].messages,
         s.traffic["control"].messages
     );
+    if let Some(c) = &s.checkpoints {
+        let _ = writeln!(
+            text,
+            "checkpoints: {} completed (latest {}), {} files, {} bytes; duration p50 {:.1} ms, p99 \
+             {:.1} ms; {} elements waited for their epoch",
+            c.completed,
+            c.latest.map_or("none".into(), |l| l.to_string()),
+            c.files,
+            c.bytes,
+            c.duration_p50_ms,
+            c.duration_p99_ms,
+            c.buffered_elements
+        );
+    }
     if let Some(p) = &a.summary {
         let _ = writeln!(text, "summary: {}", p.display());
     }

@@ -597,3 +597,56 @@ fn huge_lateness_makes_nothing_late() {
     let s: Value = serde_json::from_str(&std::fs::read_to_string(&summary).unwrap()).unwrap();
     assert_eq!(s["records_late"], 0, "{s}");
 }
+
+/// Checkpoint options: a directory holding an earlier run's checkpoints is refused (exit 2,
+/// saying why), as are a directory without an interval, checkpoints without trAcker, and (for
+/// now) checkpoints across processes; a run that writes them keeps the newest three.
+#[test]
+fn checkpoint_options_are_checked_and_a_used_directory_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let input = write_csv(dir.path(), "in.csv", &valid_rows());
+    let ck = dir.path().join("ck");
+    let ck_s = ck.to_str().unwrap();
+    let run = |extra: &[&str]| {
+        let mut c = run_flights(&input, dir.path());
+        c.args(extra);
+        c.output().unwrap()
+    };
+    // Paced, so the run spans many 1 ms epochs.
+    let o = run(&[
+        "--checkpoint-interval",
+        "1ms",
+        "--checkpoint-dir",
+        ck_s,
+        "--speed",
+        "20000",
+    ]);
+    assert!(o.status.success(), "{}", stderr_of(&o));
+    let manifests = std::fs::read_dir(ck.join("manifests")).unwrap().count();
+    assert!((1..=3).contains(&manifests), "{manifests} manifests kept");
+    let o = run(&["--checkpoint-interval", "1ms", "--checkpoint-dir", ck_s]);
+    assert_eq!(o.status.code(), Some(2));
+    let e = stderr_of(&o);
+    assert!(
+        e.contains("earlier run") && e.contains("--resume") && e.contains(ck_s),
+        "{e}"
+    );
+    for (args, says) in [
+        (
+            vec!["--checkpoint-dir", ck_s],
+            "--checkpoint-dir needs --checkpoint-interval",
+        ),
+        (
+            vec!["--checkpoint-interval", "1ms", "--tracking", "none"],
+            "needs --tracking tracker",
+        ),
+        (
+            vec!["--checkpoint-interval", "1ms", "--processes", "2"],
+            "not supported yet",
+        ),
+    ] {
+        let o = run(&args);
+        assert_eq!(o.status.code(), Some(2), "{args:?}");
+        assert!(stderr_of(&o).contains(says), "{args:?}: {}", stderr_of(&o));
+    }
+}

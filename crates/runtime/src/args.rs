@@ -91,6 +91,19 @@ pub struct EngineArgs {
     /// folded when the window closes); seed 001's two forms, same results.
     #[arg(long, default_value = "fold")]
     pub window_state: xorflow_state::window::WindowForm,
+    /// Cut a checkpoint this often (e.g. 100ms, 1s): sources advance their epoch, and each
+    /// window snapshots when trAcker says the epoch is complete there (docs/state.md). Off by
+    /// default; needs --tracking tracker.
+    #[arg(long, value_parser = humantime::parse_duration)]
+    pub checkpoint_interval: Option<Duration>,
+    /// Where checkpoints are written: snapshot files, a manifest per checkpoint (default with
+    /// --checkpoint-interval: ./checkpoints). A directory holding an earlier run's checkpoints is
+    /// refused.
+    #[arg(long)]
+    pub checkpoint_dir: Option<PathBuf>,
+    /// Checkpoints kept (the newest); older ones and files no kept one needs are deleted.
+    #[arg(long, default_value_t = 3)]
+    pub checkpoints_retained: usize,
 }
 
 /// Parses [`EngineArgs`] alone (its defaults, and arguments read back).
@@ -153,7 +166,13 @@ impl EngineArgs {
                 ..xorflow_state::StateConfig::default()
             },
             window_state: self.window_state,
-            checkpoint_interval: None,
+            checkpoint_interval: self.checkpoint_interval,
+            checkpoint_dir: self.checkpoint_interval.map(|_| {
+                self.checkpoint_dir
+                    .clone()
+                    .unwrap_or_else(|| PathBuf::from("checkpoints"))
+            }),
+            checkpoints_retained: self.checkpoints_retained,
         }
     }
 
@@ -164,6 +183,11 @@ impl EngineArgs {
     pub fn validate(&self) -> Result<(), String> {
         if self.processes == 0 {
             return Err("--processes must be at least 1".into());
+        }
+        if self.checkpoint_dir.is_some() && self.checkpoint_interval.is_none() {
+            return Err(
+                "--checkpoint-dir needs --checkpoint-interval (how often to cut one)".into(),
+            );
         }
         Ok(())
     }
@@ -217,6 +241,20 @@ impl EngineArgs {
             "window-state",
             self.window_state.name(),
             d.window_state.name(),
+        );
+        a.option(
+            "checkpoint-interval",
+            self.checkpoint_interval
+                .map(|i| humantime::format_duration(i).to_string()),
+        );
+        a.option(
+            "checkpoint-dir",
+            self.checkpoint_dir.as_ref().map(|p| p.display()),
+        );
+        a.value(
+            "checkpoints-retained",
+            self.checkpoints_retained,
+            d.checkpoints_retained,
         );
         a.into_vec()
     }
@@ -405,6 +443,9 @@ mod tests {
                 } else {
                     xorflow_state::window::WindowForm::Fold
                 },
+                checkpoint_interval: None,
+                checkpoint_dir: None,
+                checkpoints_retained: 3,
             }
         }
     }

@@ -105,6 +105,11 @@ pub struct RuntimeConfig {
     /// Checkpoint epochs: sources advance their epoch this often, and trAcker tracks epochs
     /// beside event time (`crates/tracking/src/epochs.rs`). `None`: no epochs.
     pub checkpoint_interval: Option<Duration>,
+    /// Where checkpoints are written (with a checkpoint interval); `None`: epochs are tracked,
+    /// nothing is written.
+    pub checkpoint_dir: Option<std::path::PathBuf>,
+    /// Checkpoints kept (the newest ones); older ones are deleted.
+    pub checkpoints_retained: usize,
 }
 
 impl Default for RuntimeConfig {
@@ -128,6 +133,8 @@ impl Default for RuntimeConfig {
             state: xorflow_state::StateConfig::default(),
             window_state: xorflow_state::window::WindowForm::Fold,
             checkpoint_interval: None,
+            checkpoint_dir: None,
+            checkpoints_retained: 3,
         }
     }
 }
@@ -168,7 +175,35 @@ impl RuntimeConfig {
             ));
         }
         self.cluster.validate()?;
+        self.validate_checkpoints()?;
         self.validate_sizes()
+    }
+
+    /// Checkpoints need trAcker (the cut is its epoch frontier) and, for now, one process.
+    fn validate_checkpoints(&self) -> Result<(), String> {
+        if self.checkpoint_interval.is_none() {
+            return Ok(());
+        }
+        if self.tracking != TrackingMode::Tracker {
+            return Err(format!(
+                "--checkpoint-interval needs --tracking tracker (got '{}'): checkpoints are cut \
+                 by trAcker's epoch frontiers",
+                self.tracking.name()
+            ));
+        }
+        if self.checkpoint_dir.is_some()
+            && !matches!(self.cluster.launch, crate::net::cluster::Launch::Single)
+        {
+            return Err(
+                "checkpoints across several processes are not supported yet: run \
+                        --checkpoint-dir with one process"
+                    .into(),
+            );
+        }
+        if self.checkpoints_retained == 0 {
+            return Err("--checkpoints-retained must be at least 1".into());
+        }
+        Ok(())
     }
 
     /// Worker threads over all processes (dedicated tracker processes run none).

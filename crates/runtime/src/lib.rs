@@ -22,6 +22,7 @@
 pub mod args;
 pub mod batch;
 pub mod channel;
+pub mod checkpoint;
 pub mod config;
 pub mod dataflow;
 pub mod execute;

@@ -36,6 +36,9 @@ pub enum RunError {
     /// The cluster failed: a process could not be started or reached, died, or failed.
     #[error("cluster: {0}")]
     Cluster(String),
+    /// Checkpoints could not be written or the checkpoint directory cannot be used.
+    #[error("checkpoints: {0}")]
+    Checkpoint(String),
 }
 
 impl RunError {
@@ -99,6 +102,8 @@ pub struct RunReport {
     pub vertices: Vec<VertexStats>,
     /// Tracker statistics (trAcker only).
     pub tracker: Option<TrackerStats>,
+    /// What the checkpoint coordinator did (with a checkpoint directory).
+    pub checkpoints: Option<crate::checkpoint::coordinator::CheckpointStats>,
     /// The logical graph that ran.
     pub graph: GraphDesc,
 }

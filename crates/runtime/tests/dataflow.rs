@@ -54,15 +54,25 @@ struct Ev<T> {
     hb: Time,
 }
 
-/// A source replaying a script, at most `budget` elements per poll.
+/// A source replaying a script, at most `budget` elements per poll, pausing `pace_ns` after
+/// each poll (0: none).
 struct Script<T> {
     evs: Arc<Vec<Ev<T>>>,
     next: usize,
+    pace_ns: u64,
 }
 
 impl<T> Script<T> {
     fn new(evs: Arc<Vec<Ev<T>>>) -> Self {
-        Script { evs, next: 0 }
+        Self::paced(evs, 0)
+    }
+
+    fn paced(evs: Arc<Vec<Ev<T>>>, pace_ns: u64) -> Self {
+        Script {
+            evs,
+            next: 0,
+            pace_ns,
+        }
     }
 }
 
@@ -79,6 +89,8 @@ impl<T: Clone + Send + Sync> Source<T> for Script<T> {
         }
         if self.next == self.evs.len() {
             SourcePoll::Done
+        } else if self.pace_ns > 0 {
+            SourcePoll::WaitUntil(out.now_ns() + self.pace_ns)
         } else {
             SourcePoll::Ready
         }
@@ -713,9 +725,12 @@ fn build_chain(
     scripts: Arc<Vec<Arc<Vec<Ev<u64>>>>>,
     out: &ChainOut,
     check: &Arc<FrontierCheck>,
+    pace_ns: u64,
 ) {
     let w5 = df
-        .source("src", instances, move |i| Script::new(scripts[i].clone()))
+        .source("src", instances, move |i| {
+            Script::paced(scripts[i].clone(), pace_ns)
+        })
         .tumbling_window("w5", 5, |v: &u64| v % 5, SumCount(|v: &u64| (*v, 1)));
     w5.sink("s5", out.w5.factory());
     let val = |r: &Res| r.value;
@@ -869,7 +884,9 @@ fn chain_case_with(
             ..config(workers, mode)
         };
         let df = Dataflow::new(cfg).unwrap();
-        build_chain(&df, instances, scripts, &out2, &check2);
+        // With epochs the sources pause 20 us per poll, so the run spans many epochs.
+        let pace_ns = if epochs.is_some() { 20_000 } else { 0 };
+        build_chain(&df, instances, scripts, &out2, &check2, pace_ns);
         df.run().unwrap()
     });
     assert_tracker_clean(&report, &what);

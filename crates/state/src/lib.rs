@@ -23,6 +23,7 @@ mod error;
 pub mod key_group;
 mod list;
 mod store;
+mod table;
 mod value;
 pub mod window;
 

@@ -1,13 +1,12 @@
 //! A table of one append-only list per key (seed 001's retain-all window state: every element
 //! stored under `(key, seq)`, all of a key's elements deleted when its window closes).
 
-use crate::backend::{lock, SharedBackend, Write};
-use crate::cache::CacheConfig;
+use crate::backend::{lock, Write};
 use crate::codec;
 use crate::delta::{Delta, Record};
 use crate::error::StateError;
 use crate::key_group::KeyGroup;
-use crate::value::GroupFn;
+use crate::table::TableCtx;
 use rustc_hash::FxHashMap;
 use serde::de::DeserializeOwned;
 use serde::Serialize;
@@ -33,15 +32,28 @@ struct Meta<V> {
     used: u64,
 }
 
+impl<V> Meta<V> {
+    /// An empty list (`cleared`: a snapshot must first delete what earlier ones hold).
+    fn empty(cleared: bool) -> Self {
+        Meta {
+            len: 0,
+            flushed: 0,
+            snapshotted: 0,
+            cleared,
+            dirty: false,
+            changed: cleared,
+            tail: Vec::new(),
+            tail_start: 0,
+            used: 0,
+        }
+    }
+}
+
 /// List state: an append-only list of `V` per key `K`. Appends stay in memory until a flush
 /// writes them as one backend entry per element (`[key][seq: u64 BE]`); a snapshot holds the
 /// elements appended since the previous one.
 pub struct ListTable<K, V> {
-    name: String,
-    id: u8,
-    group: GroupFn<K>,
-    backend: SharedBackend,
-    config: CacheConfig,
+    t: TableCtx<K>,
     lists: FxHashMap<K, Meta<V>>,
     /// Keys cleared with elements in the backend: their prefix is deleted at the next flush.
     cleared: Vec<Vec<u8>>,
@@ -57,33 +69,15 @@ where
     K: Hash + Eq + Clone + Serialize + DeserializeOwned + Send,
     V: Clone + Serialize + DeserializeOwned + Send,
 {
-    pub(crate) fn new(
-        name: &str,
-        id: u8,
-        group: GroupFn<K>,
-        backend: SharedBackend,
-        config: CacheConfig,
-    ) -> Self {
+    pub(crate) fn new(t: TableCtx<K>) -> Self {
         ListTable {
-            name: name.into(),
-            id,
-            group,
-            backend,
-            config,
+            t,
             lists: FxHashMap::default(),
             cleared: Vec::new(),
             held: 0,
             unflushed: 0,
             tick: 0,
         }
-    }
-
-    fn in_memory(&self) -> bool {
-        self.config == CacheConfig::MEMORY
-    }
-
-    fn prefix(&self, k: &K) -> Result<Vec<u8>, StateError> {
-        codec::key_bytes(&self.name, self.id, (self.group)(k), k)
     }
 
     fn element_key(prefix: &[u8], seq: u64) -> Vec<u8> {
@@ -106,23 +100,13 @@ where
     /// # Errors
     /// As [`ListTable::append`].
     pub fn append_new(&mut self, k: &K, v: V) -> Result<bool, StateError> {
-        if self.unflushed >= self.config.dirty_limit {
+        if self.unflushed >= self.t.config.dirty_limit {
             self.flush()?;
         }
         self.tick += 1;
         let m = match self.lists.get_mut(k) {
             Some(m) => m,
-            None => self.lists.entry(k.clone()).or_insert(Meta {
-                len: 0,
-                flushed: 0,
-                snapshotted: 0,
-                cleared: false,
-                dirty: false,
-                changed: false,
-                tail: Vec::new(),
-                tail_start: 0,
-                used: 0,
-            }),
+            None => self.lists.entry(k.clone()).or_insert(Meta::empty(false)),
         };
         let new = m.len == 0;
         m.tail.push(v);
@@ -147,10 +131,10 @@ where
         };
         let mut out = Vec::with_capacity((m.len - from) as usize);
         if from < m.tail_start {
-            let prefix = self.prefix(k)?;
-            let name = &self.name;
+            let prefix = self.t.key_bytes(k)?;
+            let name = &self.t.name;
             let start = Self::element_key(&prefix, from);
-            lock(&self.backend).scan_prefix(&prefix, &mut |kb, vb| {
+            lock(&self.t.backend).scan_prefix(&prefix, &mut |kb, vb| {
                 if kb >= start.as_slice() && out.len() < (m.tail_start - from) as usize {
                     out.push(codec::decode(name, vb)?);
                 }
@@ -158,7 +142,7 @@ where
             })?;
             if out.len() as u64 != m.tail_start - from {
                 return Err(StateError::Codec {
-                    table: self.name.clone(),
+                    table: self.t.name.clone(),
                     detail: format!(
                         "list has {} stored elements from {from}, expected {}",
                         out.len(),
@@ -191,24 +175,11 @@ where
         };
         self.held -= m.tail.len();
         if m.flushed > 0 {
-            self.cleared.push(self.prefix(k)?);
+            self.cleared.push(self.t.key_bytes(k)?);
         }
         // A snapshot must delete what earlier snapshots hold of this key.
         if m.snapshotted > 0 || m.cleared {
-            self.lists.insert(
-                k.clone(),
-                Meta {
-                    len: 0,
-                    flushed: 0,
-                    snapshotted: 0,
-                    cleared: true,
-                    dirty: false,
-                    changed: true,
-                    tail: Vec::new(),
-                    tail_start: 0,
-                    used: 0,
-                },
-            );
+            self.lists.insert(k.clone(), Meta::empty(true));
         }
         Ok(all)
     }
@@ -219,20 +190,20 @@ where
     /// # Errors
     /// The backend failed, or an element does not encode.
     pub fn flush(&mut self) -> Result<(), StateError> {
-        if self.in_memory() {
+        if self.t.in_memory() {
             return Ok(());
         }
-        let mut backend = lock(&self.backend);
+        let mut backend = lock(&self.t.backend);
         for prefix in self.cleared.drain(..) {
             backend.delete_prefix(&prefix)?;
         }
         let mut batch: Vec<Write> = Vec::new();
         for (k, m) in self.lists.iter_mut().filter(|(_, m)| m.dirty) {
             m.dirty = false;
-            let prefix = codec::key_bytes(&self.name, self.id, (self.group)(k), k)?;
+            let prefix = codec::key_bytes(&self.t.name, self.t.id, (self.t.group)(k), k)?;
             for seq in m.flushed..m.len {
                 let v = &m.tail[(seq - m.tail_start) as usize];
-                let value = codec::encode(&self.name, v)?;
+                let value = codec::encode(&self.t.name, v)?;
                 batch.push((Self::element_key(&prefix, seq), Some(value)));
             }
             m.flushed = m.len;
@@ -242,14 +213,14 @@ where
         self.unflushed = 0;
         // Flushed elements need not stay in memory: drop the tails of the least recently
         // appended lists until three quarters of the capacity (in elements) remain.
-        if self.held > self.config.capacity {
+        if self.held > self.t.config.capacity {
             let mut by_age: Vec<(u64, usize)> = self
                 .lists
                 .values()
                 .map(|m| (m.used, m.tail.len()))
                 .collect();
             by_age.sort_unstable();
-            let mut excess = self.held - self.config.keep_after_evict();
+            let mut excess = self.held - self.t.config.keep_after_evict();
             let mut oldest_kept = 0;
             for (used, n) in by_age {
                 oldest_kept = used + 1;
@@ -280,7 +251,7 @@ where
             .map(|(k, _)| k.clone())
             .collect();
         for k in keys {
-            let prefix = self.prefix(&k)?;
+            let prefix = self.t.key_bytes(&k)?;
             let m = self.lists.get(&k).expect("changed keys have lists");
             let from = if d.full { 0 } else { m.snapshotted };
             if m.cleared && !d.full {
@@ -291,7 +262,7 @@ where
             for (i, v) in self.read(&k, from)?.iter().enumerate() {
                 d.records.push(Record::Put {
                     key: Self::element_key(&prefix, from + i as u64),
-                    value: codec::encode(&self.name, v)?,
+                    value: codec::encode(&self.t.name, v)?,
                 });
             }
             let m = self.lists.get_mut(&k).expect("listed above");
@@ -318,12 +289,12 @@ where
         self.lists.clear();
         self.cleared.clear();
         self.held = 0;
-        if !self.in_memory() {
-            lock(&self.backend).delete_prefix(&[self.id])?;
+        if !self.t.in_memory() {
+            lock(&self.t.backend).delete_prefix(&[self.t.id])?;
         }
         let mut by_prefix: FxHashMap<Vec<u8>, K> = FxHashMap::default();
         let records = deltas.iter().flat_map(|d| &d.records);
-        let mine = records.filter(|r| r.table() == Some(self.id));
+        let mine = records.filter(|r| r.table() == Some(self.t.id));
         for r in mine.filter(|r| codec::group_of(r.key()).is_some_and(keep)) {
             match r {
                 Record::DeletePrefix { prefix } => {
@@ -339,26 +310,16 @@ where
                     let k = match by_prefix.get(prefix) {
                         Some(k) => k.clone(),
                         None => {
-                            let (_, k): (KeyGroup, K) = codec::decode_key(&self.name, prefix)?;
+                            let (_, k): (KeyGroup, K) = codec::decode_key(&self.t.name, prefix)?;
                             by_prefix.insert(prefix.to_vec(), k.clone());
                             k
                         }
                     };
-                    let v: V = codec::decode(&self.name, value)?;
-                    let m = self.lists.entry(k).or_insert(Meta {
-                        len: 0,
-                        flushed: 0,
-                        snapshotted: 0,
-                        cleared: false,
-                        dirty: false,
-                        changed: false,
-                        tail: Vec::new(),
-                        tail_start: 0,
-                        used: 0,
-                    });
+                    let v: V = codec::decode(&self.t.name, value)?;
+                    let m = self.lists.entry(k).or_insert(Meta::empty(false));
                     if seq != m.len {
                         return Err(StateError::Codec {
-                            table: self.name.clone(),
+                            table: self.t.name.clone(),
                             detail: format!("list element {seq} follows {} elements", m.len),
                         });
                     }
@@ -369,7 +330,7 @@ where
                 }
                 other => {
                     return Err(StateError::Codec {
-                        table: self.name.clone(),
+                        table: self.t.name.clone(),
                         detail: format!(
                             "a list table got a record of {} key bytes",
                             other.key().len()
@@ -378,7 +339,7 @@ where
                 }
             }
         }
-        if !self.in_memory() {
+        if !self.t.in_memory() {
             // On disk the restored elements go to the backend, then leave memory.
             self.lists.values_mut().for_each(|m| m.dirty = true);
             self.flush()?;

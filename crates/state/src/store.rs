@@ -6,7 +6,8 @@ use crate::delta::Delta;
 use crate::error::StateError;
 use crate::key_group::KeyGroup;
 use crate::list::ListTable;
-use crate::value::{GroupFn, ValueTable};
+use crate::table::TableCtx;
+use crate::value::ValueTable;
 use serde::de::DeserializeOwned;
 use serde::Serialize;
 use std::hash::Hash;
@@ -96,6 +97,21 @@ impl StateStore {
         Ok(id)
     }
 
+    /// A new table's surroundings: its id, the backend, the cache policy.
+    fn table<K>(
+        &mut self,
+        name: &str,
+        group: impl Fn(&K) -> KeyGroup + Send + Sync + 'static,
+    ) -> Result<TableCtx<K>, StateError> {
+        Ok(TableCtx {
+            name: name.into(),
+            id: self.register(name)?,
+            group: Arc::new(group),
+            backend: self.backend.clone(),
+            config: self.cache,
+        })
+    }
+
     /// Declares value state `name` (one `V` per key; `group` gives a key's key group).
     ///
     /// # Errors
@@ -109,15 +125,7 @@ impl StateStore {
         K: Hash + Eq + Clone + Serialize + DeserializeOwned + Send,
         V: Clone + Serialize + DeserializeOwned + Send,
     {
-        let id = self.register(name)?;
-        let group: GroupFn<K> = Arc::new(group);
-        Ok(ValueTable::new(
-            name,
-            id,
-            group,
-            self.backend.clone(),
-            self.cache,
-        ))
+        Ok(ValueTable::new(self.table(name, group)?))
     }
 
     /// Declares list state `name` (an append-only list of `V` per key).
@@ -133,15 +141,7 @@ impl StateStore {
         K: Hash + Eq + Clone + Serialize + DeserializeOwned + Send,
         V: Clone + Serialize + DeserializeOwned + Send,
     {
-        let id = self.register(name)?;
-        let group: GroupFn<K> = Arc::new(group);
-        Ok(ListTable::new(
-            name,
-            id,
-            group,
-            self.backend.clone(),
-            self.cache,
-        ))
+        Ok(ListTable::new(self.table(name, group)?))
     }
 
     /// Makes the backend durable (a checkpoint of a disk store).

@@ -1,7 +1,6 @@
 //! A table of one value per key, behind a write-back cache.
 
-use crate::backend::{lock, SharedBackend, Write};
-use crate::cache::CacheConfig;
+use crate::backend::{lock, Write};
 use crate::codec;
 use crate::delta::{Delta, Record};
 use crate::error::StateError;
@@ -12,12 +11,8 @@ use serde::de::DeserializeOwned;
 use serde::Serialize;
 use std::hash::BuildHasher;
 use std::hash::Hash;
-use std::sync::Arc;
 
-/// The key group of a key (derived from the key's own hash, so a key's state and its routing
-/// agree: [`crate::KeyGroups::of_hash`]).
-pub type GroupFn<K> = Arc<dyn Fn(&K) -> KeyGroup + Send + Sync>;
-
+use crate::table::TableCtx;
 struct Entry<V> {
     /// `None`: deleted (a tombstone until flushed) or known absent.
     value: Option<V>,
@@ -32,11 +27,7 @@ struct Entry<V> {
 /// a flush ([`CacheConfig`]). Every key changed since the last [`ValueTable::snapshot`] is
 /// remembered, so snapshots are incremental.
 pub struct ValueTable<K, V> {
-    name: String,
-    id: u8,
-    group: GroupFn<K>,
-    backend: SharedBackend,
-    config: CacheConfig,
+    t: TableCtx<K>,
     /// The cache: a raw table hashed once per operation (a hit costs one hash and one probe;
     /// the key is cloned only when inserted).
     cache: HashTable<(K, Entry<V>)>,
@@ -53,19 +44,9 @@ where
     K: Hash + Eq + Clone + Serialize + DeserializeOwned + Send,
     V: Clone + Serialize + DeserializeOwned + Send,
 {
-    pub(crate) fn new(
-        name: &str,
-        id: u8,
-        group: GroupFn<K>,
-        backend: SharedBackend,
-        config: CacheConfig,
-    ) -> Self {
+    pub(crate) fn new(t: TableCtx<K>) -> Self {
         ValueTable {
-            name: name.into(),
-            id,
-            group,
-            backend,
-            config,
+            t,
             cache: HashTable::new(),
             hasher: FxBuildHasher,
             dirty: 0,
@@ -76,11 +57,7 @@ where
 
     /// The table's name.
     pub fn name(&self) -> &str {
-        &self.name
-    }
-
-    fn key_bytes(&self, k: &K) -> Result<Vec<u8>, StateError> {
-        codec::key_bytes(&self.name, self.id, (self.group)(k), k)
+        &self.t.name
     }
 
     /// Makes sure `k` is in the cache (reading the backend on a miss); `write`: marks it dirty
@@ -95,9 +72,9 @@ where
         {
             hashbrown::hash_table::Entry::Occupied(o) => o.into_mut(),
             hashbrown::hash_table::Entry::Vacant(v) => {
-                let key = codec::key_bytes(&self.name, self.id, (self.group)(k), k)?;
-                let bytes = crate::backend::lock(&self.backend).get(&key)?;
-                let value = bytes.map(|b| codec::decode(&self.name, &b)).transpose()?;
+                let key = codec::key_bytes(&self.t.name, self.t.id, (self.t.group)(k), k)?;
+                let bytes = crate::backend::lock(&self.t.backend).get(&key)?;
+                let value = bytes.map(|b| codec::decode(&self.t.name, &b)).transpose()?;
                 let e = Entry {
                     value,
                     dirty: false,
@@ -150,7 +127,7 @@ where
 
     /// Loads `k`, marks it dirty and changed (flushing first if the cache is due).
     fn mark_dirty(&mut self, k: &K) -> Result<&mut Entry<V>, StateError> {
-        if self.dirty >= self.config.dirty_limit {
+        if self.dirty >= self.t.config.dirty_limit {
             self.flush()?;
         }
         self.load(k, true)
@@ -173,42 +150,37 @@ where
         Ok(self.mark_dirty(k)?.value.take())
     }
 
-    /// True in memory: the cache is the whole state and the backend is never written.
-    fn in_memory(&self) -> bool {
-        self.config == CacheConfig::MEMORY
-    }
-
     /// Writes every dirty key to the backend, then drops the least recently used clean keys
     /// beyond the cache's capacity.
     ///
     /// # Errors
     /// The backend failed, or a value does not encode.
     pub fn flush(&mut self) -> Result<(), StateError> {
-        if self.in_memory() {
+        if self.t.in_memory() {
             return Ok(());
         }
         let mut batch: Vec<Write> = Vec::with_capacity(self.dirty);
         for (k, e) in self.cache.iter_mut().filter(|(_, e)| e.dirty) {
-            let key = codec::key_bytes(&self.name, self.id, (self.group)(k), k)?;
+            let key = codec::key_bytes(&self.t.name, self.t.id, (self.t.group)(k), k)?;
             let value = e
                 .value
                 .as_ref()
-                .map(|v| codec::encode(&self.name, v))
+                .map(|v| codec::encode(&self.t.name, v))
                 .transpose()?;
             batch.push((key, value));
             e.dirty = false;
         }
-        lock(&self.backend).write(&batch)?;
+        lock(&self.t.backend).write(&batch)?;
         self.dirty = 0;
         self.evict();
         Ok(())
     }
 
     fn evict(&mut self) {
-        if self.cache.len() <= self.config.capacity {
+        if self.cache.len() <= self.t.config.capacity {
             return;
         }
-        let keep = self.config.keep_after_evict();
+        let keep = self.t.config.keep_after_evict();
         let mut ages: Vec<u64> = self.cache.iter().map(|(_, e)| e.used).collect();
         let cut = ages.len() - keep;
         let (_, &mut oldest_kept, _) = ages.select_nth_unstable(cut);
@@ -231,10 +203,10 @@ where
         let keys: Vec<K> = if d.full {
             self.changed_evicted.clear();
             self.cache.iter_mut().for_each(|(_, e)| e.changed = false);
-            if !self.in_memory() {
+            if !self.t.in_memory() {
                 // The backend holds everything once flushed: copy its records as they are.
                 self.flush()?;
-                return lock(&self.backend).scan_prefix(&[self.id], &mut |k, v| {
+                return lock(&self.t.backend).scan_prefix(&[self.t.id], &mut |k, v| {
                     d.records.push(Record::Put {
                         key: k.to_vec(),
                         value: v.to_vec(),
@@ -252,8 +224,8 @@ where
             keys
         };
         for k in keys {
-            let key = self.key_bytes(&k)?;
-            let name = self.name.clone();
+            let key = self.t.key_bytes(&k)?;
+            let name = self.t.name.clone();
             d.records.push(match self.get(&k)? {
                 Some(v) => Record::Put {
                     key,
@@ -271,14 +243,14 @@ where
     /// # Errors
     /// As [`ValueTable::flush`], or a stored key that does not decode.
     pub fn keys(&mut self) -> Result<Vec<K>, StateError> {
-        if self.in_memory() {
+        if self.t.in_memory() {
             let live = self.cache.iter().filter(|(_, e)| e.value.is_some());
             return Ok(live.map(|(k, _)| k.clone()).collect());
         }
         self.flush()?;
         let mut keys = Vec::new();
-        let name = self.name.clone();
-        lock(&self.backend).scan_prefix(&[self.id], &mut |kb, _| {
+        let name = self.t.name.clone();
+        lock(&self.t.backend).scan_prefix(&[self.t.id], &mut |kb, _| {
             let (_, k): (KeyGroup, K) = codec::decode_key(&name, kb)?;
             keys.push(k);
             Ok(())
@@ -300,11 +272,11 @@ where
         self.cache.clear();
         self.changed_evicted.clear();
         self.dirty = 0;
-        if !self.in_memory() {
-            lock(&self.backend).delete_prefix(&[self.id])?;
+        if !self.t.in_memory() {
+            lock(&self.t.backend).delete_prefix(&[self.t.id])?;
         }
         let records = deltas.iter().flat_map(|d| &d.records);
-        let mine = records.filter(|r| r.table() == Some(self.id));
+        let mine = records.filter(|r| r.table() == Some(self.t.id));
         let mut batch = Vec::new();
         for r in mine.filter(|r| codec::group_of(r.key()).is_some_and(keep)) {
             match r {
@@ -312,19 +284,19 @@ where
                 Record::Delete { key } => batch.push((key.clone(), None)),
                 Record::DeletePrefix { .. } => {
                     return Err(StateError::Codec {
-                        table: self.name.clone(),
+                        table: self.t.name.clone(),
                         detail: "a value table got a prefix delete".into(),
                     })
                 }
             }
         }
-        if self.in_memory() {
+        if self.t.in_memory() {
             // In memory the cache is the state: decode straight into it.
             for (kb, v) in batch {
-                let (_, k): (KeyGroup, K) = codec::decode_key(&self.name, &kb)?;
+                let (_, k): (KeyGroup, K) = codec::decode_key(&self.t.name, &kb)?;
                 match v {
                     Some(v) => {
-                        let value = Some(codec::decode(&self.name, &v)?);
+                        let value = Some(codec::decode(&self.t.name, &v)?);
                         let e = Entry {
                             value,
                             dirty: false,
@@ -353,7 +325,7 @@ where
             }
             return Ok(());
         }
-        lock(&self.backend).write(&batch)
+        lock(&self.t.backend).write(&batch)
     }
 
     /// Keys in the cache, and of them dirty.

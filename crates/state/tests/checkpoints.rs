@@ -164,3 +164,14 @@ fn a_directory_with_checkpoints_needs_resume_and_the_same_job() {
     store.claim("job-1", true).unwrap();
     assert!(CheckpointStore::local(dir.path(), 0).is_err());
 }
+
+#[test]
+fn files_of_checkpoints_in_flight_survive_retention() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = CheckpointStore::local(dir.path(), 1).unwrap();
+    run(&store, 3, 10);
+    // A snapshot of checkpoint 9 written before its manifest: retention must not take it.
+    let f = store.write_snapshot("win/0", 9, &Delta::new(true)).unwrap();
+    run(&store, 2, 10); // commits checkpoints 1 and 2 again: nothing newer than 3 is named
+    assert!(dir.path().join(&f.name).exists(), "{} deleted", f.name);
+}

@@ -166,6 +166,27 @@ pub struct Summary {
     pub traffic_per_process: Vec<std::collections::BTreeMap<String, KindTraffic>>,
     /// The first malformed rows.
     pub malformed_examples: Vec<Malformed>,
+    /// Checkpoints written (with `--checkpoint-interval`).
+    pub checkpoints: Option<CheckpointSummary>,
+}
+
+/// What checkpointing did in a run.
+#[derive(Clone, Debug, Serialize)]
+pub struct CheckpointSummary {
+    /// Checkpoints committed (manifests written).
+    pub completed: u64,
+    /// The newest one.
+    pub latest: Option<u64>,
+    /// Snapshot files written, and their bytes.
+    pub files: u64,
+    /// Bytes of snapshot files written.
+    pub bytes: u64,
+    /// From a checkpoint's first report to its manifest, ms: median and 99th percentile.
+    pub duration_p50_ms: f64,
+    /// See `duration_p50_ms`.
+    pub duration_p99_ms: f64,
+    /// Elements that waited at a window for their epoch (the cut's cost).
+    pub buffered_elements: u64,
 }
 
 /// Counters the sources share with the progress bar and the summary.
@@ -215,9 +236,18 @@ impl Source<Flight> for FlightsSource {
             SourcePoll::Ready
         }
     }
+
+    fn position(&self) -> Option<String> {
+        Some(self.next_record())
+    }
 }
 
 impl FlightsSource {
+    /// The index of the next record of this instance's share (`Source::position`).
+    fn next_record(&self) -> String {
+        self.next.to_string()
+    }
+
     fn publish(&mut self, emitted: usize) {
         self.progress
             .emitted
@@ -518,9 +548,11 @@ fn run_dataflow(
         let _ = b.join();
     }
     // A result that could not be written is an output error, whatever the engine made of it.
-    report.map_err(|e| match csv.and_then(|c| c.failure()) {
-        Some(msg) => FlightsError::Output(msg),
-        None => FlightsError::Run(e),
+    report.map_err(|e| match (csv.and_then(|c| c.failure()), e) {
+        (Some(msg), _) => FlightsError::Output(msg),
+        // Refused before anything ran (a checkpoint directory of another run, say): exit 2.
+        (None, RunError::Config(msg)) => FlightsError::Config(msg),
+        (None, e) => FlightsError::Run(e),
     })
 }
 
@@ -568,6 +600,24 @@ fn summarize(
             .map(traffic_map)
             .collect(),
         malformed_examples: input.malformed_examples.clone(),
+        checkpoints: report.checkpoints.as_ref().map(|c| {
+            let mut d = c.duration_ms.clone();
+            d.sort_by(f64::total_cmp);
+            let q = |p: f64| {
+                d.get(((d.len() as f64 - 1.0) * p).round() as usize)
+                    .copied()
+            };
+            CheckpointSummary {
+                completed: c.completed,
+                latest: c.latest,
+                files: c.files,
+                bytes: c.bytes,
+                duration_p50_ms: q(0.5).unwrap_or(0.0),
+                duration_p99_ms: q(0.99).unwrap_or(0.0),
+                buffered_elements: window
+                    .counter(xorflow_runtime::progress::cut::CHECKPOINT_BUFFERED_ELEMENTS),
+            }
+        }),
     }
 }
 

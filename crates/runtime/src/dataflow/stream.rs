@@ -231,7 +231,7 @@ impl<T: Data> Stream<T> {
         let vertex_name = name.to_string();
         // Windows already built come first among the emitters (`execute/mod.rs`).
         let rank = self.b.borrow().deferred.iter().filter(|d| **d).count();
-        self.one_to_one(name, Role::Window, &keyed, move |_, component, output| {
+        self.one_to_one(name, Role::Window, &keyed, move |_, _, output| {
             let downstream = output.components().collect();
             Window::new(
                 &vertex_name,
@@ -242,7 +242,7 @@ impl<T: Data> Stream<T> {
                 state.clone(),
                 form,
                 group.clone(),
-                (component, rank),
+                rank,
             )
         })
     }

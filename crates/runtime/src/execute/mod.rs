@@ -81,11 +81,31 @@ pub(crate) fn run_built(mut b: Builder) -> Result<RunReport, RunError> {
         unparkers: unparkers.clone(),
     };
     let transport = start_transport(&b.graph, &config, &mut cluster, remotes, delivery, &failure)?;
-    let workers = make_workers(
+    let total_workers = place.worker_processes * config.workers;
+    let job = job_id::job_id(&b.graph, &config, cluster.processes());
+    let checkpoints = crate::checkpoint::start(&b, total_workers, job)?;
+    let mut workers = make_workers(
         &config, &place, &b, instances, inbox_rxs, &progress, &abort, &unparkers,
     );
+    if let Some(c) = &checkpoints {
+        for w in &mut workers {
+            w.ctx.checkpointer = Some(c.handle.clone());
+        }
+    }
     drop(wiring);
     let run = threads::run(workers, &abort);
+    let checkpoint_stats = match checkpoints {
+        // The workers' handles are gone with the workers: the coordinator drains and ends.
+        Some(c) => {
+            drop(c.handle);
+            let r = c
+                .thread
+                .join()
+                .map_err(|_| RunError::Checkpoint("the checkpoint coordinator panicked".into()))?;
+            Some(r.map_err(RunError::Checkpoint)?)
+        }
+        None => None,
+    };
     if place.is_tracker_process() {
         // No workers here: the process is finished once every shard it hosts has seen the end
         // of every component (nothing more will arrive or need notifying), or the job failed.
@@ -95,9 +115,11 @@ pub(crate) fn run_built(mut b: Builder) -> Result<RunReport, RunError> {
             std::thread::sleep(Duration::from_millis(1));
         }
     }
-    finish(
+    let mut report = finish(
         b.graph, &config, place, cluster, transport, progress, run, &failure,
-    )
+    )?;
+    report.checkpoints = checkpoint_stats;
+    Ok(report)
 }
 
 /// The checkpoint epochs trAcker tracks (with trAcker and a checkpoint interval), and the
@@ -295,6 +317,7 @@ fn finish(
         per_process,
         vertices: m.vertices,
         tracker: m.tracker,
+        checkpoints: None,
         graph,
     })
 }

@@ -14,8 +14,13 @@ use super::{Operator, OperatorState, Outputs, Receipt, Vertex, BATCHES_PER_STEP}
 use crate::batch::Msg;
 use crate::channel::InputPort;
 use crate::measure::stats::VertexStats;
+use crate::progress::cut::{
+    Covered, EpochCut, CHECKPOINT_BUFFERED_ELEMENTS, CHECKPOINT_BUFFERED_NS, CHECKPOINT_SNAPSHOTS,
+    CHECKPOINT_SNAPSHOT_NS,
+};
 use crate::progress::frontiers::InBand;
 use crate::worker::ctx::WorkerCtx;
+use xorflow_state::checkpoint::{Chain, FileRef};
 use xorflow_tracking::{ComponentId, Time, INF};
 
 /// A vertex instance running operator `Op`.
@@ -32,7 +37,18 @@ pub struct OperatorVertex<Op: Operator> {
     /// The last marker forwarded (tracking `markers`).
     forwarded: Time,
     stats: VertexStats,
+    /// Stateful operators with checkpoint epochs: the epoch frontier last acted on.
+    epoch: u64,
+    /// Stateful operators with checkpoints: batches of later epochs wait here.
+    cut: Option<EpochCut<Op::In>>,
+    /// The instance's snapshot chain, by size (when the next snapshot must be full).
+    chain: Chain,
+    /// The instance's name in checkpoints: `<vertex>/<worker>`.
+    reporter: String,
 }
+
+/// Longest chain of snapshot files before a full snapshot (`xorflow_state::checkpoint::Chain`).
+const MAX_CHAIN: usize = 16;
 
 impl<Op: Operator> OperatorVertex<Op> {
     /// An instance of vertex `name` in `component` reading `input` (`None` for a source) and
@@ -54,7 +70,92 @@ impl<Op: Operator> OperatorVertex<Op> {
             frontier: 0,
             forwarded: 0,
             stats: VertexStats::new(name),
+            epoch: 0,
+            cut: None,
+            chain: Chain::new(MAX_CHAIN),
+            reporter: name.to_string(),
         }
+    }
+
+    /// Processes one input batch: the operator, then (unless it keeps it) its receive tag.
+    #[inline]
+    fn process(
+        op: &mut Op,
+        component: ComponentId,
+        b: crate::batch::Batch<Op::In>,
+        out: &mut Op::Out,
+        ctx: &mut WorkerCtx,
+        stats: &mut VertexStats,
+    ) -> Result<(), String> {
+        let (lo, hi, epoch, tag) = (b.lo, b.hi, b.epoch, b.tag);
+        stats.elements_in += b.data.len() as u64;
+        stats.batches_in += 1;
+        // What the batch produces belongs to its epoch (a no-op without epochs).
+        out.set_epoch(epoch, ctx);
+        if let Receipt::Done = op.on_batch(b, out, ctx, stats)? {
+            ctx.ack_received(component, lo, hi, epoch, tag);
+        }
+        Ok(())
+    }
+
+    /// Stateful operators with epochs: when the instance's epoch frontier has risen, snapshots
+    /// it (with a checkpointer), moves the operator to the new epoch and processes the batches
+    /// that waited for it (`progress/cut.rs`). Returns whether it did anything.
+    fn advance_epoch(&mut self, ctx: &mut WorkerCtx) -> Result<bool, String> {
+        if !Op::STATEFUL {
+            return Ok(false);
+        }
+        let Some(f) = ctx.epoch_frontier(self.component) else {
+            return Ok(false);
+        };
+        if f <= self.epoch {
+            return Ok(false);
+        }
+        if let Some(cut) = &mut self.cut {
+            if let Some(covered) = cut.rise(f) {
+                self.snapshot_to(covered, ctx)?;
+            }
+        }
+        self.epoch = f;
+        self.op.on_epoch(f, ctx);
+        ctx.now_ns = crate::measure::clock::now_ns();
+        while let Some((b, waited)) = self.cut.as_mut().and_then(|c| c.release(ctx.now_ns)) {
+            self.stats
+                .count(CHECKPOINT_BUFFERED_NS, waited * b.data.len() as u64);
+            Self::process(
+                &mut self.op,
+                self.component,
+                b,
+                &mut self.out,
+                ctx,
+                &mut self.stats,
+            )?;
+        }
+        Ok(true)
+    }
+
+    /// Takes the snapshot covering `covered` and hands it to the checkpointer.
+    fn snapshot_to(&mut self, covered: Covered, ctx: &mut WorkerCtx) -> Result<(), String> {
+        let t0 = crate::measure::clock::now_ns();
+        let full = self.chain.next_is_full();
+        let state = self.op.snapshot(covered.to, full)?;
+        let OperatorState::Delta(delta) = state else {
+            return Ok(());
+        };
+        // The chain decides by encoded size; the file itself is written by the coordinator.
+        let bytes = delta.records.iter().map(|r| r.encoded_len()).sum::<usize>() as u64;
+        self.chain.push(FileRef {
+            name: String::new(),
+            bytes,
+            full,
+        });
+        self.stats.count(CHECKPOINT_SNAPSHOTS, 1);
+        self.stats
+            .count(CHECKPOINT_SNAPSHOT_NS, crate::measure::clock::now_ns() - t0);
+        if let Some(c) = &ctx.checkpointer {
+            c.state(self.reporter.clone(), covered, delta);
+        }
+        Ok(())
     }
 
     /// What the input channels say about progress (a source's "input" has ended from the start).
@@ -82,6 +183,7 @@ impl<Op: Operator> OperatorVertex<Op> {
             notified,
             forwarded,
             stats,
+            cut,
             ..
         } = self;
         let Some(input) = input else {
@@ -93,14 +195,13 @@ impl<Op: Operator> OperatorVertex<Op> {
                 Some(Msg::Data(mut b)) => {
                     let markers = std::mem::take(&mut b.markers);
                     if !b.data.is_empty() {
-                        let (lo, hi, epoch, tag) = (b.lo, b.hi, b.epoch, b.tag);
-                        stats.elements_in += b.data.len() as u64;
-                        stats.batches_in += 1;
                         ctx.now_ns = crate::measure::clock::now_ns();
-                        // What the batch produces belongs to its epoch (a no-op without epochs).
-                        out.set_epoch(epoch, ctx);
-                        if let Receipt::Done = op.on_batch(b, out, ctx, stats)? {
-                            ctx.ack_received(*component, lo, hi, epoch, tag);
+                        match cut {
+                            Some(c) if !c.admits(b.epoch) => {
+                                stats.count(CHECKPOINT_BUFFERED_ELEMENTS, b.data.len() as u64);
+                                c.wait(b, ctx.now_ns);
+                            }
+                            _ => Self::process(op, *component, b, out, ctx, stats)?,
                         }
                     }
                     let ch = input.last_channel();
@@ -126,9 +227,10 @@ impl<Op: Operator> OperatorVertex<Op> {
 
     /// Hands a risen frontier to the operator and forwards a notified vertex's marker.
     fn notify(&mut self, ctx: &mut WorkerCtx) -> Result<bool, String> {
+        // The epoch first: results emitted on this frontier belong to the new epoch.
+        let mut did = self.advance_epoch(ctx)?;
         let in_band = self.in_band();
         let f = ctx.frontier(self.component, in_band);
-        let mut did = false;
         if self.notified && f > self.frontier {
             self.op
                 .on_frontier(f, &mut self.out, ctx, &mut self.stats)?;
@@ -150,6 +252,10 @@ impl<Op: Operator> OperatorVertex<Op> {
 
 impl<Op: Operator> Vertex for OperatorVertex<Op> {
     fn open(&mut self, ctx: &mut WorkerCtx) -> Result<(), String> {
+        if Op::STATEFUL && ctx.epochs.is_some() && ctx.checkpointer.is_some() {
+            self.cut = Some(EpochCut::default());
+            self.reporter = format!("{}/{}", self.stats.name, ctx.index);
+        }
         self.op.open(ctx)
     }
 
@@ -184,12 +290,12 @@ impl<Op: Operator> Vertex for OperatorVertex<Op> {
         self.out.ended() && input_closed
     }
 
-    fn snapshot(&mut self, epoch: u64) -> Result<OperatorState, String> {
-        self.op.snapshot(epoch)
+    fn snapshot(&mut self, epoch: u64, full: bool) -> Result<OperatorState, String> {
+        self.op.snapshot(epoch, full)
     }
 
-    fn restore(&mut self, state: OperatorState) -> Result<(), String> {
-        self.op.restore(state)
+    fn restore(&mut self, chain: &[xorflow_state::delta::Delta]) -> Result<(), String> {
+        self.op.restore(chain)
     }
 
     fn close(&mut self) -> Result<(), String> {
@@ -306,10 +412,13 @@ mod tests {
         let ch = channel::<u64>(1);
         let op = Recorder(Arc::default());
         let mut v = OperatorVertex::new("rec", 0, op, Some(InputPort::new(vec![ch])), (), false);
-        assert_eq!(v.snapshot(7).unwrap(), OperatorState::Stateless);
-        v.restore(OperatorState::Stateless).unwrap();
-        let e = v.restore(OperatorState::Bytes(vec![1, 2])).unwrap_err();
-        assert!(e.contains("cannot restore 2 bytes"), "{e}");
+        assert_eq!(v.snapshot(7, true).unwrap(), OperatorState::Stateless);
+        v.restore(&[]).unwrap();
+        let mut d = xorflow_state::delta::Delta::new(true);
+        d.records
+            .push(xorflow_state::delta::Record::Delete { key: vec![1] });
+        let e = v.restore(&[d]).unwrap_err();
+        assert!(e.contains("cannot restore 1 records"), "{e}");
         assert_eq!(v.notified_component(), None);
     }
 }

@@ -44,14 +44,14 @@ pub enum Receipt {
     Kept,
 }
 
-/// An operator's state for one epoch, as [`Operator::snapshot`] hands it out and
-/// [`Operator::restore`] takes it back.
+/// An operator's snapshot at an epoch boundary ([`Operator::snapshot`]).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum OperatorState {
     /// The operator keeps nothing across elements: nothing to save or restore.
     Stateless,
-    /// Serialized state (the format is the operator's own).
-    Bytes(Vec<u8>),
+    /// The changes of its state tables since its previous snapshot (all of them if asked for a
+    /// full one): `crates/state/src/delta.rs`.
+    Delta(xorflow_state::delta::Delta),
 }
 
 /// An operator: what one vertex instance does with its input and with progress. All methods but
@@ -61,6 +61,11 @@ pub trait Operator: Send + Sized + 'static {
     type In: Send;
     /// The output side: an [`crate::channel::OutputPort`], a pair of them, or `()` for sinks.
     type Out: Outputs;
+
+    /// Keeps state across epochs: with checkpoints, the driver processes only batches of the
+    /// instance's current epoch, snapshots the instance when its epoch frontier rises and then
+    /// calls [`Operator::on_epoch`] (`progress/cut.rs`).
+    const STATEFUL: bool = false;
 
     /// Keeps taking input while the outputs are back-pressured (a cycle must drain its own loop
     /// to make progress: `operators/iterate.rs`).
@@ -141,26 +146,32 @@ pub trait Operator: Send + Sized + 'static {
         true
     }
 
-    /// The operator's state for `epoch`. Default: [`OperatorState::Stateless`].
+    /// The operator's state as of the end of checkpoint epoch `epoch`: the changes since its
+    /// previous snapshot, or all of it if `full`. Default: [`OperatorState::Stateless`].
     ///
     /// # Errors
     /// A message naming what could not be saved.
-    fn snapshot(&mut self, _epoch: u64) -> Result<OperatorState, String> {
+    fn snapshot(&mut self, _epoch: u64, _full: bool) -> Result<OperatorState, String> {
         Ok(OperatorState::Stateless)
     }
 
-    /// Restores the state [`Operator::snapshot`] gave. Default: accepts only
-    /// [`OperatorState::Stateless`].
+    /// Stateful operators: the instance has moved to checkpoint epoch `epoch` (after its
+    /// snapshot of the epochs before): what it emits from now on belongs to `epoch`.
+    fn on_epoch(&mut self, _epoch: u64, _ctx: &mut WorkerCtx) {}
+
+    /// Restores the state its snapshots gave: a full one, then the increments after it.
+    /// Default: accepts only no state at all.
     ///
     /// # Errors
     /// State this operator cannot take.
-    fn restore(&mut self, state: OperatorState) -> Result<(), String> {
-        match state {
-            OperatorState::Stateless => Ok(()),
-            OperatorState::Bytes(b) => Err(format!(
-                "a stateless operator cannot restore {} bytes of state",
-                b.len()
-            )),
+    fn restore(&mut self, chain: &[xorflow_state::delta::Delta]) -> Result<(), String> {
+        let records: usize = chain.iter().map(|d| d.records.len()).sum();
+        if records == 0 {
+            Ok(())
+        } else {
+            Err(format!(
+                "a stateless operator cannot restore {records} records of state"
+            ))
         }
     }
 
@@ -200,17 +211,17 @@ pub trait Vertex: Send {
     /// everything and delivered its own end-of-stream markers.
     fn ended(&self) -> bool;
 
-    /// The instance's state for `epoch` ([`Operator::snapshot`]).
+    /// The instance's state as of the end of `epoch` ([`Operator::snapshot`]).
     ///
     /// # Errors
     /// As [`Operator::snapshot`].
-    fn snapshot(&mut self, epoch: u64) -> Result<OperatorState, String>;
+    fn snapshot(&mut self, epoch: u64, full: bool) -> Result<OperatorState, String>;
 
-    /// Restores a snapshot ([`Operator::restore`]).
+    /// Restores a chain of snapshots ([`Operator::restore`]).
     ///
     /// # Errors
     /// As [`Operator::restore`].
-    fn restore(&mut self, state: OperatorState) -> Result<(), String>;
+    fn restore(&mut self, chain: &[xorflow_state::delta::Delta]) -> Result<(), String>;
 
     /// Called once after the worker loop ends.
     ///

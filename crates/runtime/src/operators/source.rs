@@ -30,6 +30,13 @@ pub trait Source<T>: Send {
     /// Emits up to [`SourceOutput::budget`] elements and optionally a heartbeat. Elements must
     /// not have times below the last heartbeat.
     fn poll(&mut self, out: &mut SourceOutput<'_, T>) -> SourcePoll;
+
+    /// Where the source would resume to emit exactly what it has not emitted yet (a file's next
+    /// record, a partition's next offset), in its own terms; recorded in checkpoints. `None`: the
+    /// source cannot resume (a checkpoint still completes, a restore replays it from the start).
+    fn position(&self) -> Option<String> {
+        None
+    }
 }
 
 /// The emitting side a source sees during one poll.
@@ -146,13 +153,21 @@ impl<T: Clone + Send> Sources<T> {
         self.next_epoch_ns = Some(next);
         ctx.wake_at(next);
         out.set_epoch(self.epoch, ctx);
+        let covered = crate::progress::cut::Covered {
+            from: self.epoch - passed,
+            to: self.epoch - 1,
+        };
         let sources = ep.sources as SourceId;
-        if let Some(tr) = &mut ctx.tracking {
-            for inst in self
-                .instances
-                .iter()
-                .filter(|i| !matches!(i.state, State::Done))
-            {
+        for inst in self
+            .instances
+            .iter()
+            .filter(|i| !matches!(i.state, State::Done))
+        {
+            if let Some(c) = &ctx.checkpointer {
+                let pos = inst.source.position().unwrap_or_default();
+                c.position(format!("source/{}", inst.id), covered, pos);
+            }
+            if let Some(tr) = &mut ctx.tracking {
                 tr.acker.heartbeat(sources + inst.id, self.epoch);
             }
         }
@@ -162,6 +177,7 @@ impl<T: Clone + Send> Sources<T> {
     /// Polls one instance if it is due; returns whether it did anything.
     fn poll(
         inst: &mut Instance<T>,
+        epoch: u64,
         out: &mut OutputPort<T>,
         ctx: &mut WorkerCtx,
         stats: &mut VertexStats,
@@ -199,6 +215,15 @@ impl<T: Clone + Send> Sources<T> {
                 did = true;
                 if let (Some(ep), Some(tr)) = (ctx.epochs, &mut ctx.tracking) {
                     tr.acker.heartbeat(ep.sources as SourceId + inst.id, INF);
+                }
+                // An ended source covers every later epoch: it never holds a checkpoint back.
+                if let Some(c) = &ctx.checkpointer {
+                    let pos = inst.source.position().unwrap_or_default();
+                    let covered = crate::progress::cut::Covered {
+                        from: epoch,
+                        to: INF - 1,
+                    };
+                    c.position(format!("source/{}", inst.id), covered, pos);
                 }
             }
         }
@@ -271,7 +296,7 @@ impl<T: Clone + Send + 'static> Operator for Sources<T> {
             if out.blocked() {
                 break;
             }
-            did |= Self::poll(inst, out, ctx, stats);
+            did |= Self::poll(inst, self.epoch, out, ctx, stats);
         }
         if ctx.mode == TrackingMode::Markers {
             did |= self.send_markers(out, ctx);

@@ -13,7 +13,7 @@
 //! The windows' contents live in the `state` crate (`crates/state/src/window.rs`), in the form the
 //! job chose (fold-left or retain-all) and on the backend it chose (memory or disk); only the
 //! holds and arrival times stay here.
-use super::{Operator, Receipt};
+use super::{Operator, OperatorState, Receipt};
 use crate::batch::Batch;
 use crate::channel::OutputPort;
 use crate::measure::stats::VertexStats;
@@ -76,14 +76,14 @@ pub struct Window<T, K, A: Aggregate<T>> {
     store: Option<StateStore>,
     /// Everything below this time has been fired (the frontier used at the last firing).
     fired_below: Time,
-    /// The window's tracking component (its epoch frontier says when to move on).
-    component: ComponentId,
     /// This vertex's rank among the job's vertices with deferred output: with the worker it
     /// gives the instance's emitter id (`execute/mod.rs`, `epoch_domain`).
     rank: usize,
     /// Checkpoint epoch results are emitted in: the window's epoch frontier, heartbeated as an
     /// emitter so downstream epochs wait for it (`crates/tracking/src/epochs.rs`).
     epoch: u64,
+    /// Rises of the epoch frontier seen (not counting the end).
+    epoch_rises: u64,
 }
 
 impl<T, K, A> Window<T, K, A>
@@ -106,7 +106,7 @@ where
         state: StateConfig,
         form: WindowForm,
         group: Arc<dyn Fn(&K) -> KeyGroup + Send + Sync>,
-        (component, rank): (ComponentId, usize),
+        rank: usize,
     ) -> Self {
         Window {
             name: name.into(),
@@ -121,9 +121,9 @@ where
             group,
             store: None,
             fired_below: 0,
-            component,
             rank,
             epoch: 0,
+            epoch_rises: 0,
         }
     }
 
@@ -176,6 +176,7 @@ where
 {
     type In = T;
     type Out = OutputPort<WindowResult<K, A::Out>>;
+    const STATEFUL: bool = true;
 
     /// Opens the state store of this instance and declares the window contents in it.
     fn open(&mut self, ctx: &mut WorkerCtx) -> Result<(), String> {
@@ -259,30 +260,36 @@ where
         Ok(())
     }
 
-    /// Follows the window's epoch frontier: results are emitted in the first epoch not yet
-    /// complete here, and the new epoch is heartbeated (emitter `2S + rank * workers + worker`).
-    fn tick(
-        &mut self,
-        _frontier: Time,
-        _out: &mut Self::Out,
-        ctx: &mut WorkerCtx,
-        stats: &mut VertexStats,
-    ) -> bool {
-        let (Some(ep), Some(f)) = (ctx.epochs, ctx.epoch_frontier(self.component)) else {
-            return false;
+    /// Results are emitted in the new epoch from now on, and the epoch is heartbeated as this
+    /// instance's emitter id (`2S + rank * workers + worker`: `execute/mod.rs`, `epoch_domain`),
+    /// so downstream epochs wait for what it may still emit.
+    fn on_epoch(&mut self, epoch: u64, ctx: &mut WorkerCtx) {
+        let Some(ep) = ctx.epochs else {
+            return;
         };
-        if f <= self.epoch {
-            return false;
+        self.epoch = epoch;
+        if epoch != xorflow_tracking::INF {
+            self.epoch_rises += 1;
         }
-        if f != xorflow_tracking::INF {
-            stats.count(EPOCH_RISES, 1);
-        }
-        self.epoch = f;
         let id = 2 * ep.sources + self.rank * ctx.workers + ctx.index;
         if let Some(tr) = &mut ctx.tracking {
-            tr.acker.heartbeat(id as xorflow_tracking::SourceId, f);
+            tr.acker.heartbeat(id as xorflow_tracking::SourceId, epoch);
         }
-        true
+    }
+
+    /// The window contents' changes since the previous snapshot (all of them if `full`).
+    fn snapshot(&mut self, _epoch: u64, full: bool) -> Result<OperatorState, String> {
+        let mut d = xorflow_state::delta::Delta::new(full);
+        let contents = self
+            .contents
+            .as_mut()
+            .expect("opened before the first step");
+        contents.snapshot(&mut d).map_err(state_err(&self.name))?;
+        Ok(OperatorState::Delta(d))
+    }
+
+    fn report(&mut self, stats: &mut VertexStats) {
+        stats.count(EPOCH_RISES, self.epoch_rises);
     }
 
     /// Removes the instance's on-disk state: without checkpoints nothing can use it again.

@@ -7,6 +7,7 @@
 //! - [`frontiers`]: per-worker frontiers combined over shards, and the notification API operators
 //!   use whatever the tracking mode.
 
+pub mod cut;
 pub mod flush_policy;
 pub mod frontiers;
 pub mod handoff;

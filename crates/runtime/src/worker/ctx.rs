@@ -49,6 +49,8 @@ pub struct WorkerCtx {
     pub tracking: Option<Tracking>,
     /// Checkpoint epochs (trAcker with a checkpoint interval only).
     pub epochs: Option<EpochCtx>,
+    /// Where snapshots and source positions go (with a checkpoint directory).
+    pub checkpointer: Option<crate::checkpoint::Checkpointer>,
     /// Tracking granularity.
     pub granularity: Granularity,
     /// Every component's frontier as known here, and the notification API.
@@ -107,6 +109,7 @@ impl WorkerCtx {
                 tags: TagSource::from_entropy(),
             }),
             epochs,
+            checkpointer: None,
             granularity,
             frontiers: Frontiers::new(config.tracking, tracked, config.tracker_shards),
             now_ns: crate::measure::clock::now_ns(),

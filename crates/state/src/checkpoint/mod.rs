@@ -31,6 +31,17 @@ use std::collections::BTreeSet;
 use std::path::Path;
 
 const SNAPSHOT_MAGIC: &[u8; 8] = b"XFSNAP1\n";
+
+/// The checkpoint number in a file or manifest name (`...c0000000012...`).
+fn checkpoint_of(name: &str) -> Option<u64> {
+    let base = name.rsplit('/').next()?;
+    let at = base.rfind("c")?;
+    let digits: String = base[at + 1..]
+        .chars()
+        .take_while(char::is_ascii_digit)
+        .collect();
+    digits.parse().ok()
+}
 const MANIFEST_MAGIC: &[u8; 8] = b"XFMANI1\n";
 const JOB_MAGIC: &[u8; 8] = b"XFJOB01\n";
 
@@ -166,7 +177,8 @@ impl CheckpointStore {
     }
 
     /// Deletes manifests beyond the newest `retained`, then every file none of the remaining
-    /// names. A manifest that cannot be read keeps nothing alive (it cannot be restored).
+    /// names, except files of checkpoints newer than the newest manifest (still being written).
+    /// A manifest that cannot be read keeps nothing alive (it cannot be restored).
     fn retain(&self) -> Result<Vec<String>, StateError> {
         let manifests = self.manifests()?;
         let drop_n = manifests.len().saturating_sub(self.retained);
@@ -181,8 +193,10 @@ impl CheckpointStore {
                 live.extend(man.files().map(|f| f.name.clone()));
             }
         }
+        let newest = manifests.last().and_then(|m| checkpoint_of(m)).unwrap_or(0);
         for f in self.storage.list("files")? {
-            if !live.contains(&f) {
+            let in_flight = checkpoint_of(&f).is_none_or(|c| c > newest);
+            if !live.contains(&f) && !in_flight {
                 self.storage.delete(&f)?;
                 deleted.push(f);
             }

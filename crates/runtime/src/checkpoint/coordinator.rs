@@ -1,0 +1,189 @@
+//! The coordinator thread: writes snapshot files as reports arrive and commits a checkpoint's
+//! manifest once every reporter has covered its epoch (docs/state.md, "Checkpoints").
+
+use super::{Checkpointer, Payload, Report};
+use crate::progress::cut::Covered;
+use crossbeam_channel::Receiver;
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
+use std::time::Instant;
+use xorflow_state::checkpoint::{CheckpointStore, FileRef, Manifest};
+use xorflow_tracking::INF;
+
+/// What the coordinator did, for the run report.
+#[derive(Clone, Debug, Default)]
+pub struct CheckpointStats {
+    /// Checkpoints committed (manifests written).
+    pub completed: u64,
+    /// The newest committed checkpoint.
+    pub latest: Option<u64>,
+    /// Snapshot files written.
+    pub files: u64,
+    /// Bytes of snapshot files written.
+    pub bytes: u64,
+    /// Per committed checkpoint: from its first report to its manifest, ms.
+    pub duration_ms: Vec<f64>,
+    /// Files deleted by retention.
+    pub deleted: u64,
+}
+
+/// The reports of one reporter not yet superseded.
+#[derive(Default)]
+struct History {
+    /// Snapshot files (state reporters) with the epochs each covers, oldest first, from the
+    /// newest full snapshot at or before the last commit on.
+    files: Vec<(Covered, FileRef)>,
+    /// Positions (source reporters) with the epochs each covers.
+    positions: Vec<(Covered, String)>,
+}
+
+impl History {
+    /// The newest epoch covered.
+    fn reached(&self) -> Option<u64> {
+        let f = self.files.last().map(|(c, _)| c.to);
+        let p = self.positions.last().map(|(c, _)| c.to);
+        f.max(p)
+    }
+}
+
+/// Runs until every [`Checkpointer`] is dropped.
+pub(crate) struct Coordinator {
+    store: Arc<CheckpointStore>,
+    job: String,
+    reporters: BTreeSet<String>,
+    history: BTreeMap<String, History>,
+    /// When each epoch's first report came.
+    first_seen: BTreeMap<u64, Instant>,
+    committed: Option<u64>,
+    stats: CheckpointStats,
+}
+
+impl Coordinator {
+    /// A coordinator filing into `store` for job `job`, waiting for `reporters` on every
+    /// checkpoint; returns it with the workers' handle and the receiving end to run it on.
+    pub(crate) fn new(
+        store: Arc<CheckpointStore>,
+        job: String,
+        reporters: BTreeSet<String>,
+    ) -> (Self, Checkpointer, Receiver<Report>) {
+        let (tx, rx) = crossbeam_channel::unbounded();
+        let c = Coordinator {
+            store,
+            job,
+            reporters,
+            history: BTreeMap::new(),
+            first_seen: BTreeMap::new(),
+            committed: None,
+            stats: CheckpointStats::default(),
+        };
+        (c, Checkpointer { tx }, rx)
+    }
+
+    /// Files every report until the workers are gone; returns what it did.
+    ///
+    /// # Errors
+    /// A snapshot file or manifest that could not be written, naming it.
+    pub(crate) fn run(mut self, rx: Receiver<Report>) -> Result<CheckpointStats, String> {
+        while let Ok(r) = rx.recv() {
+            self.file(r)?;
+            self.commit_ready()?;
+        }
+        Ok(self.stats)
+    }
+
+    fn file(&mut self, r: Report) -> Result<(), String> {
+        if !self.reporters.contains(&r.reporter) {
+            return Err(format!(
+                "checkpoint report from unknown instance '{}'",
+                r.reporter
+            ));
+        }
+        self.first_seen
+            .entry(r.covered.from)
+            .or_insert_with(Instant::now);
+        let h = self.history.entry(r.reporter.clone()).or_default();
+        match r.payload {
+            Payload::State(delta) => {
+                let f = self
+                    .store
+                    .write_snapshot(&r.reporter, r.covered.to, &delta)
+                    .map_err(|e| e.to_string())?;
+                self.stats.files += 1;
+                self.stats.bytes += f.bytes;
+                h.files.push((r.covered, f));
+            }
+            Payload::Position(p) => h.positions.push((r.covered, p)),
+        }
+        Ok(())
+    }
+
+    /// The newest epoch every reporter has covered.
+    fn ready(&self) -> Option<u64> {
+        let mut min = INF;
+        for r in &self.reporters {
+            min = min.min(self.history.get(r)?.reached()?);
+        }
+        // A source that ended covers every later epoch: the end of the job is not a checkpoint.
+        (min < INF - 1).then_some(min)
+    }
+
+    fn commit_ready(&mut self) -> Result<(), String> {
+        let Some(e) = self.ready() else {
+            return Ok(());
+        };
+        if self.committed.is_some_and(|c| c >= e) {
+            return Ok(());
+        }
+        let mut m = Manifest {
+            checkpoint: e,
+            job: self.job.clone(),
+            completed_ms: std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0, |d| d.as_millis() as u64),
+            state: BTreeMap::new(),
+            positions: BTreeMap::new(),
+            sinks: BTreeMap::new(),
+        };
+        for (r, h) in &mut self.history {
+            if !h.files.is_empty() {
+                // The chain: from the newest full snapshot at or before `e` to the file covering
+                // `e`; older files are no longer needed by later checkpoints either.
+                let upto = h
+                    .files
+                    .iter()
+                    .position(|(c, _)| c.to >= e)
+                    .expect("covers e");
+                let base = h.files[..=upto]
+                    .iter()
+                    .rposition(|(_, f)| f.full)
+                    .ok_or_else(|| format!("no full snapshot of '{r}' before checkpoint {e}"))?;
+                h.files.drain(..base);
+                let chain = h.files[..=upto - base]
+                    .iter()
+                    .map(|(_, f)| f.clone())
+                    .collect();
+                m.state.insert(r.clone(), chain);
+            }
+            if !h.positions.is_empty() {
+                let at = h
+                    .positions
+                    .iter()
+                    .position(|(c, _)| c.to >= e)
+                    .expect("covers e");
+                h.positions.drain(..at);
+                m.positions.insert(r.clone(), h.positions[0].1.clone());
+            }
+        }
+        let deleted = self.store.commit(&m).map_err(|e| e.to_string())?;
+        self.stats.deleted += deleted.len() as u64;
+        self.stats.completed += 1;
+        self.stats.latest = Some(e);
+        let started = self.first_seen.range(..=e).next().map(|(_, t)| *t);
+        if let Some(t) = started {
+            self.stats.duration_ms.push(t.elapsed().as_secs_f64() * 1e3);
+        }
+        self.first_seen = self.first_seen.split_off(&(e + 1));
+        self.committed = Some(e);
+        Ok(())
+    }
+}

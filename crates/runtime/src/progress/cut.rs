@@ -1,0 +1,124 @@
+//! The checkpoint cut at a stateful vertex instance (docs/state.md, "The cut").
+//!
+//! trAcker tracks checkpoint epochs beside event time (`crates/tracking/src/epochs.rs`). A
+//! stateful instance processes only batches of its current epoch `cur` and earlier: a batch of a
+//! later epoch waits here with its receive tag withheld (seed 000's snapshot operator, with epochs
+//! instead of event-time boundaries). So the instance's epoch frontier can pass `cur` only once
+//! every batch of `cur` is processed here and upstream, and when it rises to `f` the state holds
+//! exactly the epochs below `f`: the instance snapshots it as checkpoint `f - 1` (covering the
+//! epochs `cur..f` it skipped too, in which it received nothing), moves to `f` and releases what
+//! waited.
+
+use crate::batch::Batch;
+use std::collections::VecDeque;
+use xorflow_tracking::INF;
+
+/// Counter: snapshots an instance took at epoch boundaries.
+pub const CHECKPOINT_SNAPSHOTS: &str = "checkpoint_snapshots";
+/// Counter: elements that waited for their epoch.
+pub const CHECKPOINT_BUFFERED_ELEMENTS: &str = "checkpoint_buffered_elements";
+/// Counter: total time elements waited for their epoch, ns (summed over elements).
+pub const CHECKPOINT_BUFFERED_NS: &str = "checkpoint_buffered_ns";
+/// Counter: time spent taking snapshots (state deltas, not file writes), ns.
+pub const CHECKPOINT_SNAPSHOT_NS: &str = "checkpoint_snapshot_ns";
+
+/// The epochs a snapshot covers: the state is the same after each of them.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Covered {
+    /// First epoch covered.
+    pub from: u64,
+    /// Last epoch covered (the checkpoint number the snapshot is filed under).
+    pub to: u64,
+}
+
+/// The cut of one stateful instance.
+pub struct EpochCut<T> {
+    /// The epoch being processed: the instance's epoch frontier as last seen.
+    cur: u64,
+    /// Batches of later epochs, in arrival order, with their arrival times (ns).
+    waiting: VecDeque<(Batch<T>, u64)>,
+}
+
+impl<T> Default for EpochCut<T> {
+    fn default() -> Self {
+        EpochCut {
+            cur: 0,
+            waiting: VecDeque::new(),
+        }
+    }
+}
+
+impl<T> EpochCut<T> {
+    /// True if a batch of `epoch` may be processed now.
+    #[inline]
+    pub fn admits(&self, epoch: u64) -> bool {
+        epoch <= self.cur
+    }
+
+    /// Keeps a batch of a later epoch until its epoch comes.
+    pub fn wait(&mut self, b: Batch<T>, now_ns: u64) {
+        self.waiting.push_back((b, now_ns));
+    }
+
+    /// Batches waiting.
+    pub fn waiting(&self) -> usize {
+        self.waiting.len()
+    }
+
+    /// The epoch frontier rose to `f`: returns the epochs the snapshot to take now covers
+    /// (`None` if `f` is no rise, or the end of the stream: nothing to snapshot), and moves on.
+    pub fn rise(&mut self, f: u64) -> Option<Covered> {
+        if f <= self.cur {
+            return None;
+        }
+        let covered = Covered {
+            from: self.cur,
+            to: f - 1,
+        };
+        self.cur = f;
+        (f != INF).then_some(covered)
+    }
+
+    /// The next waiting batch of an epoch now admitted, with how long it waited (ns).
+    pub fn release(&mut self, now_ns: u64) -> Option<(Batch<T>, u64)> {
+        let i = self.waiting.iter().position(|(b, _)| b.epoch <= self.cur)?;
+        let (b, at) = self.waiting.remove(i).expect("position is in range");
+        Some((b, now_ns.saturating_sub(at)))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn batch(epoch: u64) -> Batch<u64> {
+        Batch {
+            tag: epoch,
+            lo: 0,
+            hi: 0,
+            epoch,
+            markers: vec![],
+            data: vec![],
+        }
+    }
+
+    #[test]
+    fn later_epochs_wait_and_leave_in_order_once_admitted() {
+        let mut c = EpochCut::default();
+        assert!(c.admits(0) && !c.admits(1));
+        c.wait(batch(2), 10);
+        c.wait(batch(1), 20);
+        c.wait(batch(1), 30);
+        assert_eq!(c.release(40).map(|(b, _)| b.tag), None);
+        assert_eq!(c.rise(0), None);
+        assert_eq!(c.rise(1), Some(Covered { from: 0, to: 0 }));
+        let (b, waited) = c.release(50).unwrap();
+        assert_eq!((b.tag, waited), (1, 30));
+        assert_eq!(c.release(50).unwrap().0.tag, 1);
+        assert!(c.release(50).is_none(), "epoch 2 still waits");
+        assert_eq!(c.rise(4), Some(Covered { from: 1, to: 3 }));
+        assert_eq!(c.release(60).unwrap().0.tag, 2);
+        assert_eq!(c.rise(INF), None, "the end needs no snapshot");
+        assert!(c.admits(u64::MAX - 1));
+    }
+}
