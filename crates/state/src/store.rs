@@ -97,8 +97,13 @@ impl StateStore {
         Ok(id)
     }
 
+    /// True when the store keeps everything in memory ([`CacheConfig::MEMORY`]).
+    pub(crate) fn in_memory(&self) -> bool {
+        self.cache == CacheConfig::MEMORY
+    }
+
     /// A new table's surroundings: its id, the backend, the cache policy.
-    fn table<K>(
+    pub(crate) fn table<K>(
         &mut self,
         name: &str,
         group: impl Fn(&K) -> KeyGroup + Send + Sync + 'static,

@@ -127,16 +127,17 @@ where
         }
     }
 
-    /// Adds one element to its window, opening the window (and its hold) if needed. Returns
-    /// false for an element below what has been fired (late).
+    /// The end of the window holding time `t`.
     #[inline]
-    fn add(&mut self, el: &Element<T>, lo: u64, ctx: &mut WorkerCtx) -> Result<bool, String> {
-        if el.time < self.fired_below {
-            return Ok(false);
-        }
+    fn end_of(&self, t: Time) -> Time {
+        (t - t % self.size).saturating_add(self.size)
+    }
+
+    /// Marks window `end` as receiving input now, opening it (and its hold, in the creating
+    /// batch's first slot `lo`) if needed.
+    #[inline]
+    fn touch(&mut self, end: Time, lo: u64, ctx: &mut WorkerCtx) {
         let now = ctx.now_ns;
-        let start = el.time - el.time % self.size;
-        let end = start.saturating_add(self.size);
         let meta = self.meta.entry(end).or_insert_with(|| {
             let mut hold = 0;
             if let Some(tr) = &mut ctx.tracking {
@@ -154,15 +155,41 @@ where
             }
         });
         meta.last_arrival_ns = now;
-        let key = (self.key)(&el.data);
-        let contents = self
-            .contents
-            .as_mut()
-            .expect("opened before the first step");
-        contents
-            .add(end, key, &el.data, &self.agg)
-            .map_err(state_err(&self.name))?;
-        Ok(true)
+    }
+
+    /// Adds a batch's elements to their windows. Consecutive elements of one window (the usual
+    /// case: input arrives roughly in time order) are added as one run: one window lookup, then
+    /// a key lookup per element. Returns how many were below what has been fired (late).
+    fn add_batch(
+        &mut self,
+        data: &[Element<T>],
+        lo: u64,
+        ctx: &mut WorkerCtx,
+    ) -> Result<u64, String> {
+        let fired = self.fired_below;
+        let late = data.iter().filter(|e| e.time < fired).count() as u64;
+        let mut on_time = data.iter().filter(|e| e.time >= fired).peekable();
+        while let Some(first) = on_time.next() {
+            let end = self.end_of(first.time);
+            self.touch(end, lo, ctx);
+            let mut run = vec![first];
+            while let Some(e) = on_time.next_if(|e| self.end_of(e.time) == end) {
+                run.push(e);
+            }
+            let key = &self.key;
+            let contents = self
+                .contents
+                .as_mut()
+                .expect("opened before the first step");
+            contents
+                .add_run(
+                    end,
+                    run.into_iter().map(|e| (key(&e.data), &e.data)),
+                    &self.agg,
+                )
+                .map_err(state_err(&self.name))?;
+        }
+        Ok(late)
     }
 }
 
@@ -195,12 +222,7 @@ where
         ctx: &mut WorkerCtx,
         stats: &mut VertexStats,
     ) -> Result<Receipt, String> {
-        let lo = b.lo;
-        for el in &b.data {
-            if !self.add(el, lo, ctx)? {
-                stats.below_frontier += 1;
-            }
-        }
+        stats.below_frontier += self.add_batch(&b.data, b.lo, ctx)?;
         Ok(Receipt::Done)
     }
 

@@ -10,11 +10,14 @@
 //! fold-left one value per key per flush) and in what a snapshot holds.
 
 use crate::delta::Delta;
+mod fold_in_memory;
+
 use crate::error::StateError;
 use crate::key_group::KeyGroup;
 use crate::list::ListTable;
 use crate::store::StateStore;
 use crate::value::ValueTable;
+use fold_in_memory::FoldInMemory;
 use rustc_hash::FxHashSet;
 use serde::de::DeserializeOwned;
 use serde::Serialize;
@@ -69,7 +72,10 @@ pub trait Fold<T>: Send + Sync {
 pub type Closed<K, Acc> = (u64, Vec<(K, Acc)>);
 
 enum Contents<K, T, Acc> {
+    /// Fold-left on disk: a value table behind the write-back cache.
     Fold(ValueTable<(u64, K), Acc>),
+    /// Fold-left in memory, laid out per window (`fold_in_memory.rs`).
+    FoldInMemory(FoldInMemory<K, Acc>),
     Retain(ListTable<(u64, K), T>),
 }
 
@@ -101,6 +107,9 @@ where
     ) -> Result<Self, StateError> {
         let g = move |k: &(u64, K)| group(&k.1);
         let contents = match form {
+            WindowForm::Fold if store.in_memory() => {
+                Contents::FoldInMemory(FoldInMemory::new(store.table(name, g)?))
+            }
             WindowForm::Fold => Contents::Fold(store.value_table(name, g)?),
             WindowForm::Retain => Contents::Retain(store.list_table(name, g)?),
         };
@@ -122,6 +131,10 @@ where
         el: &T,
         fold: &F,
     ) -> Result<(), StateError> {
+        if let Contents::FoldInMemory(f) = &mut self.contents {
+            f.add(end, key, el, fold);
+            return Ok(());
+        }
         let wk = (end, key);
         let new = match &mut self.contents {
             Contents::Fold(t) => {
@@ -130,6 +143,7 @@ where
                 new
             }
             Contents::Retain(t) => t.append_new(&wk, el.clone())?,
+            Contents::FoldInMemory(_) => unreachable!("handled above"),
         };
         // The index is touched once per (window, key), not per element.
         if new {
@@ -138,14 +152,45 @@ where
         Ok(())
     }
 
+    /// Adds a run of (key, element) pairs to the window ending at `end` (one window lookup for
+    /// the run in memory).
+    ///
+    /// # Errors
+    /// The backend failed.
+    #[inline]
+    pub fn add_run<'a, F: Fold<T, Acc = Acc>>(
+        &mut self,
+        end: u64,
+        run: impl Iterator<Item = (K, &'a T)>,
+        fold: &F,
+    ) -> Result<(), StateError>
+    where
+        T: 'a,
+    {
+        if let Contents::FoldInMemory(f) = &mut self.contents {
+            f.add_run(end, run, fold);
+            return Ok(());
+        }
+        for (key, el) in run {
+            self.add(end, key, el, fold)?;
+        }
+        Ok(())
+    }
+
     /// The end of the earliest open window.
     pub fn first_end(&self) -> Option<u64> {
-        self.open.keys().next().copied()
+        match &self.contents {
+            Contents::FoldInMemory(f) => f.first_end(),
+            _ => self.open.keys().next().copied(),
+        }
     }
 
     /// Open windows.
     pub fn windows(&self) -> usize {
-        self.open.len()
+        match &self.contents {
+            Contents::FoldInMemory(f) => f.windows(),
+            _ => self.open.len(),
+        }
     }
 
     /// Closes the earliest open window if it ends at or below `frontier`: removes its contents
@@ -159,6 +204,9 @@ where
         frontier: u64,
         fold: &F,
     ) -> Result<Option<Closed<K, Acc>>, StateError> {
+        if let Contents::FoldInMemory(f) = &mut self.contents {
+            return Ok(f.close_next(frontier));
+        }
         let Some(entry) = self.open.first_entry() else {
             return Ok(None);
         };
@@ -179,6 +227,7 @@ where
                     }
                     acc
                 }
+                Contents::FoldInMemory(_) => unreachable!("handled above"),
             };
             out.push((wk.1, acc));
         }
@@ -192,6 +241,7 @@ where
     pub fn snapshot(&mut self, d: &mut Delta) -> Result<(), StateError> {
         match &mut self.contents {
             Contents::Fold(t) => t.snapshot(d),
+            Contents::FoldInMemory(f) => f.snapshot(d),
             Contents::Retain(t) => t.snapshot(d),
         }
     }
@@ -208,6 +258,7 @@ where
     ) -> Result<(), StateError> {
         self.open.clear();
         let keys: Vec<(u64, K)> = match &mut self.contents {
+            Contents::FoldInMemory(f) => return f.restore(deltas, keep),
             Contents::Fold(t) => {
                 t.restore(deltas, keep)?;
                 t.keys()?
@@ -230,6 +281,7 @@ where
     pub fn flush(&mut self) -> Result<(), StateError> {
         match &mut self.contents {
             Contents::Fold(t) => t.flush(),
+            Contents::FoldInMemory(_) => Ok(()),
             Contents::Retain(t) => t.flush(),
         }
     }
