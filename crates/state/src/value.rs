@@ -223,9 +223,9 @@ where
             }
             keys
         };
+        let name = self.t.name.clone();
         for k in keys {
             let key = self.t.key_bytes(&k)?;
-            let name = self.t.name.clone();
             d.records.push(match self.get(&k)? {
                 Some(v) => Record::Put {
                     key,

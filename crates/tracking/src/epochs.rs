@@ -41,13 +41,23 @@ impl EpochDomain {
 
     /// The heartbeat id under which source instance `s` reports its epoch.
     pub fn source_id(&self, s: SourceId) -> SourceId {
-        s + self.sources as SourceId
+        epoch_source_id(self.sources, s)
     }
 
     /// The heartbeat id of emitter `j`.
     pub fn emitter_id(&self, j: usize) -> SourceId {
-        (2 * self.sources + j) as SourceId
+        emitter_id(self.sources, j)
     }
+}
+
+/// The heartbeat id under which source instance `s` of `sources` reports its epoch.
+pub fn epoch_source_id(sources: usize, s: SourceId) -> SourceId {
+    s + sources as SourceId
+}
+
+/// The heartbeat id of emitter `j` in a job with `sources` source instances.
+pub fn emitter_id(sources: usize, j: usize) -> SourceId {
+    (2 * sources + j) as SourceId
 }
 
 /// The epoch heartbeats at a tracker.

@@ -157,7 +157,6 @@ impl<T: Clone + Send> Sources<T> {
             from: self.epoch - passed,
             to: self.epoch - 1,
         };
-        let sources = ep.sources as SourceId;
         for inst in self
             .instances
             .iter()
@@ -168,7 +167,7 @@ impl<T: Clone + Send> Sources<T> {
                 c.position(format!("source/{}", inst.id), covered, pos);
             }
             if let Some(tr) = &mut ctx.tracking {
-                tr.acker.heartbeat(sources + inst.id, self.epoch);
+                tr.acker.heartbeat(ep.source_id(inst.id), self.epoch);
             }
         }
         true
@@ -214,7 +213,7 @@ impl<T: Clone + Send> Sources<T> {
                 heartbeat = Some(INF);
                 did = true;
                 if let (Some(ep), Some(tr)) = (ctx.epochs, &mut ctx.tracking) {
-                    tr.acker.heartbeat(ep.sources as SourceId + inst.id, INF);
+                    tr.acker.heartbeat(ep.source_id(inst.id), INF);
                 }
                 // An ended source covers every later epoch: it never holds a checkpoint back.
                 if let Some(c) = &ctx.checkpointer {

@@ -167,27 +167,30 @@ where
         ctx: &mut WorkerCtx,
     ) -> Result<u64, String> {
         let fired = self.fired_below;
-        let late = data.iter().filter(|e| e.time < fired).count() as u64;
-        let mut on_time = data.iter().filter(|e| e.time >= fired).peekable();
-        while let Some(first) = on_time.next() {
-            let end = self.end_of(first.time);
-            self.touch(end, lo, ctx);
-            let mut run = vec![first];
-            while let Some(e) = on_time.next_if(|e| self.end_of(e.time) == end) {
-                run.push(e);
+        let mut late = 0;
+        let mut i = 0;
+        while i < data.len() {
+            if data[i].time < fired {
+                late += 1;
+                i += 1;
+                continue;
             }
+            let end = self.end_of(data[i].time);
+            let run = data[i..]
+                .iter()
+                .take_while(|e| e.time >= fired && self.end_of(e.time) == end)
+                .count();
+            self.touch(end, lo, ctx);
             let key = &self.key;
             let contents = self
                 .contents
                 .as_mut()
                 .expect("opened before the first step");
+            let items = data[i..i + run].iter().map(|e| (key(&e.data), &e.data));
             contents
-                .add_run(
-                    end,
-                    run.into_iter().map(|e| (key(&e.data), &e.data)),
-                    &self.agg,
-                )
+                .add_run(end, items, &self.agg)
                 .map_err(state_err(&self.name))?;
+            i += run;
         }
         Ok(late)
     }
@@ -293,9 +296,9 @@ where
         if epoch != xorflow_tracking::INF {
             self.epoch_rises += 1;
         }
-        let id = 2 * ep.sources + self.rank * ctx.workers + ctx.index;
+        let id = ep.emitter_id(self.rank * ctx.workers + ctx.index);
         if let Some(tr) = &mut ctx.tracking {
-            tr.acker.heartbeat(id as xorflow_tracking::SourceId, epoch);
+            tr.acker.heartbeat(id, epoch);
         }
     }
 

@@ -33,6 +33,16 @@ impl EpochCtx {
     pub fn component(&self, c: ComponentId) -> ComponentId {
         c + self.components as ComponentId
     }
+
+    /// The heartbeat id under which source instance `s` reports its epoch.
+    pub fn source_id(&self, s: xorflow_tracking::SourceId) -> xorflow_tracking::SourceId {
+        xorflow_tracking::epochs::epoch_source_id(self.sources, s)
+    }
+
+    /// The heartbeat id of emitter `j` (`execute/mod.rs`, `epoch_domain`, numbers them).
+    pub fn emitter_id(&self, j: usize) -> xorflow_tracking::SourceId {
+        xorflow_tracking::epochs::emitter_id(self.sources, j)
+    }
 }
 
 /// Per-worker context passed to every vertex instance step.
