@@ -292,6 +292,12 @@ fn report_flights(a: &FlightsArgs, s: &xorflow_flights::Summary) -> ExitCode {
             c.duration_p99_ms,
             c.buffered_elements
         );
+        if let Some(r) = c.resumed_from {
+            let _ = writeln!(text, "resumed from checkpoint {r}");
+        }
+        for s in &c.skipped {
+            let _ = writeln!(text, "resume skipped checkpoint {s}");
+        }
     }
     if let Some(p) = &a.summary {
         let _ = writeln!(text, "summary: {}", p.display());

@@ -599,8 +599,8 @@ fn huge_lateness_makes_nothing_late() {
 }
 
 /// Checkpoint options: a directory holding an earlier run's checkpoints is refused (exit 2,
-/// saying why), as are a directory without an interval, checkpoints without trAcker, and (for
-/// now) checkpoints across processes; a run that writes them keeps the newest three.
+/// saying why), as are a directory without an interval, checkpoints without trAcker and
+/// `--resume` without checkpoints; a run that writes them keeps the newest three.
 #[test]
 fn checkpoint_options_are_checked_and_a_used_directory_is_refused() {
     let dir = tempfile::tempdir().unwrap();
@@ -640,10 +640,7 @@ fn checkpoint_options_are_checked_and_a_used_directory_is_refused() {
             vec!["--checkpoint-interval", "1ms", "--tracking", "none"],
             "needs --tracking tracker",
         ),
-        (
-            vec!["--checkpoint-interval", "1ms", "--processes", "2"],
-            "not supported yet",
-        ),
+        (vec!["--resume"], "--resume needs --checkpoint-interval"),
     ] {
         let o = run(&args);
         assert_eq!(o.status.code(), Some(2), "{args:?}");

@@ -104,6 +104,12 @@ pub struct EngineArgs {
     /// Checkpoints kept (the newest); older ones and files no kept one needs are deleted.
     #[arg(long, default_value_t = 3)]
     pub checkpoints_retained: usize,
+    /// Continue from the newest usable checkpoint in --checkpoint-dir (after the job's process 0
+    /// died): state is restored, sources resume from their recorded positions, and the output is
+    /// that of a run without the failure. A corrupt or missing file makes it fall back to an
+    /// older checkpoint, and say so. Needs --checkpoint-interval.
+    #[arg(long)]
+    pub resume: bool,
 }
 
 /// Parses [`EngineArgs`] alone (its defaults, and arguments read back).
@@ -173,6 +179,7 @@ impl EngineArgs {
                     .unwrap_or_else(|| PathBuf::from("checkpoints"))
             }),
             checkpoints_retained: self.checkpoints_retained,
+            resume: self.resume,
         }
     }
 
@@ -187,6 +194,13 @@ impl EngineArgs {
         if self.checkpoint_dir.is_some() && self.checkpoint_interval.is_none() {
             return Err(
                 "--checkpoint-dir needs --checkpoint-interval (how often to cut one)".into(),
+            );
+        }
+        if self.resume && self.checkpoint_interval.is_none() {
+            return Err(
+                "--resume needs --checkpoint-interval (and the --checkpoint-dir of the \
+                        run to continue)"
+                    .into(),
             );
         }
         Ok(())
@@ -256,6 +270,7 @@ impl EngineArgs {
             self.checkpoints_retained,
             d.checkpoints_retained,
         );
+        a.switch("resume", self.resume);
         a.into_vec()
     }
 }
@@ -446,6 +461,7 @@ mod tests {
                 checkpoint_interval: None,
                 checkpoint_dir: None,
                 checkpoints_retained: 3,
+                resume: false,
             }
         }
     }

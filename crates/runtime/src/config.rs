@@ -110,6 +110,8 @@ pub struct RuntimeConfig {
     pub checkpoint_dir: Option<std::path::PathBuf>,
     /// Checkpoints kept (the newest ones); older ones are deleted.
     pub checkpoints_retained: usize,
+    /// Continue from the newest usable checkpoint in `checkpoint_dir` (`crate::checkpoint`).
+    pub resume: bool,
 }
 
 impl Default for RuntimeConfig {
@@ -135,6 +137,7 @@ impl Default for RuntimeConfig {
             checkpoint_interval: None,
             checkpoint_dir: None,
             checkpoints_retained: 3,
+            resume: false,
         }
     }
 }
@@ -181,6 +184,13 @@ impl RuntimeConfig {
 
     /// Checkpoints need trAcker (the cut is its epoch frontier) and, for now, one process.
     fn validate_checkpoints(&self) -> Result<(), String> {
+        if self.resume && self.checkpoint_dir.is_none() {
+            return Err(
+                "--resume needs the --checkpoint-interval and --checkpoint-dir of the \
+                        run to continue"
+                    .into(),
+            );
+        }
         if self.checkpoint_interval.is_none() {
             return Ok(());
         }
@@ -190,15 +200,6 @@ impl RuntimeConfig {
                  by trAcker's epoch frontiers",
                 self.tracking.name()
             ));
-        }
-        if self.checkpoint_dir.is_some()
-            && !matches!(self.cluster.launch, crate::net::cluster::Launch::Single)
-        {
-            return Err(
-                "checkpoints across several processes are not supported yet: run \
-                        --checkpoint-dir with one process"
-                    .into(),
-            );
         }
         if self.checkpoints_retained == 0 {
             return Err("--checkpoints-retained must be at least 1".into());

@@ -37,7 +37,7 @@ fn run(store: &CheckpointStore, checkpoints: u64, max_chain: usize) -> Vec<BTree
             completed_ms: 0,
             state: [("win/0".to_string(), chain.files().to_vec())].into(),
             positions: [("src/0".to_string(), format!("line={}", c * 10))].into(),
-            sinks: BTreeMap::new(),
+            holds: BTreeMap::new(),
         };
         store.commit(&m).unwrap();
         after.push(expected.clone());

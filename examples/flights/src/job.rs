@@ -146,7 +146,8 @@ pub struct Summary {
     pub records_malformed: u64,
     /// Rows not emitted because they were late.
     pub records_late: u64,
-    /// Rows emitted into the dataflow.
+    /// Rows emitted into the dataflow by this run (a resumed run starts at its checkpoint's
+    /// positions).
     pub records_emitted: u64,
     /// Result rows written ((window, origin) pairs).
     pub windows_emitted: u64,
@@ -187,6 +188,10 @@ pub struct CheckpointSummary {
     pub duration_p99_ms: f64,
     /// Elements that waited at a window for their epoch (the cut's cost).
     pub buffered_elements: u64,
+    /// The checkpoint the run resumed from (`--resume`).
+    pub resumed_from: Option<u64>,
+    /// Newer checkpoints the resume skipped, each with why.
+    pub skipped: Vec<String>,
 }
 
 /// Counters the sources share with the progress bar and the summary.
@@ -239,6 +244,27 @@ impl Source<Flight> for FlightsSource {
 
     fn position(&self) -> Option<String> {
         Some(self.next_record())
+    }
+
+    /// Resumes at record `position` of this instance's share; a paced replay restarts its clock
+    /// there (the resumed run does not wait out the time before it).
+    fn seek(&mut self, position: &str) -> Result<(), String> {
+        let next: usize = position
+            .parse()
+            .map_err(|_| format!("position '{position}' is not a record index"))?;
+        if next > self.records.len() {
+            return Err(format!(
+                "position {next} is past this instance's {} records: the checkpoint is not of \
+                 this input",
+                self.records.len()
+            ));
+        }
+        self.next = next;
+        if let (Some((a0, _)), Some(r)) = (&mut self.speed, self.records.get(next)) {
+            *a0 = r.arrival_time;
+        }
+        self.publish(next);
+        Ok(())
     }
 }
 
@@ -357,12 +383,7 @@ fn check_paths(cfg: &FlightsConfig) -> Result<(), FlightsError> {
 
 /// True for the process that writes the output (process 0; the only one without a cluster).
 fn is_leader(rt: &RuntimeConfig) -> bool {
-    use xorflow_runtime::net::cluster::{is_local_child, Launch};
-    match &rt.cluster.launch {
-        Launch::Single => true,
-        Launch::Local { .. } => !is_local_child(),
-        Launch::Hosts { process, .. } => *process == 0,
-    }
+    rt.cluster.is_process_zero()
 }
 
 /// The CSV sink on the process that owns the output; elsewhere it must never see a result (all
@@ -616,6 +637,8 @@ fn summarize(
                 duration_p99_ms: q(0.99).unwrap_or(0.0),
                 buffered_elements: window
                     .counter(xorflow_runtime::progress::cut::CHECKPOINT_BUFFERED_ELEMENTS),
+                resumed_from: c.resumed_from,
+                skipped: c.skipped.clone(),
             }
         }),
     }
@@ -649,8 +672,12 @@ pub fn run(cfg: &FlightsConfig) -> Result<Summary, FlightsError> {
         None => None,
     };
     let (parts, mut late) = split_records(cfg, &input);
-    let report = run_dataflow(cfg, &input, parts, csv)?;
-    let summary = summarize(cfg, &input, &report, late.len() as u64, load_s);
+    let report = run_dataflow(cfg, &input, parts, csv.clone())?;
+    let mut summary = summarize(cfg, &input, &report, late.len() as u64, load_s);
+    if let Some(c) = &csv {
+        // What the file holds: with --resume also the rows committed before the failure.
+        summary.windows_emitted = c.rows();
+    }
     if let Some(o) = outputs {
         o.finish(cfg, &mut late, &summary)?;
     }

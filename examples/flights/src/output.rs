@@ -5,6 +5,7 @@ use chrono::DateTime;
 use std::fs::File;
 use std::io::{BufRead, BufReader, BufWriter, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 use xorflow_runtime::{Aggregate, Element, Sink, WindowResult};
 
@@ -87,6 +88,8 @@ pub struct CsvOutput {
     writer: Arc<Mutex<csv::Writer<BufWriter<File>>>>,
     /// The first write error, if any.
     failure: Arc<OnceLock<String>>,
+    /// Result rows written.
+    rows: Arc<AtomicU64>,
 }
 
 impl CsvOutput {
@@ -104,7 +107,13 @@ impl CsvOutput {
             path: path.to_path_buf(),
             writer: Arc::new(Mutex::new(w)),
             failure: Arc::default(),
+            rows: Arc::default(),
         })
+    }
+
+    /// Result rows written so far (by every sink instance).
+    pub fn rows(&self) -> u64 {
+        self.rows.load(Ordering::Relaxed)
     }
 
     /// The first write error's message, if writing failed.
@@ -129,6 +138,7 @@ impl Sink<WindowResult<String, DepartureStats>> for CsvOutput {
             w.write_record(row_fields(&el.data))
                 .map_err(|e| self.err(e))?;
         }
+        self.rows.fetch_add(batch.len() as u64, Ordering::Relaxed);
         Ok(())
     }
 

@@ -1,13 +1,13 @@
 //! The coordinator thread: writes snapshot files as reports arrive and commits a checkpoint's
 //! manifest once every reporter has covered its epoch (docs/state.md, "Checkpoints").
 
-use super::{Checkpointer, Payload, Report};
+use super::{Entry, Filed, Inbound, Resume};
 use crate::progress::cut::Covered;
 use crossbeam_channel::Receiver;
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 use std::time::Instant;
-use xorflow_state::checkpoint::{CheckpointStore, FileRef, Manifest};
+use xorflow_state::checkpoint::{CheckpointStore, FileRef, Hold, Manifest};
 use xorflow_tracking::INF;
 
 /// What the coordinator did, for the run report.
@@ -25,14 +25,18 @@ pub struct CheckpointStats {
     pub duration_ms: Vec<f64>,
     /// Files deleted by retention.
     pub deleted: u64,
+    /// The checkpoint the run resumed from (`--resume`).
+    pub resumed_from: Option<u64>,
+    /// Newer checkpoints the resume skipped, each with why (a corrupt or missing file).
+    pub skipped: Vec<String>,
 }
 
 /// The reports of one reporter not yet superseded.
 #[derive(Default)]
 struct History {
-    /// Snapshot files (state reporters) with the epochs each covers, oldest first, from the
-    /// newest full snapshot at or before the last commit on.
-    files: Vec<(Covered, FileRef)>,
+    /// Snapshot files (state reporters) with the epochs each covers and the holds as of it,
+    /// oldest first, from the newest full snapshot at or before the last commit on.
+    files: Vec<(Covered, FileRef, Vec<Hold>)>,
     /// Positions (source reporters) with the epochs each covers.
     positions: Vec<(Covered, String)>,
 }
@@ -40,7 +44,7 @@ struct History {
 impl History {
     /// The newest epoch covered.
     fn reached(&self) -> Option<u64> {
-        let f = self.files.last().map(|(c, _)| c.to);
+        let f = self.files.last().map(|(c, _, _)| c.to);
         let p = self.positions.last().map(|(c, _)| c.to);
         f.max(p)
     }
@@ -60,38 +64,50 @@ pub(crate) struct Coordinator {
 
 impl Coordinator {
     /// A coordinator filing into `store` for job `job`, waiting for `reporters` on every
-    /// checkpoint; returns it with the workers' handle and the receiving end to run it on.
+    /// checkpoint after the one the job resumes from (if any); returns it with the workers'
+    /// handle and the receiving end to run it on.
     pub(crate) fn new(
         store: Arc<CheckpointStore>,
         job: String,
         reporters: BTreeSet<String>,
-    ) -> (Self, Checkpointer, Receiver<Report>) {
-        let (tx, rx) = crossbeam_channel::unbounded();
-        let c = Coordinator {
+        resume: Option<&Resume>,
+    ) -> Self {
+        let after = resume.map(|r| r.manifest.checkpoint);
+        Coordinator {
             store,
             job,
             reporters,
             history: BTreeMap::new(),
             first_seen: BTreeMap::new(),
-            committed: None,
-            stats: CheckpointStats::default(),
-        };
-        (c, Checkpointer { tx }, rx)
+            committed: after,
+            stats: CheckpointStats {
+                resumed_from: after,
+                skipped: resume.map(|r| r.skipped.clone()).unwrap_or_default(),
+                ..CheckpointStats::default()
+            },
+        }
     }
 
-    /// Files every report until the workers are gone; returns what it did.
+    /// Files local reports and takes other processes' filed ones until told to stop; returns
+    /// what it did.
     ///
     /// # Errors
-    /// A snapshot file or manifest that could not be written, naming it.
-    pub(crate) fn run(mut self, rx: Receiver<Report>) -> Result<CheckpointStats, String> {
-        while let Ok(r) = rx.recv() {
-            self.file(r)?;
+    /// A snapshot file or manifest that could not be written, naming it; a report from an
+    /// instance the job does not have.
+    pub(crate) fn run(mut self, rx: Receiver<Inbound>) -> Result<CheckpointStats, String> {
+        while let Ok(m) = rx.recv() {
+            let f = match m {
+                Inbound::Report(r) => super::writer::file(&self.store, r)?,
+                Inbound::Filed(f) => f,
+                Inbound::Stop => break,
+            };
+            self.take(f)?;
             self.commit_ready()?;
         }
         Ok(self.stats)
     }
 
-    fn file(&mut self, r: Report) -> Result<(), String> {
+    fn take(&mut self, r: Filed) -> Result<(), String> {
         if !self.reporters.contains(&r.reporter) {
             return Err(format!(
                 "checkpoint report from unknown instance '{}'",
@@ -102,17 +118,13 @@ impl Coordinator {
             .entry(r.covered.from)
             .or_insert_with(Instant::now);
         let h = self.history.entry(r.reporter.clone()).or_default();
-        match r.payload {
-            Payload::State(delta) => {
-                let f = self
-                    .store
-                    .write_snapshot(&r.reporter, r.covered.to, &delta)
-                    .map_err(|e| e.to_string())?;
+        match r.entry {
+            Entry::State { file, holds } => {
                 self.stats.files += 1;
-                self.stats.bytes += f.bytes;
-                h.files.push((r.covered, f));
+                self.stats.bytes += file.bytes;
+                h.files.push((r.covered, file, holds));
             }
-            Payload::Position(p) => h.positions.push((r.covered, p)),
+            Entry::Position(p) => h.positions.push((r.covered, p)),
         }
         Ok(())
     }
@@ -142,7 +154,7 @@ impl Coordinator {
                 .map_or(0, |d| d.as_millis() as u64),
             state: BTreeMap::new(),
             positions: BTreeMap::new(),
-            sinks: BTreeMap::new(),
+            holds: BTreeMap::new(),
         };
         for (r, h) in &mut self.history {
             if !h.files.is_empty() {
@@ -151,18 +163,22 @@ impl Coordinator {
                 let upto = h
                     .files
                     .iter()
-                    .position(|(c, _)| c.to >= e)
+                    .position(|(c, _, _)| c.to >= e)
                     .expect("covers e");
                 let base = h.files[..=upto]
                     .iter()
-                    .rposition(|(_, f)| f.full)
+                    .rposition(|(_, f, _)| f.full)
                     .ok_or_else(|| format!("no full snapshot of '{r}' before checkpoint {e}"))?;
                 h.files.drain(..base);
                 let chain = h.files[..=upto - base]
                     .iter()
-                    .map(|(_, f)| f.clone())
+                    .map(|(_, f, _)| f.clone())
                     .collect();
                 m.state.insert(r.clone(), chain);
+                let holds = &h.files[upto - base].2;
+                if !holds.is_empty() {
+                    m.holds.insert(r.clone(), holds.clone());
+                }
             }
             if !h.positions.is_empty() {
                 let at = h

@@ -1,34 +1,43 @@
 //! Checkpoints of a running job (docs/state.md, "Checkpoints"): what workers hand over at epoch
-//! boundaries ([`Checkpointer`]) and the coordinator that files it ([`coordinator`]).
+//! boundaries ([`Checkpointer`]), the per-process [`writer`] that files it, the [`coordinator`]
+//! on process 0 that commits checkpoints, and the checkpoint a job [`resume`]s from.
 //!
 //! A stateful instance snapshots when its epoch frontier rises (`progress/cut.rs`); a source
 //! instance reports its replay position when it moves to a new epoch (`operators/source.rs`).
-//! Each report covers a range of epochs. The coordinator writes snapshot files as they come and,
-//! once every reporter has covered epoch `e`, commits checkpoint `e`'s manifest: the state chain
-//! of every instance and the position of every source, as of the end of epoch `e`.
+//! Each report covers a range of epochs. Every process writes its own instances' snapshot files
+//! into the checkpoint store (in parallel, and no state crosses the network) and tells process 0
+//! what it filed; once every reporter of the job has covered epoch `e`, process 0 commits
+//! checkpoint `e`'s manifest: the state chain of every instance and the position of every source,
+//! as of the end of epoch `e`.
 
 pub mod coordinator;
+pub mod resume;
+pub mod writer;
+
+pub use resume::{Resume, RESUME_ENV};
 
 use crate::dataflow::Builder;
+use crate::net::link::RemoteTx;
+use crate::progress::cut::Covered;
 use crate::report::RunError;
+use crossbeam_channel::Sender;
+use serde::{Deserialize, Serialize};
 use std::collections::BTreeSet;
 use std::sync::Arc;
 use std::thread::JoinHandle;
-use xorflow_state::checkpoint::CheckpointStore;
-
-use crate::progress::cut::Covered;
-use crossbeam_channel::Sender;
+use xorflow_state::checkpoint::{CheckpointStore, FileRef, Hold};
 use xorflow_state::delta::Delta;
 
 /// What a reporter hands over for the epochs `covered`.
 pub(crate) enum Payload {
-    /// A stateful instance's snapshot (a full one or an increment).
-    State(Delta),
+    /// A stateful instance's snapshot (a full one or an increment) and the tracking slots it
+    /// holds open at that point.
+    State(Delta, Vec<Hold>),
     /// A source instance's replay position after the covered epochs.
     Position(String),
 }
 
-/// One report to the coordinator.
+/// One report of a local instance.
 pub(crate) struct Report {
     /// Who reports: `<vertex>/<worker>` for state, `source/<id>` for sources.
     pub reporter: String,
@@ -38,66 +47,186 @@ pub(crate) struct Report {
     pub payload: Payload,
 }
 
-/// A running coordinator: the workers' handle and the thread to join at the end.
-pub(crate) struct Running {
-    pub handle: Checkpointer,
-    pub thread: JoinHandle<Result<coordinator::CheckpointStats, String>>,
+/// A report once its snapshot file is written: what process 0 needs to commit (sent over the
+/// transport from the other processes, `Kind::Checkpoint` frames).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub(crate) struct Filed {
+    pub reporter: String,
+    pub covered: Covered,
+    pub entry: Entry,
 }
 
-/// Starts the coordinator when the job writes checkpoints: claims the directory for job `job`
-/// and waits, on every checkpoint, for each window instance (`<vertex>/<worker>` over `workers`
-/// workers) and each source instance.
+/// What a [`Filed`] report holds.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub(crate) enum Entry {
+    /// A snapshot file and the holds as of it.
+    State { file: FileRef, holds: Vec<Hold> },
+    /// A replay position.
+    Position(String),
+}
+
+/// What the checkpoint thread of a process receives.
+pub(crate) enum Inbound {
+    /// A local instance's report, to file.
+    Report(Report),
+    /// Another process's filed report (process 0 only).
+    Filed(Filed),
+    /// The job is over: stop once everything before is handled (process 0 only).
+    Stop,
+}
+
+/// The checkpoint thread of a process: the coordinator on process 0, a writer elsewhere.
+pub(crate) struct Running {
+    /// The workers' handle.
+    pub handle: Checkpointer,
+    /// Process 0's coordinator (not a writer).
+    leader: bool,
+    tx: Sender<Inbound>,
+    thread: JoinHandle<Result<coordinator::CheckpointStats, String>>,
+}
+
+impl Running {
+    /// Where the transport delivers other processes' filed reports.
+    pub fn inbound(&self) -> Sender<Inbound> {
+        self.tx.clone()
+    }
+
+    /// Waits for the thread: a writer ends once the local workers are gone (their handles
+    /// dropped), the coordinator when told to stop (every process's reports have arrived).
+    /// Returns the coordinator's statistics (`None` from a writer).
+    ///
+    /// # Errors
+    /// A file or manifest that could not be written; the thread panicked.
+    pub fn finish(self) -> Result<Option<coordinator::CheckpointStats>, RunError> {
+        let Running {
+            handle,
+            leader,
+            tx,
+            thread,
+        } = self;
+        drop(handle);
+        let _ = tx.send(Inbound::Stop);
+        drop(tx);
+        let r = thread
+            .join()
+            .map_err(|_| RunError::Checkpoint("the checkpoint thread panicked".into()))?;
+        let stats = r.map_err(RunError::Checkpoint)?;
+        Ok(leader.then_some(stats))
+    }
+}
+
+/// The checkpoint store of a job that writes checkpoints, and the checkpoint it resumes from.
+pub(crate) struct Prepared {
+    pub store: Arc<CheckpointStore>,
+    pub resume: Option<Arc<Resume>>,
+}
+
+/// Opens the checkpoint store of a job that writes checkpoints (`None` otherwise); process 0
+/// claims it for job `job` (`crate::execute::job_id`) before any other process starts. Finds
+/// the checkpoint to resume from ([`resume::find`]); process 0 names it to the local processes
+/// it is about to start.
 ///
 /// # Errors
-/// The directory cannot be created, or holds another run's checkpoints.
-pub(crate) fn start(b: &Builder, workers: usize, job: u64) -> Result<Option<Running>, RunError> {
-    let (Some(dir), Some(_)) = (&b.config.checkpoint_dir, b.config.checkpoint_interval) else {
+/// The directory cannot be created; it holds another run's checkpoints (or, resuming, another
+/// job's); no checkpoint verifies.
+pub(crate) fn prepare(
+    config: &mut crate::config::RuntimeConfig,
+    job: u64,
+) -> Result<Option<Prepared>, RunError> {
+    let (Some(dir), Some(_)) = (&config.checkpoint_dir, config.checkpoint_interval) else {
         return Ok(None);
     };
     // A directory that cannot be used is the user's to fix: refused as configuration.
     let err = |e: xorflow_state::StateError| RunError::Config(e.to_string());
-    let store = CheckpointStore::local(dir, b.config.checkpoints_retained).map_err(err)?;
-    let job = format!("{job:016x}");
-    store.claim(&job, false).map_err(err)?;
-    let mut reporters = BTreeSet::new();
-    for (v, _) in b.deferred.iter().enumerate().filter(|(_, d)| **d) {
-        let name = &b.graph.vertices[v].name;
-        reporters.extend((0..workers).map(|w| format!("{name}/{w}")));
+    let store = Arc::new(CheckpointStore::local(dir, config.checkpoints_retained).map_err(err)?);
+    let leader = config.cluster.is_process_zero();
+    if leader {
+        store
+            .claim(&format!("{job:016x}"), config.resume)
+            .map_err(err)?;
     }
-    reporters.extend((0..b.sources).map(|s| format!("source/{s}")));
-    let (c, handle, rx) = coordinator::Coordinator::new(Arc::new(store), job, reporters);
-    let thread = std::thread::Builder::new()
-        .name("xorflow-checkpoints".into())
-        .spawn(move || c.run(rx))
-        .map_err(|e| RunError::Checkpoint(format!("cannot start the coordinator: {e}")))?;
-    Ok(Some(Running { handle, thread }))
+    let resume = resume::find(&store, config.resume)?;
+    if let (true, Some(r)) = (leader, &resume) {
+        let n = r.manifest.checkpoint.to_string();
+        config.cluster.child_env.push((RESUME_ENV.to_string(), n));
+    }
+    Ok(Some(Prepared { store, resume }))
 }
 
-/// The workers' handle on the coordinator of their process.
+/// Starts the checkpoint thread of a process. On process 0 (`to_leader` is `None`) the
+/// coordinator of job `job`, which waits on every checkpoint for each stateful instance
+/// (`<vertex>/<worker>` over `workers` workers of the job) and each source instance. Elsewhere a
+/// writer sending what it files to process 0 over `to_leader`.
+///
+/// # Errors
+/// The thread cannot start.
+pub(crate) fn start(
+    b: &Builder,
+    prepared: &Prepared,
+    workers: usize,
+    job: u64,
+    to_leader: Option<RemoteTx>,
+) -> Result<Running, RunError> {
+    let store = &prepared.store;
+    let (tx, rx) = crossbeam_channel::unbounded();
+    let spawn = |name: &str, f: Box<dyn FnOnce() -> _ + Send>| {
+        std::thread::Builder::new()
+            .name(name.into())
+            .spawn(f)
+            .map_err(|e| RunError::Checkpoint(format!("cannot start the {name} thread: {e}")))
+    };
+    let leader = to_leader.is_none();
+    let thread = match to_leader {
+        Some(leader) => {
+            let w = writer::Writer::new(store.clone(), leader);
+            spawn("xorflow-checkpoint-writer", Box::new(move || w.run(rx)))?
+        }
+        None => {
+            let job = format!("{job:016x}");
+            let mut reporters = BTreeSet::new();
+            for (v, _) in b.stateful.iter().enumerate().filter(|(_, s)| **s) {
+                let name = &b.graph.vertices[v].name;
+                reporters.extend((0..workers).map(|w| format!("{name}/{w}")));
+            }
+            reporters.extend((0..b.sources).map(|s| format!("source/{s}")));
+            let resume = prepared.resume.as_deref();
+            let c = coordinator::Coordinator::new(store.clone(), job, reporters, resume);
+            spawn("xorflow-checkpoints", Box::new(move || c.run(rx)))?
+        }
+    };
+    Ok(Running {
+        handle: Checkpointer { tx: tx.clone() },
+        leader,
+        tx,
+        thread,
+    })
+}
+
+/// The workers' handle on the checkpoint thread of their process.
 #[derive(Clone)]
 pub struct Checkpointer {
-    tx: Sender<Report>,
+    tx: Sender<Inbound>,
 }
 
 impl Checkpointer {
-    /// Hands a stateful instance's snapshot to the coordinator (it is written in the
+    /// Hands a stateful instance's snapshot to the checkpoint thread (it is written in the
     /// background).
-    pub fn state(&self, reporter: String, covered: Covered, delta: Delta) {
-        // The coordinator outlives the workers; a send fails only if it has failed, which the
-        // run reports on its own.
-        let _ = self.tx.send(Report {
-            reporter,
-            covered,
-            payload: Payload::State(delta),
-        });
+    pub fn state(&self, reporter: String, covered: Covered, delta: Delta, holds: Vec<Hold>) {
+        self.send(reporter, covered, Payload::State(delta, holds));
     }
 
-    /// Hands a source instance's replay position to the coordinator.
+    /// Hands a source instance's replay position to the checkpoint thread.
     pub fn position(&self, reporter: String, covered: Covered, position: String) {
-        let _ = self.tx.send(Report {
+        self.send(reporter, covered, Payload::Position(position));
+    }
+
+    fn send(&self, reporter: String, covered: Covered, payload: Payload) {
+        // The thread outlives the workers; a send fails only if it has failed, which the run
+        // reports on its own.
+        let _ = self.tx.send(Inbound::Report(Report {
             reporter,
             covered,
-            payload: Payload::Position(position),
-        });
+            payload,
+        }));
     }
 }

@@ -61,6 +61,9 @@ pub(crate) struct Builder {
     pub components: ComponentId,
     /// Per vertex: it emits deferred output (windows), so nothing may share its component.
     pub deferred: Vec<bool>,
+    /// Per vertex: its operator keeps state across epochs (`Operator::STATEFUL`: windows,
+    /// sinks), so every instance reports to each checkpoint.
+    pub stateful: Vec<bool>,
     /// Per component: some vertex acts on its frontier (a window or sink), so trackers notify
     /// it. Known from the graph, so a tracker process without workers knows it too.
     pub interest: Vec<bool>,
@@ -99,6 +102,7 @@ impl Dataflow {
                 sources: 0,
                 components: 0,
                 deferred: Vec::new(),
+                stateful: Vec::new(),
                 interest: Vec::new(),
             })),
         })
@@ -150,6 +154,7 @@ impl Dataflow {
             source_instances: instances,
         });
         bb.deferred.push(role == Role::Window);
+        bb.stateful.push(false);
         (id, component)
     }
 
@@ -217,6 +222,7 @@ impl Dataflow {
             sources: bb.sources,
             components: bb.components,
             deferred: std::mem::take(&mut bb.deferred),
+            stateful: std::mem::take(&mut bb.stateful),
             interest: std::mem::take(&mut bb.interest),
         };
         drop(bb);

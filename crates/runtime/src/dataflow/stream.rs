@@ -82,6 +82,7 @@ impl<T: Data> Stream<T> {
     {
         let notified = !matches!(role, Role::Plain);
         let (vertex, component) = Dataflow::add_vertex(&self.b, name, 0, self.joined(), role);
+        self.b.borrow_mut().stateful[vertex] = Op::STATEFUL;
         let input = input.connect(vertex, component);
         let name = name.to_string();
         with_output(&self.b, vertex, move |w, wiring, output| {
@@ -308,13 +309,15 @@ impl<T: Data> Stream<T> {
     ) {
         let (vertex, component) =
             Dataflow::add_vertex(&self.b, name, 0, self.joined(), Role::Notified);
+        self.b.borrow_mut().stateful[vertex] = SinkOp::<T, S>::STATEFUL;
         let input = self.connect(vertex, component);
         let name = name.to_string();
+        let state = self.b.borrow().config.state.clone();
         self.b
             .borrow_mut()
             .factories
             .push(Box::new(move |w, wiring| {
-                let op = SinkOp::new(factory(w));
+                let op = SinkOp::new(&name, factory(w), state.clone());
                 Box::new(OperatorVertex::new(
                     &name,
                     component,

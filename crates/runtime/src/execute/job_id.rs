@@ -11,13 +11,15 @@ pub(crate) fn job_id(graph: &GraphDesc, c: &RuntimeConfig, processes: usize) -> 
     let mut h = rustc_hash::FxHasher::default();
     // Not the launch itself: it names this process's own index and hostfile path.
     format!(
-        "{graph:?}|{}|{:?}|{}|{}|{}|{processes}|{}|{}",
+        "{graph:?}|{}|{:?}|{}|{}|{}|{processes}|{}|{}|{}",
         c.workers,
         c.tracking,
         c.granularity,
         c.tracker_shards,
         c.channel_capacity,
         c.cluster.tracker_processes,
+        // Checkpointed state is laid out by the window form: a resumed job must use the same.
+        c.window_state.name(),
         c.job_key
     )
     .hash(&mut h);

@@ -37,9 +37,13 @@ use xorflow_tracking::Topology;
 /// # Errors
 /// See [`crate::Dataflow::run`].
 pub(crate) fn run_built(mut b: Builder) -> Result<RunReport, RunError> {
-    let config = b.config.clone();
+    let mut config = b.config.clone();
     check_cycles(&b.graph, config.tracking)?;
     let topology = Topology::new(b.graph.component_upstream()).map_err(RunError::Config)?;
+    let job = job_id::job_id(&b.graph, &config, config.cluster.total_processes());
+    // Before any other process starts: process 0 claims the checkpoint directory and chooses
+    // the checkpoint every process resumes from.
+    let prepared = crate::checkpoint::prepare(&mut config, job)?;
     let mut cluster = crate::net::cluster::resolve(&config.cluster).map_err(RunError::Cluster)?;
     let place = Placement::new(&config, &cluster);
     let unparkers = Arc::new(Unparkers::new(place.local_workers));
@@ -74,38 +78,50 @@ pub(crate) fn run_built(mut b: Builder) -> Result<RunReport, RunError> {
         abort: abort.clone(),
         unparkers: unparkers.clone(),
     };
+    let total_workers = place.worker_processes * config.workers;
+    debug_assert_eq!(job, job_id::job_id(&b.graph, &config, cluster.processes()));
+    let to_leader = (place.me != 0)
+        .then(|| remotes.handles[0].clone())
+        .flatten();
+    let checkpoints = match &prepared {
+        Some(p) => {
+            let started = crate::checkpoint::start(&b, p, total_workers, job, to_leader);
+            Some(started.inspect_err(|_| {
+                outcome::reap(&mut cluster.children, true);
+            })?)
+        }
+        None => None,
+    };
+    let resume = prepared.as_ref().and_then(|p| p.resume.clone());
+    if let Some(r) = &resume {
+        tracking::restore_holds(&config, &progress, r.holds()).map_err(RunError::Checkpoint)?;
+    }
     let delivery = Delivery {
         routes: wiring.take_routes(),
         shards: progress.agents.clone(),
         inboxes: inbox_txs,
         unparkers: unparkers.clone(),
+        checkpoints: checkpoints.as_ref().map(|c| c.inbound()),
     };
     let transport = start_transport(&b.graph, &config, &mut cluster, remotes, delivery, &failure)?;
-    let total_workers = place.worker_processes * config.workers;
-    let job = job_id::job_id(&b.graph, &config, cluster.processes());
-    let checkpoints = crate::checkpoint::start(&b, total_workers, job)?;
     let mut workers = make_workers(
         &config, &place, &b, instances, inbox_rxs, &progress, &abort, &unparkers,
     );
     if let Some(c) = &checkpoints {
         for w in &mut workers {
             w.ctx.checkpointer = Some(c.handle.clone());
+            w.ctx.resume = resume.clone();
         }
     }
     drop(wiring);
     let run = threads::run(workers, &abort);
-    let checkpoint_stats = match checkpoints {
-        // The workers' handles are gone with the workers: the coordinator drains and ends.
-        Some(c) => {
-            drop(c.handle);
-            let r = c
-                .thread
-                .join()
-                .map_err(|_| RunError::Checkpoint("the checkpoint coordinator panicked".into()))?;
-            Some(r.map_err(RunError::Checkpoint)?)
-        }
-        None => None,
+    // A writer's frames must leave before this process's end-of-run report; process 0's
+    // coordinator takes the other processes' reports until theirs have arrived.
+    let (writer, coordinator) = match checkpoints {
+        Some(c) if place.me != 0 => (Some(c), None),
+        c => (None, c),
     };
+    let written = writer.map(crate::checkpoint::Running::finish).transpose();
     if place.is_tracker_process() {
         // No workers here: the process is finished once every shard it hosts has seen the end
         // of every component (nothing more will arrive or need notifying), or the job failed.
@@ -115,10 +131,15 @@ pub(crate) fn run_built(mut b: Builder) -> Result<RunReport, RunError> {
             std::thread::sleep(Duration::from_millis(1));
         }
     }
-    let mut report = finish(
+    let report = finish(
         b.graph, &config, place, cluster, transport, progress, run, &failure,
-    )?;
-    report.checkpoints = checkpoint_stats;
+    );
+    let stats = coordinator
+        .map(crate::checkpoint::Running::finish)
+        .transpose();
+    let mut report = report?;
+    written?;
+    report.checkpoints = stats?.flatten();
     Ok(report)
 }
 

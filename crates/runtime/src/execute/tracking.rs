@@ -82,3 +82,39 @@ pub(crate) fn setup(config: &RuntimeConfig, place: &Placement, cx: ShardContext)
         acker: Some(Arc::new(acker)),
     }
 }
+
+/// A resumed job: XORs the holds of its checkpoint (restored windows' pending results,
+/// `operators/window.rs`) into the shards before any worker runs, as the windows did when they
+/// opened those windows. Heartbeats start at 0, so no frontier can pass a hold before this.
+///
+/// Every process reads the same checkpoint and gives each shard it hosts that shard's piece.
+///
+/// # Errors
+/// A hold for a component the job does not have (the checkpoint is not this job's).
+pub(crate) fn restore_holds<'a>(
+    config: &RuntimeConfig,
+    progress: &ProgressSetup,
+    holds: impl Iterator<Item = &'a xorflow_state::checkpoint::Hold>,
+) -> Result<(), String> {
+    if progress.acker.is_none() {
+        return Ok(());
+    }
+    let mut acker = xorflow_tracking::LocalAcker::new(Granularity::new(config.granularity));
+    for h in holds {
+        acker.xor_slots(h.component, h.slot, h.slot, h.tag);
+    }
+    let flush = acker.flush();
+    if flush.is_empty() {
+        return Ok(());
+    }
+    let pieces = xorflow_tracking::split_flush(&flush, config.tracker_shards as u64);
+    for (k, piece) in pieces.iter().enumerate() {
+        let Some(agent) = &progress.agents[k] else {
+            continue;
+        };
+        agent
+            .deliver(piece)
+            .map_err(|e| format!("restoring the checkpoint's holds: {e}"))?;
+    }
+    Ok(())
+}

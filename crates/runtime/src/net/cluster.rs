@@ -67,6 +67,9 @@ pub struct ClusterConfig {
     /// Dedicated tracker processes: the last this many processes run no workers and host the
     /// tracker shards (shard k in tracker process k mod T). 0: shards live in worker processes.
     pub tracker_processes: usize,
+    /// Environment variables process 0 of a local launch gives its children (the checkpoint a
+    /// resumed job restores: `checkpoint/resume.rs`). Not part of the job's identity.
+    pub child_env: Vec<(String, String)>,
 }
 
 impl Default for ClusterConfig {
@@ -78,11 +81,31 @@ impl Default for ClusterConfig {
             startup_timeout: Duration::from_secs(30),
             max_frame_bytes: 64 << 20,
             tracker_processes: 0,
+            child_env: Vec::new(),
         }
     }
 }
 
 impl ClusterConfig {
+    /// True in process 0 of the job (a single process, the process that launches the local
+    /// ones, or index 0 of a hostfile), which writes the outputs and commits checkpoints.
+    pub fn is_process_zero(&self) -> bool {
+        match &self.launch {
+            Launch::Single => true,
+            Launch::Local { .. } => !is_local_child(),
+            Launch::Hosts { process, .. } => *process == 0,
+        }
+    }
+
+    /// Processes of the job, dedicated tracker processes included (what
+    /// [`Resolved::processes`] will say; an unreadable hostfile counts as 1).
+    pub fn total_processes(&self) -> usize {
+        match &self.launch {
+            Launch::Single => 1,
+            _ => self.launch_processes() + self.tracker_processes,
+        }
+    }
+
     /// Number of *worker* processes the launch asks for (dedicated tracker processes excluded;
     /// an unreadable hostfile counts as 1 here, the launch reports the error).
     pub fn launch_processes(&self) -> usize {
@@ -420,7 +443,7 @@ pub fn resolve(cfg: &ClusterConfig) -> Result<Resolved, String> {
             let total = processes + cfg.tracker_processes;
             match std::env::var(LOCAL_PROCESS_ENV) {
                 Ok(i) => join_local(&i, total),
-                Err(_) => launch_local(total, cfg.startup_timeout),
+                Err(_) => launch_local(total, cfg.startup_timeout, &cfg.child_env),
             }
         }
     }
@@ -432,7 +455,7 @@ fn bind_loopback() -> Result<TcpListener, String> {
 
 /// Process 0 of a local launch: start the children, collect their ports (each must report
 /// within `timeout`) and hand out the address table. On failure every child is killed.
-fn launch_local(n: usize, timeout: Duration) -> Result<Resolved, String> {
+fn launch_local(n: usize, timeout: Duration, env: &[(String, String)]) -> Result<Resolved, String> {
     let listener = bind_loopback()?;
     let mut addrs = vec![listener.local_addr().map_err(|e| e.to_string())?];
     let token = format!(
@@ -441,7 +464,7 @@ fn launch_local(n: usize, timeout: Duration) -> Result<Resolved, String> {
         rand::random::<u64>()
     );
     let mut children = Vec::new();
-    let ports = spawn_children(n, &token, &mut children)
+    let ports = spawn_children(n, &token, env, &mut children)
         .and_then(|(ports, started)| collect_ports(&ports, &children, started + timeout, timeout));
     let ports = match ports {
         Ok(p) => p,
@@ -482,6 +505,7 @@ type PortLine = (usize, Option<String>);
 fn spawn_children(
     n: usize,
     token: &str,
+    env: &[(String, String)],
     children: &mut Vec<Child>,
 ) -> Result<(std::sync::mpsc::Receiver<PortLine>, Instant), String> {
     let exe = std::env::current_exe().map_err(|e| format!("cannot find own executable: {e}"))?;
@@ -491,6 +515,7 @@ fn spawn_children(
             .args(std::env::args_os().skip(1))
             .env(LOCAL_PROCESS_ENV, i.to_string())
             .env(TOKEN_ENV, token)
+            .envs(env.iter().map(|(k, v)| (k, v)))
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::inherit())

@@ -44,6 +44,8 @@ pub enum Kind {
     Done = 8,
     /// The sender failed.
     Abort = 9,
+    /// A checkpoint report the sender filed, for process 0's coordinator (`checkpoint/`).
+    Checkpoint = 10,
 }
 
 impl Kind {
@@ -62,6 +64,7 @@ impl Kind {
             7 => Kind::Ping,
             8 => Kind::Done,
             9 => Kind::Abort,
+            10 => Kind::Checkpoint,
             other => return Err(format!("unknown frame kind {other}")),
         })
     }
@@ -181,6 +184,23 @@ pub fn shard_frame<B: serde::Serialize>(kind: Kind, shard: u32, body: &B) -> Byt
     postcard::to_extend(body, v)
         .expect("encoding into a Vec cannot fail")
         .into()
+}
+
+/// A checkpoint frame: a filed report, postcard-encoded.
+pub(crate) fn checkpoint(f: &crate::checkpoint::Filed) -> Bytes {
+    let mut v = Vec::with_capacity(128);
+    v.put_u8(Kind::Checkpoint as u8);
+    postcard::to_extend(f, v)
+        .expect("encoding into a Vec cannot fail")
+        .into()
+}
+
+/// Decodes a checkpoint frame.
+///
+/// # Errors
+/// Undecodable.
+pub(crate) fn read_checkpoint(f: &[u8]) -> Result<crate::checkpoint::Filed, String> {
+    postcard::from_bytes(&f[1..]).map_err(|e| format!("bad checkpoint frame: {e}"))
 }
 
 /// Reads the shard of an Acks frame and decodes its piece.

@@ -49,6 +49,8 @@ pub struct Delivery {
     pub inboxes: Vec<Sender<Notification>>,
     /// Wakes this process's workers.
     pub unparkers: Arc<Unparkers>,
+    /// Process 0 of a job writing checkpoints: its coordinator, for other processes' reports.
+    pub(crate) checkpoints: Option<crossbeam_channel::Sender<crate::checkpoint::Inbound>>,
 }
 
 /// Identity checked in every handshake.
@@ -803,6 +805,13 @@ fn route(d: &Delivery, f: Bytes) -> Result<Routed, String> {
                     d.unparkers.unpark(w);
                 }
             }
+        }
+        Kind::Checkpoint => {
+            let filed = frame::read_checkpoint(&f)?;
+            let tx = (d.checkpoints.as_ref())
+                .ok_or("a checkpoint report reached a process without the coordinator")?;
+            // The coordinator stops only after every process's end-of-run report.
+            let _ = tx.send(crate::checkpoint::Inbound::Filed(filed));
         }
         Kind::Ping => {}
         Kind::Done => return Ok(Routed::Done(f[1..].to_vec())),

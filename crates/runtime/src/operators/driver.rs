@@ -153,9 +153,24 @@ impl<Op: Operator> OperatorVertex<Op> {
         self.stats
             .count(CHECKPOINT_SNAPSHOT_NS, crate::measure::clock::now_ns() - t0);
         if let Some(c) = &ctx.checkpointer {
-            c.state(self.reporter.clone(), covered, delta);
+            c.state(self.reporter.clone(), covered, delta, self.op.holds());
         }
         Ok(())
+    }
+
+    /// Resumes from checkpoint `r`: a stateful instance restores its chain and starts in the
+    /// epoch after the checkpoint (its first snapshot is a full one: the chain starts anew);
+    /// then the operator's own [`Operator::on_resume`].
+    fn resume(&mut self, r: &crate::checkpoint::Resume, ctx: &mut WorkerCtx) -> Result<(), String> {
+        if self.cut.is_some() {
+            let chain = r.chain(&self.reporter)?;
+            self.op.restore(&chain)?;
+            let first = r.first_epoch();
+            self.cut = Some(EpochCut::starting_at(first));
+            self.epoch = first;
+            self.op.on_epoch(first, ctx);
+        }
+        self.op.on_resume(r, ctx)
     }
 
     /// What the input channels say about progress (a source's "input" has ended from the start).
@@ -256,7 +271,11 @@ impl<Op: Operator> Vertex for OperatorVertex<Op> {
             self.cut = Some(EpochCut::default());
             self.reporter = format!("{}/{}", self.stats.name, ctx.index);
         }
-        self.op.open(ctx)
+        self.op.open(ctx)?;
+        if let Some(r) = ctx.resume.clone() {
+            self.resume(&r, ctx)?;
+        }
+        Ok(())
     }
 
     fn step(&mut self, ctx: &mut WorkerCtx) -> Result<bool, String> {

@@ -156,8 +156,29 @@ pub trait Operator: Send + Sized + 'static {
     }
 
     /// Stateful operators: the instance has moved to checkpoint epoch `epoch` (after its
-    /// snapshot of the epochs before): what it emits from now on belongs to `epoch`.
+    /// snapshot of the epochs before, or its restore): what it emits from now on belongs to
+    /// `epoch`.
     fn on_epoch(&mut self, _epoch: u64, _ctx: &mut WorkerCtx) {}
+
+    /// The tracking slots the instance holds open for output it has yet to emit, as of its last
+    /// [`Operator::snapshot`] (a window's deferred results: `operators/window.rs`). Recorded with
+    /// the snapshot; a resumed job gives them to trAcker before anything runs.
+    fn holds(&self) -> Vec<xorflow_state::checkpoint::Hold> {
+        Vec::new()
+    }
+
+    /// The job resumes from checkpoint `resume` (`--resume`), after [`Operator::open`] and, for
+    /// stateful operators, [`Operator::restore`]: sources seek to their positions here.
+    ///
+    /// # Errors
+    /// What cannot resume (a source without a recorded position), naming it.
+    fn on_resume(
+        &mut self,
+        _resume: &crate::checkpoint::Resume,
+        _ctx: &mut WorkerCtx,
+    ) -> Result<(), String> {
+        Ok(())
+    }
 
     /// Restores the state its snapshots gave: a full one, then the increments after it.
     /// Default: accepts only no state at all.

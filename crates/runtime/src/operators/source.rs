@@ -37,6 +37,17 @@ pub trait Source<T>: Send {
     fn position(&self) -> Option<String> {
         None
     }
+
+    /// Moves to `position` (one [`Source::position`] gave) before the first poll of a resumed
+    /// job: from there on the source emits what it would have emitted after it.
+    ///
+    /// # Errors
+    /// A position the source cannot take, naming it. Default: the source cannot resume.
+    fn seek(&mut self, position: &str) -> Result<(), String> {
+        Err(format!(
+            "this source cannot resume (asked to seek to '{position}')"
+        ))
+    }
 }
 
 /// The emitting side a source sees during one poll.
@@ -291,6 +302,8 @@ impl<T: Clone + Send + 'static> Operator for Sources<T> {
         stats: &mut VertexStats,
     ) -> Result<bool, String> {
         let mut did = self.advance_epoch(out, ctx);
+        // A resumed job starts past epoch 0 (`on_resume`); cheap when unchanged.
+        out.set_epoch(self.epoch, ctx);
         for inst in &mut self.instances {
             if out.blocked() {
                 break;
@@ -307,5 +320,25 @@ impl<T: Clone + Send + 'static> Operator for Sources<T> {
         self.instances
             .iter()
             .all(|i| matches!(i.state, State::Done))
+    }
+
+    /// Seeks every instance to its position in the checkpoint and starts in the epoch after it
+    /// (heartbeated at once, so the epoch frontiers need not wait for the first interval).
+    fn on_resume(
+        &mut self,
+        resume: &crate::checkpoint::Resume,
+        ctx: &mut WorkerCtx,
+    ) -> Result<(), String> {
+        self.epoch = resume.first_epoch();
+        for inst in &mut self.instances {
+            let pos = resume.position(inst.id)?;
+            inst.source
+                .seek(pos)
+                .map_err(|e| format!("source instance {}: {e}", inst.id))?;
+            if let (Some(ep), Some(tr)) = (ctx.epochs, &mut ctx.tracking) {
+                tr.acker.heartbeat(ep.source_id(inst.id), self.epoch);
+            }
+        }
+        Ok(())
     }
 }

@@ -22,8 +22,9 @@ use std::collections::BTreeMap;
 use std::hash::Hash;
 use std::sync::Arc;
 use xorflow_core::{Aggregate, Data, Element, WindowResult};
+use xorflow_state::checkpoint::Hold;
 use xorflow_state::window::{Fold, WindowForm, WindowState};
-use xorflow_state::{KeyGroup, StateConfig, StateError, StateStore};
+use xorflow_state::{KeyGroup, StateConfig, StateError, StateStore, ValueTable};
 use xorflow_tracking::{ComponentId, Time};
 
 /// Counter: rises of a window instance's epoch frontier before the end (checkpoint epochs).
@@ -36,6 +37,15 @@ struct Meta {
     /// Tracking slot of the hold (the creating batch's first slot).
     hold_slot: u64,
     last_arrival_ns: u64,
+}
+
+/// What a snapshot keeps beside the contents: the open windows' holds and how far the instance
+/// has fired, so a restored instance releases the same holds and counts the same elements late.
+#[derive(Clone, Debug, Default, serde::Serialize, serde::Deserialize)]
+struct OpenWindows {
+    fired_below: Time,
+    /// (window end, hold tag, hold slot) per open window.
+    holds: Vec<(Time, u64, u64)>,
 }
 
 /// The aggregate as the state layer folds with it.
@@ -74,6 +84,8 @@ pub struct Window<T, K, A: Aggregate<T>> {
     group: Arc<dyn Fn(&K) -> KeyGroup + Send + Sync>,
     /// Keeps the state's backend open.
     store: Option<StateStore>,
+    /// [`OpenWindows`] under key 0, written at each snapshot.
+    open_windows: Option<ValueTable<u8, OpenWindows>>,
     /// Everything below this time has been fired (the frontier used at the last firing).
     fired_below: Time,
     /// This vertex's rank among the job's vertices with deferred output: with the worker it
@@ -120,6 +132,7 @@ where
             form,
             group,
             store: None,
+            open_windows: None,
             fired_below: 0,
             rank,
             epoch: 0,
@@ -214,6 +227,11 @@ where
         let mut store = StateStore::open(&self.state, &self.name, ctx.index).map_err(&err)?;
         let contents = WindowState::new(&mut store, "windows", self.form, self.group.clone());
         self.contents = Some(contents.map_err(&err)?);
+        // Not keyed: one entry per instance, in group 0.
+        let open = store
+            .value_table("open-windows", |_: &u8| 0)
+            .map_err(&err)?;
+        self.open_windows = Some(open);
         self.store = Some(store);
         Ok(())
     }
@@ -302,15 +320,71 @@ where
         }
     }
 
-    /// The window contents' changes since the previous snapshot (all of them if `full`).
+    /// The window contents' changes since the previous snapshot (all of them if `full`), and
+    /// the open windows' holds.
     fn snapshot(&mut self, _epoch: u64, full: bool) -> Result<OperatorState, String> {
+        let err = state_err(&self.name);
         let mut d = xorflow_state::delta::Delta::new(full);
-        let contents = self
-            .contents
-            .as_mut()
-            .expect("opened before the first step");
-        contents.snapshot(&mut d).map_err(state_err(&self.name))?;
+        let (Some(contents), Some(open)) = (&mut self.contents, &mut self.open_windows) else {
+            return Err(format!("window '{}' snapshot before open", self.name));
+        };
+        let windows = OpenWindows {
+            fired_below: self.fired_below,
+            holds: (self.meta.iter())
+                .map(|(&end, m)| (end, m.hold, m.hold_slot))
+                .collect(),
+        };
+        open.insert(&0, windows).map_err(&err)?;
+        open.snapshot(&mut d).map_err(&err)?;
+        contents.snapshot(&mut d).map_err(&err)?;
         Ok(OperatorState::Delta(d))
+    }
+
+    /// Every open window's hold, on every downstream component.
+    fn holds(&self) -> Vec<Hold> {
+        let mut out = Vec::new();
+        for m in self.meta.values().filter(|m| m.hold != 0) {
+            out.extend(self.downstream.iter().map(|&c| Hold {
+                component: c,
+                slot: m.hold_slot,
+                tag: m.hold,
+            }));
+        }
+        out
+    }
+
+    /// Restores the contents, the open windows and their holds (which trAcker got from the
+    /// checkpoint's manifest: `execute/tracking.rs`, `restore_holds`).
+    fn restore(&mut self, chain: &[xorflow_state::delta::Delta]) -> Result<(), String> {
+        let err = state_err(&self.name);
+        let (Some(contents), Some(open)) = (&mut self.contents, &mut self.open_windows) else {
+            return Err(format!("window '{}' restored before open", self.name));
+        };
+        // Instances keep their key groups across a restart: every restored key is this one's.
+        contents.restore(chain, &|_| true).map_err(&err)?;
+        open.restore(chain, &|_| true).map_err(&err)?;
+        let windows = open.get(&0).map_err(&err)?.cloned().unwrap_or_default();
+        let now = crate::measure::clock::now_ns();
+        self.fired_below = windows.fired_below;
+        self.meta = (windows.holds.iter())
+            .map(|&(end, hold, hold_slot)| {
+                let m = Meta {
+                    hold,
+                    hold_slot,
+                    last_arrival_ns: now,
+                };
+                (end, m)
+            })
+            .collect();
+        if contents.windows() != self.meta.len() {
+            return Err(format!(
+                "window '{}': the checkpoint holds {} open windows but {} holds",
+                self.name,
+                contents.windows(),
+                self.meta.len()
+            ));
+        }
+        Ok(())
     }
 
     fn report(&mut self, stats: &mut VertexStats) {
@@ -320,6 +394,7 @@ where
     /// Removes the instance's on-disk state: without checkpoints nothing can use it again.
     fn close(&mut self) -> Result<(), String> {
         self.contents = None;
+        self.open_windows = None;
         match self.store.take() {
             Some(store) => store.remove().map_err(state_err(&self.name)),
             None => Ok(()),

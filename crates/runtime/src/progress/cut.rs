@@ -23,7 +23,7 @@ pub const CHECKPOINT_BUFFERED_NS: &str = "checkpoint_buffered_ns";
 pub const CHECKPOINT_SNAPSHOT_NS: &str = "checkpoint_snapshot_ns";
 
 /// The epochs a snapshot covers: the state is the same after each of them.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Covered {
     /// First epoch covered.
     pub from: u64,
@@ -49,6 +49,15 @@ impl<T> Default for EpochCut<T> {
 }
 
 impl<T> EpochCut<T> {
+    /// The cut of an instance that starts in epoch `epoch` (a resumed job: the first epoch after
+    /// its checkpoint).
+    pub fn starting_at(epoch: u64) -> Self {
+        EpochCut {
+            cur: epoch,
+            waiting: VecDeque::new(),
+        }
+    }
+
     /// True if a batch of `epoch` may be processed now.
     #[inline]
     pub fn admits(&self, epoch: u64) -> bool {

@@ -61,6 +61,8 @@ pub struct WorkerCtx {
     pub epochs: Option<EpochCtx>,
     /// Where snapshots and source positions go (with a checkpoint directory).
     pub checkpointer: Option<crate::checkpoint::Checkpointer>,
+    /// The checkpoint the job resumes from (`--resume`): read by instances as they open.
+    pub resume: Option<std::sync::Arc<crate::checkpoint::Resume>>,
     /// Tracking granularity.
     pub granularity: Granularity,
     /// Every component's frontier as known here, and the notification API.
@@ -120,6 +122,7 @@ impl WorkerCtx {
             }),
             epochs,
             checkpointer: None,
+            resume: None,
             granularity,
             frontiers: Frontiers::new(config.tracking, tracked, config.tracker_shards),
             now_ns: crate::measure::clock::now_ns(),

@@ -30,8 +30,24 @@ pub struct Manifest {
     /// Per source instance (`vertex/instance`): where it resumes, in the source's own terms
     /// (a file's next record, a partition's next offset).
     pub positions: BTreeMap<String, String>,
-    /// Per sink instance: what the sink commits with this checkpoint (its staged files).
-    pub sinks: BTreeMap<String, Vec<String>>,
+    /// Per operator instance: the tracking slots it held open at this checkpoint for output it
+    /// has yet to emit (a window's deferred results). A resumed job XORs them into trAcker before
+    /// anything runs, so no downstream frontier passes a restored window's results.
+    #[serde(default)]
+    pub holds: BTreeMap<String, Vec<Hold>>,
+}
+
+/// A tracking slot an operator instance holds open: `tag` XOR-ed into `slot` of `component`
+/// (event time), released by XOR-ing it again once the output is emitted
+/// (`crates/runtime/src/operators/window.rs`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Hold {
+    /// The downstream component held.
+    pub component: u32,
+    /// The slot held (granularity units).
+    pub slot: u64,
+    /// The random tag.
+    pub tag: u64,
 }
 
 impl Manifest {

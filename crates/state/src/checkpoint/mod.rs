@@ -21,7 +21,7 @@ mod manifest;
 mod storage;
 
 pub use chain::Chain;
-pub use manifest::{FileRef, Manifest};
+pub use manifest::{FileRef, Hold, Manifest};
 pub use storage::{LocalDir, Storage};
 
 use crate::delta::Delta;
@@ -240,6 +240,19 @@ impl CheckpointStore {
             });
         }
         chain.iter().map(|f| self.read_snapshot(f)).collect()
+    }
+
+    /// Checkpoint `checkpoint`'s manifest, verified with every file it names (what the other
+    /// processes of a resumed job read once process 0 has chosen it).
+    ///
+    /// # Errors
+    /// The manifest or one of its files is missing or corrupt, naming it.
+    pub fn checkpoint(&self, checkpoint: u64) -> Result<Manifest, StateError> {
+        let m = self.read_manifest(&Self::manifest_name(checkpoint))?;
+        for f in m.files() {
+            self.read_snapshot(f)?;
+        }
+        Ok(m)
     }
 
     /// The newest checkpoint whose manifest and files all verify, with the newer ones that did

