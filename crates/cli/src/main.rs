@@ -298,6 +298,9 @@ fn report_flights(a: &FlightsArgs, s: &xorflow_flights::Summary) -> ExitCode {
         for s in &c.skipped {
             let _ = writeln!(text, "resume skipped checkpoint {s}");
         }
+        for r in &c.restarts {
+            let _ = writeln!(text, "restarted from the last checkpoint after: {r}");
+        }
     }
     if let Some(p) = &a.summary {
         let _ = writeln!(text, "summary: {}", p.display());

@@ -7,7 +7,7 @@
 //! A run slower than [`RUN_TIMEOUT`] is killed and fails the test.
 
 mod common;
-use common::procs::running;
+use common::procs::{children_with_env, running};
 use common::{bin, flights_csv, rows_of};
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
@@ -109,7 +109,55 @@ impl Scenario<'_> {
 
     /// Runs the job with `--resume` to the end.
     fn resume(&self) -> Output {
-        let mut child = self.command(true).spawn().expect("start xorflow");
+        wait_done(self.command(true).spawn().expect("start xorflow"))
+    }
+
+    /// Runs the job (not resumed), kill -9-ing the local process of index `victims[i]` at
+    /// `at[i]` after the previous kill (the first after the start): a process of the attempt
+    /// then running, so a second kill hits the restarted job. Returns the finished run.
+    fn run_killing(&self, victims: &[usize], at: &[Duration]) -> Output {
+        let child = self.command(false).spawn().expect("start xorflow");
+        let mut killed = Vec::new();
+        for (&v, &after) in victims.iter().zip(at) {
+            thread::sleep(after);
+            let pid = live_child(child.id(), v, &killed);
+            // SIGKILL: the process gets no chance to say goodbye.
+            kill9(pid);
+            killed.push(pid);
+        }
+        wait_done(child)
+    }
+}
+
+/// The pid of process 0's local process `index`, waiting (up to 30 s) for one not in `killed`
+/// (after a kill, the restarted attempt's).
+fn live_child(parent: u32, index: usize, killed: &[u32]) -> u32 {
+    let t0 = Instant::now();
+    loop {
+        let pids = children_with_env(parent, "XORFLOW_LOCAL_PROCESS", &index.to_string());
+        if let Some(&p) = pids.iter().find(|p| !killed.contains(p) && running(**p)) {
+            return p;
+        }
+        assert!(
+            t0.elapsed() < Duration::from_secs(30),
+            "process {index} of {parent} never (re)started"
+        );
+        thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// kill -9 `pid` (through kill(1): the tests need no libc).
+fn kill9(pid: u32) {
+    let s = Command::new("kill")
+        .args(["-9", &pid.to_string()])
+        .status()
+        .expect("run kill");
+    assert!(s.success(), "kill -9 {pid} failed");
+}
+
+/// Waits for `child` to end (killing it and failing past [`RUN_TIMEOUT`]).
+fn wait_done(mut child: std::process::Child) -> Output {
+    {
         let t0 = Instant::now();
         while t0.elapsed() < RUN_TIMEOUT {
             if child.try_wait().expect("wait").is_some() {
@@ -118,9 +166,11 @@ impl Scenario<'_> {
             thread::sleep(Duration::from_millis(20));
         }
         let _ = child.kill();
-        panic!("the resumed run hung: {:?}", child.wait_with_output());
+        panic!("the run hung: {:?}", child.wait_with_output());
     }
+}
 
+impl Scenario<'_> {
     /// Newest manifests first.
     fn manifests(&self) -> Vec<PathBuf> {
         let dir = self.dir.join("checkpoints/manifests");
@@ -133,11 +183,12 @@ impl Scenario<'_> {
     }
 }
 
-/// Asserts a finished run succeeded, said it resumed, and wrote exactly the oracle's rows.
-fn assert_oracle(s: &Scenario, o: &Output, label: &str) {
+/// Asserts a finished run succeeded, said it resumed, and wrote exactly the oracle's rows;
+/// returns its summary.
+fn assert_oracle(s: &Scenario, o: &Output, label: &str) -> serde_json::Value {
     let stdout = String::from_utf8_lossy(&o.stdout);
     let stderr = String::from_utf8_lossy(&o.stderr);
-    assert!(o.status.success(), "{label}: resumed run failed: {stderr}");
+    assert!(o.status.success(), "{label}: the run failed: {stderr}");
     assert!(
         stdout.contains("resumed from checkpoint"),
         "{label}: the run did not say it resumed: {stdout}"
@@ -160,6 +211,49 @@ fn assert_oracle(s: &Scenario, o: &Output, label: &str) {
         got.len(),
         want.len()
     );
+    summary
+}
+
+/// Seeds × clusters: kill -9 of a worker process, of the tracker process, or of two processes
+/// one after the other, at random moments; process 0 restarts the job from its last checkpoint
+/// each time, the run ends with exit 0 and the oracle's rows, and says how often it restarted.
+#[test]
+fn killed_processes_are_restarted_and_the_run_writes_the_oracle_rows() {
+    let Some(input) = flights_csv() else { return };
+    let three: &[&str] = &["--processes", "3", "--sources", "3"];
+    let tracker: &[&str] = &[
+        "--processes",
+        "2",
+        "--tracker-processes",
+        "1",
+        "--tracker-shards",
+        "2",
+    ];
+    // (options, local process indices killed in turn; process 2 of `tracker` is the tracker)
+    let cases: [(&[&str], &[usize]); 5] = [
+        (three, &[1]),
+        (three, &[2]),
+        (tracker, &[2]),
+        (three, &[2, 1]),
+        (tracker, &[1, 2]),
+    ];
+    for (seed, (extra, victims)) in cases.iter().enumerate() {
+        let mut rng = Rng(100 + seed as u64);
+        let dir = tempfile::tempdir().unwrap();
+        let s = Scenario {
+            dir: dir.path(),
+            input: &input,
+            extra,
+        };
+        let label = format!("seed {seed}: kill {victims:?} of {}", extra.join(" "));
+        let at: Vec<Duration> = (0..victims.len())
+            .map(|_| Duration::from_secs_f64(rng.between(1.0, 2.5)))
+            .collect();
+        let o = s.run_killing(victims, &at);
+        let summary = assert_oracle(&s, &o, &label);
+        let restarts = summary["checkpoints"]["restarts"].as_array().map(Vec::len);
+        assert_eq!(restarts, Some(victims.len()), "{label}: {summary}");
+    }
 }
 
 /// Seeds × options: kill -9 at a random moment (one or two kills), then `--resume`.

@@ -110,6 +110,11 @@ pub struct EngineArgs {
     /// older checkpoint, and say so. Needs --checkpoint-interval.
     #[arg(long)]
     pub resume: bool,
+    /// With checkpoints and --processes: when a process dies (kill -9) or goes silent past
+    /// --peer-timeout, process 0 starts every process again and the job continues from the last
+    /// completed checkpoint, at most this many times.
+    #[arg(long, default_value_t = 3)]
+    pub restart_attempts: usize,
 }
 
 /// Parses [`EngineArgs`] alone (its defaults, and arguments read back).
@@ -180,6 +185,7 @@ impl EngineArgs {
             }),
             checkpoints_retained: self.checkpoints_retained,
             resume: self.resume,
+            restart_attempts: self.restart_attempts,
         }
     }
 
@@ -271,6 +277,11 @@ impl EngineArgs {
             d.checkpoints_retained,
         );
         a.switch("resume", self.resume);
+        a.value(
+            "restart-attempts",
+            self.restart_attempts,
+            d.restart_attempts,
+        );
         a.into_vec()
     }
 }
@@ -462,6 +473,7 @@ mod tests {
                 checkpoint_dir: None,
                 checkpoints_retained: 3,
                 resume: false,
+                restart_attempts: 3,
             }
         }
     }

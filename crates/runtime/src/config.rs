@@ -112,6 +112,8 @@ pub struct RuntimeConfig {
     pub checkpoints_retained: usize,
     /// Continue from the newest usable checkpoint in `checkpoint_dir` (`crate::checkpoint`).
     pub resume: bool,
+    /// Restarts from the last checkpoint after a lost process (`execute/restart.rs`).
+    pub restart_attempts: usize,
 }
 
 impl Default for RuntimeConfig {
@@ -138,6 +140,7 @@ impl Default for RuntimeConfig {
             checkpoint_dir: None,
             checkpoints_retained: 3,
             resume: false,
+            restart_attempts: 3,
         }
     }
 }

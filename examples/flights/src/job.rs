@@ -192,6 +192,8 @@ pub struct CheckpointSummary {
     pub resumed_from: Option<u64>,
     /// Newer checkpoints the resume skipped, each with why.
     pub skipped: Vec<String>,
+    /// Why the job was restarted from a checkpoint, per restart.
+    pub restarts: Vec<String>,
 }
 
 /// Counters the sources share with the progress bar and the summary.
@@ -262,6 +264,8 @@ impl Source<Flight> for FlightsSource {
         self.next = next;
         if let (Some((a0, _)), Some(r)) = (&mut self.speed, self.records.get(next)) {
             *a0 = r.arrival_time;
+            // Its own clock: a restart in this process must not pace from the failed attempt's.
+            self.start_ns = Arc::new(OnceLock::new());
         }
         self.publish(next);
         Ok(())
@@ -639,6 +643,7 @@ fn summarize(
                     .counter(xorflow_runtime::progress::cut::CHECKPOINT_BUFFERED_ELEMENTS),
                 resumed_from: c.resumed_from,
                 skipped: c.skipped.clone(),
+                restarts: c.restarts.clone(),
             }
         }),
     }

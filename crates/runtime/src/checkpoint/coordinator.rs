@@ -29,6 +29,8 @@ pub struct CheckpointStats {
     pub resumed_from: Option<u64>,
     /// Newer checkpoints the resume skipped, each with why (a corrupt or missing file).
     pub skipped: Vec<String>,
+    /// Why the job was restarted from a checkpoint, per restart (`--restart-attempts`).
+    pub restarts: Vec<String>,
 }
 
 /// The reports of one reporter not yet superseded.

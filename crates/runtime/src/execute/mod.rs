@@ -10,8 +10,11 @@ mod job_id;
 mod outcome;
 pub(crate) mod placement;
 mod plumbing;
+mod restart;
 mod threads;
 mod tracking;
+
+pub(crate) use restart::run_built;
 
 use crate::config::{RuntimeConfig, TrackingMode};
 use crate::dataflow::Builder;
@@ -32,11 +35,18 @@ use tracking::{ProgressSetup, ShardContext};
 use xorflow_core::GraphDesc;
 use xorflow_tracking::Topology;
 
-/// Runs the job `b` describes in this process, to completion.
+/// Runs the job `b` describes in this process once, to completion or failure; also says whether
+/// a local worker finished its loop (its sinks may then have handed their output over).
 ///
 /// # Errors
 /// See [`crate::Dataflow::run`].
-pub(crate) fn run_built(mut b: Builder) -> Result<RunReport, RunError> {
+fn run_attempt(b: &mut Builder) -> (Result<RunReport, RunError>, bool) {
+    let mut finished = false;
+    let r = attempt(b, &mut finished);
+    (r, finished)
+}
+
+fn attempt(b: &mut Builder, finished: &mut bool) -> Result<RunReport, RunError> {
     let mut config = b.config.clone();
     check_cycles(&b.graph, config.tracking)?;
     let topology = Topology::new(b.graph.component_upstream()).map_err(RunError::Config)?;
@@ -57,8 +67,8 @@ pub(crate) fn run_built(mut b: Builder) -> Result<RunReport, RunError> {
         config.channel_capacity,
     );
     let (inbox_txs, inbox_rxs) = plumbing::inboxes(place.local_workers);
-    let instances = instantiate(&mut b, &wiring);
-    let (epochs, interest) = epoch_domain(&b, &config, &topology, &place);
+    let instances = instantiate(b, &wiring);
+    let (epochs, interest) = epoch_domain(b, &config, &topology, &place);
     let progress = tracking::setup(
         &config,
         &place,
@@ -85,7 +95,7 @@ pub(crate) fn run_built(mut b: Builder) -> Result<RunReport, RunError> {
         .flatten();
     let checkpoints = match &prepared {
         Some(p) => {
-            let started = crate::checkpoint::start(&b, p, total_workers, job, to_leader);
+            let started = crate::checkpoint::start(b, p, total_workers, job, to_leader);
             Some(started.inspect_err(|_| {
                 outcome::reap(&mut cluster.children, true);
             })?)
@@ -105,7 +115,7 @@ pub(crate) fn run_built(mut b: Builder) -> Result<RunReport, RunError> {
     };
     let transport = start_transport(&b.graph, &config, &mut cluster, remotes, delivery, &failure)?;
     let mut workers = make_workers(
-        &config, &place, &b, instances, inbox_rxs, &progress, &abort, &unparkers,
+        &config, &place, b, instances, inbox_rxs, &progress, &abort, &unparkers,
     );
     if let Some(c) = &checkpoints {
         for w in &mut workers {
@@ -115,6 +125,7 @@ pub(crate) fn run_built(mut b: Builder) -> Result<RunReport, RunError> {
     }
     drop(wiring);
     let run = threads::run(workers, &abort);
+    *finished = run.results.iter().any(Result::is_ok);
     // A writer's frames must leave before this process's end-of-run report; process 0's
     // coordinator takes the other processes' reports until theirs have arrived.
     let (writer, coordinator) = match checkpoints {
@@ -132,7 +143,14 @@ pub(crate) fn run_built(mut b: Builder) -> Result<RunReport, RunError> {
         }
     }
     let report = finish(
-        b.graph, &config, place, cluster, transport, progress, run, &failure,
+        b.graph.clone(),
+        &config,
+        place,
+        cluster,
+        transport,
+        progress,
+        run,
+        &failure,
     );
     let stats = coordinator
         .map(crate::checkpoint::Running::finish)
