@@ -11,7 +11,7 @@ use crate::net::link::{self, RemoteOut, Wiring};
 use std::cell::RefCell;
 use std::hash::{Hash, Hasher};
 use std::rc::Rc;
-use std::sync::{Arc, OnceLock};
+use std::sync::{Arc, Mutex};
 use xorflow_core::{Data, EdgeDesc, Partitioning, VertexId};
 use xorflow_tracking::ComponentId;
 
@@ -45,8 +45,9 @@ impl<T> PartitionSpec<T> {
 }
 
 /// The in-process queues of one edge, `[sender local worker][receiver local worker]`, made when
-/// the first instance of either end is created.
-type LocalChannels<T> = Arc<OnceLock<Vec<Vec<Channel<T>>>>>;
+/// the first instance of either end is created, for one run of the job (the [`Wiring`] it is
+/// made for: a restarted job gets new, empty queues, never the failed attempt's leftovers).
+type LocalChannels<T> = Arc<Mutex<Option<(u64, Arc<Vec<Vec<Channel<T>>>>)>>>;
 
 /// A consumer edge of a stream.
 pub(super) struct EdgeSpec<T> {
@@ -56,16 +57,24 @@ pub(super) struct EdgeSpec<T> {
     channels: LocalChannels<T>,
 }
 
-fn local_channels<'a, T>(c: &'a LocalChannels<T>, wiring: &Wiring) -> &'a Vec<Vec<Channel<T>>> {
-    c.get_or_init(|| {
-        (0..wiring.workers)
-            .map(|_| {
+fn local_channels<T>(c: &LocalChannels<T>, wiring: &Wiring) -> Arc<Vec<Vec<Channel<T>>>> {
+    let mut slot = c.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+    match &*slot {
+        Some((id, chans)) if *id == wiring.id => chans.clone(),
+        _ => {
+            let chans: Arc<Vec<Vec<Channel<T>>>> = Arc::new(
                 (0..wiring.workers)
-                    .map(|_| channel(wiring.capacity))
-                    .collect()
-            })
-            .collect()
-    })
+                    .map(|_| {
+                        (0..wiring.workers)
+                            .map(|_| channel(wiring.capacity))
+                            .collect()
+                    })
+                    .collect(),
+            );
+            *slot = Some((wiring.id, chans.clone()));
+            chans
+        }
+    }
 }
 
 fn remote_send<T: Data>(r: &RemoteOut, m: Msg<T>) -> Result<u64, Msg<T>> {
@@ -178,5 +187,28 @@ impl<T: Data> Stream<T> {
                 )
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A restarted job wires its edges anew: the failed attempt's leftover batches must not
+    /// reach the new instances (their tags were registered with the old tracker: the restarted
+    /// job would wait for them forever).
+    #[test]
+    fn each_wiring_gets_fresh_local_queues() {
+        let chans: LocalChannels<u64> = Arc::default();
+        let first = Wiring::new(0, 1, 2, vec![None], 4);
+        let q = local_channels(&chans, &first);
+        q[0][1].push(Msg::End).unwrap();
+        assert!(
+            local_channels(&chans, &first)[0][1].pop().is_some(),
+            "same run"
+        );
+        q[0][1].push(Msg::End).unwrap();
+        let restarted = Wiring::new(0, 1, 2, vec![None], 4);
+        assert!(local_channels(&chans, &restarted)[0][1].pop().is_none());
     }
 }

@@ -156,6 +156,9 @@ pub struct Routes {
 /// Processes `0..processes` run `workers` threads each; a process with a higher index is a
 /// dedicated tracker process and runs none.
 pub struct Wiring {
+    /// Distinct for every wiring made in this process (each run of a job, each restart): what
+    /// the in-process queues of an edge are made for (`dataflow/edges.rs`).
+    pub id: u64,
     /// This process's index.
     pub process: usize,
     /// Worker processes (dedicated tracker processes come after them).
@@ -178,7 +181,9 @@ impl Wiring {
         remotes: Vec<Option<RemoteTx>>,
         capacity: usize,
     ) -> Self {
+        static NEXT_ID: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
         Wiring {
+            id: NEXT_ID.fetch_add(1, std::sync::atomic::Ordering::Relaxed),
             process,
             processes,
             workers,
