@@ -5,4 +5,5 @@
 
 pub mod chain;
 pub mod generator;
+pub mod restore;
 pub mod stand;

@@ -99,6 +99,9 @@ enum Bench {
     /// xorflow next to timely dataflow, Apache Flink and Apache Storm on the chain (builds the
     /// peer engines in peers/).
     Peers(PeersArgs),
+    /// Seed 001's restore time: one key, a window that never closes, N updates, fold-left vs
+    /// retain-all, restored from the last incremental checkpoint.
+    Restore(RestoreArgs),
     /// Write results folders' CSV, figures and REPORT.md again from their raw.jsonl (no runs).
     Report {
         /// Results folders, e.g. bench/results/traffic-20261121T083038Z.
@@ -263,6 +266,40 @@ fn run_flights_weather(a: FlightsWeatherArgs) -> ExitCode {
     match print_out(&text) {
         Ok(()) => ExitCode::SUCCESS,
         Err(code) => code,
+    }
+}
+
+#[derive(Args)]
+struct RestoreArgs {
+    #[command(flatten)]
+    cfg: xorflow_bench::restore::RestoreConfig,
+    /// Print JSON lines instead of text.
+    #[arg(long)]
+    json: bool,
+}
+
+fn run_restore(a: RestoreArgs) -> ExitCode {
+    match xorflow_bench::restore::run(&a.cfg) {
+        Ok(results) => {
+            let mut text = String::new();
+            for r in &results {
+                let line = if a.json {
+                    serde_json::to_string(r).expect("a result serializes")
+                } else {
+                    xorflow_bench::restore::describe(r)
+                };
+                text.push_str(&line);
+                text.push('\n');
+            }
+            match print_out(&text) {
+                Ok(()) => ExitCode::SUCCESS,
+                Err(code) => code,
+            }
+        }
+        Err(e) => {
+            say!("error: {e:#}");
+            ExitCode::from(1)
+        }
     }
 }
 
@@ -516,7 +553,9 @@ fn run_stand(b: Bench) -> ExitCode {
         Bench::Scalability(a) => (vec![experiments::Experiment::Scalability], a),
         Bench::Snapshots(a) => (vec![experiments::Experiment::Snapshots], a),
         Bench::All(a) => (experiments::ALL.to_vec(), a),
-        Bench::Peers(_) | Bench::Report { .. } => unreachable!("handled in main"),
+        Bench::Peers(_) | Bench::Restore(_) | Bench::Report { .. } => {
+            unreachable!("handled in main")
+        }
     };
     let profile = profile_of(&a);
     let exe = match std::env::current_exe() {
@@ -564,6 +603,9 @@ fn main() -> ExitCode {
         Command::Bench {
             bench: Bench::Peers(a),
         } => run_peers(a),
+        Command::Bench {
+            bench: Bench::Restore(a),
+        } => run_restore(a),
         Command::Bench {
             bench: Bench::Report { dirs },
         } => {
