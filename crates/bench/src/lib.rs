@@ -7,3 +7,4 @@ pub mod chain;
 pub mod generator;
 pub mod restore;
 pub mod stand;
+pub mod store_io;

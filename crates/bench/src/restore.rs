@@ -50,7 +50,7 @@ pub struct RestoreResult {
 }
 
 /// Sums values: the fold-left aggregate.
-struct Sum;
+pub(crate) struct Sum;
 
 impl Fold<u64> for Sum {
     type Acc = u64;
@@ -66,7 +66,12 @@ impl Fold<u64> for Sum {
 const END: u64 = u64::MAX - 1;
 const KEY: u32 = 7;
 
-fn store(backend: BackendKind, dir: &std::path::Path, name: &str) -> anyhow::Result<StateStore> {
+/// A state store of one instance of vertex `name` on `backend`, files under `dir`.
+pub(crate) fn store(
+    backend: BackendKind,
+    dir: &std::path::Path,
+    name: &str,
+) -> anyhow::Result<StateStore> {
     let cfg = StateConfig {
         backend,
         dir: dir.to_path_buf(),
@@ -75,7 +80,11 @@ fn store(backend: BackendKind, dir: &std::path::Path, name: &str) -> anyhow::Res
     Ok(StateStore::open(&cfg, name, 0)?)
 }
 
-fn window(store: &mut StateStore, form: WindowForm) -> anyhow::Result<WindowState<u32, u64, u64>> {
+/// Window state keyed by `u32`, folding `u64` values by [`Sum`].
+pub(crate) fn window(
+    store: &mut StateStore,
+    form: WindowForm,
+) -> anyhow::Result<WindowState<u32, u64, u64>> {
     Ok(WindowState::new(store, "window", form, Arc::new(|_| 0))?)
 }
 

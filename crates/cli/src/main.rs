@@ -102,6 +102,9 @@ enum Bench {
     /// Seed 001's restore time: one key, a window that never closes, N updates, fold-left vs
     /// retain-all, restored from the last incremental checkpoint.
     Restore(RestoreArgs),
+    /// Seed 001's store I/O: bytes the on-disk store writes for 3M tuples per producer, 10 keys,
+    /// 1 s windows, fold-left vs retain-all, with CPU time.
+    StoreIo(StoreIoArgs),
     /// Write results folders' CSV, figures and REPORT.md again from their raw.jsonl (no runs).
     Report {
         /// Results folders, e.g. bench/results/traffic-20261121T083038Z.
@@ -278,28 +281,41 @@ struct RestoreArgs {
     json: bool,
 }
 
-fn run_restore(a: RestoreArgs) -> ExitCode {
-    match xorflow_bench::restore::run(&a.cfg) {
-        Ok(results) => {
-            let mut text = String::new();
-            for r in &results {
-                let line = if a.json {
-                    serde_json::to_string(r).expect("a result serializes")
-                } else {
-                    xorflow_bench::restore::describe(r)
-                };
-                text.push_str(&line);
-                text.push('\n');
-            }
-            match print_out(&text) {
-                Ok(()) => ExitCode::SUCCESS,
-                Err(code) => code,
-            }
-        }
+#[derive(Args)]
+struct StoreIoArgs {
+    #[command(flatten)]
+    cfg: xorflow_bench::store_io::StoreIoConfig,
+    /// Print JSON lines instead of text.
+    #[arg(long)]
+    json: bool,
+}
+
+/// Prints an experiment's results, one line each (JSON with `json`).
+fn print_results<R: serde::Serialize>(
+    results: anyhow::Result<Vec<R>>,
+    json: bool,
+    describe: fn(&R) -> String,
+) -> ExitCode {
+    let results = match results {
+        Ok(r) => r,
         Err(e) => {
             say!("error: {e:#}");
-            ExitCode::from(1)
+            return ExitCode::from(1);
         }
+    };
+    let mut text = String::new();
+    for r in &results {
+        let line = if json {
+            serde_json::to_string(r).expect("a result serializes")
+        } else {
+            describe(r)
+        };
+        text.push_str(&line);
+        text.push('\n');
+    }
+    match print_out(&text) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(code) => code,
     }
 }
 
@@ -553,7 +569,7 @@ fn run_stand(b: Bench) -> ExitCode {
         Bench::Scalability(a) => (vec![experiments::Experiment::Scalability], a),
         Bench::Snapshots(a) => (vec![experiments::Experiment::Snapshots], a),
         Bench::All(a) => (experiments::ALL.to_vec(), a),
-        Bench::Peers(_) | Bench::Restore(_) | Bench::Report { .. } => {
+        Bench::Peers(_) | Bench::Restore(_) | Bench::StoreIo(_) | Bench::Report { .. } => {
             unreachable!("handled in main")
         }
     };
@@ -605,7 +621,18 @@ fn main() -> ExitCode {
         } => run_peers(a),
         Command::Bench {
             bench: Bench::Restore(a),
-        } => run_restore(a),
+        } => print_results(
+            xorflow_bench::restore::run(&a.cfg),
+            a.json,
+            xorflow_bench::restore::describe,
+        ),
+        Command::Bench {
+            bench: Bench::StoreIo(a),
+        } => print_results(
+            xorflow_bench::store_io::run(&a.cfg),
+            a.json,
+            xorflow_bench::store_io::describe,
+        ),
         Command::Bench {
             bench: Bench::Report { dirs },
         } => {
