@@ -49,6 +49,10 @@ pub struct OperatorVertex<Op: Operator> {
 
 /// Longest chain of snapshot files before a full snapshot (`xorflow_state::checkpoint::Chain`).
 const MAX_CHAIN: usize = 16;
+/// The same for append-only state (`Operator::APPEND_ONLY`): its increments never re-state a
+/// key, so only the manifest's length bounds the chain; a full snapshot every 256 checkpoints
+/// costs the staged output once per 256.
+const MAX_APPEND_ONLY_CHAIN: usize = 256;
 
 impl<Op: Operator> OperatorVertex<Op> {
     /// An instance of vertex `name` in `component` reading `input` (`None` for a source) and
@@ -72,7 +76,11 @@ impl<Op: Operator> OperatorVertex<Op> {
             stats: VertexStats::new(name),
             epoch: 0,
             cut: None,
-            chain: Chain::new(MAX_CHAIN),
+            chain: if Op::APPEND_ONLY {
+                Chain::append_only(MAX_APPEND_ONLY_CHAIN)
+            } else {
+                Chain::new(MAX_CHAIN)
+            },
             reporter: name.to_string(),
         }
     }

@@ -102,6 +102,8 @@ impl<T: Data, S: Sink<T> + 'static> Operator for SinkOp<T, S> {
     type Out = ();
     /// Staged output is state: a sink takes part in every checkpoint.
     const STATEFUL: bool = true;
+    /// Staged elements are only ever appended (and taken at the very end).
+    const APPEND_ONLY: bool = true;
 
     /// With checkpoints: opens the store the elements are staged in.
     fn open(&mut self, ctx: &mut WorkerCtx) -> Result<(), String> {

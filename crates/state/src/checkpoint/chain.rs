@@ -12,6 +12,10 @@ use super::FileRef;
 pub struct Chain {
     files: Vec<FileRef>,
     max_len: usize,
+    /// Increments only ever add keys (staged output): they never re-state one, so the chain is
+    /// never larger than the state, and only its length (the manifest lists every file) calls
+    /// for a new full snapshot.
+    append_only: bool,
 }
 
 impl Chain {
@@ -20,6 +24,16 @@ impl Chain {
         Chain {
             files: Vec::new(),
             max_len: max_len.max(1),
+            append_only: false,
+        }
+    }
+
+    /// The chain of append-only state: a full snapshot, then increments, up to `max_len` files.
+    pub fn append_only(max_len: usize) -> Self {
+        Chain {
+            files: Vec::new(),
+            max_len: max_len.max(1),
+            append_only: true,
         }
     }
 
@@ -28,6 +42,7 @@ impl Chain {
         Chain {
             files,
             max_len: max_len.max(1),
+            append_only: false,
         }
     }
 
@@ -37,7 +52,7 @@ impl Chain {
             return true;
         };
         let increments: u64 = self.files[1..].iter().map(|f| f.bytes).sum();
-        self.files.len() >= self.max_len || increments > full.bytes
+        self.files.len() >= self.max_len || (!self.append_only && increments > full.bytes)
     }
 
     /// Adds the file of the latest snapshot (a full one starts a new chain).
@@ -80,5 +95,20 @@ mod tests {
         assert_eq!(c.files().len(), 1);
         c.push(f(60, false));
         assert!(c.next_is_full(), "increments outweigh the base");
+    }
+
+    #[test]
+    fn an_append_only_chain_restarts_by_length_only() {
+        let mut c = Chain::append_only(100);
+        assert!(c.next_is_full());
+        c.push(f(10, true));
+        for _ in 1..100 {
+            assert!(
+                !c.next_is_full(),
+                "increments outweighing the base do not count"
+            );
+            c.push(f(1000, false));
+        }
+        assert!(c.next_is_full(), "100 files");
     }
 }
