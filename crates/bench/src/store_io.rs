@@ -132,12 +132,13 @@ pub fn run(cfg: &StoreIoConfig) -> anyhow::Result<Vec<StoreIoResult>> {
 /// One result as a line of text.
 pub fn describe(r: &StoreIoResult) -> String {
     format!(
-        "{:>6} {} producer(s), {} tuples: {:.2} MB written ({} puts, {} deletes, {} windows); \
-         CPU {:.2} s over {:.2} s",
+        "{:>6} {} producer(s), {} tuples: {:.3} MB ({} bytes) written ({} puts, {} deletes, {} \
+         windows); CPU {:.2} s over {:.2} s",
         r.form,
         r.producers,
         r.tuples,
         r.bytes_written as f64 / 1e6,
+        r.bytes_written,
         r.puts,
         r.deletes,
         r.windows,

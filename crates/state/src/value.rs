@@ -16,6 +16,9 @@ use crate::table::TableCtx;
 struct Entry<V> {
     /// `None`: deleted (a tombstone until flushed) or known absent.
     value: Option<V>,
+    /// The backend holds a value for the key (read from it, or flushed): a deletion must be
+    /// written. A key created and deleted between flushes costs the backend nothing.
+    stored: bool,
     /// Written since the last flush.
     dirty: bool,
     /// Written since the last snapshot.
@@ -76,6 +79,7 @@ where
                 let bytes = crate::backend::lock(&self.t.backend).get(&key)?;
                 let value = bytes.map(|b| codec::decode(&self.t.name, &b)).transpose()?;
                 let e = Entry {
+                    stored: value.is_some(),
                     value,
                     dirty: false,
                     changed: self.changed_evicted.remove(k),
@@ -161,14 +165,18 @@ where
         }
         let mut batch: Vec<Write> = Vec::with_capacity(self.dirty);
         for (k, e) in self.cache.iter_mut().filter(|(_, e)| e.dirty) {
+            e.dirty = false;
+            if e.value.is_none() && !e.stored {
+                continue;
+            }
             let key = codec::key_bytes(&self.t.name, self.t.id, (self.t.group)(k), k)?;
             let value = e
                 .value
                 .as_ref()
                 .map(|v| codec::encode(&self.t.name, v))
                 .transpose()?;
+            e.stored = value.is_some();
             batch.push((key, value));
-            e.dirty = false;
         }
         lock(&self.t.backend).write(&batch)?;
         self.dirty = 0;
@@ -299,6 +307,8 @@ where
                         let value = Some(codec::decode(&self.t.name, &v)?);
                         let e = Entry {
                             value,
+                            // In memory there is no backend to write to.
+                            stored: false,
                             dirty: false,
                             changed: false,
                             used: 0,
