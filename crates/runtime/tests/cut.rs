@@ -76,14 +76,14 @@ impl Aggregate<u64> for SumCount {
     }
 }
 
+/// The same aggregate as the state layer folds with it (to read checkpoints back).
 impl Fold<u64> for SumCount {
     type Acc = (u64, u64);
     fn init(&self) -> (u64, u64) {
-        (0, 0)
+        Aggregate::init(self)
     }
     fn add(&self, acc: &mut (u64, u64), v: &u64) {
-        acc.0 += v;
-        acc.1 += 1;
+        Aggregate::add(self, acc, v)
     }
 }
 
