@@ -16,6 +16,7 @@
 //! - [`batch`], [`channel`]: what crosses channels and the ports at both ends;
 //! - [`progress`]: trAcker glue (flush policy, process acker, tracker shards, frontiers);
 //! - [`net`]: processes and hosts over TCP;
+//! - [`connectors`]: building blocks for getting data out (part files committed per checkpoint);
 //! - [`measure`]: clocks, latency probes, counters, traffic;
 //! - [`config`], [`args`] (the engine's command-line options, declared once), [`report`], [`wake`].
 
@@ -24,6 +25,7 @@ pub mod batch;
 pub mod channel;
 pub mod checkpoint;
 pub mod config;
+pub mod connectors;
 pub mod dataflow;
 pub mod execute;
 pub mod measure;
@@ -35,12 +37,13 @@ pub mod wake;
 pub mod worker;
 
 pub use config::{RuntimeConfig, TrackingMode};
+pub use connectors::PartFiles;
 pub use dataflow::{Dataflow, SharedVec, Stream, VecSink};
 pub use measure::stats::VertexStats;
 pub use measure::traffic::{MessageKind, Traffic};
 pub use operators::epoch_snapshot::EpochSpec;
 pub use operators::iterate::Iteration;
-pub use operators::sink::Sink;
+pub use operators::sink::{Sink, Staging};
 pub use operators::source::{Source, SourceOutput, SourcePoll};
 pub use report::{RunError, RunReport};
 pub use xorflow_core::{Aggregate, ComponentId, Element, Time, WindowResult, INF};

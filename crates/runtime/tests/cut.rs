@@ -166,10 +166,14 @@ fn accounted(
         } else {
             assert!(inst.starts_with("out/"), "unexpected instance {inst}");
             type Staged = (u64, WindowResult<u64, (u64, u64)>);
-            let mut l = st.list_table::<u8, Staged>("staged", |_| 0).unwrap();
+            // The sink stages per checkpoint epoch (`operators/sink.rs`).
+            let mut l = st.list_table::<u64, Staged>("staged", |_| 0).unwrap();
             l.restore(&deltas, &|_| true).unwrap();
-            for (_, r) in l.take(&0).unwrap() {
-                add((r.end, r.key), r.value);
+            let epochs: Vec<u64> = l.keys().copied().collect();
+            for e in epochs {
+                for (_, r) in l.take(&e).unwrap() {
+                    add((r.end, r.key), r.value);
+                }
             }
         }
     }

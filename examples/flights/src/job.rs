@@ -10,8 +10,8 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 use xorflow_runtime::{
-    Dataflow, MessageKind, RunError, RuntimeConfig, Sink, Source, SourceOutput, SourcePoll,
-    WindowResult,
+    Dataflow, MessageKind, PartFiles, RunError, RuntimeConfig, Sink, Source, SourceOutput,
+    SourcePoll, Staging, WindowResult,
 };
 
 /// Largest lateness or window accepted, seconds (100 years): far beyond any real use, and small
@@ -391,23 +391,67 @@ fn is_leader(rt: &RuntimeConfig) -> bool {
 }
 
 /// The CSV sink on the process that owns the output; elsewhere it must never see a result (all
-/// results are gathered to worker 0, which runs in process 0).
-struct LeaderSink(Option<CsvOutput>);
+/// results are gathered to worker 0, which runs in process 0). With checkpoints it commits its
+/// rows as part files, one per completed checkpoint ([`Staging::PerCheckpoint`]), which are
+/// appended to the output when the job has finished.
+struct LeaderSink {
+    csv: Option<CsvOutput>,
+    parts: Option<PartFiles>,
+}
+
+impl LeaderSink {
+    fn no_output() -> String {
+        "results reached a process without the output file".into()
+    }
+}
 
 impl Sink<WindowResult<String, DepartureStats>> for LeaderSink {
     fn write(
         &mut self,
         batch: Vec<xorflow_runtime::Element<WindowResult<String, DepartureStats>>>,
     ) -> Result<(), String> {
-        match &mut self.0 {
-            Some(c) => c.write(batch),
-            None => Err("results reached a process without the output file".into()),
+        match (&mut self.csv, &mut self.parts) {
+            (Some(c), Some(p)) => c.format(&batch, p.pending()),
+            (Some(c), None) => c.write(batch),
+            (None, _) => Err(Self::no_output()),
         }
     }
 
-    fn finish(&mut self) -> Result<(), String> {
-        self.0.as_mut().map_or(Ok(()), Sink::finish)
+    fn staging(&self) -> Staging {
+        match self.parts {
+            Some(_) => Staging::PerCheckpoint,
+            None => Staging::AtEnd,
+        }
     }
+
+    fn commit(&mut self, checkpoint: u64) -> Result<(), String> {
+        self.parts.as_mut().map_or(Ok(()), |p| p.commit(checkpoint))
+    }
+
+    fn rollback(&mut self, committed: Option<u64>) -> Result<(), String> {
+        self.parts
+            .as_mut()
+            .map_or(Ok(()), |p| p.rollback(committed))
+    }
+
+    fn finish(&mut self) -> Result<(), String> {
+        if let Some(p) = &mut self.parts {
+            p.finish()?;
+        }
+        self.csv.as_mut().map_or(Ok(()), Sink::finish)
+    }
+}
+
+/// Where the CSV sink of a run with checkpoints commits its part files: beside the output, so
+/// that a run resumed after process 0 died finds them (`--resume`); removed once the output is
+/// complete.
+fn parts_dir(cfg: &FlightsConfig, output: &std::path::Path) -> Option<PathBuf> {
+    let rt = &cfg.runtime;
+    if rt.checkpoint_dir.is_none() || rt.checkpoint_interval.is_none() {
+        return None;
+    }
+    let name = output.file_name()?.to_string_lossy();
+    Some(output.with_file_name(format!(".{name}.xorflow-parts")))
 }
 
 /// Checks what the configuration says on its own, before anything is read or written.
@@ -524,13 +568,14 @@ fn split_records(cfg: &FlightsConfig, input: &FlightsInput) -> (Vec<Arc<Vec<Reco
     )
 }
 
-/// Builds the dataflow over the sources' shares `parts` and runs it (with a progress bar if
-/// asked), the results going to `csv` on process 0.
+/// Builds the dataflow over the sources' shares `shares` and runs it (with a progress bar if
+/// asked), the results going to `csv` on process 0 (through part files in `parts` with checkpoints).
 fn run_dataflow(
     cfg: &FlightsConfig,
     input: &FlightsInput,
-    parts: Vec<Arc<Vec<Record>>>,
+    shares: Vec<Arc<Vec<Record>>>,
     csv: Option<CsvOutput>,
+    parts: Option<PathBuf>,
 ) -> Result<xorflow_runtime::RunReport, FlightsError> {
     let a0 = input.records.first().map_or(0, |r| r.arrival_time);
     let speed = cfg.speed.map(|s| (a0, s));
@@ -546,7 +591,7 @@ fn run_dataflow(
     let (p2, s2) = (progress.clone(), start_ns.clone());
     let sink = csv.clone();
     df.source("departures", cfg.sources, move |k| FlightsSource {
-        records: parts[k].clone(),
+        records: shares[k].clone(),
         next: 0,
         lateness,
         speed,
@@ -560,7 +605,13 @@ fn run_dataflow(
         Departures,
     )
     .gather()
-    .sink("csv", move |_| LeaderSink(sink.clone()));
+    .sink("csv", move |i| LeaderSink {
+        csv: sink.clone(),
+        parts: sink
+            .as_ref()
+            .and(parts.as_deref())
+            .map(|d| PartFiles::new(d, i)),
+    });
 
     let done = Arc::new(AtomicBool::new(false));
     let total = input.records.len() as u64;
@@ -685,8 +736,15 @@ pub fn run(cfg: &FlightsConfig) -> Result<Summary, FlightsError> {
         }
         None => None,
     };
-    let (parts, mut late) = split_records(cfg, &input);
-    let report = run_dataflow(cfg, &input, parts, csv.clone())?;
+    let (shares, mut late) = split_records(cfg, &input);
+    let parts = outputs
+        .as_ref()
+        .and_then(|o| parts_dir(cfg, o.csv.target()));
+    let report = run_dataflow(cfg, &input, shares, csv.clone(), parts.clone())?;
+    if let (Some(c), Some(d), Some(o)) = (&csv, &parts, &outputs) {
+        let file = o.csv.file().map_err(FlightsError::Output)?;
+        c.append_parts(d, file).map_err(FlightsError::Output)?;
+    }
     let mut summary = summarize(cfg, &input, &report, late.len() as u64, load_s);
     if let Some(c) = &csv {
         // What the file holds: with --resume also the rows committed before the failure.
@@ -694,6 +752,9 @@ pub fn run(cfg: &FlightsConfig) -> Result<Summary, FlightsError> {
     }
     if let Some(o) = outputs {
         o.finish(cfg, &mut late, &summary)?;
+    }
+    if let Some(d) = &parts {
+        PartFiles::remove(d).map_err(FlightsError::Output)?;
     }
     Ok(summary)
 }

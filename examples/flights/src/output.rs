@@ -128,6 +128,58 @@ impl CsvOutput {
     }
 }
 
+impl CsvOutput {
+    /// Appends the CSV rows of `batch` to `buf` (a part file's pending bytes).
+    ///
+    /// # Errors
+    /// A row that cannot be encoded.
+    pub fn format(
+        &self,
+        batch: &[Element<WindowResult<String, DepartureStats>>],
+        buf: &mut Vec<u8>,
+    ) -> Result<(), String> {
+        let mut w = csv::Writer::from_writer(buf);
+        for el in batch {
+            w.write_record(row_fields(&el.data))
+                .map_err(|e| self.err(e))?;
+        }
+        w.flush().map_err(|e| self.err(e))
+    }
+
+    /// Appends the committed part files in `dir` (rows formatted by [`CsvOutput::format`]) to the
+    /// output through `file` (a handle on the output sharing its offset), in output order, and
+    /// counts their rows. Nothing may be written through the sink afterwards.
+    ///
+    /// # Errors
+    /// A part that cannot be read or the output written, naming it.
+    pub fn append_parts(&self, dir: &Path, file: File) -> Result<(), String> {
+        let mut w = self.writer.lock().map_err(|_| self.err("lock poisoned"))?;
+        w.flush().map_err(|e| self.err(e))?;
+        let mut lines = CountLines(BufWriter::new(file), 0);
+        xorflow_runtime::PartFiles::assemble(dir, &mut lines)?;
+        lines.flush().map_err(|e| self.err(e))?;
+        let n = lines.1;
+        self.rows.fetch_add(n, Ordering::Relaxed);
+        Ok(())
+    }
+}
+
+/// A writer counting the lines that pass through it (one per CSV row: no field of this output
+/// holds a line break).
+struct CountLines<W>(W, u64);
+
+impl<W: Write> Write for CountLines<W> {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        let n = self.0.write(buf)?;
+        self.1 += buf[..n].iter().filter(|&&b| b == b'\n').count() as u64;
+        Ok(n)
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.0.flush()
+    }
+}
+
 impl Sink<WindowResult<String, DepartureStats>> for CsvOutput {
     fn write(
         &mut self,

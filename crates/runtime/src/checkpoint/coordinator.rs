@@ -2,6 +2,7 @@
 //! manifest once every reporter has covered its epoch (docs/state.md, "Checkpoints").
 
 use super::{Entry, Filed, Inbound, Resume};
+use crate::net::link::RemoteTx;
 use crate::progress::cut::Covered;
 use crossbeam_channel::Receiver;
 use std::collections::{BTreeMap, BTreeSet};
@@ -61,6 +62,9 @@ pub(crate) struct Coordinator {
     /// When each epoch's first report came.
     first_seen: BTreeMap<u64, Instant>,
     committed: Option<u64>,
+    /// Where completed checkpoints are announced: this process's sinks, and the other
+    /// processes (`Kind::Checkpoint` frames).
+    announce: Option<(super::Committed, Vec<RemoteTx>)>,
     stats: CheckpointStats,
 }
 
@@ -82,12 +86,18 @@ impl Coordinator {
             history: BTreeMap::new(),
             first_seen: BTreeMap::new(),
             committed: after,
+            announce: None,
             stats: CheckpointStats {
                 resumed_from: after,
                 skipped: resume.map(|r| r.skipped.clone()).unwrap_or_default(),
                 ..CheckpointStats::default()
             },
         }
+    }
+
+    /// Announces every checkpoint it completes to `local` and to `peers`.
+    pub(crate) fn announce_to(&mut self, local: super::Committed, peers: Vec<RemoteTx>) {
+        self.announce = Some((local, peers));
     }
 
     /// Files local reports and takes other processes' filed ones until told to stop; returns
@@ -202,6 +212,14 @@ impl Coordinator {
         }
         self.first_seen = self.first_seen.split_off(&(e + 1));
         self.committed = Some(e);
+        if let Some((local, peers)) = &self.announce {
+            local.set(e);
+            let f = crate::net::frame::checkpoint(&super::Message::Committed(e));
+            for p in peers {
+                // A closed connection fails the run on its own.
+                p.send(f.clone());
+            }
+        }
         Ok(())
     }
 }

@@ -23,6 +23,7 @@ use crate::report::RunError;
 use crossbeam_channel::Sender;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeSet;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::thread::JoinHandle;
 use xorflow_state::checkpoint::{CheckpointStore, FileRef, Hold};
@@ -65,6 +66,54 @@ pub(crate) enum Entry {
     Position(String),
 }
 
+/// What travels in `Kind::Checkpoint` frames (`net/frame.rs`).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub(crate) enum Message {
+    /// To process 0: another process filed a report.
+    Filed(Filed),
+    /// From process 0: checkpoint `.0` is complete (its manifest is written), so sinks may
+    /// commit the output staged up to it (`operators/sink.rs`).
+    Committed(u64),
+}
+
+/// The newest completed checkpoint as this process knows it: set by process 0's coordinator,
+/// and on the other processes by the transport when process 0 says so; read by the sinks.
+#[derive(Clone, Debug, Default)]
+pub struct Committed(Arc<AtomicU64>);
+
+impl Committed {
+    /// The newest completed checkpoint, if any.
+    pub fn get(&self) -> Option<u64> {
+        self.0.load(Ordering::Acquire).checked_sub(1)
+    }
+
+    /// Checkpoint `c` is complete (never moves back).
+    pub(crate) fn set(&self, c: u64) {
+        self.0.fetch_max(c + 1, Ordering::AcqRel);
+    }
+}
+
+/// What the transport of a process with checkpoints hands to the checkpoint thread.
+#[derive(Clone)]
+pub(crate) struct Inlet {
+    pub tx: Sender<Inbound>,
+    pub committed: Committed,
+}
+
+impl Inlet {
+    /// Takes a `Kind::Checkpoint` frame's message.
+    pub fn take(&self, m: Message) {
+        match m {
+            // The coordinator stops only after every process's end-of-run report; a writer
+            // that gets one fails the run with a message.
+            Message::Filed(f) => {
+                let _ = self.tx.send(Inbound::Filed(f));
+            }
+            Message::Committed(c) => self.committed.set(c),
+        }
+    }
+}
+
 /// What the checkpoint thread of a process receives.
 pub(crate) enum Inbound {
     /// A local instance's report, to file.
@@ -86,9 +135,12 @@ pub(crate) struct Running {
 }
 
 impl Running {
-    /// Where the transport delivers other processes' filed reports.
-    pub fn inbound(&self) -> Sender<Inbound> {
-        self.tx.clone()
+    /// Where the transport delivers checkpoint frames.
+    pub fn inlet(&self) -> Inlet {
+        Inlet {
+            tx: self.tx.clone(),
+            committed: self.handle.committed.clone(),
+        }
     }
 
     /// Waits for the thread: a writer ends once the local workers are gone (their handles
@@ -155,8 +207,9 @@ pub(crate) fn prepare(
 
 /// Starts the checkpoint thread of a process. On process 0 (`to_leader` is `None`) the
 /// coordinator of job `job`, which waits on every checkpoint for each stateful instance
-/// (`<vertex>/<worker>` over `workers` workers of the job) and each source instance. Elsewhere a
-/// writer sending what it files to process 0 over `to_leader`.
+/// (`<vertex>/<worker>` over `workers` workers of the job) and each source instance, and tells
+/// `peers` (every other process) of each completed one. Elsewhere a writer sending what it
+/// files to process 0 over `to_leader`.
 ///
 /// # Errors
 /// The thread cannot start.
@@ -166,6 +219,7 @@ pub(crate) fn start(
     workers: usize,
     job: u64,
     to_leader: Option<RemoteTx>,
+    peers: Vec<RemoteTx>,
 ) -> Result<Running, RunError> {
     let store = &prepared.store;
     let (tx, rx) = crossbeam_channel::unbounded();
@@ -176,6 +230,7 @@ pub(crate) fn start(
             .map_err(|e| RunError::Checkpoint(format!("cannot start the {name} thread: {e}")))
     };
     let leader = to_leader.is_none();
+    let committed = Committed::default();
     let thread = match to_leader {
         Some(leader) => {
             let w = writer::Writer::new(store.clone(), leader);
@@ -190,12 +245,16 @@ pub(crate) fn start(
             }
             reporters.extend((0..b.sources).map(|s| format!("source/{s}")));
             let resume = prepared.resume.as_deref();
-            let c = coordinator::Coordinator::new(store.clone(), job, reporters, resume);
+            let mut c = coordinator::Coordinator::new(store.clone(), job, reporters, resume);
+            c.announce_to(committed.clone(), peers);
             spawn("xorflow-checkpoints", Box::new(move || c.run(rx)))?
         }
     };
     Ok(Running {
-        handle: Checkpointer { tx: tx.clone() },
+        handle: Checkpointer {
+            tx: tx.clone(),
+            committed,
+        },
         leader,
         tx,
         thread,
@@ -206,9 +265,15 @@ pub(crate) fn start(
 #[derive(Clone)]
 pub struct Checkpointer {
     tx: Sender<Inbound>,
+    committed: Committed,
 }
 
 impl Checkpointer {
+    /// The newest completed checkpoint this process knows of.
+    pub fn committed(&self) -> Option<u64> {
+        self.committed.get()
+    }
+
     /// Hands a stateful instance's snapshot to the checkpoint thread (it is written in the
     /// background).
     pub fn state(&self, reporter: String, covered: Covered, delta: Delta, holds: Vec<Hold>) {

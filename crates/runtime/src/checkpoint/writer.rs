@@ -55,7 +55,8 @@ impl Writer {
                 Inbound::Report(r) => {
                     let f = file(&self.store, r)?;
                     // A closed connection fails the run on its own.
-                    self.leader.send(frame::checkpoint(&f));
+                    self.leader
+                        .send(frame::checkpoint(&super::Message::Filed(f)));
                 }
                 Inbound::Filed(f) => {
                     return Err(format!(

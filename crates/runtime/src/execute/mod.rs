@@ -95,7 +95,8 @@ fn attempt(b: &mut Builder, finished: &mut bool) -> Result<RunReport, RunError> 
         .flatten();
     let checkpoints = match &prepared {
         Some(p) => {
-            let started = crate::checkpoint::start(b, p, total_workers, job, to_leader);
+            let peers = remotes.handles[1..].iter().flatten().cloned().collect();
+            let started = crate::checkpoint::start(b, p, total_workers, job, to_leader, peers);
             Some(started.inspect_err(|_| {
                 outcome::reap(&mut cluster.children, true);
             })?)
@@ -111,7 +112,7 @@ fn attempt(b: &mut Builder, finished: &mut bool) -> Result<RunReport, RunError> 
         shards: progress.agents.clone(),
         inboxes: inbox_txs,
         unparkers: unparkers.clone(),
-        checkpoints: checkpoints.as_ref().map(|c| c.inbound()),
+        checkpoints: checkpoints.as_ref().map(|c| c.inlet()),
     };
     let transport = start_transport(&b.graph, &config, &mut cluster, remotes, delivery, &failure)?;
     let mut workers = make_workers(

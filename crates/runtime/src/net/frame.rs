@@ -186,8 +186,8 @@ pub fn shard_frame<B: serde::Serialize>(kind: Kind, shard: u32, body: &B) -> Byt
         .into()
 }
 
-/// A checkpoint frame: a filed report, postcard-encoded.
-pub(crate) fn checkpoint(f: &crate::checkpoint::Filed) -> Bytes {
+/// A checkpoint frame: a filed report or a completed checkpoint, postcard-encoded.
+pub(crate) fn checkpoint(f: &crate::checkpoint::Message) -> Bytes {
     let mut v = Vec::with_capacity(128);
     v.put_u8(Kind::Checkpoint as u8);
     postcard::to_extend(f, v)
@@ -199,7 +199,7 @@ pub(crate) fn checkpoint(f: &crate::checkpoint::Filed) -> Bytes {
 ///
 /// # Errors
 /// Undecodable.
-pub(crate) fn read_checkpoint(f: &[u8]) -> Result<crate::checkpoint::Filed, String> {
+pub(crate) fn read_checkpoint(f: &[u8]) -> Result<crate::checkpoint::Message, String> {
     postcard::from_bytes(&f[1..]).map_err(|e| format!("bad checkpoint frame: {e}"))
 }
 

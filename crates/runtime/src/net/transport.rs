@@ -49,8 +49,9 @@ pub struct Delivery {
     pub inboxes: Vec<Sender<Notification>>,
     /// Wakes this process's workers.
     pub unparkers: Arc<Unparkers>,
-    /// Process 0 of a job writing checkpoints: its coordinator, for other processes' reports.
-    pub(crate) checkpoints: Option<crossbeam_channel::Sender<crate::checkpoint::Inbound>>,
+    /// A job writing checkpoints: its checkpoint thread (process 0's coordinator takes other
+    /// processes' reports) and the completed checkpoints (announced by process 0).
+    pub(crate) checkpoints: Option<crate::checkpoint::Inlet>,
 }
 
 /// Identity checked in every handshake.
@@ -807,11 +808,10 @@ fn route(d: &Delivery, f: Bytes) -> Result<Routed, String> {
             }
         }
         Kind::Checkpoint => {
-            let filed = frame::read_checkpoint(&f)?;
-            let tx = (d.checkpoints.as_ref())
-                .ok_or("a checkpoint report reached a process without the coordinator")?;
-            // The coordinator stops only after every process's end-of-run report.
-            let _ = tx.send(crate::checkpoint::Inbound::Filed(filed));
+            let m = frame::read_checkpoint(&f)?;
+            let inlet = (d.checkpoints.as_ref())
+                .ok_or("a checkpoint frame reached a process that writes no checkpoints")?;
+            inlet.take(m);
         }
         Kind::Ping => {}
         Kind::Done => return Ok(Routed::Done(f[1..].to_vec())),

@@ -1,11 +1,22 @@
 //! Sinks: user code that consumes the stream's elements and may act on notifications.
 //!
 //! Exactly-once output with checkpoints (two-phase commit, as Flink's file sink): the sink
-//! operator stages what it receives as keyed state instead of handing it to the [`Sink`] at once.
-//! The staged elements go into the instance's snapshots (pre-commit: durable once the checkpoint's
-//! files are), a completed checkpoint commits them, and a restore brings back exactly those of the
-//! checkpoint; the sink gets them all, in arrival order, when the job has finished. So a failed and
-//! resumed job hands the sink what a run without the failure would have, once.
+//! operator stages what it receives as keyed state, per checkpoint epoch, instead of handing it to
+//! the [`Sink`] at once. The staged elements go into the instance's snapshots (pre-commit: durable
+//! once the checkpoint's files are) and a restore brings back exactly those of the checkpoint.
+//! When they reach the sink is the sink's [`Staging`]:
+//!
+//! * [`Staging::PerCheckpoint`]: once checkpoint `c` is complete (process 0 announces it:
+//!   `checkpoint/coordinator.rs`), the elements of epochs up to `c` go to [`Sink::write`], then
+//!   [`Sink::commit`]`(c)` makes them visible; a restore first calls [`Sink::rollback`] with the
+//!   last checkpoint the sink had committed as of the restored snapshot, so what it committed
+//!   later (and will get again) is discarded. What follows the last checkpoint is written at the
+//!   end. State stays bounded by what one checkpoint interval stages.
+//! * [`Staging::AtEnd`] (the default): everything is held until the job has finished, for sinks
+//!   that cannot take back what they were given.
+//! * [`Staging::Direct`]: no staging, for sinks without effects outside the run (measurements).
+//!
+//! So a failed and resumed job hands the sink what a run without the failure would have, once.
 
 use super::{Operator, OperatorState, Receipt};
 use crate::batch::Batch;
@@ -15,7 +26,7 @@ use crate::worker::ctx::WorkerCtx;
 use std::marker::PhantomData;
 use xorflow_core::{Data, Element};
 use xorflow_state::delta::Delta;
-use xorflow_state::{ListTable, StateConfig, StateStore};
+use xorflow_state::{ListTable, StateConfig, StateStore, ValueTable};
 use xorflow_tracking::Time;
 
 /// A sink instance (one per worker).
@@ -31,7 +42,34 @@ pub trait Sink<T>: Send {
     /// Never called without tracking. A place to commit or release results.
     fn on_frontier(&mut self, _frontier: Time) {}
 
-    /// End of the run: flush and close.
+    /// How the sink takes part in checkpoints (the module doc). Asked once, when the run opens.
+    fn staging(&self) -> Staging {
+        Staging::AtEnd
+    }
+
+    /// [`Staging::PerCheckpoint`]: everything written since the previous commit (or rollback)
+    /// belongs to checkpoint `checkpoint`, which is complete: make it visible. Must be idempotent
+    /// per checkpoint: a restore may deliver the same elements for the same checkpoint again
+    /// after a [`Sink::rollback`].
+    ///
+    /// # Errors
+    /// A message naming what failed; the run is aborted with it.
+    fn commit(&mut self, _checkpoint: u64) -> Result<(), String> {
+        Ok(())
+    }
+
+    /// [`Staging::PerCheckpoint`]: the run restarts from a checkpoint as of which this sink had
+    /// committed up to checkpoint `committed` (`None`: nothing). Discard every later commit and
+    /// whatever was written since: the restored run writes them again.
+    ///
+    /// # Errors
+    /// A message naming what failed.
+    fn rollback(&mut self, _committed: Option<u64>) -> Result<(), String> {
+        Ok(())
+    }
+
+    /// End of the run: flush and close. With [`Staging::PerCheckpoint`], what was written after
+    /// the last commit is the output after the last checkpoint.
     ///
     /// # Errors
     /// A message naming what failed.
@@ -45,11 +83,25 @@ pub trait Sink<T>: Send {
     fn report(&mut self, _stats: &mut VertexStats) {}
 }
 
-/// Elements staged until the job ends (with checkpoints): one list, in arrival order.
+/// When a sink receives what it is sent, with checkpoints (the module doc).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Staging {
+    /// Staged until the job has finished.
+    AtEnd,
+    /// Staged until the checkpoint covering it is complete, then [`Sink::commit`]ted.
+    PerCheckpoint,
+    /// Not staged: written at once, even with checkpoints (no exactly-once output).
+    Direct,
+}
+
+/// Elements staged with checkpoints: one list per checkpoint epoch, in arrival order.
 struct Staged<T> {
     /// Keeps the backend open.
     store: StateStore,
-    list: ListTable<u8, (Time, T)>,
+    list: ListTable<u64, (Time, T)>,
+    /// Key 0: the last checkpoint committed to the sink ([`Staging::PerCheckpoint`]).
+    committed: ValueTable<u8, u64>,
+    per_checkpoint: bool,
 }
 
 /// The operator around a [`Sink`]. It measures notification latency per slot: from receiving the
@@ -63,6 +115,8 @@ pub struct SinkOp<T, S> {
     /// Where staged elements live.
     state: StateConfig,
     staged: Option<Staged<T>>,
+    /// The checkpoint epoch of what arrives now (`Operator::on_epoch`).
+    epoch: u64,
     _input: PhantomData<fn(T)>,
 }
 
@@ -75,6 +129,7 @@ impl<T: Data, S: Sink<T>> SinkOp<T, S> {
             name: name.to_string(),
             state,
             staged: None,
+            epoch: 0,
             _input: PhantomData,
         }
     }
@@ -83,17 +138,46 @@ impl<T: Data, S: Sink<T>> SinkOp<T, S> {
         move |e| format!("sink '{}': {e}", self.name)
     }
 
-    /// Hands every staged element to the sink, in arrival order (the job has finished).
-    fn commit_staged(&mut self) -> Result<(), String> {
-        let Some(mut st) = self.staged.take() else {
+    /// Hands the sink the staged elements of every epoch up to `upto` (all of them if `None`),
+    /// oldest epoch first and in arrival order within one; with `upto`, then commits checkpoint
+    /// `upto`.
+    fn deliver(&mut self, upto: Option<u64>) -> Result<(), String> {
+        let Some(st) = &mut self.staged else {
             return Ok(());
         };
-        let all = st.list.take(&0).map_err(self.err())?;
-        if !all.is_empty() {
-            let batch = all.into_iter().map(|(t, d)| Element::new(t, d)).collect();
-            self.sink.write(batch)?;
+        let name = &self.name;
+        let err = |e: xorflow_state::StateError| format!("sink '{name}': {e}");
+        let mut epochs: Vec<u64> = st.list.keys().copied().collect();
+        epochs.retain(|&e| upto.is_none_or(|c| e <= c));
+        epochs.sort_unstable();
+        for e in epochs {
+            let rows = st.list.take(&e).map_err(err)?;
+            if !rows.is_empty() {
+                let batch = rows.into_iter().map(|(t, d)| Element::new(t, d)).collect();
+                self.sink.write(batch)?;
+            }
         }
-        st.store.remove().map_err(self.err())
+        if let Some(c) = upto {
+            self.sink.commit(c)?;
+            st.committed.insert(&0, c).map_err(err)?;
+        }
+        Ok(())
+    }
+
+    /// [`Staging::PerCheckpoint`]: commits what a newly completed checkpoint covers.
+    fn commit_completed(&mut self, ctx: &WorkerCtx) -> Result<(), String> {
+        let Some(st) = &mut self.staged else {
+            return Ok(());
+        };
+        let done = ctx.checkpointer.as_ref().and_then(|c| c.committed());
+        let last = st.committed.get(&0);
+        let last = last
+            .map_err(|e| format!("sink '{}': {e}", self.name))?
+            .copied();
+        match done {
+            Some(c) if st.per_checkpoint && last.is_none_or(|l| l < c) => self.deliver(Some(c)),
+            _ => Ok(()),
+        }
     }
 }
 
@@ -102,17 +186,26 @@ impl<T: Data, S: Sink<T> + 'static> Operator for SinkOp<T, S> {
     type Out = ();
     /// Staged output is state: a sink takes part in every checkpoint.
     const STATEFUL: bool = true;
-    /// Staged elements are only ever appended (and taken at the very end).
-    const APPEND_ONLY: bool = true;
 
     /// With checkpoints: opens the store the elements are staged in.
     fn open(&mut self, ctx: &mut WorkerCtx) -> Result<(), String> {
-        if ctx.checkpointer.is_none() || ctx.epochs.is_none() {
+        let staging = self.sink.staging();
+        if ctx.checkpointer.is_none() || ctx.epochs.is_none() || staging == Staging::Direct {
             return Ok(());
         }
         let mut store = StateStore::open(&self.state, &self.name, ctx.index).map_err(self.err())?;
-        let list = store.list_table("staged", |_: &u8| 0).map_err(self.err())?;
-        self.staged = Some(Staged { store, list });
+        let list = store
+            .list_table("staged", |_: &u64| 0)
+            .map_err(self.err())?;
+        let committed = store
+            .value_table("committed", |_: &u8| 0)
+            .map_err(self.err())?;
+        self.staged = Some(Staged {
+            store,
+            list,
+            committed,
+            per_checkpoint: staging == Staging::PerCheckpoint,
+        });
         Ok(())
     }
 
@@ -138,10 +231,11 @@ impl<T: Data, S: Sink<T> + 'static> Operator for SinkOp<T, S> {
             b.data.iter().filter(|e| e.time >= warm).count()
         };
         stats.measured.record(n as u64, ctx.now_ns);
+        self.commit_completed(ctx)?;
         match &mut self.staged {
             Some(st) => {
                 for e in b.data {
-                    let r = st.list.append(&0, (e.time, e.data));
+                    let r = st.list.append(&self.epoch, (e.time, e.data));
                     r.map_err(|e| format!("sink '{}': {e}", self.name))?;
                 }
             }
@@ -157,6 +251,7 @@ impl<T: Data, S: Sink<T> + 'static> Operator for SinkOp<T, S> {
         ctx: &mut WorkerCtx,
         stats: &mut VertexStats,
     ) -> Result<(), String> {
+        self.commit_completed(ctx)?;
         // Without tracking the only "frontier" is this instance's own end of input, which says
         // nothing of the other instances: a sink hears of progress only while it is tracked.
         if !ctx.frontiers.live() {
@@ -170,29 +265,66 @@ impl<T: Data, S: Sink<T> + 'static> Operator for SinkOp<T, S> {
         Ok(())
     }
 
-    /// The elements staged since the previous snapshot (all of them if `full`).
+    fn on_epoch(&mut self, epoch: u64, _ctx: &mut WorkerCtx) {
+        self.epoch = epoch;
+    }
+
+    /// The changes to the staged elements since the previous snapshot (all of them if `full`):
+    /// the elements staged since, and the epochs committed since.
     fn snapshot(&mut self, _epoch: u64, full: bool) -> Result<OperatorState, String> {
         let mut d = Delta::new(full);
         if let Some(st) = &mut self.staged {
-            let r = st.list.snapshot(&mut d);
-            r.map_err(|e| format!("sink '{}': {e}", self.name))?;
+            let err = |e| format!("sink '{}': {e}", self.name);
+            st.list.snapshot(&mut d).map_err(err)?;
+            st.committed.snapshot(&mut d).map_err(err)?;
         }
         Ok(OperatorState::Delta(d))
     }
 
-    /// Restores the elements staged up to the checkpoint.
+    /// Restores the elements staged and not yet committed as of the checkpoint, and rolls the
+    /// sink back to what it had committed then.
     fn restore(&mut self, chain: &[Delta]) -> Result<(), String> {
         let Some(st) = &mut self.staged else {
-            return Err(format!("sink '{}' restored without checkpoints", self.name));
+            // A direct sink stages nothing: its snapshots are empty.
+            let records: usize = chain.iter().map(|d| d.records.len()).sum();
+            return match records {
+                0 => Ok(()),
+                n => Err(format!(
+                    "sink '{}' restored {n} staged records without staging",
+                    self.name
+                )),
+            };
         };
-        let r = st.list.restore(chain, &|_| true);
-        r.map_err(|e| format!("sink '{}': {e}", self.name))
+        let err = |e| format!("sink '{}': {e}", self.name);
+        st.list.restore(chain, &|_| true).map_err(err)?;
+        st.committed.restore(chain, &|_| true).map_err(err)?;
+        if st.per_checkpoint {
+            let last = st.committed.get(&0).map_err(err)?.copied();
+            self.sink.rollback(last)?;
+        }
+        Ok(())
     }
 
-    /// The input has ended: commits what was staged, then closes the sink. Called only once the
-    /// worker has finished its loop, so a job that fails before hands the sink nothing staged.
+    /// The resumed checkpoint is complete: commits what it covers.
+    fn on_resume(
+        &mut self,
+        r: &crate::checkpoint::Resume,
+        _ctx: &mut WorkerCtx,
+    ) -> Result<(), String> {
+        match &self.staged {
+            Some(st) if st.per_checkpoint => self.deliver(Some(r.manifest.checkpoint)),
+            _ => Ok(()),
+        }
+    }
+
+    /// The input has ended: hands over what is still staged, then closes the sink. Called only
+    /// once the worker has finished its loop, so a job that fails before hands the sink nothing
+    /// more.
     fn close(&mut self) -> Result<(), String> {
-        self.commit_staged()?;
+        self.deliver(None)?;
+        if let Some(st) = self.staged.take() {
+            st.store.remove().map_err(self.err())?;
+        }
         self.sink.finish()
     }
 
