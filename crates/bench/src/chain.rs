@@ -21,8 +21,8 @@ use xorflow_runtime::operators::epoch_snapshot::{
     BUFFERED_ELEMENTS, BUFFERED_NS, BUFFERING_HISTOGRAM, SNAPSHOTS,
 };
 use xorflow_runtime::{
-    Dataflow, Element, EpochSpec, MessageKind, RunError, RunReport, RuntimeConfig, Sink, Source,
-    SourceOutput, SourcePoll, Traffic, VertexStats,
+    Aggregate, Dataflow, Element, EpochSpec, MessageKind, RunError, RunReport, RuntimeConfig, Sink,
+    Source, SourceOutput, SourcePoll, Staging, Traffic, VertexStats, WindowResult,
 };
 
 /// Sink histogram: end-to-end latency of measured elements, ns (due time to arrival at the sink).
@@ -42,6 +42,15 @@ pub struct SnapshotParams {
     pub post_elements: u64,
 }
 
+/// The chain's keyed stateful stage (`--keyed-window`): a tumbling count per key.
+#[derive(Clone, Copy, Debug)]
+pub struct KeyedStage {
+    /// Window size, element numbers.
+    pub window: u64,
+    /// Keys: an element's key is its payload modulo this.
+    pub keys: u64,
+}
+
 /// Parameters of one chain run.
 #[derive(Clone, Debug)]
 pub struct ChainParams {
@@ -55,6 +64,8 @@ pub struct ChainParams {
     pub warmup: u64,
     /// Snapshot stages instead of pass-through ones.
     pub snapshot: Option<SnapshotParams>,
+    /// A keyed stateful stage before the sink.
+    pub keyed: Option<KeyedStage>,
     /// Runtime configuration (workers, granularity, tracking, batching).
     pub runtime: RuntimeConfig,
 }
@@ -92,6 +103,15 @@ pub struct ChainConfig {
     /// (default: those due within the pause plus 500 ms at --rate, else 10,000).
     #[arg(long)]
     pub post_snapshot_elements: Option<u64>,
+    /// A keyed stateful stage after the pass-through ones: a tumbling window of this many
+    /// element numbers counting elements per key (`--keys` keys, the payload modulo the keys),
+    /// its results going to a sink that only counts them (no latency measured then). State that
+    /// checkpoints snapshot: `xorflow bench checkpoints`.
+    #[arg(long)]
+    pub keyed_window: Option<u64>,
+    /// Keys of the keyed stage (--keyed-window).
+    #[arg(long, default_value_t = 1024)]
+    pub keys: u64,
     /// The engine's options.
     #[command(flatten)]
     pub engine: EngineArgs,
@@ -134,6 +154,8 @@ impl ChainConfig {
         a.option("snapshot-at", self.snapshot_at);
         a.duration("snapshot-pause", self.snapshot_pause, d.snapshot_pause);
         a.option("post-snapshot-elements", self.post_snapshot_elements);
+        a.option("keyed-window", self.keyed_window);
+        a.value("keys", self.keys, d.keys);
         a.extend(self.engine.to_argv());
         a.into_vec()
     }
@@ -153,6 +175,10 @@ impl ChainConfig {
                 } else {
                     10_000
                 }),
+            }),
+            keyed: self.keyed_window.map(|window| KeyedStage {
+                window,
+                keys: self.keys.max(1),
             }),
             runtime: self.engine.runtime(self.granularity),
         }
@@ -392,6 +418,49 @@ pub struct ChainResult {
     pub cpu_per_s: Option<f64>,
     /// The snapshot stages' buffering (snapshot runs only).
     pub snapshot: Option<SnapshotResult>,
+    /// Checkpoints taken (runs with --checkpoint-interval only).
+    #[serde(default)]
+    pub checkpoints: Option<CheckpointMeasures>,
+}
+
+/// What the checkpoints of a run cost.
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+pub struct CheckpointMeasures {
+    /// Checkpoints completed.
+    pub completed: u64,
+    /// Snapshot files written, bytes in all.
+    pub bytes: u64,
+    /// Per checkpoint: from its first snapshot report to its manifest, ms (p50, p99, max).
+    pub duration_p50_ms: f64,
+    pub duration_p99_ms: f64,
+    pub duration_max_ms: f64,
+    /// Elements the stateful stage held back until its epoch began (the cut).
+    pub buffered_elements: u64,
+}
+
+impl CheckpointMeasures {
+    fn of(report: &RunReport) -> Option<Self> {
+        let c = report.checkpoints.as_ref()?;
+        let mut d = c.duration_ms.clone();
+        d.sort_by(f64::total_cmp);
+        let q = |p: f64| {
+            let i = ((d.len() as f64 - 1.0) * p).round() as usize;
+            d.get(i).copied().unwrap_or(0.0)
+        };
+        let buffered = report
+            .vertices
+            .iter()
+            .map(|v| v.counter(xorflow_runtime::progress::cut::CHECKPOINT_BUFFERED_ELEMENTS))
+            .sum();
+        Some(CheckpointMeasures {
+            completed: c.completed,
+            bytes: c.bytes,
+            duration_p50_ms: q(0.5),
+            duration_p99_ms: q(0.99),
+            duration_max_ms: q(1.0),
+            buffered_elements: buffered,
+        })
+    }
 }
 
 struct ChainSource {
@@ -400,6 +469,8 @@ struct ChainSource {
     remaining: u64,
     emitted: u64,
     schedule: Option<Schedule>,
+    /// The payload is the element number instead of the due time (the keyed stage keys by it).
+    numbered: bool,
 }
 
 impl Source<u64> for ChainSource {
@@ -417,7 +488,9 @@ impl Source<u64> for ChainSource {
         }
         let n = due.min(out.budget() as u64).min(self.remaining);
         for i in 0..n {
-            let stamp = if schedule.unlimited() {
+            let stamp = if self.numbered {
+                self.next
+            } else if schedule.unlimited() {
                 now
             } else {
                 schedule.due_ns(self.emitted + i)
@@ -436,6 +509,40 @@ impl Source<u64> for ChainSource {
     }
 }
 
+/// Counts elements per key and window (the keyed stage).
+struct CountPerKey;
+
+impl Aggregate<u64> for CountPerKey {
+    type Acc = u64;
+    type Out = u64;
+
+    fn init(&self) -> u64 {
+        0
+    }
+
+    fn add(&self, acc: &mut u64, _: &u64) {
+        *acc += 1;
+    }
+
+    fn finish(&self, acc: u64) -> u64 {
+        acc
+    }
+}
+
+/// Takes the keyed stage's results and keeps nothing (they leave no effect to make exactly
+/// once, so they are not staged).
+struct Discard;
+
+impl Sink<WindowResult<u64, u64>> for Discard {
+    fn write(&mut self, _: Vec<Element<WindowResult<u64, u64>>>) -> Result<(), String> {
+        Ok(())
+    }
+
+    fn staging(&self) -> Staging {
+        Staging::Direct
+    }
+}
+
 /// Measures end-to-end latency of the measured elements (payload = due time, ns).
 struct LatencySink {
     warmup: u64,
@@ -446,6 +553,11 @@ struct LatencySink {
 }
 
 impl Sink<u64> for LatencySink {
+    /// A measurement: nothing outside the run to make exactly once.
+    fn staging(&self) -> Staging {
+        Staging::Direct
+    }
+
     fn write(&mut self, batch: Vec<Element<u64>>) -> Result<(), String> {
         let now = xorflow_runtime::measure::clock::now_ns();
         for e in &batch {
@@ -504,6 +616,7 @@ fn build(df: &Dataflow, p: &ChainParams, snapshot: Option<&SnapshotParams>) -> V
     let per_source = p.elements / sources as u64;
     let extra = p.elements % sources as u64;
     let rate = p.rate / sources as f64;
+    let numbered = p.keyed.is_some();
     let mut s = df.source("source", sources, move |k| ChainSource {
         next: k as u64,
         step: sources as u64,
@@ -511,6 +624,7 @@ fn build(df: &Dataflow, p: &ChainParams, snapshot: Option<&SnapshotParams>) -> V
         emitted: 0,
         schedule: (rate > 0.0)
             .then(|| Schedule::new(xorflow_runtime::measure::clock::now_ns(), rate)),
+        numbered,
     });
     let stage_names: Vec<String> = (0..p.stages).map(|i| format!("stage-{i}")).collect();
     for name in &stage_names {
@@ -524,6 +638,12 @@ fn build(df: &Dataflow, p: &ChainParams, snapshot: Option<&SnapshotParams>) -> V
                 },
             ),
         };
+    }
+    if let Some(k) = p.keyed {
+        let keys = k.keys;
+        s.tumbling_window("keyed", k.window, move |x: &u64| x % keys, CountPerKey)
+            .sink("sink", |_| Discard);
+        return stage_names;
     }
     let warmup = p.warmup;
     let post = snapshot.map_or((0, 0), |sp| (sp.at, sp.at.saturating_add(sp.post_elements)));
@@ -633,6 +753,7 @@ fn result(
         cpu_per_s: (!report.per_process.is_empty())
             .then(|| per_s(report.per_process.iter().map(|pr| pr.cpu_s).sum::<f64>())),
         snapshot: snapshot.map(|sp| snapshot_result(report, stage_names, sp)),
+        checkpoints: CheckpointMeasures::of(report),
     }
 }
 

@@ -105,6 +105,10 @@ enum Bench {
     /// Seed 001's store I/O: bytes the on-disk store writes for 3M tuples per producer, 10 keys,
     /// 1 s windows, fold-left vs retain-all, with CPU time.
     StoreIo(StoreIoArgs),
+    /// What checkpoints cost: throughput of the chain with a keyed stateful stage and of the
+    /// flights job with checkpoints every 1 s and 100 ms against none, checkpoint duration
+    /// p50/p99 and bytes per checkpoint, runs alternating.
+    Checkpoints(CheckpointsArgs),
     /// Write results folders' CSV, figures and REPORT.md again from their raw.jsonl (no runs).
     Report {
         /// Results folders, e.g. bench/results/traffic-20261121T083038Z.
@@ -282,12 +286,42 @@ struct RestoreArgs {
 }
 
 #[derive(Args)]
+struct CheckpointsArgs {
+    #[command(flatten)]
+    cfg: xorflow_bench::checkpoint_cost::CheckpointCostConfig,
+    /// Print JSON lines (one per run) instead of the table.
+    #[arg(long)]
+    json: bool,
+}
+
+#[derive(Args)]
 struct StoreIoArgs {
     #[command(flatten)]
     cfg: xorflow_bench::store_io::StoreIoConfig,
     /// Print JSON lines instead of text.
     #[arg(long)]
     json: bool,
+}
+
+/// `bench checkpoints`: the runs as they go (stderr), then the table (or JSON lines).
+fn run_checkpoint_cost(a: &CheckpointsArgs) -> ExitCode {
+    use xorflow_bench::checkpoint_cost as cc;
+    match cc::run(&a.cfg) {
+        Ok(runs) if a.json => {
+            for r in &runs {
+                println!("{}", serde_json::to_string(r).expect("results serialize"));
+            }
+            ExitCode::SUCCESS
+        }
+        Ok(runs) => {
+            print!("{}", cc::table(&runs));
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            say!("error: {e:#}");
+            ExitCode::from(1)
+        }
+    }
 }
 
 /// Prints an experiment's results, one line each (JSON with `json`).
@@ -569,7 +603,11 @@ fn run_stand(b: Bench) -> ExitCode {
         Bench::Scalability(a) => (vec![experiments::Experiment::Scalability], a),
         Bench::Snapshots(a) => (vec![experiments::Experiment::Snapshots], a),
         Bench::All(a) => (experiments::ALL.to_vec(), a),
-        Bench::Peers(_) | Bench::Restore(_) | Bench::StoreIo(_) | Bench::Report { .. } => {
+        Bench::Peers(_)
+        | Bench::Restore(_)
+        | Bench::StoreIo(_)
+        | Bench::Checkpoints(_)
+        | Bench::Report { .. } => {
             unreachable!("handled in main")
         }
     };
@@ -626,6 +664,9 @@ fn main() -> ExitCode {
             a.json,
             xorflow_bench::restore::describe,
         ),
+        Command::Bench {
+            bench: Bench::Checkpoints(a),
+        } => run_checkpoint_cost(&a),
         Command::Bench {
             bench: Bench::StoreIo(a),
         } => print_results(

@@ -49,7 +49,7 @@ pub struct OperatorVertex<Op: Operator> {
 
 /// Longest chain of snapshot files before a full snapshot (`xorflow_state::checkpoint::Chain`).
 const MAX_CHAIN: usize = 16;
-/// The same for append-only state (`Operator::APPEND_ONLY`): its increments never re-state a
+/// The same for append-only state (`Operator::append_only`): its increments never re-state a
 /// key, so only the manifest's length bounds the chain; a full snapshot every 256 checkpoints
 /// costs the staged output once per 256.
 const MAX_APPEND_ONLY_CHAIN: usize = 256;
@@ -65,6 +65,7 @@ impl<Op: Operator> OperatorVertex<Op> {
         out: Op::Out,
         notified: bool,
     ) -> Self {
+        let append_only = op.append_only();
         OperatorVertex {
             op,
             component,
@@ -76,7 +77,7 @@ impl<Op: Operator> OperatorVertex<Op> {
             stats: VertexStats::new(name),
             epoch: 0,
             cut: None,
-            chain: if Op::APPEND_ONLY {
+            chain: if append_only {
                 Chain::append_only(MAX_APPEND_ONLY_CHAIN)
             } else {
                 Chain::new(MAX_CHAIN)

@@ -67,11 +67,14 @@ pub trait Operator: Send + Sized + 'static {
     /// calls [`Operator::on_epoch`] (`progress/cut.rs`).
     const STATEFUL: bool = false;
 
-    /// Its snapshots only ever add keys, never change or delete one (a sink's staged output):
-    /// its chain of snapshot files then restarts with a full snapshot only every 256 checkpoints
-    /// (`xorflow_state::checkpoint::Chain::append_only`), not every 16 or whenever its
-    /// increments outweigh the last full one.
-    const APPEND_ONLY: bool = false;
+    /// Its snapshots only ever add keys, never change or delete one (the staged output of a
+    /// sink that gets it at the end): its chain of snapshot files then restarts with a full
+    /// snapshot only every 256 checkpoints (`xorflow_state::checkpoint::Chain::append_only`),
+    /// not every 16 or whenever its increments outweigh the last full one. Asked once, when the
+    /// vertex is built.
+    fn append_only(&self) -> bool {
+        false
+    }
 
     /// Keeps taking input while the outputs are back-pressured (a cycle must drain its own loop
     /// to make progress: `operators/iterate.rs`).

@@ -187,6 +187,13 @@ impl<T: Data, S: Sink<T> + 'static> Operator for SinkOp<T, S> {
     /// Staged output is state: a sink takes part in every checkpoint.
     const STATEFUL: bool = true;
 
+    /// Staged elements of a sink that gets them at the end are only ever appended. Those of a
+    /// sink committing per checkpoint leave its state with every commit, so its chain must
+    /// restart with a (small) full snapshot as soon as the increments outweigh it.
+    fn append_only(&self) -> bool {
+        self.sink.staging() == Staging::AtEnd
+    }
+
     /// With checkpoints: opens the store the elements are staged in.
     fn open(&mut self, ctx: &mut WorkerCtx) -> Result<(), String> {
         let staging = self.sink.staging();
