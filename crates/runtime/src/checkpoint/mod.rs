@@ -190,7 +190,7 @@ pub(crate) fn prepare(
     };
     // A directory that cannot be used is the user's to fix: refused as configuration.
     let err = |e: xorflow_state::StateError| RunError::Config(e.to_string());
-    let store = Arc::new(CheckpointStore::local(dir, config.checkpoints_retained).map_err(err)?);
+    let store = Arc::new(CheckpointStore::open(dir, config.checkpoints_retained).map_err(err)?);
     let leader = config.cluster.is_process_zero();
     if leader {
         store

@@ -18,10 +18,12 @@
 mod chain;
 mod framing;
 mod manifest;
+mod object;
 mod storage;
 
 pub use chain::Chain;
 pub use manifest::{FileRef, Hold, Manifest};
+pub use object::{is_url, ObjectStorage};
 pub use storage::{LocalDir, Storage};
 
 use crate::delta::Delta;
@@ -67,6 +69,18 @@ impl CheckpointStore {
     /// The directory cannot be created; `retained` is 0.
     pub fn local(dir: &Path, retained: usize) -> Result<Self, StateError> {
         Self::new(Box::new(LocalDir::open(dir)?), retained)
+    }
+
+    /// The store `location` names: an object store URL (`s3://bucket/prefix`, `file:///dir`:
+    /// [`ObjectStorage`]) or a local directory, keeping the newest `retained` checkpoints.
+    ///
+    /// # Errors
+    /// As [`CheckpointStore::local`] and [`ObjectStorage::open`].
+    pub fn open(location: &Path, retained: usize) -> Result<Self, StateError> {
+        match location.to_str().filter(|l| is_url(l)) {
+            Some(url) => Self::new(Box::new(ObjectStorage::open(url)?), retained),
+            None => Self::local(location, retained),
+        }
     }
 
     /// The store in `storage`, keeping the newest `retained` checkpoints.
