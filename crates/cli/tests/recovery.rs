@@ -286,12 +286,22 @@ fn killed_processes_are_restarted_and_the_run_writes_the_oracle_rows() {
         "2",
     ];
     // (options, local process indices killed in turn; process 2 of `tracker` is the tracker)
-    let cases: [(&[&str], &[usize]); 5] = [
+    // Aligned barriers instead of trAcker's cut (the baseline recovers the same way).
+    let markers: &[&str] = &[
+        "--processes",
+        "3",
+        "--sources",
+        "3",
+        "--tracking",
+        "markers",
+    ];
+    let cases: [(&[&str], &[usize]); 6] = [
         (three, &[1]),
         (three, &[2]),
         (tracker, &[2]),
         (three, &[2, 1]),
         (tracker, &[1, 2]),
+        (markers, &[1]),
     ];
     for (seed, (extra, victims)) in cases.iter().enumerate() {
         let mut rng = Rng(100 + seed as u64);
@@ -317,8 +327,9 @@ fn killed_processes_are_restarted_and_the_run_writes_the_oracle_rows() {
 #[test]
 fn killed_and_resumed_runs_write_the_oracle_rows() {
     let Some(input) = flights_csv() else { return };
-    let variants: [&[&str]; 6] = [
+    let variants: [&[&str]; 7] = [
         &["--workers", "2", "--sources", "2"],
+        &["--workers", "2", "--sources", "2", "--tracking", "markers"],
         &["--sources", "3", "--window-state", "retain"],
         &["--workers", "1", "--state-backend", "disk"],
         &["--workers", "3", "--sources", "2", "--tracker-shards", "2"],

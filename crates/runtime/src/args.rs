@@ -92,8 +92,9 @@ pub struct EngineArgs {
     #[arg(long, default_value = "fold")]
     pub window_state: xorflow_state::window::WindowForm,
     /// Cut a checkpoint this often (e.g. 100ms, 1s): sources advance their epoch, and each
-    /// window snapshots when trAcker says the epoch is complete there (docs/state.md). Off by
-    /// default; needs --tracking tracker.
+    /// stateful instance snapshots when trAcker says the epoch is complete there, or, with
+    /// --tracking markers, when the epoch's barriers have arrived on all its inputs (aligned
+    /// checkpoints, the baseline: docs/state.md). Off by default; not with --tracking none.
     #[arg(long, value_parser = humantime::parse_duration)]
     pub checkpoint_interval: Option<Duration>,
     /// Where checkpoints are written: snapshot files, a manifest per checkpoint (default with

@@ -103,7 +103,8 @@ pub struct RuntimeConfig {
     /// The form windows keep their contents in: fold-left or retain-all (seed 001).
     pub window_state: xorflow_state::window::WindowForm,
     /// Checkpoint epochs: sources advance their epoch this often, and trAcker tracks epochs
-    /// beside event time (`crates/tracking/src/epochs.rs`). `None`: no epochs.
+    /// beside event time (`crates/tracking/src/epochs.rs`), or batches carry them as barriers
+    /// (tracking `markers`: `progress/cut.rs`). `None`: no epochs.
     pub checkpoint_interval: Option<Duration>,
     /// Where checkpoints are written (with a checkpoint interval); `None`: epochs are tracked,
     /// nothing is written.
@@ -197,12 +198,12 @@ impl RuntimeConfig {
         if self.checkpoint_interval.is_none() {
             return Ok(());
         }
-        if self.tracking != TrackingMode::Tracker {
-            return Err(format!(
-                "--checkpoint-interval needs --tracking tracker (got '{}'): checkpoints are cut \
-                 by trAcker's epoch frontiers",
-                self.tracking.name()
-            ));
+        if self.tracking == TrackingMode::None {
+            return Err(
+                "--checkpoint-interval needs --tracking tracker (trAcker's epoch frontiers cut \
+                 the checkpoints) or markers (aligned barriers); got 'none'"
+                    .into(),
+            );
         }
         if self.checkpoints_retained == 0 {
             return Err("--checkpoints-retained must be at least 1".into());

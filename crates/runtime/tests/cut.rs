@@ -6,13 +6,15 @@
 //!
 //! Runs vary (seeded): sources, workers, tracker shards, window form, pacing, disorder and the
 //! checkpoint interval, so batches arrive and flush in many orders relative to epoch boundaries.
+//! The same runs with `--tracking markers` check the aligned-barrier cut.
 
 use std::collections::BTreeMap;
 use std::path::Path;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use xorflow_runtime::{
-    Aggregate, Dataflow, RuntimeConfig, Source, SourceOutput, SourcePoll, VecSink, WindowResult,
+    Aggregate, Dataflow, RuntimeConfig, Source, SourceOutput, SourcePoll, TrackingMode, VecSink,
+    WindowResult,
 };
 use xorflow_state::checkpoint::CheckpointStore;
 use xorflow_state::window::{Fold, WindowForm, WindowState};
@@ -193,7 +195,7 @@ fn checkpoints(dir: &Path) -> Vec<u64> {
     v
 }
 
-fn run_case(seed: u64) {
+fn run_case(seed: u64, tracking: TrackingMode) {
     let mut rng = Rng(seed);
     let sources = 1 + rng.below(3) as usize;
     let workers = 1 + rng.below(3) as usize;
@@ -211,8 +213,9 @@ fn run_case(seed: u64) {
         .map(|i| Arc::new(script(&mut rng, i, n, disorder)))
         .collect();
     let what = format!(
-        "seed {seed}: {sources} sources, {workers} workers, {shards} shards, {}, pace {pace_ns} \
+        "seed {seed}, {}: {sources} sources, {workers} workers, {shards} shards, {}, pace {pace_ns} \
          ns, every {interval:?}, disorder {disorder}",
+        tracking.name(),
         form.name()
     );
     let dir = tempfile::tempdir().unwrap();
@@ -223,7 +226,12 @@ fn run_case(seed: u64) {
     let h = std::thread::spawn(move || {
         let cfg = RuntimeConfig {
             workers,
-            tracker_shards: shards,
+            tracking,
+            tracker_shards: if tracking == TrackingMode::Tracker {
+                shards
+            } else {
+                1
+            },
             batch_size: 16,
             channel_capacity: 4,
             window_state: form,
@@ -285,6 +293,14 @@ fn run_case(seed: u64) {
 #[test]
 fn every_checkpoint_holds_exactly_the_elements_before_its_positions() {
     for seed in 1..=12 {
-        run_case(seed);
+        run_case(seed, TrackingMode::Tracker);
+    }
+}
+
+/// The same with `--tracking markers`: checkpoints cut by aligned barriers (the baseline).
+#[test]
+fn aligned_barrier_checkpoints_hold_exactly_the_elements_before_their_positions() {
+    for seed in 1..=12 {
+        run_case(seed, TrackingMode::Markers);
     }
 }

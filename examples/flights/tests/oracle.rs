@@ -511,12 +511,28 @@ fn real_data_with_checkpoints_matches_oracle_and_writes_restorable_checkpoints()
     let path = data_file();
     let inp = real_input();
     let exp = expected(inp, 3600, 3600);
-    for window_state in [WindowForm::Fold, WindowForm::Retain] {
-        for state_backend in [BackendKind::Memory, BackendKind::Disk] {
-            let label = format!("{} on {}", window_state.name(), state_backend.name());
+    use xorflow_runtime::TrackingMode::{Markers, Tracker};
+    // trAcker's cut with every form and backend; aligned barriers (markers) with two.
+    let cases = [
+        (Tracker, WindowForm::Fold, BackendKind::Memory),
+        (Tracker, WindowForm::Fold, BackendKind::Disk),
+        (Tracker, WindowForm::Retain, BackendKind::Memory),
+        (Tracker, WindowForm::Retain, BackendKind::Disk),
+        (Markers, WindowForm::Fold, BackendKind::Memory),
+        (Markers, WindowForm::Retain, BackendKind::Disk),
+    ];
+    for (tracking, window_state, state_backend) in cases {
+        {
+            let label = format!(
+                "{} on {}, {}",
+                window_state.name(),
+                state_backend.name(),
+                tracking.name()
+            );
             let dir = tempfile::tempdir().unwrap();
             let ck = dir.path().join("ck");
             let mut cfg = FlightsConfig::new(path.clone(), dir.path().join("out.csv"));
+            cfg.runtime.tracking = tracking;
             cfg.lateness_s = 3600;
             cfg.runtime.window_state = window_state;
             cfg.runtime.state.backend = state_backend;

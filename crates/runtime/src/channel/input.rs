@@ -30,6 +30,10 @@ pub struct InputPort<T> {
     last: usize,
     /// Marker alignment over the channels (tracking `markers`).
     pub aligner: MarkerAligner,
+    /// Checkpoint barriers with tracking `markers`: the highest epoch each channel has delivered
+    /// a batch of (`INF` once it ended), and their minimum, the instance's epoch frontier
+    /// (`progress/cut.rs`).
+    pub epochs: MarkerAligner,
 }
 
 impl<T> InputPort<T> {
@@ -42,6 +46,7 @@ impl<T> InputPort<T> {
     pub fn with_links(queues: Vec<InLink<T>>) -> Self {
         InputPort {
             aligner: MarkerAligner::new(queues.len()),
+            epochs: MarkerAligner::new(queues.len()),
             queues,
             next: 0,
             ends: 0,

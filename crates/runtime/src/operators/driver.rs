@@ -37,9 +37,11 @@ pub struct OperatorVertex<Op: Operator> {
     /// The last marker forwarded (tracking `markers`).
     forwarded: Time,
     stats: VertexStats,
-    /// Stateful operators with checkpoint epochs: the epoch frontier last acted on.
+    /// Stateful operators with checkpoint epochs (every instance with input, with markers): the
+    /// epoch frontier last acted on.
     epoch: u64,
-    /// Stateful operators with checkpoints: batches of later epochs wait here.
+    /// Stateful operators with checkpoints (every instance with input, with markers): batches
+    /// of later epochs wait here.
     cut: Option<EpochCut<Op::In>>,
     /// The instance's snapshot chain, by size (when the next snapshot must be full).
     chain: Chain,
@@ -107,14 +109,28 @@ impl<Op: Operator> OperatorVertex<Op> {
         Ok(())
     }
 
-    /// Stateful operators with epochs: when the instance's epoch frontier has risen, snapshots
-    /// it (with a checkpointer), moves the operator to the new epoch and processes the batches
-    /// that waited for it (`progress/cut.rs`). Returns whether it did anything.
-    fn advance_epoch(&mut self, ctx: &mut WorkerCtx) -> Result<bool, String> {
-        if !Op::STATEFUL {
-            return Ok(false);
+    /// The instance's epoch frontier: trAcker's for its component, or with markers the lowest
+    /// epoch all its input channels have delivered, stepped one held epoch at a time (the
+    /// batches of an epoch are processed before the snapshot of the next one); `None` when it
+    /// does not take part in the cut.
+    fn epoch_frontier(&self, ctx: &WorkerCtx) -> Option<u64> {
+        match ctx.mode {
+            crate::config::TrackingMode::Markers => {
+                let cut = self.cut.as_ref()?;
+                let aligned = self.input.as_ref()?.epochs.aligned();
+                Some(aligned.min(cut.lowest_waiting().unwrap_or(INF)))
+            }
+            _ if Op::STATEFUL => ctx.epoch_frontier(self.component),
+            _ => None,
         }
-        let Some(f) = ctx.epoch_frontier(self.component) else {
+    }
+
+    /// When the instance's epoch frontier has risen: snapshots a stateful instance (with a
+    /// checkpointer), moves the operator to the new epoch, with markers sends the epoch's
+    /// barrier on, and processes the batches that waited for it (`progress/cut.rs`). Returns
+    /// whether it did anything.
+    fn advance_epoch(&mut self, ctx: &mut WorkerCtx) -> Result<bool, String> {
+        let Some(f) = self.epoch_frontier(ctx) else {
             return Ok(false);
         };
         if f <= self.epoch {
@@ -122,25 +138,69 @@ impl<Op: Operator> OperatorVertex<Op> {
         }
         if let Some(cut) = &mut self.cut {
             if let Some(covered) = cut.rise(f) {
-                self.snapshot_to(covered, ctx)?;
+                if Op::STATEFUL {
+                    self.snapshot_to(covered, ctx)?;
+                }
             }
         }
         self.epoch = f;
         self.op.on_epoch(f, ctx);
+        if ctx.mode == crate::config::TrackingMode::Markers && f != INF {
+            // The barrier: a marker-only batch of the new epoch on every channel (the marker is
+            // the last one forwarded, which the receivers' time alignment ignores).
+            self.out.set_epoch(f, ctx);
+            self.out.marker(self.forwarded, ctx);
+        }
         ctx.now_ns = crate::measure::clock::now_ns();
-        while let Some((b, waited)) = self.cut.as_mut().and_then(|c| c.release(ctx.now_ns)) {
+        while let Some((mut b, waited, ch)) = self.cut.as_mut().and_then(|c| c.release(ctx.now_ns))
+        {
             self.stats
                 .count(CHECKPOINT_BUFFERED_NS, waited * b.data.len() as u64);
-            Self::process(
-                &mut self.op,
-                self.component,
-                b,
-                &mut self.out,
-                ctx,
-                &mut self.stats,
-            )?;
+            let markers = std::mem::take(&mut b.markers);
+            if !b.data.is_empty() {
+                Self::process(
+                    &mut self.op,
+                    self.component,
+                    b,
+                    &mut self.out,
+                    ctx,
+                    &mut self.stats,
+                )?;
+            }
+            if let Some(input) = &mut self.input {
+                let (notified, forwarded) = (self.notified, &mut self.forwarded);
+                Self::observe_markers(input, &mut self.out, notified, forwarded, ch, markers, ctx);
+            }
         }
         Ok(true)
+    }
+
+    /// Aligns the time markers that came on channel `ch`; a vertex that is not notified
+    /// forwards a risen aligned marker at once (a notified one in [`Self::notify`]). With
+    /// markers and checkpoints, a channel's `Marker(INF)` also ends its epochs.
+    fn observe_markers(
+        input: &mut InputPort<Op::In>,
+        out: &mut Op::Out,
+        notified: bool,
+        forwarded: &mut Time,
+        ch: usize,
+        markers: Vec<Time>,
+        ctx: &mut WorkerCtx,
+    ) {
+        for m in markers {
+            if m == INF {
+                input.epochs.observe(ch, INF);
+            }
+            let Some(a) = input.aligner.observe(ch, m) else {
+                continue;
+            };
+            if notified {
+                ctx.frontiers.seen_ns = crate::measure::clock::now_ns();
+            } else {
+                out.marker(a, ctx);
+                *forwarded = a;
+            }
+        }
     }
 
     /// Takes the snapshot covering `covered` and hands it to the checkpointer.
@@ -172,8 +232,10 @@ impl<Op: Operator> OperatorVertex<Op> {
     /// then the operator's own [`Operator::on_resume`].
     fn resume(&mut self, r: &crate::checkpoint::Resume, ctx: &mut WorkerCtx) -> Result<(), String> {
         if self.cut.is_some() {
-            let chain = r.chain(&self.reporter)?;
-            self.op.restore(&chain)?;
+            if Op::STATEFUL {
+                let chain = r.chain(&self.reporter)?;
+                self.op.restore(&chain)?;
+            }
             let first = r.first_epoch();
             self.cut = Some(EpochCut::starting_at(first));
             self.epoch = first;
@@ -213,34 +275,36 @@ impl<Op: Operator> OperatorVertex<Op> {
         let Some(input) = input else {
             return Ok(false);
         };
+        let barriers = ctx.mode == crate::config::TrackingMode::Markers && cut.is_some();
         let mut n = 0;
         while n < BATCHES_PER_STEP && (Op::DRAINS_WHEN_BLOCKED || !out.blocked()) {
             match input.pop(ctx) {
                 Some(Msg::Data(mut b)) => {
+                    let ch = input.last_channel();
+                    n += 1;
+                    if barriers {
+                        // Aligned checkpoints: the batch's epoch is its channel's barrier, and
+                        // a batch of a later epoch waits whole, markers included (the channel
+                        // is blocked until the others deliver that barrier too).
+                        input.epochs.observe(ch, b.epoch);
+                        if let Some(c) = cut.as_mut().filter(|c| !c.admits(b.epoch)) {
+                            stats.count(CHECKPOINT_BUFFERED_ELEMENTS, b.data.len() as u64);
+                            c.wait(b, crate::measure::clock::now_ns(), ch);
+                            continue;
+                        }
+                    }
                     let markers = std::mem::take(&mut b.markers);
                     if !b.data.is_empty() {
                         ctx.now_ns = crate::measure::clock::now_ns();
                         match cut {
                             Some(c) if !c.admits(b.epoch) => {
                                 stats.count(CHECKPOINT_BUFFERED_ELEMENTS, b.data.len() as u64);
-                                c.wait(b, ctx.now_ns);
+                                c.wait(b, ctx.now_ns, ch);
                             }
                             _ => Self::process(op, *component, b, out, ctx, stats)?,
                         }
                     }
-                    let ch = input.last_channel();
-                    for m in markers {
-                        let Some(a) = input.aligner.observe(ch, m) else {
-                            continue;
-                        };
-                        if *notified {
-                            ctx.frontiers.seen_ns = crate::measure::clock::now_ns();
-                        } else {
-                            out.marker(a, ctx);
-                            *forwarded = a;
-                        }
-                    }
-                    n += 1;
+                    Self::observe_markers(input, out, *notified, forwarded, ch, markers, ctx);
                 }
                 Some(Msg::End) => n += 1,
                 None => break,
@@ -276,7 +340,13 @@ impl<Op: Operator> OperatorVertex<Op> {
 
 impl<Op: Operator> Vertex for OperatorVertex<Op> {
     fn open(&mut self, ctx: &mut WorkerCtx) -> Result<(), String> {
-        if Op::STATEFUL && ctx.epochs.is_some() && ctx.checkpointer.is_some() {
+        // With markers every instance with input aligns barriers; with trAcker only stateful
+        // ones wait (the others' batches are ordered by trAcker's epoch slots).
+        let aligns = match ctx.mode {
+            crate::config::TrackingMode::Markers => Op::STATEFUL || self.input.is_some(),
+            _ => Op::STATEFUL,
+        };
+        if aligns && ctx.epochs.is_some() && ctx.checkpointer.is_some() {
             self.cut = Some(EpochCut::default());
             self.reporter = format!("{}/{}", self.stats.name, ctx.index);
         }

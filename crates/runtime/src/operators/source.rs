@@ -143,8 +143,8 @@ impl<T: Clone + Send> Sources<T> {
 
     /// Moves to the next checkpoint epoch when its time has come (every
     /// [`crate::worker::ctx::EpochCtx::interval_ns`] from the first step): sends the open buffers
-    /// of the old epoch, then heartbeats the new epoch for every live instance. Returns whether it
-    /// advanced.
+    /// of the old epoch, then heartbeats the new epoch for every live instance (trAcker) or sends
+    /// its barrier on every channel (markers). Returns whether it advanced.
     fn advance_epoch(&mut self, out: &mut OutputPort<T>, ctx: &mut WorkerCtx) -> bool {
         let Some(ep) = ctx.epochs else {
             return false;
@@ -164,6 +164,11 @@ impl<T: Clone + Send> Sources<T> {
         self.next_epoch_ns = Some(next);
         ctx.wake_at(next);
         out.set_epoch(self.epoch, ctx);
+        if ctx.mode == crate::config::TrackingMode::Markers && self.marker != INF {
+            // The epoch's barrier on every channel (aligned checkpoints: `progress/cut.rs`);
+            // the repeated marker is ignored by the receivers' time alignment.
+            out.marker(self.marker, ctx);
+        }
         let covered = crate::progress::cut::Covered {
             from: self.epoch - passed,
             to: self.epoch - 1,

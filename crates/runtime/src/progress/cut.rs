@@ -8,6 +8,14 @@
 //! exactly the epochs below `f`: the instance snapshots it as checkpoint `f - 1` (covering the
 //! epochs `cur..f` it skipped too, in which it received nothing), moves to `f` and releases what
 //! waited.
+//!
+//! With `--tracking markers` the same cut is Flink's aligned checkpoint, the baseline: the epoch
+//! of every batch is its barrier (an operator sends a marker-only batch of its new epoch on every
+//! channel when it moves on, `operators/driver.rs`), an instance's epoch frontier is the lowest
+//! epoch its input channels have delivered (`channel/input.rs`, `epochs`), and *every* instance
+//! with input holds the batches of later epochs, markers included, until its frontier passes:
+//! a channel that delivered the next barrier is blocked (here: held in memory) while the others
+//! catch up.
 
 use crate::batch::Batch;
 use std::collections::VecDeque;
@@ -35,8 +43,9 @@ pub struct Covered {
 pub struct EpochCut<T> {
     /// The epoch being processed: the instance's epoch frontier as last seen.
     cur: u64,
-    /// Batches of later epochs, in arrival order, with their arrival times (ns).
-    waiting: VecDeque<(Batch<T>, u64)>,
+    /// Batches of later epochs, in arrival order, with their arrival times (ns) and the input
+    /// channels they came on.
+    waiting: VecDeque<(Batch<T>, u64, usize)>,
 }
 
 impl<T> Default for EpochCut<T> {
@@ -64,9 +73,14 @@ impl<T> EpochCut<T> {
         epoch <= self.cur
     }
 
-    /// Keeps a batch of a later epoch until its epoch comes.
-    pub fn wait(&mut self, b: Batch<T>, now_ns: u64) {
-        self.waiting.push_back((b, now_ns));
+    /// Keeps a batch of a later epoch, from input channel `channel`, until its epoch comes.
+    pub fn wait(&mut self, b: Batch<T>, now_ns: u64, channel: usize) {
+        self.waiting.push_back((b, now_ns, channel));
+    }
+
+    /// The lowest epoch of a waiting batch.
+    pub fn lowest_waiting(&self) -> Option<u64> {
+        self.waiting.iter().map(|(b, _, _)| b.epoch).min()
     }
 
     /// Batches waiting.
@@ -88,11 +102,15 @@ impl<T> EpochCut<T> {
         (f != INF).then_some(covered)
     }
 
-    /// The next waiting batch of an epoch now admitted, with how long it waited (ns).
-    pub fn release(&mut self, now_ns: u64) -> Option<(Batch<T>, u64)> {
-        let i = self.waiting.iter().position(|(b, _)| b.epoch <= self.cur)?;
-        let (b, at) = self.waiting.remove(i).expect("position is in range");
-        Some((b, now_ns.saturating_sub(at)))
+    /// The next waiting batch of an epoch now admitted, with how long it waited (ns) and its
+    /// input channel.
+    pub fn release(&mut self, now_ns: u64) -> Option<(Batch<T>, u64, usize)> {
+        let i = self
+            .waiting
+            .iter()
+            .position(|(b, _, _)| b.epoch <= self.cur)?;
+        let (b, at, ch) = self.waiting.remove(i).expect("position is in range");
+        Some((b, now_ns.saturating_sub(at), ch))
     }
 }
 
@@ -115,14 +133,15 @@ mod tests {
     fn later_epochs_wait_and_leave_in_order_once_admitted() {
         let mut c = EpochCut::default();
         assert!(c.admits(0) && !c.admits(1));
-        c.wait(batch(2), 10);
-        c.wait(batch(1), 20);
-        c.wait(batch(1), 30);
-        assert_eq!(c.release(40).map(|(b, _)| b.tag), None);
+        c.wait(batch(2), 10, 0);
+        c.wait(batch(1), 20, 1);
+        c.wait(batch(1), 30, 0);
+        assert_eq!(c.lowest_waiting(), Some(1));
+        assert_eq!(c.release(40).map(|(b, _, _)| b.tag), None);
         assert_eq!(c.rise(0), None);
         assert_eq!(c.rise(1), Some(Covered { from: 0, to: 0 }));
-        let (b, waited) = c.release(50).unwrap();
-        assert_eq!((b.tag, waited), (1, 30));
+        let (b, waited, ch) = c.release(50).unwrap();
+        assert_eq!((b.tag, waited, ch), (1, 30, 1));
         assert_eq!(c.release(50).unwrap().0.tag, 1);
         assert!(c.release(50).is_none(), "epoch 2 still waits");
         assert_eq!(c.rise(4), Some(Covered { from: 1, to: 3 }));

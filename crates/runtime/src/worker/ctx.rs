@@ -98,15 +98,16 @@ impl WorkerCtx {
     ) -> Self {
         let granularity = Granularity::new(config.granularity);
         let epochs = match (config.tracking, config.checkpoint_interval) {
-            (TrackingMode::Tracker, Some(i)) => Some(EpochCtx {
+            (TrackingMode::Tracker | TrackingMode::Markers, Some(i)) => Some(EpochCtx {
                 components,
                 sources,
                 interval_ns: i.as_nanos().max(1) as u64,
             }),
             _ => None,
         };
-        // Epoch components follow the event-time ones in the frontier table.
-        let tracked = if epochs.is_some() {
+        // Epoch components follow the event-time ones in the frontier table (trAcker only:
+        // with markers, epochs travel as barriers).
+        let tracked = if epochs.is_some() && config.tracking == TrackingMode::Tracker {
             2 * components
         } else {
             components
@@ -174,9 +175,13 @@ impl WorkerCtx {
     }
 
     /// The epoch frontier of component `c` (the first epoch not fully processed there and
-    /// upstream); `None` without epochs.
+    /// upstream) as trAcker reports it; `None` without trAcker's epochs (with markers the
+    /// driver aligns barriers itself: `operators/driver.rs`).
     #[inline]
     pub fn epoch_frontier(&self, c: ComponentId) -> Option<u64> {
+        if self.mode != TrackingMode::Tracker {
+            return None;
+        }
         self.epochs.map(|e| self.frontiers.of(e.component(c)))
     }
 
