@@ -112,6 +112,10 @@ pub struct ChainConfig {
     /// Keys of the keyed stage (--keyed-window).
     #[arg(long, default_value_t = 1024)]
     pub keys: u64,
+    /// With checkpoints: every stateful instance's snapshot also takes this long on its worker
+    /// (a synchronous snapshot of a larger state: `bench alignment`).
+    #[arg(long, value_parser = humantime::parse_duration)]
+    pub snapshot_work: Option<Duration>,
     /// The engine's options.
     #[command(flatten)]
     pub engine: EngineArgs,
@@ -156,6 +160,9 @@ impl ChainConfig {
         a.option("post-snapshot-elements", self.post_snapshot_elements);
         a.option("keyed-window", self.keyed_window);
         a.value("keys", self.keys, d.keys);
+        if let Some(w) = self.snapshot_work {
+            a.duration("snapshot-work", w, Duration::ZERO);
+        }
         a.extend(self.engine.to_argv());
         a.into_vec()
     }
@@ -180,7 +187,10 @@ impl ChainConfig {
                 window,
                 keys: self.keys.max(1),
             }),
-            runtime: self.engine.runtime(self.granularity),
+            runtime: RuntimeConfig {
+                snapshot_work: self.snapshot_work,
+                ..self.engine.runtime(self.granularity)
+            },
         }
     }
 }
@@ -434,8 +444,11 @@ pub struct CheckpointMeasures {
     pub duration_p50_ms: f64,
     pub duration_p99_ms: f64,
     pub duration_max_ms: f64,
-    /// Elements the stateful stage held back until its epoch began (the cut).
+    /// Elements held back until their epoch began (the cut), summed over vertices.
     pub buffered_elements: u64,
+    /// Their mean time held back, ms.
+    #[serde(default)]
+    pub buffered_mean_ms: f64,
 }
 
 impl CheckpointMeasures {
@@ -447,11 +460,9 @@ impl CheckpointMeasures {
             let i = ((d.len() as f64 - 1.0) * p).round() as usize;
             d.get(i).copied().unwrap_or(0.0)
         };
-        let buffered = report
-            .vertices
-            .iter()
-            .map(|v| v.counter(xorflow_runtime::progress::cut::CHECKPOINT_BUFFERED_ELEMENTS))
-            .sum();
+        let sum = |name: &str| report.vertices.iter().map(|v| v.counter(name)).sum::<u64>();
+        let buffered = sum(xorflow_runtime::progress::cut::CHECKPOINT_BUFFERED_ELEMENTS);
+        let buffered_ns = sum(xorflow_runtime::progress::cut::CHECKPOINT_BUFFERED_NS);
         Some(CheckpointMeasures {
             completed: c.completed,
             bytes: c.bytes,
@@ -459,6 +470,7 @@ impl CheckpointMeasures {
             duration_p99_ms: q(0.99),
             duration_max_ms: q(1.0),
             buffered_elements: buffered,
+            buffered_mean_ms: buffered_ns as f64 / buffered.max(1) as f64 / 1e6,
         })
     }
 }

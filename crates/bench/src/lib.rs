@@ -3,6 +3,7 @@
 //! Workloads and experiments that reproduce the papers' measurements. Issue by issue this grows into
 //! one command per experiment; for now it holds seed 000's chain workload.
 
+pub mod alignment;
 pub mod chain;
 pub mod checkpoint_cost;
 pub mod generator;

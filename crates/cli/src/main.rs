@@ -109,6 +109,10 @@ enum Bench {
     /// flights job with checkpoints every 1 s and 100 ms against none, checkpoint duration
     /// p50/p99 and bytes per checkpoint, runs alternating.
     Checkpoints(CheckpointsArgs),
+    /// Seed 000's snapshot experiment with real state: elements held back and time held,
+    /// trAcker's cut vs aligned barriers, 100/500/1000 ms of snapshot work, with and without
+    /// backpressure.
+    Alignment(AlignmentArgs),
     /// Write results folders' CSV, figures and REPORT.md again from their raw.jsonl (no runs).
     Report {
         /// Results folders, e.g. bench/results/traffic-20261121T083038Z.
@@ -286,6 +290,15 @@ struct RestoreArgs {
 }
 
 #[derive(Args)]
+struct AlignmentArgs {
+    #[command(flatten)]
+    cfg: xorflow_bench::alignment::AlignmentConfig,
+    /// Print JSON lines (one per run) instead of the table.
+    #[arg(long)]
+    json: bool,
+}
+
+#[derive(Args)]
 struct CheckpointsArgs {
     #[command(flatten)]
     cfg: xorflow_bench::checkpoint_cost::CheckpointCostConfig,
@@ -306,15 +319,24 @@ struct StoreIoArgs {
 /// `bench checkpoints`: the runs as they go (stderr), then the table (or JSON lines).
 fn run_checkpoint_cost(a: &CheckpointsArgs) -> ExitCode {
     use xorflow_bench::checkpoint_cost as cc;
-    match cc::run(&a.cfg) {
-        Ok(runs) if a.json => {
+    run_table(cc::run(&a.cfg), a.json, cc::table)
+}
+
+/// Prints a table of `runs` (JSON lines with `json`), or the error.
+fn run_table<R: serde::Serialize>(
+    runs: anyhow::Result<Vec<R>>,
+    json: bool,
+    table: fn(&[R]) -> String,
+) -> ExitCode {
+    match runs {
+        Ok(runs) if json => {
             for r in &runs {
                 println!("{}", serde_json::to_string(r).expect("results serialize"));
             }
             ExitCode::SUCCESS
         }
         Ok(runs) => {
-            print!("{}", cc::table(&runs));
+            print!("{}", table(&runs));
             ExitCode::SUCCESS
         }
         Err(e) => {
@@ -607,6 +629,7 @@ fn run_stand(b: Bench) -> ExitCode {
         | Bench::Restore(_)
         | Bench::StoreIo(_)
         | Bench::Checkpoints(_)
+        | Bench::Alignment(_)
         | Bench::Report { .. } => {
             unreachable!("handled in main")
         }
@@ -667,6 +690,13 @@ fn main() -> ExitCode {
         Command::Bench {
             bench: Bench::Checkpoints(a),
         } => run_checkpoint_cost(&a),
+        Command::Bench {
+            bench: Bench::Alignment(a),
+        } => run_table(
+            xorflow_bench::alignment::run(&a.cfg),
+            a.json,
+            xorflow_bench::alignment::table,
+        ),
         Command::Bench {
             bench: Bench::StoreIo(a),
         } => print_results(

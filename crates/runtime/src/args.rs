@@ -169,6 +169,7 @@ impl EngineArgs {
             },
             job_key: String::new(),
             warmup_until: 0,
+            snapshot_work: None,
             state: xorflow_state::StateConfig {
                 backend: self.state_backend,
                 dir: self

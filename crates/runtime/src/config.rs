@@ -98,6 +98,10 @@ pub struct RuntimeConfig {
     /// out of measurements (notification latency at sinks, the measured spans of sources and
     /// sinks). 0: everything is measured.
     pub warmup_until: u64,
+    /// Benchmarks only: every stateful instance's snapshot also takes this long on its worker
+    /// thread (a synchronous snapshot phase of a larger state, on top of the real one: `bench
+    /// alignment`). `None` in jobs.
+    pub snapshot_work: Option<Duration>,
     /// Where keyed state lives (memory or disk) and the disk cache's policy (docs/state.md).
     pub state: xorflow_state::StateConfig,
     /// The form windows keep their contents in: fold-left or retain-all (seed 001).
@@ -135,6 +139,7 @@ impl Default for RuntimeConfig {
             job_key: String::new(),
             latency_probe: true,
             warmup_until: 0,
+            snapshot_work: None,
             state: xorflow_state::StateConfig::default(),
             window_state: xorflow_state::window::WindowForm::Fold,
             checkpoint_interval: None,

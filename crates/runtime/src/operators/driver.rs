@@ -211,6 +211,10 @@ impl<Op: Operator> OperatorVertex<Op> {
         let OperatorState::Delta(delta) = state else {
             return Ok(());
         };
+        if let Some(d) = ctx.snapshot_work.filter(|_| !delta.records.is_empty()) {
+            // Benchmarks: the synchronous phase of a larger state's snapshot.
+            std::thread::sleep(d);
+        }
         // The chain decides by encoded size; the file itself is written by the coordinator.
         let bytes = delta.records.iter().map(|r| r.encoded_len()).sum::<usize>() as u64;
         self.chain.push(FileRef {

@@ -77,6 +77,8 @@ pub struct WorkerCtx {
     pub latency_probe: bool,
     /// Times below this are warm-up, not measured ([`RuntimeConfig::warmup_until`]).
     pub warmup_until: u64,
+    /// Benchmarks: extra time every snapshot takes ([`RuntimeConfig::snapshot_work`]).
+    pub snapshot_work: Option<std::time::Duration>,
     /// Earliest time (ns) a vertex asked to run again (rate-controlled sources); the worker parks
     /// no longer than this.
     pub wake_at_ns: u64,
@@ -131,6 +133,7 @@ impl WorkerCtx {
             flush_timeout_ns: config.flush_timeout.as_nanos() as u64,
             latency_probe: config.latency_probe,
             warmup_until: config.warmup_until,
+            snapshot_work: config.snapshot_work,
             wake_at_ns: u64::MAX,
             traffic: Traffic::default(),
             unparkers,
