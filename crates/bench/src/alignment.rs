@@ -13,9 +13,9 @@
 //! checkpoint duration. Backpressure: sources unlimited, channels full; its depth is the
 //! channel capacity (64 batches, and 512 to show how alignment grows with the backlog).
 
-use anyhow::{bail, Context};
+use crate::subprocess::{json_of, median};
+use anyhow::Context;
 use std::path::Path;
-use std::process::Command;
 use std::time::Duration;
 
 /// Options of `bench alignment`.
@@ -138,20 +138,7 @@ fn one(
         format!("{}ms", work.as_millis()),
     ])
     .collect();
-    let o = Command::new(exe)
-        .args(&args)
-        .output()
-        .with_context(|| format!("cannot run {}", exe.display()))?;
-    if !o.status.success() {
-        bail!(
-            "`xorflow {}` failed: {}",
-            args.join(" "),
-            String::from_utf8_lossy(&o.stderr).trim()
-        );
-    }
-    let text = String::from_utf8_lossy(&o.stdout);
-    let v: serde_json::Value = serde_json::from_str(text.trim())
-        .with_context(|| format!("bench chain printed no result: {text}"))?;
+    let v = json_of(exe, &args)?;
     let c = &v["checkpoints"];
     let f = |x: &serde_json::Value| x.as_f64().unwrap_or(0.0);
     Ok(AlignmentRun {
@@ -184,15 +171,6 @@ pub fn describe(r: &AlignmentRun) -> String {
         r.held_mean_ms,
         r.duration_p50_ms
     )
-}
-
-fn median(mut v: Vec<f64>) -> f64 {
-    v.sort_by(f64::total_cmp);
-    match v.len() {
-        0 => 0.0,
-        n if n % 2 == 1 => v[n / 2],
-        n => (v[n / 2 - 1] + v[n / 2]) / 2.0,
-    }
 }
 
 /// A Markdown table of medians over repetitions, trAcker and barriers side by side.

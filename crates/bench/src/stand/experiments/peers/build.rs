@@ -42,6 +42,27 @@ pub struct JvmPeers {
     pub storm: bool,
 }
 
+/// Flink 1.20 on Java 17 needs these opens for its serializers and closure cleaner.
+const FLINK_OPENS: [&str; 8] = [
+    "java.base/java.lang",
+    "java.base/java.util",
+    "java.base/java.lang.reflect",
+    "java.base/java.io",
+    "java.base/java.net",
+    "java.base/java.nio",
+    "java.base/java.util.concurrent",
+    "java.base/java.time",
+];
+
+/// Builds `dir/flink` and returns the java command that runs its class `main_class`
+/// (`bench checkpoints` runs `CheckpointJob`).
+///
+/// # Errors
+/// As the build of the Flink peer.
+pub(crate) fn flink_command(dir: &Path, main_class: &str) -> Result<Vec<String>> {
+    jvm_peer(dir, "flink", "--no-flink", main_class, &FLINK_OPENS)
+}
+
 /// Builds the Maven project `dir/<name>` (`mvn package`, incremental) and returns the java
 /// command that runs `main_class` on its classes and dependencies with `opens`.
 fn jvm_peer(
@@ -127,27 +148,9 @@ pub fn build(dir: &Path, jvm: JvmPeers) -> Result<Peers> {
     } else {
         None
     };
-    // Flink 1.20 on Java 17 needs these opens for its serializers and closure cleaner.
     let flink = jvm
         .flink
-        .then(|| {
-            jvm_peer(
-                dir,
-                "flink",
-                "--no-flink",
-                "xorflow.peer.flink.ChainJob",
-                &[
-                    "java.base/java.lang",
-                    "java.base/java.util",
-                    "java.base/java.lang.reflect",
-                    "java.base/java.io",
-                    "java.base/java.net",
-                    "java.base/java.nio",
-                    "java.base/java.util.concurrent",
-                    "java.base/java.time",
-                ],
-            )
-        })
+        .then(|| flink_command(dir, "xorflow.peer.flink.ChainJob"))
         .transpose()?;
     let storm = jvm
         .storm

@@ -1,0 +1,75 @@
+//! Benches that run this same binary once per measurement (`bench checkpoints`, `bench
+//! alignment`): a fresh process per run, so runs share no allocator, thread or file state, and
+//! the settings can alternate within a repetition.
+
+use anyhow::{bail, Context};
+use std::path::Path;
+use std::process::Command;
+
+/// Runs `exe args` to the end; returns its stdout.
+///
+/// # Errors
+/// It cannot start, or exits unsuccessfully (the error holds the command line and its stderr).
+pub fn stdout_of(exe: &Path, args: &[String]) -> anyhow::Result<String> {
+    let o = Command::new(exe)
+        .args(args)
+        .output()
+        .with_context(|| format!("cannot run {}", exe.display()))?;
+    if !o.status.success() {
+        bail!(
+            "`{} {}` failed: {}",
+            exe.display(),
+            args.join(" "),
+            String::from_utf8_lossy(&o.stderr).trim()
+        );
+    }
+    Ok(String::from_utf8_lossy(&o.stdout).into_owned())
+}
+
+/// Runs `exe args`, which prints one JSON object (`bench chain --json`), and parses it.
+///
+/// # Errors
+/// As [`stdout_of`], or the output is not one JSON object.
+pub fn json_of(exe: &Path, args: &[String]) -> anyhow::Result<serde_json::Value> {
+    let text = stdout_of(exe, args)?;
+    serde_json::from_str(text.trim()).with_context(|| {
+        format!(
+            "`{} {}` printed no result: {text}",
+            exe.display(),
+            args.join(" ")
+        )
+    })
+}
+
+/// The median of `v` (0 if empty; the mean of the middle two for an even count).
+pub fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(f64::total_cmp);
+    match v.len() {
+        0 => 0.0,
+        n if n % 2 == 1 => v[n / 2],
+        n => (v[n / 2 - 1] + v[n / 2]) / 2.0,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn medians_of_odd_even_and_empty() {
+        assert_eq!(median(vec![3.0, 1.0, 2.0]), 2.0);
+        assert_eq!(median(vec![4.0, 1.0, 2.0, 3.0]), 2.5);
+        assert_eq!(median(Vec::new()), 0.0);
+    }
+
+    #[test]
+    fn a_failing_command_is_named_with_its_stderr() {
+        let e = stdout_of(
+            Path::new("/bin/sh"),
+            &["-c".into(), "echo oops >&2; exit 3".into()],
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(e.contains("oops") && e.contains("-c"), "{e}");
+    }
+}
