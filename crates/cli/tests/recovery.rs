@@ -257,6 +257,14 @@ fn assert_oracle(s: &Scenario, o: &Output, label: &str) -> serde_json::Value {
         "{label}: elements below a frontier: {summary}"
     );
     assert_eq!(s.parts(), 0, "{label}: part files left after the run");
+    // The killed runs' temporary output files are removed by the run after them.
+    let temps: Vec<_> = std::fs::read_dir(s.dir)
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|n| n.ends_with(".xorflow-tmp"))
+        .collect();
+    assert!(temps.is_empty(), "{label}: temporary files left: {temps:?}");
     let got = rows_of(&s.out());
     let want = oracle_rows(s.input);
     let missing: Vec<_> = want.difference(&got).take(3).collect();

@@ -108,8 +108,10 @@ fn watch_signals() {
 }
 
 /// An output being written. A regular (or not yet existing) final path gets a temporary file
-/// beside it, `.<name>.<random>.xorflow-tmp`, renamed to it by [`PendingFile::commit`]; dropped
-/// uncommitted (any failure) the temporary file is removed and the final path keeps what it had.
+/// beside it, `.<name>.<pid>.<random>.xorflow-tmp`, renamed to it by [`PendingFile::commit`];
+/// dropped uncommitted (any failure) the temporary file is removed and the final path keeps what
+/// it had. A process killed with SIGKILL cannot remove its temporary file: the next one for the
+/// same path removes it once the process named in it is gone ([`remove_stale_temps`]).
 /// An existing final path that is not a regular file (`/dev/stdout`, `/dev/null`, a FIFO) is
 /// written in place: it has no content to keep, and renaming over it would replace the device.
 pub struct PendingFile {
@@ -154,9 +156,14 @@ impl PendingFile {
             .map_err(|e| err(&format!("cannot create directory '{}': {e}", dir.display())))?;
         let name = real.file_name().ok_or_else(|| err(&"no file name"))?;
         watch_signals();
+        remove_stale_temps(dir, &name.to_string_lossy());
         let mut list = pending();
         let temp = tempfile::Builder::new()
-            .prefix(&format!(".{}.", name.to_string_lossy()))
+            .prefix(&format!(
+                ".{}.{}.",
+                name.to_string_lossy(),
+                std::process::id()
+            ))
             .suffix(".xorflow-tmp")
             .permissions(std::os::unix::fs::PermissionsExt::from_mode(0o666))
             .tempfile_in(dir)
@@ -222,6 +229,30 @@ impl PendingFile {
     }
 }
 
+/// Removes the temporary files `.<name>.<pid>.<random>.xorflow-tmp` in `dir` whose process no
+/// longer runs (killed before it could remove them: SIGKILL, a crash). Files of live processes,
+/// and names without a pid, are left alone; a file that cannot be removed is left too (this is
+/// tidying, not part of the run).
+pub fn remove_stale_temps(dir: &Path, name: &str) {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    let prefix = format!(".{name}.");
+    for e in entries.flatten() {
+        let file = e.file_name().to_string_lossy().into_owned();
+        let Some(rest) = file
+            .strip_prefix(&prefix)
+            .and_then(|r| r.strip_suffix(".xorflow-tmp"))
+        else {
+            continue;
+        };
+        let pid = rest.split('.').next().and_then(|p| p.parse::<u32>().ok());
+        if pid.is_some_and(|p| !Path::new(&format!("/proc/{p}")).exists()) {
+            let _ = std::fs::remove_file(e.path());
+        }
+    }
+}
+
 impl Drop for PendingFile {
     fn drop(&mut self) {
         if let Some(temp) = self.temp.take() {
@@ -276,5 +307,27 @@ mod tests {
         assert_eq!(std::fs::read_to_string(&target).unwrap(), "new");
         assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 1);
         assert!(pending().is_empty());
+    }
+
+    #[test]
+    fn temporary_files_of_dead_processes_are_removed_and_live_ones_kept() {
+        let dir = tempfile::tempdir().unwrap();
+        let target = dir.path().join("out.csv");
+        // 4194304 is Linux's largest pid: one above names no process.
+        let dead = dir.path().join(".out.csv.4194305.x1.xorflow-tmp");
+        let live = dir
+            .path()
+            .join(format!(".out.csv.{}.x2.xorflow-tmp", std::process::id()));
+        let other = dir.path().join(".other.csv.4194305.x3.xorflow-tmp");
+        let old_style = dir.path().join(".out.csv.x4.xorflow-tmp");
+        for p in [&dead, &live, &other, &old_style] {
+            std::fs::write(p, "partial").unwrap();
+        }
+        // What PendingFile::create does first (not called here: the pending list is shared
+        // with the test above, which checks it is empty).
+        remove_stale_temps(dir.path(), "out.csv");
+        assert!(!dead.exists(), "a dead process's temporary file is removed");
+        assert!(live.exists() && other.exists() && old_style.exists());
+        assert!(!target.exists());
     }
 }
