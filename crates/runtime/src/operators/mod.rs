@@ -195,14 +195,7 @@ pub trait Operator: Send + Sized + 'static {
     /// # Errors
     /// State this operator cannot take.
     fn restore(&mut self, chain: &[xorflow_state::delta::Delta]) -> Result<(), String> {
-        let records: usize = chain.iter().map(|d| d.records.len()).sum();
-        if records == 0 {
-            Ok(())
-        } else {
-            Err(format!(
-                "a stateless operator cannot restore {records} records of state"
-            ))
-        }
+        expect_no_state(chain, "a stateless operator")
     }
 
     /// Called once after the worker loop ends (sinks flush their files here).
@@ -215,6 +208,21 @@ pub trait Operator: Send + Sized + 'static {
 
     /// Adds the operator's own measurements to its vertex's statistics at the end of the run.
     fn report(&mut self, _stats: &mut VertexStats) {}
+}
+
+/// Accepts a chain of snapshots only if it holds no state at all; `who` names the operator in
+/// the error.
+///
+/// # Errors
+/// The chain holds records.
+pub(crate) fn expect_no_state(
+    chain: &[xorflow_state::delta::Delta],
+    who: &str,
+) -> Result<(), String> {
+    match chain.iter().map(|d| d.records.len()).sum::<usize>() {
+        0 => Ok(()),
+        n => Err(format!("{who} cannot restore {n} records of state")),
+    }
 }
 
 /// A vertex instance as the worker loop drives it (object-safe; [`OperatorVertex`] implements it

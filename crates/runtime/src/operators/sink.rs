@@ -99,8 +99,11 @@ struct Staged<T> {
     /// Keeps the backend open.
     store: StateStore,
     list: ListTable<u64, (Time, T)>,
-    /// Key 0: the last checkpoint committed to the sink ([`Staging::PerCheckpoint`]).
+    /// Key 0: the last checkpoint committed to the sink ([`Staging::PerCheckpoint`]), as
+    /// snapshots record it.
     committed: ValueTable<u8, u64>,
+    /// The same in memory: checked on every batch without a table lookup.
+    last_committed: Option<u64>,
     per_checkpoint: bool,
 }
 
@@ -160,22 +163,22 @@ impl<T: Data, S: Sink<T>> SinkOp<T, S> {
         if let Some(c) = upto {
             self.sink.commit(c)?;
             st.committed.insert(&0, c).map_err(err)?;
+            st.last_committed = Some(c);
         }
         Ok(())
     }
 
     /// [`Staging::PerCheckpoint`]: commits what a newly completed checkpoint covers.
     fn commit_completed(&mut self, ctx: &WorkerCtx) -> Result<(), String> {
-        let Some(st) = &mut self.staged else {
+        let Some(st) = &self.staged else {
             return Ok(());
         };
+        if !st.per_checkpoint {
+            return Ok(());
+        }
         let done = ctx.checkpointer.as_ref().and_then(|c| c.committed());
-        let last = st.committed.get(&0);
-        let last = last
-            .map_err(|e| format!("sink '{}': {e}", self.name))?
-            .copied();
         match done {
-            Some(c) if st.per_checkpoint && last.is_none_or(|l| l < c) => self.deliver(Some(c)),
+            Some(c) if st.last_committed.is_none_or(|l| l < c) => self.deliver(Some(c)),
             _ => Ok(()),
         }
     }
@@ -211,6 +214,7 @@ impl<T: Data, S: Sink<T> + 'static> Operator for SinkOp<T, S> {
             store,
             list,
             committed,
+            last_committed: None,
             per_checkpoint: staging == Staging::PerCheckpoint,
         });
         Ok(())
@@ -293,21 +297,14 @@ impl<T: Data, S: Sink<T> + 'static> Operator for SinkOp<T, S> {
     fn restore(&mut self, chain: &[Delta]) -> Result<(), String> {
         let Some(st) = &mut self.staged else {
             // A direct sink stages nothing: its snapshots are empty.
-            let records: usize = chain.iter().map(|d| d.records.len()).sum();
-            return match records {
-                0 => Ok(()),
-                n => Err(format!(
-                    "sink '{}' restored {n} staged records without staging",
-                    self.name
-                )),
-            };
+            return super::expect_no_state(chain, &format!("sink '{}'", self.name));
         };
         let err = |e| format!("sink '{}': {e}", self.name);
         st.list.restore(chain, &|_| true).map_err(err)?;
         st.committed.restore(chain, &|_| true).map_err(err)?;
+        st.last_committed = st.committed.get(&0).map_err(err)?.copied();
         if st.per_checkpoint {
-            let last = st.committed.get(&0).map_err(err)?.copied();
-            self.sink.rollback(last)?;
+            self.sink.rollback(st.last_committed)?;
         }
         Ok(())
     }
