@@ -425,6 +425,42 @@ fn resume_falls_back_past_a_corrupt_checkpoint() {
     assert_oracle(&s, &o, "corrupt newest manifest");
 }
 
+/// A killed run's committed output does not leak into a fresh run: after the kill the
+/// checkpoints are deleted and the job is run again without `--resume`; its output is exactly
+/// the oracle's, though the killed run's part files were still beside it.
+#[test]
+fn a_fresh_run_drops_an_abandoned_runs_committed_output() {
+    let Some(input) = flights_csv() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let s = Scenario {
+        dir: dir.path(),
+        input: &input,
+        extra: &["--workers", "2"],
+        store: None,
+    };
+    let parts = s.kill_after(Duration::from_millis(700), false);
+    assert!(parts > 0, "the killed run committed no output");
+    std::fs::remove_dir_all(dir.path().join("checkpoints")).unwrap();
+    // The fresh run commits parts under the same checkpoint numbers and would overwrite those;
+    // an abandoned run that got further than it leaves numbers it never reaches (planted here,
+    // holding an oracle row).
+    let row = oracle_rows(&input).iter().next().unwrap().clone();
+    let stale = dir
+        .path()
+        .join(".out.csv.xorflow-parts/part-00000000000000100000-0000");
+    std::fs::write(&stale, format!("{row}\n")).unwrap();
+    let o = wait_done(s.command(false).spawn().expect("start xorflow"));
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert_eq!(s.parts(), 0, "part files left after the run");
+    let got = rows_of(&s.out());
+    assert_eq!(
+        got.len(),
+        oracle_rows(&input).len(),
+        "rows repeated or lost"
+    );
+    assert_eq!(&got, oracle_rows(&input));
+}
+
 /// `--resume` on a directory of another job (other options) is refused with exit 2, naming it.
 #[test]
 fn resume_refuses_another_jobs_checkpoints() {

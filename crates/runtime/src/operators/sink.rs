@@ -217,6 +217,11 @@ impl<T: Data, S: Sink<T> + 'static> Operator for SinkOp<T, S> {
             last_committed: None,
             per_checkpoint: staging == Staging::PerCheckpoint,
         });
+        // A run that restores nothing has committed nothing: what an earlier, abandoned run
+        // committed must not become part of its output (a resumed run rolls back in restore).
+        if staging == Staging::PerCheckpoint && ctx.resume.is_none() {
+            self.sink.rollback(None)?;
+        }
         Ok(())
     }
 
