@@ -13,6 +13,8 @@
 //! * [`window`]: window state in seed 001's two forms, fold-left and retain-all.
 //! * [`checkpoint`]: checkpoint files with checksums, manifests and retention in a checkpoint
 //!   directory.
+//! * [`local`]: local recovery (host affinity): a restarted process rolls its on-disk stores back
+//!   to the restored checkpoint's savepoint instead of reloading them.
 
 pub mod backend;
 mod cache;
@@ -22,6 +24,7 @@ pub mod delta;
 mod error;
 pub mod key_group;
 mod list;
+pub mod local;
 mod store;
 mod table;
 mod value;

@@ -347,6 +347,55 @@ where
         Ok(())
     }
 
+    /// After the store was rolled back to a savepoint (`local.rs`): rebuilds every list's
+    /// length from the restored backend (one scan of the table's keys); the elements stay on
+    /// disk, and the next snapshot's increment starts from the restored state.
+    ///
+    /// # Errors
+    /// A stored key that does not decode or breaks a list's sequence, or the backend failed.
+    pub fn reopen(&mut self) -> Result<(), StateError> {
+        self.lists.clear();
+        self.cleared.clear();
+        self.held = 0;
+        self.unflushed = 0;
+        let name = self.t.name.clone();
+        let mut by_prefix: FxHashMap<Vec<u8>, K> = FxHashMap::default();
+        let lists = &mut self.lists;
+        lock(&self.t.backend).scan_prefix(&[self.t.id], &mut |key, _| {
+            if key.len() < codec::HEADER + 8 {
+                return Err(StateError::Codec {
+                    table: name.clone(),
+                    detail: format!("a stored list element has {} key bytes", key.len()),
+                });
+            }
+            let (prefix, seq) = key.split_at(key.len() - 8);
+            let seq = u64::from_be_bytes(seq.try_into().expect("8 bytes"));
+            let k = match by_prefix.get(prefix) {
+                Some(k) => k.clone(),
+                None => {
+                    let (_, k): (KeyGroup, K) = codec::decode_key(&name, prefix)?;
+                    by_prefix.insert(prefix.to_vec(), k.clone());
+                    k
+                }
+            };
+            let m = lists.entry(k).or_insert(Meta::empty(false));
+            if seq != m.len {
+                return Err(StateError::Codec {
+                    table: name.clone(),
+                    detail: format!("stored list element {seq} follows {} elements", m.len),
+                });
+            }
+            m.len += 1;
+            Ok(())
+        })?;
+        for m in self.lists.values_mut() {
+            m.flushed = m.len;
+            m.snapshotted = m.len;
+            m.tail_start = m.len;
+        }
+        Ok(())
+    }
+
     /// Keys with a list.
     pub fn keys(&self) -> impl Iterator<Item = &K> {
         self.lists.iter().filter(|(_, m)| m.len > 0).map(|(k, _)| k)

@@ -1,11 +1,12 @@
 //! The state of one operator instance: its backend, its cache policy and its tables.
 
-use crate::backend::{BackendKind, DiskBackend, MemoryBackend, SharedBackend};
+use crate::backend::{BackendKind, MemoryBackend, SharedBackend};
 use crate::cache::CacheConfig;
 use crate::delta::Delta;
 use crate::error::StateError;
 use crate::key_group::KeyGroup;
 use crate::list::ListTable;
+use crate::local::{Affinity, Opened};
 use crate::table::TableCtx;
 use crate::value::ValueTable;
 use serde::de::DeserializeOwned;
@@ -19,7 +20,9 @@ use std::sync::{Arc, Mutex};
 pub struct StateConfig {
     /// Memory or disk.
     pub backend: BackendKind,
-    /// Where on-disk stores live (one file per operator instance below it).
+    /// Where on-disk stores live: one file per operator instance, in a folder per process
+    /// (`p<pid>`) or, for a checkpointed job, per job and checkpoint store (`j<hash>`: a
+    /// restarted process finds its predecessor's files there, `local.rs`).
     pub dir: PathBuf,
     /// The write-back cache of on-disk tables ([`CacheConfig::DISK`] by default).
     pub cache: CacheConfig,
@@ -29,10 +32,7 @@ impl Default for StateConfig {
     fn default() -> Self {
         StateConfig {
             backend: BackendKind::Memory,
-            // One folder per process: processes of a local cluster share the machine.
-            dir: std::env::temp_dir()
-                .join("xorflow-state")
-                .join(format!("p{}", std::process::id())),
+            dir: std::env::temp_dir().join("xorflow-state"),
             cache: CacheConfig::DISK,
         }
     }
@@ -45,15 +45,35 @@ pub struct StateStore {
     path: Option<PathBuf>,
     cache: CacheConfig,
     tables: Vec<String>,
+    /// How the disk file was opened.
+    opened: Opened,
+    /// A checkpointed job's store: savepoints are taken.
+    local: bool,
 }
 
 impl StateStore {
-    /// The store of instance `instance` of vertex `vertex` (the disk file is
-    /// `dir/<vertex>-<instance>.redb`, emptied: a restore fills it from a checkpoint).
+    /// The store of instance `instance` of vertex `vertex`, empty (the disk file is
+    /// `dir/p<pid>/<vertex>-<instance>.redb`).
     ///
     /// # Errors
     /// The disk file cannot be created.
     pub fn open(config: &StateConfig, vertex: &str, instance: usize) -> Result<Self, StateError> {
+        Self::open_with(config, vertex, instance, None)
+    }
+
+    /// The store of instance `instance` of vertex `vertex` in a checkpointed job (`affinity`):
+    /// on disk it is `dir/j<hash of the owner>/<vertex>-<instance>.redb`, rolled back to the
+    /// savepoint of the checkpoint the job restores if the file has it (see
+    /// [`StateStore::opened`] and `local.rs`), else empty.
+    ///
+    /// # Errors
+    /// The disk file cannot be created.
+    pub fn open_with(
+        config: &StateConfig,
+        vertex: &str,
+        instance: usize,
+        affinity: Option<Affinity<'_>>,
+    ) -> Result<Self, StateError> {
         match config.backend {
             BackendKind::Memory => Ok(Self::with_backend(
                 Box::new(MemoryBackend::new()),
@@ -64,14 +84,61 @@ impl StateStore {
                     .chars()
                     .map(|c| if c.is_ascii_alphanumeric() { c } else { '_' })
                     .collect();
-                let path = config.dir.join(format!("{safe}-{instance}.redb"));
-                let mut b = DiskBackend::open(&path)?;
-                b.clear()?;
+                let folder = match affinity {
+                    // Processes of a local cluster share the machine: one folder each.
+                    None => format!("p{}", std::process::id()),
+                    Some(a) => {
+                        let mut h = rustc_hash::FxHasher::default();
+                        std::hash::Hash::hash(a.owner, &mut h);
+                        format!("j{:016x}", std::hash::Hasher::finish(&h))
+                    }
+                };
+                let path = config
+                    .dir
+                    .join(folder)
+                    .join(format!("{safe}-{instance}.redb"));
+                let (b, opened) = crate::local::open(&path, affinity)?;
                 let mut store = Self::with_backend(Box::new(b), config.cache);
                 store.path = Some(path);
+                store.opened = opened;
+                store.local = affinity.is_some();
                 Ok(store)
             }
         }
+    }
+
+    /// The on-disk store's file (`None` in memory).
+    pub fn path(&self) -> Option<&std::path::Path> {
+        self.path.as_deref()
+    }
+
+    /// How the store was opened: empty, or rolled back to a checkpoint's savepoint (its tables
+    /// then `reopen` instead of restoring a chain).
+    pub fn opened(&self) -> &Opened {
+        &self.opened
+    }
+
+    /// True when the store was rolled back to the savepoint of the checkpoint being restored.
+    pub fn restored_locally(&self) -> bool {
+        matches!(self.opened, Opened::RolledBack(_))
+    }
+
+    /// After the snapshot of checkpoint `checkpoint` (every table flushed first: the savepoint
+    /// is the backend's content), an on-disk store of a checkpointed job records a savepoint of
+    /// it for local recovery, and drops those of checkpoints before `completed`, the newest
+    /// completed one. A no-op in memory or without checkpoints.
+    ///
+    /// # Errors
+    /// The backend failed.
+    pub fn savepoint(&self, checkpoint: u64, completed: Option<u64>) -> Result<(), StateError> {
+        if !self.local || self.path.is_none() {
+            return Ok(());
+        }
+        let mut b = crate::backend::lock(&self.backend);
+        let disk = b.as_disk().ok_or_else(|| {
+            StateError::Other("a store with a file path has a disk backend".into())
+        })?;
+        disk.savepoint(checkpoint, completed.unwrap_or(0))
     }
 
     /// A store over `backend` with cache policy `cache` (tests: any backend with any policy).
@@ -81,6 +148,8 @@ impl StateStore {
             path: None,
             cache,
             tables: Vec::new(),
+            opened: Opened::Fresh { why: None },
+            local: false,
         }
     }
 

@@ -338,6 +338,15 @@ where
         lock(&self.t.backend).write(&batch)
     }
 
+    /// After the store was rolled back to a savepoint (`local.rs`): forgets what the cache
+    /// holds, so every read goes to the restored backend; the next snapshot's increment starts
+    /// from the restored state.
+    pub fn reopen(&mut self) {
+        self.cache.clear();
+        self.changed_evicted.clear();
+        self.dirty = 0;
+    }
+
     /// Keys in the cache, and of them dirty.
     pub fn cached(&self) -> (usize, usize) {
         (self.cache.len(), self.dirty)

@@ -2,9 +2,9 @@
 //!
 //! Cache flushes commit with `Durability::None` (written, not fsynced: a crash may lose them, and
 //! the checkpoint, not the local file, is what recovery trusts); [`Backend::sync`] commits with
-//! `Durability::Immediate`. Persistent savepoints ([`DiskBackend::savepoint`]) let a restarted
-//! process roll its local file back to a completed checkpoint instead of reloading it (seed 001's
-//! host affinity).
+//! `Durability::Immediate`. Persistent savepoints, one per checkpoint ([`DiskBackend::savepoint`]),
+//! let a restarted process roll its local file back to a completed checkpoint instead of
+//! reloading it from the checkpoint store (seed 001's host affinity: `crate::local`).
 
 use super::{Backend, BackendKind, BackendStats, ScanFn, Write};
 use crate::error::StateError;
@@ -12,6 +12,10 @@ use redb::{ReadableDatabase, ReadableTable, TableDefinition};
 use std::path::{Path, PathBuf};
 
 const TABLE: TableDefinition<&[u8], &[u8]> = TableDefinition::new("state");
+/// Checkpoint number -> persistent savepoint id (host affinity: `crate::local`).
+const SAVEPOINTS: TableDefinition<u64, u64> = TableDefinition::new("savepoints");
+/// The file's owner (`owner` -> job and checkpoint store).
+const META: TableDefinition<&str, &str> = TableDefinition::new("meta");
 
 /// A redb database file.
 pub struct DiskBackend {
@@ -88,24 +92,71 @@ impl DiskBackend {
         self.delete_prefix(&[]).map(|_| ())
     }
 
-    /// Durably records the current content as a persistent savepoint; returns its id.
+    /// Durably records the current content as the persistent savepoint of checkpoint
+    /// `checkpoint`, and deletes the savepoints of checkpoints below `keep_from` (no longer
+    /// restorable: an older checkpoint than the newest completed one is restored only after a
+    /// corrupt file, and then from the checkpoint store).
     ///
     /// # Errors
     /// As [`Backend::get`].
-    pub fn savepoint(&mut self) -> Result<u64, StateError> {
+    pub fn savepoint(&mut self, checkpoint: u64, keep_from: u64) -> Result<(), StateError> {
         let tx = self.db.begin_write().map_err(|e| self.err(e))?;
+        // First, while the transaction has written nothing: the savepoint is the content as
+        // of the last commit (cache flushes included, durable with this commit).
         let id = tx.persistent_savepoint().map_err(|e| self.err(e))?;
+        {
+            let mut t = tx.open_table(SAVEPOINTS).map_err(|e| self.err(e))?;
+            let mut old = Vec::new();
+            for item in t.range(..keep_from).map_err(|e| self.err(e))? {
+                let (c, sp) = item.map_err(|e| self.err(e))?;
+                old.push((c.value(), sp.value()));
+            }
+            for (c, sp) in old {
+                t.remove(c).map_err(|e| self.err(e))?;
+                tx.delete_persistent_savepoint(sp)
+                    .map_err(|e| self.err(e))?;
+            }
+            t.insert(checkpoint, id).map_err(|e| self.err(e))?;
+        }
         tx.commit().map_err(|e| self.err(e))?;
         self.stats.syncs += 1;
-        Ok(id)
+        Ok(())
     }
 
-    /// Rolls the content back to savepoint `id` and deletes every other savepoint.
+    /// The checkpoints with a savepoint, oldest first.
     ///
     /// # Errors
-    /// No such savepoint, or the store failed.
-    pub fn restore_savepoint(&mut self, id: u64) -> Result<(), StateError> {
+    /// As [`Backend::get`].
+    pub fn savepoints(&self) -> Result<Vec<u64>, StateError> {
+        let tx = self.db.begin_read().map_err(|e| self.err(e))?;
+        let t = match tx.open_table(SAVEPOINTS) {
+            Ok(t) => t,
+            Err(redb::TableError::TableDoesNotExist(_)) => return Ok(Vec::new()),
+            Err(e) => return Err(self.err(e)),
+        };
+        let mut out = Vec::new();
+        for item in t.iter().map_err(|e| self.err(e))? {
+            out.push(item.map_err(|e| self.err(e))?.0.value());
+        }
+        Ok(out)
+    }
+
+    /// Rolls the content back to the savepoint of checkpoint `checkpoint` and deletes every
+    /// savepoint; false (and nothing changed) if there is none for it.
+    ///
+    /// # Errors
+    /// The store failed.
+    pub fn rollback(&mut self, checkpoint: u64) -> Result<bool, StateError> {
         let mut tx = self.db.begin_write().map_err(|e| self.err(e))?;
+        let id = {
+            let t = tx.open_table(SAVEPOINTS).map_err(|e| self.err(e))?;
+            let v = t.get(checkpoint).map_err(|e| self.err(e))?;
+            v.map(|g| g.value())
+        };
+        let Some(id) = id else {
+            tx.abort().map_err(|e| self.err(e))?;
+            return Ok(false);
+        };
         let sp = tx.get_persistent_savepoint(id).map_err(|e| self.err(e))?;
         tx.restore_savepoint(&sp).map_err(|e| self.err(e))?;
         let ids: Vec<u64> = tx
@@ -116,20 +167,39 @@ impl DiskBackend {
             tx.delete_persistent_savepoint(other)
                 .map_err(|e| self.err(e))?;
         }
-        tx.commit().map_err(|e| self.err(e))
+        // The map as of the savepoint names savepoints that are gone now.
+        tx.delete_table(SAVEPOINTS).map_err(|e| self.err(e))?;
+        tx.commit().map_err(|e| self.err(e))?;
+        Ok(true)
     }
 
-    /// Deletes savepoint `id` (a checkpoint no longer retained); false if there was none.
+    /// The owner recorded by [`DiskBackend::set_owner`], if any.
     ///
     /// # Errors
     /// As [`Backend::get`].
-    pub fn delete_savepoint(&mut self, id: u64) -> Result<bool, StateError> {
+    pub fn owner(&self) -> Result<Option<String>, StateError> {
+        let tx = self.db.begin_read().map_err(|e| self.err(e))?;
+        let t = match tx.open_table(META) {
+            Ok(t) => t,
+            Err(redb::TableError::TableDoesNotExist(_)) => return Ok(None),
+            Err(e) => return Err(self.err(e)),
+        };
+        let v = t.get("owner").map_err(|e| self.err(e))?;
+        Ok(v.map(|g| g.value().to_string()))
+    }
+
+    /// Records who the file's savepoints belong to (a job and its checkpoint store: a
+    /// savepoint is only restored for the checkpoint of the same store it was taken for).
+    ///
+    /// # Errors
+    /// As [`Backend::get`].
+    pub fn set_owner(&mut self, owner: &str) -> Result<(), StateError> {
         let tx = self.db.begin_write().map_err(|e| self.err(e))?;
-        let found = tx
-            .delete_persistent_savepoint(id)
-            .map_err(|e| self.err(e))?;
-        tx.commit().map_err(|e| self.err(e))?;
-        Ok(found)
+        {
+            let mut t = tx.open_table(META).map_err(|e| self.err(e))?;
+            t.insert("owner", owner).map_err(|e| self.err(e))?;
+        }
+        tx.commit().map_err(|e| self.err(e))
     }
 }
 
@@ -217,5 +287,9 @@ impl Backend for DiskBackend {
 
     fn stats(&self) -> BackendStats {
         self.stats
+    }
+
+    fn as_disk(&mut self) -> Option<&mut DiskBackend> {
+        Some(self)
     }
 }

@@ -123,6 +123,11 @@ pub trait Backend: Send {
 
     /// Counters since the backend was opened.
     fn stats(&self) -> BackendStats;
+
+    /// The on-disk backend, for what only it can do (savepoints: `crate::local`).
+    fn as_disk(&mut self) -> Option<&mut DiskBackend> {
+        None
+    }
 }
 
 /// A backend shared by the tables of one [`crate::StateStore`] (one operator instance: the lock

@@ -274,6 +274,34 @@ where
         Ok(())
     }
 
+    /// After the store was rolled back to a savepoint (`local.rs`): rebuilds the tables'
+    /// metadata and the index of open windows from the restored backend.
+    ///
+    /// # Errors
+    /// In memory (there is no file to roll back), or as the tables' `reopen`.
+    pub fn reopen(&mut self) -> Result<(), StateError> {
+        self.open.clear();
+        let keys: Vec<(u64, K)> = match &mut self.contents {
+            Contents::FoldInMemory(_) => {
+                return Err(StateError::Other(
+                    "window state in memory cannot be restored from a local file".into(),
+                ))
+            }
+            Contents::Fold(t) => {
+                t.reopen();
+                t.keys()?
+            }
+            Contents::Retain(t) => {
+                t.reopen()?;
+                t.keys().cloned().collect()
+            }
+        };
+        for (end, k) in keys {
+            self.open.entry(end).or_default().insert(k);
+        }
+        Ok(())
+    }
+
     /// Writes the contents' dirty entries to the backend (on demand).
     ///
     /// # Errors
