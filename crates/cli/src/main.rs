@@ -453,6 +453,13 @@ fn checkpoint_lines(text: &mut String, c: &xorflow_flights::job::CheckpointSumma
     if let Some(r) = c.resumed_from {
         let _ = writeln!(text, "resumed from checkpoint {r}");
     }
+    if c.restored_locally + c.restored_from_store > 0 {
+        let _ = writeln!(
+            text,
+            "window instances restored: {} from local state, {} from the checkpoint store",
+            c.restored_locally, c.restored_from_store
+        );
+    }
     for s in &c.skipped {
         let _ = writeln!(text, "resume skipped checkpoint {s}");
     }

@@ -425,6 +425,92 @@ fn resume_falls_back_past_a_corrupt_checkpoint() {
     assert_oracle(&s, &o, "corrupt newest manifest");
 }
 
+/// Local recovery (host affinity, `crates/state/src/local.rs`) with the on-disk backend: after a
+/// killed worker process, the restarted job rolls its window instances' local files back to the
+/// restored checkpoint instead of rebuilding them from the checkpoint store (at least the four
+/// instances of the processes not killed: a killed process may have died between a checkpoint's
+/// completion and its savepoint); with `--no-local-recovery` every instance rebuilds. After a
+/// kill of process 0, a resume reuses the intact file and rebuilds the one garbled in between.
+/// Every run writes exactly the oracle's rows.
+#[test]
+fn local_recovery_reuses_intact_state_files_and_rebuilds_the_others() {
+    let Some(input) = flights_csv() else { return };
+    let restored = |summary: &serde_json::Value| {
+        let c = &summary["checkpoints"];
+        let n = |k: &str| c[k].as_u64().unwrap_or(u64::MAX);
+        (n("restored_locally"), n("restored_from_store"))
+    };
+    for (seed, local) in [(0u64, true), (1, false)] {
+        let dir = tempfile::tempdir().unwrap();
+        let state = dir.path().join("state");
+        let mut extra = vec!["--processes", "3", "--sources", "3"];
+        extra.extend(["--state-backend", "disk", "--window-state", "retain"]);
+        extra.extend(["--state-dir", state.to_str().unwrap()]);
+        if !local {
+            extra.push("--no-local-recovery");
+        }
+        let s = Scenario {
+            dir: dir.path(),
+            input: &input,
+            extra: &extra,
+            store: None,
+        };
+        let at = Duration::from_secs_f64(Rng(300 + seed).between(0.2, 1.5));
+        let label = format!("kill process 1 after {at:?}, local recovery {local}");
+        let summary = assert_oracle(&s, &s.run_killing(&[1], &[at]), &label);
+        let (locally, from_store) = restored(&summary);
+        assert_eq!(locally + from_store, 6, "{label}: {summary}");
+        match local {
+            true => assert!(locally >= 4, "{label}: {summary}"),
+            false => assert_eq!(locally, 0, "{label}: {summary}"),
+        }
+        // A finished run leaves no local state behind.
+        let left: Vec<_> = walk(&state).into_iter().filter(|p| p.is_file()).collect();
+        assert!(left.is_empty(), "{label}: state files left: {left:?}");
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let state = dir.path().join("state");
+    let extra = [
+        "--workers",
+        "2",
+        "--sources",
+        "2",
+        "--state-backend",
+        "disk",
+        "--state-dir",
+        state.to_str().unwrap(),
+    ];
+    let s = Scenario {
+        dir: dir.path(),
+        input: &input,
+        extra: &extra,
+        store: None,
+    };
+    s.kill_after(Duration::from_secs_f64(Rng(302).between(0.2, 1.5)), false);
+    let files = walk(&state);
+    let victim = files
+        .iter()
+        .find(|p| p.file_name().is_some_and(|n| n == "hourly-0.redb"))
+        .unwrap_or_else(|| panic!("no window state file of instance 0 in {files:?}"));
+    let len = std::fs::metadata(victim).unwrap().len() as usize;
+    std::fs::write(victim, vec![0x5A; len]).unwrap();
+    let summary = assert_oracle(&s, &s.resume(), "resume with one garbled local file");
+    assert_eq!(restored(&summary), (1, 1), "{summary}");
+}
+
+/// Every path below `dir`.
+fn walk(dir: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    for e in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+        let p = e.path();
+        if p.is_dir() {
+            out.extend(walk(&p));
+        }
+        out.push(p);
+    }
+    out
+}
+
 /// A killed run's committed output does not leak into a fresh run: after the kill the
 /// checkpoints are deleted and the job is run again without `--resume`; its output is exactly
 /// the oracle's, though the killed run's part files were still beside it.

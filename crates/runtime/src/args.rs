@@ -83,10 +83,15 @@ pub struct EngineArgs {
     /// write-back cache, for state larger than memory; docs/state.md).
     #[arg(long, default_value = "memory")]
     pub state_backend: xorflow_state::BackendKind,
-    /// Folder of the disk state backend's files (default: a folder per process under the system's
-    /// temporary directory).
+    /// Folder of the disk state backend's files (default: the system's temporary directory; a
+    /// folder per process below it, or per job and checkpoint directory with checkpoints).
     #[arg(long)]
     pub state_dir: Option<PathBuf>,
+    /// With checkpoints and --state-backend disk: a restored instance rebuilds its state from the
+    /// checkpoint directory even when its local file holds the restored checkpoint (by default it
+    /// rolls the file back to it: local recovery, docs/state.md).
+    #[arg(long)]
+    pub no_local_recovery: bool,
     /// Window contents: fold (one accumulator per window and key) or retain (every element,
     /// folded when the window closes); seed 001's two forms, same results.
     #[arg(long, default_value = "fold")]
@@ -179,6 +184,7 @@ impl EngineArgs {
                 ..xorflow_state::StateConfig::default()
             },
             window_state: self.window_state,
+            local_recovery: !self.no_local_recovery,
             checkpoint_interval: self.checkpoint_interval,
             checkpoint_dir: self.checkpoint_interval.map(|_| {
                 self.checkpoint_dir
@@ -259,6 +265,7 @@ impl EngineArgs {
             d.state_backend.name(),
         );
         a.option("state-dir", self.state_dir.as_ref().map(|p| p.display()));
+        a.switch("no-local-recovery", self.no_local_recovery);
         a.value(
             "window-state",
             self.window_state.name(),
@@ -436,8 +443,8 @@ mod tests {
             ack_flush_on_idle in any::<bool>(),
             ack_multiplier in 0usize..2000,
             no_latency_probe in any::<bool>(),
-            (state_disk, state_dir, retain) in
-                (any::<bool>(), proptest::option::of("[a-z]{1,8}"), any::<bool>()),
+            (state_disk, state_dir, retain, no_local_recovery) in
+                (any::<bool>(), proptest::option::of("[a-z]{1,8}"), any::<bool>(), any::<bool>()),
         ) -> EngineArgs {
             // --processes conflicts with --hostfile: a hostfile run leaves it at its default.
             let processes = if hosts.is_some() { 1 } else { processes };
@@ -466,6 +473,7 @@ mod tests {
                     xorflow_state::BackendKind::Memory
                 },
                 state_dir: state_dir.map(PathBuf::from),
+                no_local_recovery,
                 window_state: if retain {
                     xorflow_state::window::WindowForm::Retain
                 } else {

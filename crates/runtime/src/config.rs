@@ -119,6 +119,10 @@ pub struct RuntimeConfig {
     pub resume: bool,
     /// Restarts from the last checkpoint after a lost process (`execute/restart.rs`).
     pub restart_attempts: usize,
+    /// On-disk stores of a checkpointed job keep a savepoint per checkpoint and a restore rolls
+    /// them back to it when it can (`xorflow_state::local`); false: always from the checkpoint
+    /// store.
+    pub local_recovery: bool,
 }
 
 impl Default for RuntimeConfig {
@@ -147,6 +151,7 @@ impl Default for RuntimeConfig {
             checkpoints_retained: 3,
             resume: false,
             restart_attempts: 3,
+            local_recovery: true,
         }
     }
 }

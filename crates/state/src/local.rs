@@ -27,6 +27,10 @@ pub struct Affinity<'a> {
     pub owner: &'a str,
     /// The checkpoint the job restores, if it restores one.
     pub resume: Option<u64>,
+    /// Local recovery is on: the store takes savepoints and a restore rolls back to one. Off,
+    /// the file still lives in the job's folder (a restarted process replaces its
+    /// predecessor's file instead of leaving it behind) but is always opened empty.
+    pub savepoints: bool,
 }
 
 /// How an on-disk store was opened.
@@ -50,7 +54,8 @@ pub(crate) fn open(
     path: &Path,
     affinity: Option<Affinity<'_>>,
 ) -> Result<(DiskBackend, Opened), StateError> {
-    let why = match affinity.and_then(|a| a.resume.map(|c| (a.owner, c))) {
+    let restore = affinity.filter(|a| a.savepoints);
+    let why = match restore.and_then(|a| a.resume.map(|c| (a.owner, c))) {
         None => None,
         Some((owner, c)) => match try_rollback(path, owner, c) {
             Ok(b) => return Ok((b, Opened::RolledBack(c))),

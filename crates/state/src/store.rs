@@ -101,7 +101,7 @@ impl StateStore {
                 let mut store = Self::with_backend(Box::new(b), config.cache);
                 store.path = Some(path);
                 store.opened = opened;
-                store.local = affinity.is_some();
+                store.local = affinity.is_some_and(|a| a.savepoints);
                 Ok(store)
             }
         }
@@ -118,27 +118,37 @@ impl StateStore {
         &self.opened
     }
 
+    /// True for an on-disk store of a checkpointed job: it takes savepoints
+    /// ([`StateStore::savepoint`]).
+    pub fn is_local(&self) -> bool {
+        self.local && self.path.is_some()
+    }
+
     /// True when the store was rolled back to the savepoint of the checkpoint being restored.
     pub fn restored_locally(&self) -> bool {
         matches!(self.opened, Opened::RolledBack(_))
     }
 
-    /// After the snapshot of checkpoint `checkpoint` (every table flushed first: the savepoint
-    /// is the backend's content), an on-disk store of a checkpointed job records a savepoint of
-    /// it for local recovery, and drops those of checkpoints before `completed`, the newest
+    /// After the snapshot of checkpoints `covered` (every table flushed first: the savepoint is
+    /// the backend's content), an on-disk store of a checkpointed job records a savepoint of it
+    /// for local recovery, and drops those of checkpoints before `completed`, the newest
     /// completed one. A no-op in memory or without checkpoints.
     ///
     /// # Errors
     /// The backend failed.
-    pub fn savepoint(&self, checkpoint: u64, completed: Option<u64>) -> Result<(), StateError> {
-        if !self.local || self.path.is_none() {
+    pub fn savepoint(
+        &self,
+        covered: std::ops::RangeInclusive<u64>,
+        completed: Option<u64>,
+    ) -> Result<(), StateError> {
+        if !self.is_local() {
             return Ok(());
         }
         let mut b = crate::backend::lock(&self.backend);
         let disk = b.as_disk().ok_or_else(|| {
             StateError::Other("a store with a file path has a disk backend".into())
         })?;
-        disk.savepoint(checkpoint, completed.unwrap_or(0))
+        disk.savepoint(covered, completed.unwrap_or(0))
     }
 
     /// A store over `backend` with cache policy `cache` (tests: any backend with any policy).

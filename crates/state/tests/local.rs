@@ -55,7 +55,11 @@ fn config(dir: &Path) -> StateConfig {
 }
 
 fn open(dir: &Path, form: WindowForm, owner: &str, resume: Option<u64>) -> (StateStore, W) {
-    let affinity = Affinity { owner, resume };
+    let affinity = Affinity {
+        owner,
+        resume,
+        savepoints: true,
+    };
     let mut store = StateStore::open_with(&config(dir), "win", 0, Some(affinity)).unwrap();
     let w = WindowState::new(&mut store, "w", form, Arc::new(|k: &u8| u16::from(*k % 7))).unwrap();
     (store, w)
@@ -91,7 +95,7 @@ fn run(dir: &Path, form: WindowForm, ops: &[Op], after: &[Op]) -> Option<(u64, V
                 w.snapshot(&mut d).unwrap();
                 chain.push(d);
                 w.flush().unwrap();
-                store.savepoint(c, last).unwrap();
+                store.savepoint(c..=c, last).unwrap();
                 last = Some(c);
             }
             // After the last checkpoint: flushes that the rollback must undo.
@@ -157,7 +161,8 @@ fn checkpointed(dir: &Path, owner: &str) {
     let (store, mut w) = open(dir, WindowForm::Retain, owner, None);
     w.add(1, 1, &5, &Sum).unwrap();
     w.flush().unwrap();
-    store.savepoint(1, None).unwrap();
+    // One snapshot for checkpoints 1 and 2 (nothing changed in between).
+    store.savepoint(1..=2, None).unwrap();
     w.add(1, 1, &7, &Sum).unwrap();
     w.flush().unwrap();
 }
@@ -180,14 +185,21 @@ fn the_local_file_is_used_only_by_its_owner_for_its_checkpoint() {
     assert_eq!(drain(&mut w), BTreeMap::new());
     drop((s, w));
     checkpointed(dir.path(), "job-a");
-    let (s, _w) = open(dir.path(), WindowForm::Retain, "job-a", Some(2));
-    assert!(why(&s).contains("no savepoint of checkpoint 2"), "{}", why(&s));
+    let (s, _w) = open(dir.path(), WindowForm::Retain, "job-a", Some(3));
+    assert!(why(&s).contains("no savepoint of checkpoint 3"), "{}", why(&s));
     drop(s);
     checkpointed(dir.path(), "job-a");
-    let (s, mut w) = open(dir.path(), WindowForm::Retain, "job-a", Some(1));
-    assert!(s.restored_locally());
-    w.reopen().unwrap();
-    assert_eq!(drain(&mut w), BTreeMap::from([((1, 1), 5)]));
+    let (s, _w) = open(dir.path(), WindowForm::Retain, "job-a", Some(0));
+    assert!(why(&s).contains("no savepoint of checkpoint 0"), "{}", why(&s));
+    drop(s);
+    checkpointed(dir.path(), "job-a");
+    for c in [1, 2] {
+        checkpointed(dir.path(), "job-a");
+        let (s, mut w) = open(dir.path(), WindowForm::Retain, "job-a", Some(c));
+        assert!(s.restored_locally(), "checkpoint {c}: {:?}", s.opened());
+        w.reopen().unwrap();
+        assert_eq!(drain(&mut w), BTreeMap::from([((1, 1), 5)]));
+    }
 }
 
 #[test]

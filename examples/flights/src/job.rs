@@ -188,6 +188,11 @@ pub struct CheckpointSummary {
     pub duration_p99_ms: f64,
     /// Elements that waited at a window for their epoch (the cut's cost).
     pub buffered_elements: u64,
+    /// Window instances the last restore rolled back to their local store (local recovery),
+    /// and those it rebuilt from the checkpoint store.
+    pub restored_locally: u64,
+    /// See `restored_locally`.
+    pub restored_from_store: u64,
     /// The checkpoint the run resumed from (`--resume`).
     pub resumed_from: Option<u64>,
     /// Newer checkpoints the resume skipped, each with why.
@@ -702,6 +707,9 @@ pub(crate) fn checkpoint_summary(
             duration_p99_ms: q(0.99).unwrap_or(0.0),
             buffered_elements: window
                 .counter(xorflow_runtime::progress::cut::CHECKPOINT_BUFFERED_ELEMENTS),
+            restored_locally: window.counter(xorflow_runtime::progress::cut::RESTORED_LOCALLY),
+            restored_from_store: window
+                .counter(xorflow_runtime::progress::cut::RESTORED_FROM_STORE),
             resumed_from: c.resumed_from,
             skipped: c.skipped.clone(),
             restarts: c.restarts.clone(),

@@ -254,6 +254,8 @@ pub(crate) fn start(
         handle: Checkpointer {
             tx: tx.clone(),
             committed,
+            owner: format!("job {job:016x} at {}", store.location()).into(),
+            local_recovery: b.config.local_recovery,
         },
         leader,
         tx,
@@ -266,9 +268,24 @@ pub(crate) fn start(
 pub struct Checkpointer {
     tx: Sender<Inbound>,
     committed: Committed,
+    /// Who on-disk stores and their savepoints belong to: the job and its checkpoint store
+    /// (`xorflow_state::local`).
+    owner: std::sync::Arc<str>,
+    /// `RuntimeConfig::local_recovery`.
+    local_recovery: bool,
 }
 
 impl Checkpointer {
+    /// The owner on-disk stores record, for savepoints of this job's checkpoints.
+    pub fn owner(&self) -> &str {
+        &self.owner
+    }
+
+    /// Whether on-disk stores take savepoints and restores roll back to them.
+    pub fn local_recovery(&self) -> bool {
+        self.local_recovery
+    }
+
     /// The newest completed checkpoint this process knows of.
     pub fn committed(&self) -> Option<u64> {
         self.committed.get()

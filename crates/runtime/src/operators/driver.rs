@@ -15,7 +15,7 @@ use crate::batch::Msg;
 use crate::channel::InputPort;
 use crate::measure::stats::VertexStats;
 use crate::progress::cut::{
-    Covered, EpochCut, CHECKPOINT_BUFFERED_ELEMENTS, CHECKPOINT_BUFFERED_NS, CHECKPOINT_SNAPSHOTS,
+    Covered, EpochCut, CHECKPOINT_BUFFERED_ELEMENTS, CHECKPOINT_BUFFERED_NS, CHECKPOINT_SNAPSHOTS, RESTORED_FROM_STORE, RESTORED_LOCALLY,
     CHECKPOINT_SNAPSHOT_NS,
 };
 use crate::progress::frontiers::InBand;
@@ -223,11 +223,13 @@ impl<Op: Operator> OperatorVertex<Op> {
             full,
         });
         self.stats.count(CHECKPOINT_SNAPSHOTS, 1);
-        self.stats
-            .count(CHECKPOINT_SNAPSHOT_NS, crate::measure::clock::now_ns() - t0);
         if let Some(c) = &ctx.checkpointer {
             c.state(self.reporter.clone(), covered, delta, self.op.holds());
+            // After the hand-over: the file is written while the store syncs its savepoint.
+            self.op.savepoint(covered.from..=covered.to, c.committed())?;
         }
+        self.stats
+            .count(CHECKPOINT_SNAPSHOT_NS, crate::measure::clock::now_ns() - t0);
         Ok(())
     }
 
@@ -237,8 +239,13 @@ impl<Op: Operator> OperatorVertex<Op> {
     fn resume(&mut self, r: &crate::checkpoint::Resume, ctx: &mut WorkerCtx) -> Result<(), String> {
         if self.cut.is_some() {
             if Op::STATEFUL {
-                let chain = r.chain(&self.reporter)?;
-                self.op.restore(&chain)?;
+                if self.op.restore_local()? {
+                    self.stats.count(RESTORED_LOCALLY, 1);
+                } else {
+                    let chain = r.chain(&self.reporter)?;
+                    self.op.restore(&chain)?;
+                    self.stats.count(RESTORED_FROM_STORE, 1);
+                }
             }
             let first = r.first_epoch();
             self.cut = Some(EpochCut::starting_at(first));

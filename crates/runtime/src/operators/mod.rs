@@ -20,6 +20,7 @@ pub mod iterate;
 pub mod outputs;
 pub mod sink;
 pub mod source;
+mod store;
 pub mod unary;
 pub mod window;
 
@@ -164,6 +165,21 @@ pub trait Operator: Send + Sized + 'static {
         Ok(OperatorState::Stateless)
     }
 
+    /// After the snapshot of checkpoints `covered` has been handed over: an operator with an
+    /// on-disk store records a savepoint of it for local recovery (`StateStore::savepoint`;
+    /// `completed`: the newest completed checkpoint, whose older savepoints can go). Default:
+    /// nothing.
+    ///
+    /// # Errors
+    /// A message naming the store that failed.
+    fn savepoint(
+        &mut self,
+        _covered: std::ops::RangeInclusive<u64>,
+        _completed: Option<u64>,
+    ) -> Result<(), String> {
+        Ok(())
+    }
+
     /// Stateful operators: the instance has moved to checkpoint epoch `epoch` (after its
     /// snapshot of the epochs before, or its restore): what it emits from now on belongs to
     /// `epoch`.
@@ -187,6 +203,16 @@ pub trait Operator: Send + Sized + 'static {
         _ctx: &mut WorkerCtx,
     ) -> Result<(), String> {
         Ok(())
+    }
+
+    /// Local recovery: if [`Operator::open`] found the instance's on-disk store rolled back to
+    /// the checkpoint being restored (`xorflow_state::local`), rebuilds the operator's state
+    /// from it and returns true; the driver then reads no chain. Default: false.
+    ///
+    /// # Errors
+    /// The store's content does not decode.
+    fn restore_local(&mut self) -> Result<bool, String> {
+        Ok(false)
     }
 
     /// Restores the state its snapshots gave: a full one, then the increments after it.

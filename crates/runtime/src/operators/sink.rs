@@ -168,6 +168,20 @@ impl<T: Data, S: Sink<T>> SinkOp<T, S> {
         Ok(())
     }
 
+    /// After a restore: the last checkpoint committed as of the restored state, and the sink
+    /// rolled back to it ([`Staging::PerCheckpoint`]).
+    fn roll_back(&mut self) -> Result<(), String> {
+        let Some(st) = &mut self.staged else {
+            return Ok(());
+        };
+        let err = |e| format!("sink '{}': {e}", self.name);
+        st.last_committed = st.committed.get(&0).map_err(err)?.copied();
+        if st.per_checkpoint {
+            self.sink.rollback(st.last_committed)?;
+        }
+        Ok(())
+    }
+
     /// [`Staging::PerCheckpoint`]: commits what a newly completed checkpoint covers.
     fn commit_completed(&mut self, ctx: &WorkerCtx) -> Result<(), String> {
         let Some(st) = &self.staged else {
@@ -203,7 +217,7 @@ impl<T: Data, S: Sink<T> + 'static> Operator for SinkOp<T, S> {
         if ctx.checkpointer.is_none() || ctx.epochs.is_none() || staging == Staging::Direct {
             return Ok(());
         }
-        let mut store = StateStore::open(&self.state, &self.name, ctx.index).map_err(self.err())?;
+        let mut store = super::store::open(&self.state, &self.name, ctx).map_err(self.err())?;
         let list = store
             .list_table("staged", |_: &u64| 0)
             .map_err(self.err())?;
@@ -297,6 +311,35 @@ impl<T: Data, S: Sink<T> + 'static> Operator for SinkOp<T, S> {
         Ok(OperatorState::Delta(d))
     }
 
+    /// Flushes the staged elements and records the store's savepoint (on disk: local
+    /// recovery).
+    fn savepoint(
+        &mut self,
+        covered: std::ops::RangeInclusive<u64>,
+        completed: Option<u64>,
+    ) -> Result<(), String> {
+        let Some(st) = self.staged.as_mut().filter(|st| st.store.is_local()) else {
+            return Ok(());
+        };
+        let err = |e| format!("sink '{}': {e}", self.name);
+        st.list.flush().map_err(err)?;
+        st.committed.flush().map_err(err)?;
+        st.store.savepoint(covered, completed).map_err(err)
+    }
+
+    /// The staged elements from the local store rolled back to the checkpoint.
+    fn restore_local(&mut self) -> Result<bool, String> {
+        let Some(st) = self.staged.as_mut().filter(|st| st.store.restored_locally()) else {
+            return Ok(false);
+        };
+        st.list
+            .reopen()
+            .map_err(|e| format!("sink '{}': {e}", self.name))?;
+        st.committed.reopen();
+        self.roll_back()?;
+        Ok(true)
+    }
+
     /// Restores the elements staged and not yet committed as of the checkpoint, and rolls the
     /// sink back to what it had committed then.
     fn restore(&mut self, chain: &[Delta]) -> Result<(), String> {
@@ -307,11 +350,7 @@ impl<T: Data, S: Sink<T> + 'static> Operator for SinkOp<T, S> {
         let err = |e| format!("sink '{}': {e}", self.name);
         st.list.restore(chain, &|_| true).map_err(err)?;
         st.committed.restore(chain, &|_| true).map_err(err)?;
-        st.last_committed = st.committed.get(&0).map_err(err)?.copied();
-        if st.per_checkpoint {
-            self.sink.rollback(st.last_committed)?;
-        }
-        Ok(())
+        self.roll_back()
     }
 
     /// The resumed checkpoint is complete: commits what it covers.

@@ -140,6 +140,40 @@ where
         }
     }
 
+    /// After the contents and the open-windows table were restored: the open windows' holds
+    /// and how far the instance had fired, checked against the contents.
+    ///
+    /// # Errors
+    /// The table does not decode, or the contents' windows and the holds disagree.
+    fn restore_meta(&mut self) -> Result<(), String> {
+        let err = state_err(&self.name);
+        let (Some(contents), Some(open)) = (&mut self.contents, &mut self.open_windows) else {
+            return Err(format!("window '{}' restored before open", self.name));
+        };
+        let windows = open.get(&0).map_err(&err)?.cloned().unwrap_or_default();
+        let now = crate::measure::clock::now_ns();
+        self.fired_below = windows.fired_below;
+        self.meta = (windows.holds.iter())
+            .map(|&(end, hold, hold_slot)| {
+                let m = Meta {
+                    hold,
+                    hold_slot,
+                    last_arrival_ns: now,
+                };
+                (end, m)
+            })
+            .collect();
+        if contents.windows() != self.meta.len() {
+            return Err(format!(
+                "window '{}': the checkpoint holds {} open windows but {} holds",
+                self.name,
+                contents.windows(),
+                self.meta.len()
+            ));
+        }
+        Ok(())
+    }
+
     /// The end of the window holding time `t`.
     #[inline]
     fn end_of(&self, t: Time) -> Time {
@@ -224,7 +258,7 @@ where
     /// Opens the state store of this instance and declares the window contents in it.
     fn open(&mut self, ctx: &mut WorkerCtx) -> Result<(), String> {
         let err = state_err(&self.name);
-        let mut store = StateStore::open(&self.state, &self.name, ctx.index).map_err(&err)?;
+        let mut store = super::store::open(&self.state, &self.name, ctx).map_err(&err)?;
         let contents = WindowState::new(&mut store, "windows", self.form, self.group.clone());
         self.contents = Some(contents.map_err(&err)?);
         // Not keyed: one entry per instance, in group 0.
@@ -353,6 +387,45 @@ where
         out
     }
 
+    /// Flushes the contents and records the store's savepoint (on disk: local recovery).
+    fn savepoint(
+        &mut self,
+        covered: std::ops::RangeInclusive<u64>,
+        completed: Option<u64>,
+    ) -> Result<(), String> {
+        let err = state_err(&self.name);
+        let (Some(store), Some(contents), Some(open)) =
+            (&self.store, &mut self.contents, &mut self.open_windows)
+        else {
+            return Ok(());
+        };
+        if !store.is_local() {
+            return Ok(());
+        }
+        contents.flush().map_err(&err)?;
+        open.flush().map_err(&err)?;
+        store.savepoint(covered, completed).map_err(&err)
+    }
+
+    /// Rebuilds the contents' metadata, the open windows and their holds from the local store
+    /// rolled back to the checkpoint.
+    fn restore_local(&mut self) -> Result<bool, String> {
+        let err = state_err(&self.name);
+        let (Some(store), Some(contents), Some(open)) =
+            (&self.store, &mut self.contents, &mut self.open_windows)
+        else {
+            return Err(format!("window '{}' restored before open", self.name));
+        };
+        if !store.restored_locally() {
+            return Ok(false);
+        }
+        contents.reopen().map_err(&err)?;
+        open.reopen();
+        drop(err);
+        self.restore_meta()?;
+        Ok(true)
+    }
+
     /// Restores the contents, the open windows and their holds (which trAcker got from the
     /// checkpoint's manifest: `execute/tracking.rs`, `restore_holds`).
     fn restore(&mut self, chain: &[xorflow_state::delta::Delta]) -> Result<(), String> {
@@ -363,28 +436,8 @@ where
         // Instances keep their key groups across a restart: every restored key is this one's.
         contents.restore(chain, &|_| true).map_err(&err)?;
         open.restore(chain, &|_| true).map_err(&err)?;
-        let windows = open.get(&0).map_err(&err)?.cloned().unwrap_or_default();
-        let now = crate::measure::clock::now_ns();
-        self.fired_below = windows.fired_below;
-        self.meta = (windows.holds.iter())
-            .map(|&(end, hold, hold_slot)| {
-                let m = Meta {
-                    hold,
-                    hold_slot,
-                    last_arrival_ns: now,
-                };
-                (end, m)
-            })
-            .collect();
-        if contents.windows() != self.meta.len() {
-            return Err(format!(
-                "window '{}': the checkpoint holds {} open windows but {} holds",
-                self.name,
-                contents.windows(),
-                self.meta.len()
-            ));
-        }
-        Ok(())
+        drop(err);
+        self.restore_meta()
     }
 
     fn report(&mut self, stats: &mut VertexStats) {

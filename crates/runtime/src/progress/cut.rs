@@ -27,6 +27,10 @@ pub const CHECKPOINT_SNAPSHOTS: &str = "checkpoint_snapshots";
 pub const CHECKPOINT_BUFFERED_ELEMENTS: &str = "checkpoint_buffered_elements";
 /// Counter: total time elements waited for their epoch, ns (summed over elements).
 pub const CHECKPOINT_BUFFERED_NS: &str = "checkpoint_buffered_ns";
+/// Counter: instances restored by rolling their local store back (local recovery).
+pub const RESTORED_LOCALLY: &str = "checkpoint_restored_locally";
+/// Counter: instances restored from the checkpoint store (their chain of snapshot files).
+pub const RESTORED_FROM_STORE: &str = "checkpoint_restored_from_store";
 /// Counter: time spent taking snapshots (state deltas, not file writes), ns.
 pub const CHECKPOINT_SNAPSHOT_NS: &str = "checkpoint_snapshot_ns";
 

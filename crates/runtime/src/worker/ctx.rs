@@ -89,6 +89,18 @@ pub struct WorkerCtx {
 }
 
 impl WorkerCtx {
+    /// What an on-disk store of a checkpointed job needs for local recovery: the owner of its
+    /// savepoints, the checkpoint being restored, and whether local recovery is on (`None`
+    /// without checkpoints).
+    pub fn affinity(&self) -> Option<xorflow_state::local::Affinity<'_>> {
+        let c = self.checkpointer.as_ref()?;
+        Some(xorflow_state::local::Affinity {
+            owner: c.owner(),
+            resume: self.resume.as_ref().map(|r| r.manifest.checkpoint),
+            savepoints: c.local_recovery(),
+        })
+    }
+
     pub(crate) fn new(
         index: usize,
         local_index: usize,

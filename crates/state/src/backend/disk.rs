@@ -12,8 +12,10 @@ use redb::{ReadableDatabase, ReadableTable, TableDefinition};
 use std::path::{Path, PathBuf};
 
 const TABLE: TableDefinition<&[u8], &[u8]> = TableDefinition::new("state");
-/// Checkpoint number -> persistent savepoint id (host affinity: `crate::local`).
-const SAVEPOINTS: TableDefinition<u64, u64> = TableDefinition::new("savepoints");
+/// Last checkpoint a savepoint covers -> (persistent savepoint id, first checkpoint it covers):
+/// an instance whose state did not change over several checkpoint epochs takes one snapshot,
+/// and one savepoint, for all of them (host affinity: `crate::local`).
+const SAVEPOINTS: TableDefinition<u64, (u64, u64)> = TableDefinition::new("savepoints");
 /// The file's owner (`owner` -> job and checkpoint store).
 const META: TableDefinition<&str, &str> = TableDefinition::new("meta");
 
@@ -92,14 +94,18 @@ impl DiskBackend {
         self.delete_prefix(&[]).map(|_| ())
     }
 
-    /// Durably records the current content as the persistent savepoint of checkpoint
-    /// `checkpoint`, and deletes the savepoints of checkpoints below `keep_from` (no longer
-    /// restorable: an older checkpoint than the newest completed one is restored only after a
-    /// corrupt file, and then from the checkpoint store).
+    /// Durably records the current content as the persistent savepoint of checkpoints
+    /// `covered` (the content is the same after each), and deletes the savepoints of
+    /// checkpoints below `keep_from` (no longer restorable: an older checkpoint than the newest
+    /// completed one is restored only after a corrupt file, and then from the checkpoint store).
     ///
     /// # Errors
     /// As [`Backend::get`].
-    pub fn savepoint(&mut self, checkpoint: u64, keep_from: u64) -> Result<(), StateError> {
+    pub fn savepoint(
+        &mut self,
+        covered: std::ops::RangeInclusive<u64>,
+        keep_from: u64,
+    ) -> Result<(), StateError> {
         let tx = self.db.begin_write().map_err(|e| self.err(e))?;
         // First, while the transaction has written nothing: the savepoint is the content as
         // of the last commit (cache flushes included, durable with this commit).
@@ -109,25 +115,26 @@ impl DiskBackend {
             let mut old = Vec::new();
             for item in t.range(..keep_from).map_err(|e| self.err(e))? {
                 let (c, sp) = item.map_err(|e| self.err(e))?;
-                old.push((c.value(), sp.value()));
+                old.push((c.value(), sp.value().0));
             }
             for (c, sp) in old {
                 t.remove(c).map_err(|e| self.err(e))?;
                 tx.delete_persistent_savepoint(sp)
                     .map_err(|e| self.err(e))?;
             }
-            t.insert(checkpoint, id).map_err(|e| self.err(e))?;
+            t.insert(*covered.end(), (id, *covered.start()))
+                .map_err(|e| self.err(e))?;
         }
         tx.commit().map_err(|e| self.err(e))?;
         self.stats.syncs += 1;
         Ok(())
     }
 
-    /// The checkpoints with a savepoint, oldest first.
+    /// The checkpoints with a savepoint, as ranges, oldest first.
     ///
     /// # Errors
     /// As [`Backend::get`].
-    pub fn savepoints(&self) -> Result<Vec<u64>, StateError> {
+    pub fn savepoints(&self) -> Result<Vec<std::ops::RangeInclusive<u64>>, StateError> {
         let tx = self.db.begin_read().map_err(|e| self.err(e))?;
         let t = match tx.open_table(SAVEPOINTS) {
             Ok(t) => t,
@@ -136,13 +143,14 @@ impl DiskBackend {
         };
         let mut out = Vec::new();
         for item in t.iter().map_err(|e| self.err(e))? {
-            out.push(item.map_err(|e| self.err(e))?.0.value());
+            let (to, v) = item.map_err(|e| self.err(e))?;
+            out.push(v.value().1..=to.value());
         }
         Ok(out)
     }
 
-    /// Rolls the content back to the savepoint of checkpoint `checkpoint` and deletes every
-    /// savepoint; false (and nothing changed) if there is none for it.
+    /// Rolls the content back to the savepoint covering checkpoint `checkpoint` and deletes
+    /// every savepoint; false (and nothing changed) if none covers it.
     ///
     /// # Errors
     /// The store failed.
@@ -150,8 +158,13 @@ impl DiskBackend {
         let mut tx = self.db.begin_write().map_err(|e| self.err(e))?;
         let id = {
             let t = tx.open_table(SAVEPOINTS).map_err(|e| self.err(e))?;
-            let v = t.get(checkpoint).map_err(|e| self.err(e))?;
-            v.map(|g| g.value())
+            // The first savepoint ending at or after `checkpoint`, if it starts at or before.
+            let mut next = t.range(checkpoint..).map_err(|e| self.err(e))?;
+            let first = match next.next() {
+                Some(item) => Some(item.map_err(|e| self.err(e))?.1.value()),
+                None => None,
+            };
+            first.and_then(|(id, from)| (from <= checkpoint).then_some(id))
         };
         let Some(id) = id else {
             tx.abort().map_err(|e| self.err(e))?;
