@@ -30,6 +30,10 @@ pub struct CheckpointCostConfig {
     /// counterpart of Flink's RocksDB).
     #[arg(long, default_value = "memory")]
     pub state_backend: String,
+    /// Chain runs on disk without local recovery's savepoints (`--no-local-recovery`): what
+    /// the savepoints cost.
+    #[arg(long)]
+    pub no_local_recovery: bool,
     /// Tracking granularity of the chain runs: element numbers per substream.
     #[arg(long, default_value_t = 1000)]
     pub granularity: u64,
@@ -159,6 +163,9 @@ fn chain(
         args.extend([k.to_string(), v.to_string()]);
     }
     args.extend(["--state-backend".into(), cfg.state_backend.clone()]);
+    if cfg.no_local_recovery {
+        args.push("--no-local-recovery".into());
+    }
     args.extend([
         "--state-dir".into(),
         dir.join("state").display().to_string(),

@@ -186,11 +186,19 @@ fn the_local_file_is_used_only_by_its_owner_for_its_checkpoint() {
     drop((s, w));
     checkpointed(dir.path(), "job-a");
     let (s, _w) = open(dir.path(), WindowForm::Retain, "job-a", Some(3));
-    assert!(why(&s).contains("no savepoint of checkpoint 3"), "{}", why(&s));
+    assert!(
+        why(&s).contains("no savepoint of checkpoint 3"),
+        "{}",
+        why(&s)
+    );
     drop(s);
     checkpointed(dir.path(), "job-a");
     let (s, _w) = open(dir.path(), WindowForm::Retain, "job-a", Some(0));
-    assert!(why(&s).contains("no savepoint of checkpoint 0"), "{}", why(&s));
+    assert!(
+        why(&s).contains("no savepoint of checkpoint 0"),
+        "{}",
+        why(&s)
+    );
     drop(s);
     checkpointed(dir.path(), "job-a");
     for c in [1, 2] {

@@ -15,8 +15,8 @@ use crate::batch::Msg;
 use crate::channel::InputPort;
 use crate::measure::stats::VertexStats;
 use crate::progress::cut::{
-    Covered, EpochCut, CHECKPOINT_BUFFERED_ELEMENTS, CHECKPOINT_BUFFERED_NS, CHECKPOINT_SNAPSHOTS, RESTORED_FROM_STORE, RESTORED_LOCALLY,
-    CHECKPOINT_SNAPSHOT_NS,
+    Covered, EpochCut, CHECKPOINT_BUFFERED_ELEMENTS, CHECKPOINT_BUFFERED_NS, CHECKPOINT_SNAPSHOTS,
+    CHECKPOINT_SNAPSHOT_NS, RESTORED_FROM_STORE, RESTORED_LOCALLY,
 };
 use crate::progress::frontiers::InBand;
 use crate::worker::ctx::WorkerCtx;
@@ -226,7 +226,8 @@ impl<Op: Operator> OperatorVertex<Op> {
         if let Some(c) = &ctx.checkpointer {
             c.state(self.reporter.clone(), covered, delta, self.op.holds());
             // After the hand-over: the file is written while the store syncs its savepoint.
-            self.op.savepoint(covered.from..=covered.to, c.committed())?;
+            self.op
+                .savepoint(covered.from..=covered.to, c.committed())?;
         }
         self.stats
             .count(CHECKPOINT_SNAPSHOT_NS, crate::measure::clock::now_ns() - t0);

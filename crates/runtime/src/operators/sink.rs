@@ -329,7 +329,11 @@ impl<T: Data, S: Sink<T> + 'static> Operator for SinkOp<T, S> {
 
     /// The staged elements from the local store rolled back to the checkpoint.
     fn restore_local(&mut self) -> Result<bool, String> {
-        let Some(st) = self.staged.as_mut().filter(|st| st.store.restored_locally()) else {
+        let Some(st) = self
+            .staged
+            .as_mut()
+            .filter(|st| st.store.restored_locally())
+        else {
             return Ok(false);
         };
         st.list
