@@ -244,10 +244,24 @@ where
     /// # Errors
     /// As [`ListTable::get`].
     pub fn snapshot(&mut self, d: &mut Delta) -> Result<(), StateError> {
+        self.snapshot_where(d, &|_| true)
+    }
+
+    /// As [`ListTable::snapshot`], for the keys `keep` accepts only: the others' changes wait
+    /// for a later snapshot (a sink's lists of an epoch after the one snapshotted: versioned
+    /// cut).
+    ///
+    /// # Errors
+    /// As [`ListTable::get`].
+    pub fn snapshot_where(
+        &mut self,
+        d: &mut Delta,
+        keep: &dyn Fn(&K) -> bool,
+    ) -> Result<(), StateError> {
         let keys: Vec<K> = self
             .lists
             .iter()
-            .filter(|(_, m)| d.full || m.changed)
+            .filter(|(k, m)| (d.full || m.changed) && keep(k))
             .map(|(k, _)| k.clone())
             .collect();
         for k in keys {

@@ -63,6 +63,11 @@ where
         &self.t.name
     }
 
+    /// The table's identity and surroundings.
+    pub(crate) fn table(&self) -> &TableCtx<K> {
+        &self.t
+    }
+
     /// Makes sure `k` is in the cache (reading the backend on a miss); `write`: marks it dirty
     /// and changed.
     fn load(&mut self, k: &K, write: bool) -> Result<&mut Entry<V>, StateError> {
@@ -336,6 +341,16 @@ where
             return Ok(());
         }
         lock(&self.t.backend).write(&batch)
+    }
+
+    /// Marks `k` changed, so the next snapshot states its value (or its absence): after a
+    /// snapshot of an older version of it (versioned cut: `crate::window`).
+    ///
+    /// # Errors
+    /// As [`ValueTable::get`].
+    pub fn mark_changed(&mut self, k: &K) -> Result<(), StateError> {
+        self.load(k, false)?.changed = true;
+        Ok(())
     }
 
     /// After the store was rolled back to a savepoint (`local.rs`): forgets what the cache

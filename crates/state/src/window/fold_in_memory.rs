@@ -81,6 +81,28 @@ where
         }
     }
 
+    /// The table it snapshots as.
+    pub(crate) fn table(&self) -> &TableCtx<(u64, K)> {
+        &self.t
+    }
+
+    /// The accumulator of `key` in window `end`.
+    pub(crate) fn get(&self, end: u64, key: &K) -> Option<&Acc> {
+        self.windows.get(&end)?.get(key).map(|s| &s.acc)
+    }
+
+    /// After a snapshot stated an older version of `(end, key)` (versioned cut): the next
+    /// snapshot states the live one, or deletes the pair if it is gone.
+    pub(crate) fn restate(&mut self, end: u64, key: K) {
+        match self.windows.get_mut(&end).and_then(|w| w.get_mut(&key)) {
+            Some(s) => {
+                s.changed = true;
+                s.snapshotted = true;
+            }
+            None => self.closed.push((end, key)),
+        }
+    }
+
     pub(crate) fn first_end(&self) -> Option<u64> {
         self.windows.keys().next().copied()
     }

@@ -11,6 +11,7 @@
 
 use crate::delta::Delta;
 mod fold_in_memory;
+mod version;
 
 use crate::error::StateError;
 use crate::key_group::KeyGroup;
@@ -18,6 +19,7 @@ use crate::list::ListTable;
 use crate::store::StateStore;
 use crate::value::ValueTable;
 use fold_in_memory::FoldInMemory;
+use version::Stash;
 use rustc_hash::FxHashSet;
 use serde::de::DeserializeOwned;
 use serde::Serialize;
@@ -86,6 +88,10 @@ pub struct WindowState<K, T, Acc> {
     contents: Contents<K, T, Acc>,
     /// Open windows by end, with their keys.
     open: BTreeMap<u64, FxHashSet<K>>,
+    /// Versioned cut: the older version of what the later epoch changed (`version.rs`).
+    stash: Option<Stash<K, Acc>>,
+    /// Versioned cut: the writes now belong to the later epoch.
+    later: bool,
 }
 
 impl<K, T, Acc> WindowState<K, T, Acc>
@@ -116,7 +122,87 @@ where
         Ok(WindowState {
             contents,
             open: BTreeMap::new(),
+            stash: None,
+            later: false,
         })
+    }
+
+    /// True if this form keeps versions (the versioned cut: fold-left only; retain-all would
+    /// have to copy whole element lists, and its instances keep the buffering cut).
+    pub fn versioned(&self) -> bool {
+        !matches!(self.contents, Contents::Retain(_))
+    }
+
+    /// Versioned cut: from now on, until [`WindowState::end_version`], the state as of now (the
+    /// end of the epoch not yet snapshotted) is kept apart from the writes that
+    /// [`WindowState::set_later`] marks as the next epoch's.
+    ///
+    /// # Errors
+    /// The form keeps no versions ([`WindowState::versioned`]).
+    pub fn begin_version(&mut self) -> Result<(), StateError> {
+        if !self.versioned() {
+            return Err(StateError::Other(
+                "retain-all window state keeps no versions".into(),
+            ));
+        }
+        self.stash.get_or_insert_with(Stash::new);
+        Ok(())
+    }
+
+    /// Versioned cut: whether the next writes (elements, closes) belong to the later epoch.
+    pub fn set_later(&mut self, later: bool) {
+        self.later = later;
+    }
+
+    /// Versioned cut: the older version is no longer needed (its snapshot was taken, or the
+    /// epoch after it was reached without one).
+    pub fn end_version(&mut self) {
+        self.stash = None;
+        self.later = false;
+    }
+
+    /// Adds `el` to `(end, key)`'s accumulator with a version kept (the slow path: versioned
+    /// cut, fold-left forms).
+    fn add_versioned<F: Fold<T, Acc = Acc>>(
+        &mut self,
+        end: u64,
+        key: K,
+        el: &T,
+        fold: &F,
+    ) -> Result<(), StateError> {
+        let wk = (end, key);
+        let later = self.later;
+        let stash = self.stash.as_mut().expect("called with a stash");
+        match &mut self.contents {
+            Contents::FoldInMemory(f) => {
+                if later {
+                    stash.before_later_write(&wk, f.get(end, &wk.1));
+                }
+            }
+            Contents::Fold(t) => {
+                if later {
+                    stash.before_later_write(&wk, t.get(&wk)?);
+                }
+            }
+            Contents::Retain(_) => unreachable!("begin_version refuses retain-all"),
+        }
+        if !later {
+            if let Some(older) = stash.older_mut(&wk) {
+                fold.add(older.get_or_insert_with(|| fold.init()), el);
+            }
+        }
+        match &mut self.contents {
+            Contents::FoldInMemory(f) => f.add(end, wk.1, el, fold),
+            Contents::Fold(t) => {
+                let (acc, new) = t.upsert_new(&wk, || fold.init())?;
+                fold.add(acc, el);
+                if new {
+                    self.open.entry(end).or_default().insert(wk.1);
+                }
+            }
+            Contents::Retain(_) => unreachable!("begin_version refuses retain-all"),
+        }
+        Ok(())
     }
 
     /// Adds `el` to the window ending at `end` under `key`.
@@ -131,6 +217,9 @@ where
         el: &T,
         fold: &F,
     ) -> Result<(), StateError> {
+        if self.stash.is_some() {
+            return self.add_versioned(end, key, el, fold);
+        }
         if let Contents::FoldInMemory(f) = &mut self.contents {
             f.add(end, key, el, fold);
             return Ok(());
@@ -167,7 +256,7 @@ where
     where
         T: 'a,
     {
-        if let Contents::FoldInMemory(f) = &mut self.contents {
+        if let (Contents::FoldInMemory(f), None) = (&mut self.contents, &self.stash) {
             f.add_run(end, run, fold);
             return Ok(());
         }
@@ -205,7 +294,14 @@ where
         fold: &F,
     ) -> Result<Option<Closed<K, Acc>>, StateError> {
         if let Contents::FoldInMemory(f) = &mut self.contents {
-            return Ok(f.close_next(frontier));
+            let closed = f.close_next(frontier);
+            if let (Some(stash), Some((end, keys))) = (&mut self.stash, &closed) {
+                // A close is a write of the later epoch: the older version keeps the window.
+                for (k, acc) in keys {
+                    stash.before_later_write(&(*end, k.clone()), Some(acc));
+                }
+            }
+            return Ok(closed);
         }
         let Some(entry) = self.open.first_entry() else {
             return Ok(None);
@@ -219,7 +315,13 @@ where
         for key in keys {
             let wk = (end, key);
             let acc = match &mut self.contents {
-                Contents::Fold(t) => t.remove(&wk)?.unwrap_or_else(|| fold.init()),
+                Contents::Fold(t) => {
+                    let acc = t.remove(&wk)?;
+                    if let Some(stash) = &mut self.stash {
+                        stash.before_later_write(&wk, acc.as_ref());
+                    }
+                    acc.unwrap_or_else(|| fold.init())
+                }
                 Contents::Retain(t) => {
                     let mut acc = fold.init();
                     for el in t.take(&wk)? {
@@ -244,6 +346,44 @@ where
             Contents::FoldInMemory(f) => f.snapshot(d),
             Contents::Retain(t) => t.snapshot(d),
         }
+    }
+
+    /// Versioned cut: adds to `d` the changes of the older version since the previous snapshot
+    /// (what [`WindowState::snapshot`] would have given had the later epoch's writes not
+    /// happened yet), and ends the version: the later epoch's changes are the next snapshot's.
+    /// Without a version, [`WindowState::snapshot`].
+    ///
+    /// # Errors
+    /// As [`WindowState::snapshot`].
+    pub fn snapshot_older(&mut self, d: &mut Delta) -> Result<(), StateError> {
+        let Some(stash) = self.stash.take().filter(|s| !s.is_empty()) else {
+            self.end_version();
+            return self.snapshot(d);
+        };
+        self.later = false;
+        let mut live = Delta::new(d.full);
+        self.snapshot(&mut live)?;
+        let kept = match &self.contents {
+            Contents::FoldInMemory(f) => {
+                let t = f.table();
+                let value = |a: &Acc| crate::codec::encode(&t.name, a);
+                stash.rewrite(live, d, &|wk| t.key_bytes(wk), &value)?
+            }
+            Contents::Fold(v) => {
+                let t = v.table();
+                let value = |a: &Acc| crate::codec::encode(&t.name, a);
+                stash.rewrite(live, d, &|wk| t.key_bytes(wk), &value)?
+            }
+            Contents::Retain(_) => unreachable!("begin_version refuses retain-all"),
+        };
+        for (end, k) in kept {
+            match &mut self.contents {
+                Contents::FoldInMemory(f) => f.restate(end, k),
+                Contents::Fold(t) => t.mark_changed(&(end, k))?,
+                Contents::Retain(_) => {}
+            }
+        }
+        Ok(())
     }
 
     /// Restores the contents from `deltas` (keys of groups `keep` accepts) and rebuilds the
