@@ -1,7 +1,7 @@
 //! Seed 000's snapshot experiment with real state (`xorflow bench alignment`, issue 13): what
-//! a checkpoint holds back, trAcker's cut against aligned barriers (`--tracking markers`) in the
-//! same engine, with 100/500/1000 ms of synchronous snapshot work, without and under
-//! backpressure.
+//! a checkpoint holds back, trAcker's buffered cut and its versioned cut (`--checkpoint-cut
+//! versioned`) against aligned barriers (`--tracking markers`) in the same engine, with
+//! 100/500/1000 ms of synchronous snapshot work, without and under backpressure.
 //!
 //! The workload is the chain with a keyed stateful stage (`bench chain --keyed-window`): its
 //! keyed window holds real state, snapshotted into real checkpoint files; `--snapshot-work`
@@ -40,12 +40,21 @@ pub struct AlignmentConfig {
     /// Channel capacities of the backpressured runs, batches (comma-separated).
     #[arg(long, value_delimiter = ',', default_value = "64,512")]
     pub backlog: Vec<usize>,
+    /// The cuts compared: `tracker` (trAcker's buffered cut), `versioned` (trAcker's versioned
+    /// cut), `markers` (aligned barriers); comma-separated.
+    #[arg(
+        long,
+        value_delimiter = ',',
+        default_value = "tracker,versioned,markers"
+    )]
+    pub cuts: Vec<String>,
 }
 
 /// One run.
 #[derive(Clone, Debug, serde::Serialize)]
 pub struct AlignmentRun {
-    /// `tracker` (trAcker's cut) or `markers` (aligned barriers).
+    /// `tracker` (trAcker's buffered cut), `versioned` (trAcker's versioned cut) or `markers`
+    /// (aligned barriers).
     pub tracking: String,
     /// `rate` (no backpressure) or `backpressure`.
     pub load: String,
@@ -67,7 +76,7 @@ pub struct AlignmentRun {
     pub duration_p50_ms: f64,
 }
 
-/// Runs every setting `reps` times, alternating tracking modes innermost.
+/// Runs every setting `reps` times, alternating the cuts innermost.
 ///
 /// # Errors
 /// A run that fails or prints no result, with its command line.
@@ -75,11 +84,17 @@ pub fn run(cfg: &AlignmentConfig) -> anyhow::Result<Vec<AlignmentRun>> {
     let exe = std::env::current_exe().context("cannot find this program's path")?;
     let mut loads: Vec<(&str, usize)> = vec![("rate", 64)];
     loads.extend(cfg.backlog.iter().map(|&c| ("backpressure", c)));
+    for c in &cfg.cuts {
+        anyhow::ensure!(
+            ["tracker", "versioned", "markers"].contains(&c.as_str()),
+            "--cuts: unknown cut '{c}' (expected tracker, versioned or markers)"
+        );
+    }
     let mut out = Vec::new();
     for rep in 0..cfg.reps {
         for &work in &cfg.work {
             for &(load, capacity) in &loads {
-                for tracking in ["tracker", "markers"] {
+                for tracking in cfg.cuts.iter().map(String::as_str) {
                     let tmp = tempfile::tempdir()?;
                     let r = one(&exe, cfg, tracking, load, capacity, work, tmp.path())?;
                     let r = AlignmentRun { rep, ..r };
@@ -106,6 +121,10 @@ fn one(
         "rate" => (at_rate, cfg.rate),
         _ => (at_rate * 25, 0.0),
     };
+    let (mode, cut) = match tracking {
+        "versioned" => ("tracker", "versioned"),
+        other => (other, "buffered"),
+    };
     let args: Vec<String> = [
         "bench",
         "chain",
@@ -127,7 +146,9 @@ fn one(
         "--rate".into(),
         rate.to_string(),
         "--tracking".into(),
-        tracking.into(),
+        mode.into(),
+        "--checkpoint-cut".into(),
+        cut.into(),
         "--channel-capacity".into(),
         capacity.to_string(),
         "--checkpoint-dir".into(),
@@ -173,11 +194,12 @@ pub fn describe(r: &AlignmentRun) -> String {
     )
 }
 
-/// A Markdown table of medians over repetitions, trAcker and barriers side by side.
+/// A Markdown table of medians over repetitions, trAcker's two cuts and barriers side by side.
 pub fn table(runs: &[AlignmentRun]) -> String {
     let mut s = String::from(
-        "| load | work | trAcker: held elements / mean ms | barriers: held elements / mean ms \
-         | elements/s trAcker / barriers |\n|---|---:|---:|---:|---:|\n",
+        "| load | work | trAcker buffered: held elements / mean ms | trAcker versioned: held \
+         elements / mean ms | barriers: held elements / mean ms | elements/s buffered / \
+         versioned / barriers |\n|---|---:|---:|---:|---:|---:|\n",
     );
     let mut keys: Vec<(String, usize, u64)> = Vec::new();
     for r in runs {
@@ -209,12 +231,16 @@ pub fn table(runs: &[AlignmentRun]) -> String {
             format!("backpressure, {cap} batches per channel")
         };
         s.push_str(&format!(
-            "| {what} | {work} ms | {:.0} / {:.1} | {:.0} / {:.1} | {:.2} / {:.2} M |\n",
+            "| {what} | {work} ms | {:.0} / {:.1} | {:.0} / {:.1} | {:.0} / {:.1} | {:.2} / {:.2} \
+             / {:.2} M |\n",
             held("tracker"),
             mean("tracker"),
+            held("versioned"),
+            mean("versioned"),
             held("markers"),
             mean("markers"),
             rate("tracker"),
+            rate("versioned"),
             rate("markers"),
         ));
     }

@@ -303,13 +303,23 @@ fn killed_processes_are_restarted_and_the_run_writes_the_oracle_rows() {
         "--tracking",
         "markers",
     ];
-    let cases: [(&[&str], &[usize]); 6] = [
+    // trAcker's versioned cut: the next epoch's batches processed before the snapshot.
+    let versioned: &[&str] = &[
+        "--processes",
+        "3",
+        "--sources",
+        "3",
+        "--checkpoint-cut",
+        "versioned",
+    ];
+    let cases: [(&[&str], &[usize]); 7] = [
         (three, &[1]),
         (three, &[2]),
         (tracker, &[2]),
         (three, &[2, 1]),
         (tracker, &[1, 2]),
         (markers, &[1]),
+        (versioned, &[1, 2]),
     ];
     for (seed, (extra, victims)) in cases.iter().enumerate() {
         let mut rng = Rng(100 + seed as u64);
@@ -335,8 +345,18 @@ fn killed_processes_are_restarted_and_the_run_writes_the_oracle_rows() {
 #[test]
 fn killed_and_resumed_runs_write_the_oracle_rows() {
     let Some(input) = flights_csv() else { return };
-    let variants: [&[&str]; 7] = [
+    let variants: [&[&str]; 8] = [
         &["--workers", "2", "--sources", "2"],
+        &[
+            "--workers",
+            "2",
+            "--sources",
+            "2",
+            "--checkpoint-cut",
+            "versioned",
+            "--state-backend",
+            "disk",
+        ],
         &["--workers", "2", "--sources", "2", "--tracking", "markers"],
         &["--sources", "3", "--window-state", "retain"],
         &["--workers", "1", "--state-backend", "disk"],

@@ -102,6 +102,12 @@ pub struct EngineArgs {
     /// checkpoints, the baseline: docs/state.md). Off by default; not with --tracking none.
     #[arg(long, value_parser = humantime::parse_duration)]
     pub checkpoint_interval: Option<Duration>,
+    /// How trAcker's cut keeps a checkpoint epoch apart from the next one at a stateful
+    /// instance: buffered (the next epoch's batches wait for the snapshot, seed 000) or
+    /// versioned (they are processed at once and the older state is kept until the snapshot;
+    /// fold-left windows and sinks, others buffer). docs/state.md, "The cut".
+    #[arg(long, default_value = "buffered")]
+    pub checkpoint_cut: crate::config::CheckpointCut,
     /// Where checkpoints are written: snapshot files, a manifest per checkpoint (default with
     /// --checkpoint-interval: ./checkpoints). A directory holding an earlier run's checkpoints is
     /// refused.
@@ -185,6 +191,7 @@ impl EngineArgs {
             },
             window_state: self.window_state,
             local_recovery: !self.no_local_recovery,
+            checkpoint_cut: self.checkpoint_cut,
             checkpoint_interval: self.checkpoint_interval,
             checkpoint_dir: self.checkpoint_interval.map(|_| {
                 self.checkpoint_dir
@@ -270,6 +277,11 @@ impl EngineArgs {
             "window-state",
             self.window_state.name(),
             d.window_state.name(),
+        );
+        a.value(
+            "checkpoint-cut",
+            self.checkpoint_cut.name(),
+            d.checkpoint_cut.name(),
         );
         a.option(
             "checkpoint-interval",
@@ -445,6 +457,7 @@ mod tests {
             no_latency_probe in any::<bool>(),
             (state_disk, state_dir, retain, no_local_recovery) in
                 (any::<bool>(), proptest::option::of("[a-z]{1,8}"), any::<bool>(), any::<bool>()),
+            versioned in any::<bool>(),
         ) -> EngineArgs {
             // --processes conflicts with --hostfile: a hostfile run leaves it at its default.
             let processes = if hosts.is_some() { 1 } else { processes };
@@ -480,6 +493,11 @@ mod tests {
                     xorflow_state::window::WindowForm::Fold
                 },
                 checkpoint_interval: None,
+                checkpoint_cut: if versioned {
+                    crate::config::CheckpointCut::Versioned
+                } else {
+                    crate::config::CheckpointCut::Buffered
+                },
                 checkpoint_dir: None,
                 checkpoints_retained: 3,
                 resume: false,

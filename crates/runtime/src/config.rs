@@ -119,6 +119,8 @@ pub struct RuntimeConfig {
     pub resume: bool,
     /// Restarts from the last checkpoint after a lost process (`execute/restart.rs`).
     pub restart_attempts: usize,
+    /// How trAcker's checkpoints cut a stateful instance's input (`--checkpoint-cut`).
+    pub checkpoint_cut: CheckpointCut,
     /// On-disk stores of a checkpointed job keep a savepoint per checkpoint and a restore rolls
     /// them back to it when it can (`xorflow_state::local`); false: always from the checkpoint
     /// store.
@@ -152,6 +154,7 @@ impl Default for RuntimeConfig {
             resume: false,
             restart_attempts: 3,
             local_recovery: true,
+            checkpoint_cut: CheckpointCut::Buffered,
         }
     }
 }
@@ -275,5 +278,41 @@ impl RuntimeConfig {
             ));
         }
         Ok(())
+    }
+}
+
+/// How a stateful instance keeps a checkpoint epoch's state apart from the next epoch's input
+/// while trAcker has not yet said the epoch is complete there (docs/state.md, "The cut").
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum CheckpointCut {
+    /// Seed 000's cut: batches of the next epoch wait, unprocessed, until the snapshot.
+    #[default]
+    Buffered,
+    /// Versioned state: batches of the next epoch are processed at once; the instance keeps the
+    /// older version of what they change until the snapshot (fold-left windows and sinks; an
+    /// operator that keeps no versions buffers).
+    Versioned,
+}
+
+impl CheckpointCut {
+    /// The CLI name.
+    pub fn name(self) -> &'static str {
+        match self {
+            CheckpointCut::Buffered => "buffered",
+            CheckpointCut::Versioned => "versioned",
+        }
+    }
+}
+
+impl std::str::FromStr for CheckpointCut {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s {
+            "buffered" => Ok(CheckpointCut::Buffered),
+            "versioned" => Ok(CheckpointCut::Versioned),
+            other => Err(format!(
+                "unknown checkpoint cut '{other}' (expected 'buffered' or 'versioned')"
+            )),
+        }
     }
 }

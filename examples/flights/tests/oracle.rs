@@ -511,23 +511,30 @@ fn real_data_with_checkpoints_matches_oracle_and_writes_restorable_checkpoints()
     let path = data_file();
     let inp = real_input();
     let exp = expected(inp, 3600, 3600);
+    use xorflow_runtime::config::CheckpointCut::{Buffered, Versioned};
     use xorflow_runtime::TrackingMode::{Markers, Tracker};
-    // trAcker's cut with every form and backend; aligned barriers (markers) with two.
+    // trAcker's buffered cut with every form and backend; its versioned cut with fold-left
+    // (which keeps versions) on both backends and retain-all (which buffers beside a versioned
+    // sink); aligned barriers (markers) with two.
     let cases = [
-        (Tracker, WindowForm::Fold, BackendKind::Memory),
-        (Tracker, WindowForm::Fold, BackendKind::Disk),
-        (Tracker, WindowForm::Retain, BackendKind::Memory),
-        (Tracker, WindowForm::Retain, BackendKind::Disk),
-        (Markers, WindowForm::Fold, BackendKind::Memory),
-        (Markers, WindowForm::Retain, BackendKind::Disk),
+        (Tracker, Buffered, WindowForm::Fold, BackendKind::Memory),
+        (Tracker, Buffered, WindowForm::Fold, BackendKind::Disk),
+        (Tracker, Buffered, WindowForm::Retain, BackendKind::Memory),
+        (Tracker, Buffered, WindowForm::Retain, BackendKind::Disk),
+        (Tracker, Versioned, WindowForm::Fold, BackendKind::Memory),
+        (Tracker, Versioned, WindowForm::Fold, BackendKind::Disk),
+        (Tracker, Versioned, WindowForm::Retain, BackendKind::Memory),
+        (Markers, Buffered, WindowForm::Fold, BackendKind::Memory),
+        (Markers, Buffered, WindowForm::Retain, BackendKind::Disk),
     ];
-    for (tracking, window_state, state_backend) in cases {
+    for (tracking, cut, window_state, state_backend) in cases {
         {
             let label = format!(
-                "{} on {}, {}",
+                "{} on {}, {} ({} cut)",
                 window_state.name(),
                 state_backend.name(),
-                tracking.name()
+                tracking.name(),
+                cut.name()
             );
             let dir = tempfile::tempdir().unwrap();
             let ck = dir.path().join("ck");
@@ -538,6 +545,7 @@ fn real_data_with_checkpoints_matches_oracle_and_writes_restorable_checkpoints()
             cfg.runtime.state.backend = state_backend;
             cfg.runtime.state.dir = dir.path().join("state");
             cfg.runtime.checkpoint_interval = Some(std::time::Duration::from_millis(1));
+            cfg.runtime.checkpoint_cut = cut;
             cfg.runtime.checkpoint_dir = Some(ck.clone());
             let s = run(&cfg).unwrap_or_else(|e| panic!("{label}: {e}"));
             let text = std::fs::read_to_string(dir.path().join("out.csv")).unwrap();

@@ -137,9 +137,25 @@ impl<Op: Operator> OperatorVertex<Op> {
             return Ok(false);
         }
         if let Some(cut) = &mut self.cut {
+            let versioning = cut.versioning();
             if let Some(covered) = cut.rise(f) {
-                if Op::STATEFUL {
-                    self.snapshot_to(covered, ctx)?;
+                if Op::STATEFUL && versioning {
+                    // Batches of epoch `from + 1` were processed: the state after `from` is the
+                    // older version, and only from `from + 1` on is it the live one.
+                    let first = Covered {
+                        from: covered.from,
+                        to: covered.from,
+                    };
+                    self.snapshot_to(first, true, ctx)?;
+                    if covered.to > covered.from {
+                        let rest = Covered {
+                            from: covered.from + 1,
+                            to: covered.to,
+                        };
+                        self.snapshot_to(rest, false, ctx)?;
+                    }
+                } else if Op::STATEFUL {
+                    self.snapshot_to(covered, false, ctx)?;
                 }
             }
         }
@@ -157,7 +173,11 @@ impl<Op: Operator> OperatorVertex<Op> {
             self.stats
                 .count(CHECKPOINT_BUFFERED_NS, waited * b.data.len() as u64);
             let markers = std::mem::take(&mut b.markers);
-            if !b.data.is_empty() {
+            let has_data = !b.data.is_empty();
+            if has_data && self.cut.as_mut().is_some_and(|c| c.starts_version(b.epoch)) {
+                self.op.begin_version(b.epoch, ctx)?;
+            }
+            if has_data {
                 Self::process(
                     &mut self.op,
                     self.component,
@@ -203,8 +223,25 @@ impl<Op: Operator> OperatorVertex<Op> {
         }
     }
 
-    /// Takes the snapshot covering `covered` and hands it to the checkpointer.
-    fn snapshot_to(&mut self, covered: Covered, ctx: &mut WorkerCtx) -> Result<(), String> {
+    /// The cut of a stateful instance starting in epoch `epoch`: versioned if the job asks for
+    /// it and the operator keeps versions, else buffered.
+    fn new_cut(&self, epoch: u64, ctx: &WorkerCtx) -> EpochCut<Op::In> {
+        let cut = EpochCut::starting_at(epoch);
+        match ctx.versioned_cut && Op::STATEFUL && self.op.versioned() {
+            true => cut.versioned(),
+            false => cut,
+        }
+    }
+
+    /// Takes the snapshot covering `covered` and hands it to the checkpointer; `older`: it
+    /// states an older version than the live state (versioned cut), which a local savepoint
+    /// could not hold, so none is taken.
+    fn snapshot_to(
+        &mut self,
+        covered: Covered,
+        older: bool,
+        ctx: &mut WorkerCtx,
+    ) -> Result<(), String> {
         let t0 = crate::measure::clock::now_ns();
         let full = self.chain.next_is_full();
         let state = self.op.snapshot(covered.to, full)?;
@@ -226,8 +263,10 @@ impl<Op: Operator> OperatorVertex<Op> {
         if let Some(c) = &ctx.checkpointer {
             c.state(self.reporter.clone(), covered, delta, self.op.holds());
             // After the hand-over: the file is written while the store syncs its savepoint.
-            self.op
-                .savepoint(covered.from..=covered.to, c.committed())?;
+            if !older {
+                self.op
+                    .savepoint(covered.from..=covered.to, c.committed())?;
+            }
         }
         self.stats
             .count(CHECKPOINT_SNAPSHOT_NS, crate::measure::clock::now_ns() - t0);
@@ -249,7 +288,7 @@ impl<Op: Operator> OperatorVertex<Op> {
                 }
             }
             let first = r.first_epoch();
-            self.cut = Some(EpochCut::starting_at(first));
+            self.cut = Some(self.new_cut(first, ctx));
             self.epoch = first;
             self.op.on_epoch(first, ctx);
         }
@@ -313,7 +352,13 @@ impl<Op: Operator> OperatorVertex<Op> {
                                 stats.count(CHECKPOINT_BUFFERED_ELEMENTS, b.data.len() as u64);
                                 c.wait(b, ctx.now_ns, ch);
                             }
-                            _ => Self::process(op, *component, b, out, ctx, stats)?,
+                            Some(c) => {
+                                if c.starts_version(b.epoch) {
+                                    op.begin_version(b.epoch, ctx)?;
+                                }
+                                Self::process(op, *component, b, out, ctx, stats)?;
+                            }
+                            None => Self::process(op, *component, b, out, ctx, stats)?,
                         }
                     }
                     Self::observe_markers(input, out, *notified, forwarded, ch, markers, ctx);
@@ -359,7 +404,7 @@ impl<Op: Operator> Vertex for OperatorVertex<Op> {
             _ => Op::STATEFUL,
         };
         if aligns && ctx.epochs.is_some() && ctx.checkpointer.is_some() {
-            self.cut = Some(EpochCut::default());
+            self.cut = Some(self.new_cut(0, ctx));
             self.reporter = format!("{}/{}", self.stats.name, ctx.index);
         }
         self.op.open(ctx)?;

@@ -23,6 +23,7 @@ pub mod source;
 mod store;
 pub mod unary;
 pub mod window;
+mod window_version;
 
 pub use driver::OperatorVertex;
 pub use outputs::Outputs;
@@ -178,6 +179,23 @@ pub trait Operator: Send + Sized + 'static {
         _completed: Option<u64>,
     ) -> Result<(), String> {
         Ok(())
+    }
+
+    /// True if the operator keeps versions for trAcker's versioned cut (`--checkpoint-cut
+    /// versioned`): it can process batches of the epoch after the one it has yet to snapshot,
+    /// and still snapshot that one. Default: false (its batches wait: the buffered cut).
+    fn versioned(&self) -> bool {
+        false
+    }
+
+    /// Versioned cut: before the first batch of epoch `epoch` (the one after the current),
+    /// the operator starts keeping the state as of now apart from what that epoch changes; its
+    /// next snapshot states the older version, and what it emits meanwhile belongs to `epoch`.
+    ///
+    /// # Errors
+    /// A message naming what cannot keep a version.
+    fn begin_version(&mut self, _epoch: u64, _ctx: &mut WorkerCtx) -> Result<(), String> {
+        Err("this operator keeps no versions".into())
     }
 
     /// Stateful operators: the instance has moved to checkpoint epoch `epoch` (after its

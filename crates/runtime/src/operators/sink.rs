@@ -262,10 +262,13 @@ impl<T: Data, S: Sink<T> + 'static> Operator for SinkOp<T, S> {
         };
         stats.measured.record(n as u64, ctx.now_ns);
         self.commit_completed(ctx)?;
+        // Staged under the batch's epoch: with the versioned cut a batch of the next epoch
+        // comes before the snapshot of this one.
+        let epoch = b.epoch.max(self.epoch);
         match &mut self.staged {
             Some(st) => {
                 for e in b.data {
-                    let r = st.list.append(&self.epoch, (e.time, e.data));
+                    let r = st.list.append(&epoch, (e.time, e.data));
                     r.map_err(|e| format!("sink '{}': {e}", self.name))?;
                 }
             }
@@ -301,11 +304,14 @@ impl<T: Data, S: Sink<T> + 'static> Operator for SinkOp<T, S> {
 
     /// The changes to the staged elements since the previous snapshot (all of them if `full`):
     /// the elements staged since, and the epochs committed since.
-    fn snapshot(&mut self, _epoch: u64, full: bool) -> Result<OperatorState, String> {
+    fn snapshot(&mut self, epoch: u64, full: bool) -> Result<OperatorState, String> {
         let mut d = Delta::new(full);
         if let Some(st) = &mut self.staged {
             let err = |e| format!("sink '{}': {e}", self.name);
-            st.list.snapshot(&mut d).map_err(err)?;
+            // Versioned cut: rows of later epochs wait for their own snapshot.
+            st.list
+                .snapshot_where(&mut d, &|&e| e <= epoch)
+                .map_err(err)?;
             st.committed.snapshot(&mut d).map_err(err)?;
         }
         Ok(OperatorState::Delta(d))
@@ -342,6 +348,16 @@ impl<T: Data, S: Sink<T> + 'static> Operator for SinkOp<T, S> {
         st.committed.reopen();
         self.roll_back()?;
         Ok(true)
+    }
+
+    /// Staged rows are kept per epoch: a batch of the next epoch goes to its own list, which a
+    /// snapshot of this one leaves out (the versioned cut needs nothing more).
+    fn versioned(&self) -> bool {
+        true
+    }
+
+    fn begin_version(&mut self, _epoch: u64, _ctx: &mut WorkerCtx) -> Result<(), String> {
+        Ok(())
     }
 
     /// Restores the elements staged and not yet committed as of the checkpoint, and rolls the

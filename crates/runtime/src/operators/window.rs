@@ -13,6 +13,7 @@
 //! The windows' contents live in the `state` crate (`crates/state/src/window.rs`), in the form the
 //! job chose (fold-left or retain-all) and on the backend it chose (memory or disk); only the
 //! holds and arrival times stay here.
+use super::window_version::WindowVersion;
 use super::{Operator, OperatorState, Receipt};
 use crate::batch::Batch;
 use crate::channel::OutputPort;
@@ -96,6 +97,10 @@ pub struct Window<T, K, A: Aggregate<T>> {
     epoch: u64,
     /// Rises of the epoch frontier seen (not counting the end).
     epoch_rises: u64,
+    /// Versioned cut: what the later epoch changed, while the older one awaits its snapshot.
+    version: Option<WindowVersion>,
+    /// The open windows' (end, hold tag, hold slot) as of the last snapshot (its holds).
+    snapshot_holds: Vec<(Time, u64, u64)>,
 }
 
 impl<T, K, A> Window<T, K, A>
@@ -137,6 +142,8 @@ where
             rank,
             epoch: 0,
             epoch_rises: 0,
+            version: None,
+            snapshot_holds: Vec::new(),
         }
     }
 
@@ -183,8 +190,15 @@ where
     /// Marks window `end` as receiving input now, opening it (and its hold, in the creating
     /// batch's first slot `lo`) if needed.
     #[inline]
-    fn touch(&mut self, end: Time, lo: u64, ctx: &mut WorkerCtx) {
+    fn touch(&mut self, end: Time, lo: u64, later: bool, ctx: &mut WorkerCtx) {
         let now = ctx.now_ns;
+        if let Some(v) = &mut self.version {
+            match (later, self.meta.contains_key(&end)) {
+                (true, false) => v.opened_later(end),
+                (false, _) => v.touched_older(end),
+                (true, true) => {}
+            }
+        }
         let meta = self.meta.entry(end).or_insert_with(|| {
             let mut hold = 0;
             if let Some(tr) = &mut ctx.tracking {
@@ -211,6 +225,7 @@ where
         &mut self,
         data: &[Element<T>],
         lo: u64,
+        later: bool,
         ctx: &mut WorkerCtx,
     ) -> Result<u64, String> {
         let fired = self.fired_below;
@@ -227,7 +242,7 @@ where
                 .iter()
                 .take_while(|e| e.time >= fired && self.end_of(e.time) == end)
                 .count();
-            self.touch(end, lo, ctx);
+            self.touch(end, lo, later, ctx);
             let key = &self.key;
             let contents = self
                 .contents
@@ -277,7 +292,12 @@ where
         ctx: &mut WorkerCtx,
         stats: &mut VertexStats,
     ) -> Result<Receipt, String> {
-        stats.below_frontier += self.add_batch(&b.data, b.lo, ctx)?;
+        // Versioned cut: a batch of the later epoch writes the later version.
+        let later = self.version.as_ref().is_some_and(|v| b.epoch >= v.epoch);
+        if let Some(c) = self.contents.as_mut().filter(|_| self.version.is_some()) {
+            c.set_later(later);
+        }
+        stats.below_frontier += self.add_batch(&b.data, b.lo, later, ctx)?;
         Ok(Receipt::Done)
     }
 
@@ -290,12 +310,17 @@ where
         stats: &mut VertexStats,
     ) -> Result<(), String> {
         let mut holds = Vec::new();
+        // Versioned cut: firing is the later epoch's, and so are the results.
+        let emit_epoch = self.version.as_ref().map_or(self.epoch, |v| v.epoch);
         loop {
             let agg = &self.agg;
             let contents = self
                 .contents
                 .as_mut()
                 .expect("opened before the first step");
+            if self.version.is_some() {
+                contents.set_later(true);
+            }
             let closed = contents.close_next(frontier, agg);
             let Some((end, groups)) = closed.map_err(state_err(&self.name))? else {
                 break;
@@ -304,11 +329,14 @@ where
                 .meta
                 .remove(&end)
                 .expect("every open window has its metadata");
+            if let Some(v) = &mut self.version {
+                v.fired_later(end, meta.hold, meta.hold_slot);
+            }
             if ctx.frontiers.live() {
                 stats.record_latency(ctx.frontiers.seen_ns.saturating_sub(meta.last_arrival_ns));
             }
             out.set_lineage(Some((meta.hold_slot, meta.hold_slot)), ctx);
-            out.set_epoch(self.epoch, ctx);
+            out.set_epoch(emit_epoch, ctx);
             let start = end - self.size;
             for (key, acc) in groups {
                 let value = self.agg.0.finish(acc);
@@ -345,6 +373,10 @@ where
             return;
         };
         self.epoch = epoch;
+        self.version = None;
+        if let Some(c) = &mut self.contents {
+            c.end_version();
+        }
         if epoch != xorflow_tracking::INF {
             self.epoch_rises += 1;
         }
@@ -356,32 +388,57 @@ where
 
     /// The window contents' changes since the previous snapshot (all of them if `full`), and
     /// the open windows' holds.
-    fn snapshot(&mut self, _epoch: u64, full: bool) -> Result<OperatorState, String> {
+    fn snapshot(&mut self, epoch: u64, full: bool) -> Result<OperatorState, String> {
         let err = state_err(&self.name);
         let mut d = xorflow_state::delta::Delta::new(full);
         let (Some(contents), Some(open)) = (&mut self.contents, &mut self.open_windows) else {
             return Err(format!("window '{}' snapshot before open", self.name));
         };
-        let windows = OpenWindows {
-            fired_below: self.fired_below,
-            holds: (self.meta.iter())
-                .map(|(&end, m)| (end, m.hold, m.hold_slot))
-                .collect(),
+        let live = (self.meta.iter()).map(|(&end, m)| (end, m.hold, m.hold_slot));
+        // Versioned cut: the snapshot of an epoch before the later one states the older version.
+        let older = self.version.as_ref().filter(|v| v.epoch > epoch);
+        let windows = match older {
+            Some(v) => OpenWindows {
+                fired_below: v.fired_below,
+                holds: v.older_holds(live),
+            },
+            None => OpenWindows {
+                fired_below: self.fired_below,
+                holds: live.collect(),
+            },
         };
+        self.snapshot_holds = windows.holds.clone();
         open.insert(&0, windows).map_err(&err)?;
         open.snapshot(&mut d).map_err(&err)?;
-        contents.snapshot(&mut d).map_err(&err)?;
+        match older {
+            Some(_) => contents.snapshot_older(&mut d).map_err(&err)?,
+            None => contents.snapshot(&mut d).map_err(&err)?,
+        }
         Ok(OperatorState::Delta(d))
     }
 
-    /// Every open window's hold, on every downstream component.
+    /// Fold-left windows keep versions (retain-all ones buffer).
+    fn versioned(&self) -> bool {
+        self.form != WindowForm::Retain
+    }
+
+    /// Keeps the open windows, their holds and the contents as of now apart from what epoch
+    /// `epoch` changes (`window_version.rs`).
+    fn begin_version(&mut self, epoch: u64, _ctx: &mut WorkerCtx) -> Result<(), String> {
+        let contents = self.contents.as_mut().ok_or("window used before open")?;
+        contents.begin_version().map_err(state_err(&self.name))?;
+        self.version = Some(WindowVersion::new(epoch, self.fired_below));
+        Ok(())
+    }
+
+    /// The hold of every window open as of the last snapshot, on every downstream component.
     fn holds(&self) -> Vec<Hold> {
         let mut out = Vec::new();
-        for m in self.meta.values().filter(|m| m.hold != 0) {
+        for &(_, tag, slot) in self.snapshot_holds.iter().filter(|h| h.1 != 0) {
             out.extend(self.downstream.iter().map(|&c| Hold {
                 component: c,
-                slot: m.hold_slot,
-                tag: m.hold,
+                slot,
+                tag,
             }));
         }
         out

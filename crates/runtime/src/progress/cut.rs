@@ -47,6 +47,11 @@ pub struct Covered {
 pub struct EpochCut<T> {
     /// The epoch being processed: the instance's epoch frontier as last seen.
     cur: u64,
+    /// Epochs past `cur` processed at once: 0 (buffered cut), or 1 (versioned cut: the
+    /// operator keeps the older version of what the next epoch changes).
+    ahead: u64,
+    /// Versioned cut: a batch of epoch `cur + 1` has been processed since the last rise.
+    versioning: bool,
     /// Batches of later epochs, in arrival order, with their arrival times (ns) and the input
     /// channels they came on.
     waiting: VecDeque<(Batch<T>, u64, usize)>,
@@ -56,6 +61,8 @@ impl<T> Default for EpochCut<T> {
     fn default() -> Self {
         EpochCut {
             cur: 0,
+            ahead: 0,
+            versioning: false,
             waiting: VecDeque::new(),
         }
     }
@@ -67,19 +74,42 @@ impl<T> EpochCut<T> {
     pub fn starting_at(epoch: u64) -> Self {
         EpochCut {
             cur: epoch,
-            waiting: VecDeque::new(),
+            ..Self::default()
         }
+    }
+
+    /// The versioned cut: batches of the epoch after the current one are admitted too.
+    pub fn versioned(mut self) -> Self {
+        self.ahead = 1;
+        self
     }
 
     /// True if a batch of `epoch` may be processed now.
     #[inline]
     pub fn admits(&self, epoch: u64) -> bool {
-        epoch <= self.cur
+        epoch <= self.cur.saturating_add(self.ahead)
+    }
+
+    /// Versioned cut: true for the first admitted batch of the next epoch since the last rise
+    /// (the operator starts keeping the older version before it processes it).
+    #[inline]
+    pub fn starts_version(&mut self, epoch: u64) -> bool {
+        if epoch > self.cur && !self.versioning {
+            self.versioning = true;
+            return true;
+        }
+        false
     }
 
     /// Keeps a batch of a later epoch, from input channel `channel`, until its epoch comes.
     pub fn wait(&mut self, b: Batch<T>, now_ns: u64, channel: usize) {
         self.waiting.push_back((b, now_ns, channel));
+    }
+
+    /// Versioned cut: a batch of the next epoch has been processed since the last rise (the
+    /// operator keeps an older version).
+    pub fn versioning(&self) -> bool {
+        self.versioning
     }
 
     /// The lowest epoch of a waiting batch.
@@ -103,6 +133,7 @@ impl<T> EpochCut<T> {
             to: f - 1,
         };
         self.cur = f;
+        self.versioning = false;
         (f != INF).then_some(covered)
     }
 
@@ -112,7 +143,7 @@ impl<T> EpochCut<T> {
         let i = self
             .waiting
             .iter()
-            .position(|(b, _, _)| b.epoch <= self.cur)?;
+            .position(|(b, _, _)| b.epoch <= self.cur.saturating_add(self.ahead))?;
         let (b, at, ch) = self.waiting.remove(i).expect("position is in range");
         Some((b, now_ns.saturating_sub(at), ch))
     }
@@ -152,5 +183,22 @@ mod tests {
         assert_eq!(c.release(60).unwrap().0.tag, 2);
         assert_eq!(c.rise(INF), None, "the end needs no snapshot");
         assert!(c.admits(u64::MAX - 1));
+    }
+
+    #[test]
+    fn the_versioned_cut_admits_one_epoch_ahead_and_says_when_a_version_starts() {
+        let mut c = EpochCut::starting_at(3).versioned();
+        assert!(c.admits(4) && !c.admits(5));
+        assert!(!c.starts_version(3), "the current epoch needs no version");
+        assert!(c.starts_version(4));
+        assert!(!c.starts_version(4), "once per epoch");
+        c.wait(batch(5), 0, 0);
+        assert!(c.release(1).is_none(), "two epochs ahead waits");
+        assert_eq!(c.rise(4), Some(Covered { from: 3, to: 3 }));
+        assert_eq!(c.release(2).unwrap().0.tag, 5, "one ahead of the new epoch");
+        assert!(c.starts_version(5));
+        c.wait(batch(9), 3, 0);
+        assert_eq!(c.rise(INF), None);
+        assert_eq!(c.release(4).unwrap().0.tag, 9, "the end admits everything");
     }
 }

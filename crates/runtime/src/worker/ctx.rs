@@ -77,6 +77,8 @@ pub struct WorkerCtx {
     pub latency_probe: bool,
     /// Times below this are warm-up, not measured ([`RuntimeConfig::warmup_until`]).
     pub warmup_until: u64,
+    /// trAcker's cut keeps versions instead of buffering (`--checkpoint-cut versioned`).
+    pub versioned_cut: bool,
     /// Benchmarks: extra time every snapshot takes ([`RuntimeConfig::snapshot_work`]).
     pub snapshot_work: Option<std::time::Duration>,
     /// Earliest time (ns) a vertex asked to run again (rate-controlled sources); the worker parks
@@ -146,6 +148,8 @@ impl WorkerCtx {
             latency_probe: config.latency_probe,
             warmup_until: config.warmup_until,
             snapshot_work: config.snapshot_work,
+            versioned_cut: config.checkpoint_cut == crate::config::CheckpointCut::Versioned
+                && config.tracking != TrackingMode::Markers,
             wake_at_ns: u64::MAX,
             traffic: Traffic::default(),
             unparkers,

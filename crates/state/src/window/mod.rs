@@ -19,13 +19,13 @@ use crate::list::ListTable;
 use crate::store::StateStore;
 use crate::value::ValueTable;
 use fold_in_memory::FoldInMemory;
-use version::Stash;
 use rustc_hash::FxHashSet;
 use serde::de::DeserializeOwned;
 use serde::Serialize;
 use std::collections::BTreeMap;
 use std::hash::Hash;
 use std::sync::Arc;
+use version::Stash;
 
 /// Which form a job's windows keep their contents in (`--window-state`).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]

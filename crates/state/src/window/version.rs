@@ -73,8 +73,11 @@ impl<K: Hash + Eq + Clone, Acc: Clone> Stash<K, Acc> {
             });
             kept.push(wk);
         }
-        d.records
-            .extend(live.records.into_iter().filter(|r| !replaced.contains(r.key())));
+        d.records.extend(
+            live.records
+                .into_iter()
+                .filter(|r| !replaced.contains(r.key())),
+        );
         d.records.extend(older.into_iter().flatten());
         Ok(kept)
     }
