@@ -3,7 +3,8 @@
 # --processes 3 with checkpoints, kills worker process 1 at a random moment after the first
 # checkpoint, and measures from the kill to the first checkpoint the restarted job completes
 # (a manifest newer than any before the kill): restart, restore, replay and one epoch's cut.
-# Usage: bench/recovery/run.sh [runs] [interval]   (defaults: 5, 100ms)
+# Usage: bench/recovery/run.sh [runs] [interval]   (defaults: 5, 100ms); more job options in
+# $XORFLOW_EXTRA (e.g. "--state-backend disk --no-local-recovery").
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 runs=${1:-5}
@@ -18,7 +19,7 @@ for i in $(seq 1 "$runs"); do
   d=$(mktemp -d)
   "$bin" run flights --input "$input" --output "$d/out.csv" --processes 3 --sources 3 \
     --speed 3153600 --checkpoint-interval "$interval" --checkpoint-dir "$d/ck" \
-    >"$d/log" 2>&1 &
+    ${XORFLOW_EXTRA:-} >"$d/log" 2>&1 &
   job=$!
   until [ -n "$(newest "$d/ck")" ]; do sleep 0.01; done
   sleep "0.$((RANDOM % 9 + 1))"
