@@ -9,6 +9,9 @@ use crate::error::StateError;
 use rustc_hash::{FxHashMap, FxHashSet};
 use std::hash::Hash;
 
+/// Encodes a (window end, key) pair as a stored key.
+type KeyFn<'a, K> = &'a dyn Fn(&(u64, K)) -> Result<Vec<u8>, StateError>;
+
 /// The older version of every (window end, key) the later epoch changed: its accumulator then,
 /// or `None` if it did not exist.
 pub(crate) struct Stash<K, Acc> {
@@ -54,7 +57,7 @@ impl<K: Hash + Eq + Clone, Acc: Clone> Stash<K, Acc> {
         self,
         live: Delta,
         d: &mut Delta,
-        key: &dyn Fn(&(u64, K)) -> Result<Vec<u8>, StateError>,
+        key: KeyFn<'_, K>,
         value: &dyn Fn(&Acc) -> Result<Vec<u8>, StateError>,
     ) -> Result<Vec<(u64, K)>, StateError> {
         let mut kept = Vec::with_capacity(self.older.len());
