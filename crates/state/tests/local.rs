@@ -11,20 +11,11 @@ use std::path::Path;
 use std::sync::Arc;
 use xorflow_state::delta::Delta;
 use xorflow_state::local::{Affinity, Opened};
-use xorflow_state::window::{Fold, WindowForm, WindowState};
+use xorflow_state::window::{WindowForm, WindowState};
 use xorflow_state::{BackendKind, CacheConfig, StateConfig, StateStore};
 
-struct Sum;
-
-impl Fold<u32> for Sum {
-    type Acc = u64;
-    fn init(&self) -> u64 {
-        0
-    }
-    fn add(&self, acc: &mut u64, el: &u32) {
-        *acc += u64::from(*el);
-    }
-}
+mod common;
+use common::Sum;
 
 type W = WindowState<u8, u32, u64>;
 

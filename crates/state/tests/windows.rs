@@ -9,20 +9,11 @@ use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 use xorflow_state::backend::{DiskBackend, MemoryBackend};
 use xorflow_state::delta::Delta;
-use xorflow_state::window::{Fold, WindowForm, WindowState};
+use xorflow_state::window::{WindowForm, WindowState};
 use xorflow_state::{Backend, CacheConfig, StateStore};
 
-struct Sum;
-
-impl Fold<u32> for Sum {
-    type Acc = u64;
-    fn init(&self) -> u64 {
-        0
-    }
-    fn add(&self, acc: &mut u64, el: &u32) {
-        *acc += u64::from(*el);
-    }
-}
+mod common;
+use common::Sum;
 
 #[derive(Clone, Debug)]
 enum Op {
