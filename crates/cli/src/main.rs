@@ -671,6 +671,9 @@ fn main() -> ExitCode {
                 .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn")),
         )
         .with_writer(std::io::stderr)
+        // A closed stderr must never turn a log line into a panic (tracing-subscriber reports
+        // its own write errors on stderr, and that write panics).
+        .log_internal_errors(false)
         .with_ansi(std::io::stderr().is_terminal())
         .init();
     let cli = Cli::parse();

@@ -29,7 +29,7 @@ use crossbeam_channel::Sender;
 use futures_util::{SinkExt, StreamExt};
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::mpsc::{unbounded_channel, UnboundedReceiver, UnboundedSender};
@@ -127,13 +127,46 @@ pub struct Failure {
 }
 
 impl Failure {
+    /// Records the first error and stops the workers, then logs it. In that order: logging can
+    /// fail (a closed stderr made it panic, which used to leave the workers running forever in
+    /// an orphaned child process).
     fn fail(&self, msg: String) {
-        tracing::error!("{msg}");
-        let mut m = self.message.lock().expect("failure lock");
-        m.get_or_insert(msg);
+        // The first error is kept; a message already recorded is not logged twice.
+        let repeated = {
+            let mut m = self.message.lock().unwrap_or_else(PoisonError::into_inner);
+            match &*m {
+                Some(first) => *first == msg,
+                None => {
+                    *m = Some(msg.clone());
+                    false
+                }
+            }
+        };
         self.abort.store(true, Ordering::Relaxed);
         for w in 0..self.unparkers.0.len() {
             self.unparkers.unpark(w);
+        }
+        if !repeated {
+            tracing::error!("{msg}");
+        }
+    }
+}
+
+/// Fails the run if the network thread ends before its work is done, a panic included: a
+/// process whose transport is gone must not keep its workers waiting for it.
+struct FailOnExit(Option<Failure>);
+
+impl FailOnExit {
+    /// The thread ends normally: nothing to do on exit.
+    fn disarm(mut self) -> Failure {
+        self.0.take().expect("armed until disarmed")
+    }
+}
+
+impl Drop for FailOnExit {
+    fn drop(&mut self) {
+        if let Some(f) = self.0.take() {
+            f.fail("the network thread stopped unexpectedly (it panicked)".into());
         }
     }
 }
@@ -163,7 +196,8 @@ pub fn start(
                 .enable_all()
                 .build()
                 .map_err(|e| format!("cannot start the network runtime: {e}"))?;
-            rt.block_on(async move {
+            let on_exit = FailOnExit(Some(failure.clone()));
+            let r = rt.block_on(async move {
                 listener
                     .set_nonblocking(true)
                     .map_err(|e| format!("listener: {e}"))?;
@@ -180,12 +214,27 @@ pub fn start(
                         return Err(e);
                     }
                 };
-                serve(
-                    id, listener, cfg, conns, queues, remote_txs, delivery, failure, control_rx,
+                let served = serve(
+                    id,
+                    listener,
+                    cfg,
+                    conns,
+                    queues,
+                    remote_txs,
+                    delivery,
+                    failure.clone(),
+                    control_rx,
                     traffic,
                 )
-                .await
-            })
+                .await;
+                if let Err(e) = &served {
+                    // Whatever stopped serving stops the workers too.
+                    failure.fail(e.clone());
+                }
+                served
+            });
+            on_exit.disarm();
+            r
         })
         .map_err(|e| format!("cannot start the network thread: {e}"))?;
     match ready_rx.recv() {
