@@ -51,7 +51,8 @@ pub struct CheckpointCostConfig {
     pub flights: PathBuf,
     /// Workloads (comma-separated): chain, flights, flink (the chain's graph on Apache Flink
     /// with RocksDB incremental checkpoints: `peers/flink`, `CheckpointJob`; needs java 17 and
-    /// mvn).
+    /// mvn); chain-versioned and flights-versioned are chain and flights with trAcker's
+    /// versioned cut (`--checkpoint-cut versioned`).
     #[arg(long, value_delimiter = ',', default_value = "chain,flights")]
     pub workloads: Vec<String>,
     /// Elements of the flink runs (Flink with RocksDB is slower per element: fewer keep a run
@@ -103,21 +104,25 @@ pub fn run(cfg: &CheckpointCostConfig) -> anyhow::Result<Vec<CheckpointRun>> {
     let mut out = Vec::new();
     for rep in 0..cfg.reps {
         for w in &cfg.workloads {
-            if w == "flights" && !cfg.flights.exists() {
+            if w.starts_with("flights") && !cfg.flights.exists() {
                 continue;
             }
             for &interval in &settings {
                 let tmp = tempfile::tempdir()?;
+                let ck = checkpoint_args(interval, tmp.path(), w.ends_with("-versioned"));
                 let r = match w.as_str() {
-                    "chain" => chain(&exe, cfg, interval, tmp.path())?,
-                    "flights" => flights(&exe, cfg, interval, tmp.path())?,
+                    "chain" | "chain-versioned" => chain(&exe, cfg, ck, tmp.path())?,
+                    "flights" | "flights-versioned" => flights(&exe, cfg, ck, tmp.path())?,
                     "flink" => on_flink(
                         flink.as_deref().unwrap_or_default(),
                         cfg,
                         interval,
                         tmp.path(),
                     )?,
-                    other => bail!("unknown workload '{other}' (chain, flights)"),
+                    other => bail!(
+                        "unknown workload '{other}' (chain, flights, flink, chain-versioned, \
+                         flights-versioned)"
+                    ),
                 };
                 let r = CheckpointRun {
                     workload: w.clone(),
@@ -134,22 +139,29 @@ pub fn run(cfg: &CheckpointCostConfig) -> anyhow::Result<Vec<CheckpointRun>> {
 }
 
 /// `--checkpoint-dir` and `--checkpoint-interval` for `interval`, in `dir`.
-fn checkpoint_args(interval: Option<Duration>, dir: &Path) -> Vec<String> {
+/// With `versioned`, trAcker's versioned cut.
+fn checkpoint_args(interval: Option<Duration>, dir: &Path, versioned: bool) -> Vec<String> {
     match interval {
         None => Vec::new(),
-        Some(d) => vec![
-            "--checkpoint-dir".into(),
-            dir.join("checkpoints").display().to_string(),
-            "--checkpoint-interval".into(),
-            format!("{}ms", d.as_millis()),
-        ],
+        Some(d) => {
+            let mut a = vec![
+                "--checkpoint-dir".into(),
+                dir.join("checkpoints").display().to_string(),
+                "--checkpoint-interval".into(),
+                format!("{}ms", d.as_millis()),
+            ];
+            if versioned {
+                a.extend(["--checkpoint-cut".into(), "versioned".into()]);
+            }
+            a
+        }
     }
 }
 
 fn chain(
     exe: &Path,
     cfg: &CheckpointCostConfig,
-    interval: Option<Duration>,
+    ck: Vec<String>,
     dir: &Path,
 ) -> anyhow::Result<CheckpointRun> {
     let mut args: Vec<String> = ["bench", "chain", "--json"].map(String::from).to_vec();
@@ -170,7 +182,7 @@ fn chain(
         "--state-dir".into(),
         dir.join("state").display().to_string(),
     ]);
-    args.extend(checkpoint_args(interval, dir));
+    args.extend(ck);
     let v = json_of(exe, &args)?;
     Ok(from_json(&v, &v["checkpoints"], "duration_p50_ms"))
 }
@@ -209,7 +221,7 @@ fn on_flink(
 fn flights(
     exe: &Path,
     cfg: &CheckpointCostConfig,
-    interval: Option<Duration>,
+    ck: Vec<String>,
     dir: &Path,
 ) -> anyhow::Result<CheckpointRun> {
     let summary = dir.join("summary.json");
@@ -217,7 +229,7 @@ fn flights(
     args.push(cfg.flights.display().to_string());
     args.extend(["--output".into(), dir.join("out.csv").display().to_string()]);
     args.extend(["--summary".into(), summary.display().to_string()]);
-    args.extend(checkpoint_args(interval, dir));
+    args.extend(ck);
     stdout_of(exe, &args)?;
     let text = std::fs::read_to_string(&summary)
         .with_context(|| format!("no summary at {}", summary.display()))?;

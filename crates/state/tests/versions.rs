@@ -90,7 +90,11 @@ fn check(disk: bool, rounds: Vec<(Vec<Op>, bool)>) -> Result<(), TestCaseError> 
                 Op::Add(later, offset, k, v) => {
                     let end = closed_upto + offset;
                     w.set_later(later);
-                    w.add(end, k, &v, &Sum).unwrap();
+                    // Both ways in: one element, or a run of one window's elements.
+                    match v % 2 {
+                        0 => w.add(end, k, &v, &Sum).unwrap(),
+                        _ => w.add_run(end, std::iter::once((k, &v)), &Sum).unwrap(),
+                    }
                     add(&mut live, end, k, v);
                     match later {
                         true => next.push(Op::Add(true, end, k, v)),

@@ -5,6 +5,7 @@
 //! Snapshots hold the same records as [`crate::ValueTable`]'s, so restores and the checkpoint
 //! files do not care which layout wrote them.
 
+use super::version::{keep_older, Stash};
 use super::{Closed, Fold};
 use crate::codec;
 use crate::delta::{Delta, Record};
@@ -100,6 +101,55 @@ where
                 s.snapshotted = true;
             }
             None => self.closed.push((end, key)),
+        }
+    }
+
+    /// As [`FoldInMemory::add_run`] while a version is kept (versioned cut): a write of the
+    /// `later` epoch first keeps the pair's older accumulator in `stash`; a write of the older
+    /// epoch also reaches a kept one. One window lookup per run, two key lookups per element.
+    pub(crate) fn add_run_versioned<'a, T: 'a, F: Fold<T, Acc = Acc>>(
+        &mut self,
+        end: u64,
+        run: impl Iterator<Item = (K, &'a T)>,
+        fold: &F,
+        stash: &mut Stash<K, Acc>,
+        later: bool,
+    ) where
+        Acc: Clone,
+    {
+        let w = self.windows.entry(end).or_default();
+        let mut kept = match later {
+            true => Some(stash.window(end)),
+            false => stash.window_if_any(end),
+        };
+        for (key, el) in run {
+            let slot = w.get_mut(&key);
+            if let Some(kept) = kept.as_deref_mut() {
+                match later {
+                    true => keep_older(kept, &key, slot.as_ref().map(|s| &s.acc)),
+                    false => {
+                        if let Some(older) = kept.get_mut(&key) {
+                            fold.add(older.get_or_insert_with(|| fold.init()), el);
+                        }
+                    }
+                }
+            }
+            match slot {
+                Some(s) => {
+                    fold.add(&mut s.acc, el);
+                    s.changed = true;
+                }
+                None => {
+                    let mut acc = fold.init();
+                    fold.add(&mut acc, el);
+                    let slot = Slot {
+                        acc,
+                        changed: true,
+                        snapshotted: false,
+                    };
+                    w.insert(key, slot);
+                }
+            }
         }
     }
 

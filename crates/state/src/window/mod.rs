@@ -256,9 +256,16 @@ where
     where
         T: 'a,
     {
-        if let (Contents::FoldInMemory(f), None) = (&mut self.contents, &self.stash) {
-            f.add_run(end, run, fold);
-            return Ok(());
+        match (&mut self.contents, &mut self.stash) {
+            (Contents::FoldInMemory(f), None) => {
+                f.add_run(end, run, fold);
+                return Ok(());
+            }
+            (Contents::FoldInMemory(f), Some(stash)) => {
+                f.add_run_versioned(end, run, fold, stash, self.later);
+                return Ok(());
+            }
+            _ => {}
         }
         for (key, el) in run {
             self.add(end, key, el, fold)?;

@@ -13,9 +13,10 @@ use std::hash::Hash;
 type KeyFn<'a, K> = &'a dyn Fn(&(u64, K)) -> Result<Vec<u8>, StateError>;
 
 /// The older version of every (window end, key) the later epoch changed: its accumulator then,
-/// or `None` if it did not exist.
+/// or `None` if it did not exist. Kept per window, so a run of one window's elements looks the
+/// window up once.
 pub(crate) struct Stash<K, Acc> {
-    older: FxHashMap<(u64, K), Option<Acc>>,
+    older: FxHashMap<u64, FxHashMap<K, Option<Acc>>>,
 }
 
 impl<K: Hash + Eq + Clone, Acc: Clone> Stash<K, Acc> {
@@ -25,25 +26,36 @@ impl<K: Hash + Eq + Clone, Acc: Clone> Stash<K, Acc> {
         }
     }
 
+    /// The kept pairs of window `end`, created empty (for writes of the later epoch).
+    #[inline]
+    pub(crate) fn window(&mut self, end: u64) -> &mut FxHashMap<K, Option<Acc>> {
+        self.older.entry(end).or_default()
+    }
+
+    /// The kept pairs of window `end`, if the later epoch changed any (for writes of the older
+    /// epoch, which must reach them too).
+    #[inline]
+    pub(crate) fn window_if_any(&mut self, end: u64) -> Option<&mut FxHashMap<K, Option<Acc>>> {
+        self.older.get_mut(&end)
+    }
+
     /// A write of the later epoch to `wk`, whose live accumulator is `live`: keeps it as the
     /// older version unless one is kept already.
     #[inline]
     pub(crate) fn before_later_write(&mut self, wk: &(u64, K), live: Option<&Acc>) {
-        if !self.older.contains_key(wk) {
-            self.older.insert(wk.clone(), live.cloned());
-        }
+        keep_older(self.window(wk.0), &wk.1, live);
     }
 
     /// The older version of `wk` if the later epoch changed it (an element of the older epoch
     /// then applies to it too).
     #[inline]
     pub(crate) fn older_mut(&mut self, wk: &(u64, K)) -> Option<&mut Option<Acc>> {
-        self.older.get_mut(wk)
+        self.older.get_mut(&wk.0)?.get_mut(&wk.1)
     }
 
     /// True when nothing is kept.
     pub(crate) fn is_empty(&self) -> bool {
-        self.older.is_empty()
+        self.older.values().all(FxHashMap::is_empty)
     }
 
     /// Rewrites `live`, a snapshot of the live state, into one of the older version: the kept
@@ -60,10 +72,13 @@ impl<K: Hash + Eq + Clone, Acc: Clone> Stash<K, Acc> {
         key: KeyFn<'_, K>,
         value: &dyn Fn(&Acc) -> Result<Vec<u8>, StateError>,
     ) -> Result<Vec<(u64, K)>, StateError> {
-        let mut kept = Vec::with_capacity(self.older.len());
+        let mut kept = Vec::new();
         let mut replaced = FxHashSet::default();
-        let mut older = Vec::with_capacity(self.older.len());
-        for (wk, acc) in self.older {
+        let mut older = Vec::new();
+        let pairs = self.older.into_iter();
+        for (wk, acc) in
+            pairs.flat_map(|(end, keys)| keys.into_iter().map(move |(k, a)| ((end, k), a)))
+        {
             let kb = key(&wk)?;
             replaced.insert(kb.clone());
             older.push(match acc {
@@ -83,5 +98,17 @@ impl<K: Hash + Eq + Clone, Acc: Clone> Stash<K, Acc> {
         );
         d.records.extend(older.into_iter().flatten());
         Ok(kept)
+    }
+}
+
+/// In a window's kept pairs: keeps `live` as the older version of `key` unless one is kept.
+#[inline]
+pub(crate) fn keep_older<K: Hash + Eq + Clone, Acc: Clone>(
+    kept: &mut FxHashMap<K, Option<Acc>>,
+    key: &K,
+    live: Option<&Acc>,
+) {
+    if !kept.contains_key(key) {
+        kept.insert(key.clone(), live.cloned());
     }
 }
