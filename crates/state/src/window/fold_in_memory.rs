@@ -5,7 +5,7 @@
 //! Snapshots hold the same records as [`crate::ValueTable`]'s, so restores and the checkpoint
 //! files do not care which layout wrote them.
 
-use super::version::{keep_older, Stash};
+use super::version::Stash;
 use super::{Closed, Fold};
 use crate::codec;
 use crate::delta::{Delta, Record};
@@ -63,22 +63,7 @@ where
     ) {
         let w = self.windows.entry(end).or_default();
         for (key, el) in run {
-            match w.get_mut(&key) {
-                Some(s) => {
-                    fold.add(&mut s.acc, el);
-                    s.changed = true;
-                }
-                None => {
-                    let mut acc = fold.init();
-                    fold.add(&mut acc, el);
-                    let slot = Slot {
-                        acc,
-                        changed: true,
-                        snapshotted: false,
-                    };
-                    w.insert(key, slot);
-                }
-            }
+            fold_into(w, key, el, fold);
         }
     }
 
@@ -123,10 +108,14 @@ where
             false => stash.window_if_any(end),
         };
         for (key, el) in run {
-            let slot = w.get_mut(&key);
             if let Some(kept) = kept.as_deref_mut() {
                 match later {
-                    true => keep_older(kept, &key, slot.as_ref().map(|s| &s.acc)),
+                    // The live accumulator is read only on the pair's first later write.
+                    true if !kept.contains_key(&key) => {
+                        let live = w.get(&key).map(|s| s.acc.clone());
+                        kept.insert(key.clone(), live);
+                    }
+                    true => {}
                     false => {
                         if let Some(older) = kept.get_mut(&key) {
                             fold.add(older.get_or_insert_with(|| fold.init()), el);
@@ -134,22 +123,7 @@ where
                     }
                 }
             }
-            match slot {
-                Some(s) => {
-                    fold.add(&mut s.acc, el);
-                    s.changed = true;
-                }
-                None => {
-                    let mut acc = fold.init();
-                    fold.add(&mut acc, el);
-                    let slot = Slot {
-                        acc,
-                        changed: true,
-                        snapshotted: false,
-                    };
-                    w.insert(key, slot);
-                }
-            }
+            fold_into(w, key, el, fold);
         }
     }
 
@@ -237,5 +211,31 @@ where
             }
         }
         Ok(())
+    }
+}
+
+/// Folds `el` into `key`'s accumulator in window `w`, creating it if needed.
+#[inline]
+fn fold_into<K: Hash + Eq, T, Acc, F: Fold<T, Acc = Acc>>(
+    w: &mut FxHashMap<K, Slot<Acc>>,
+    key: K,
+    el: &T,
+    fold: &F,
+) {
+    match w.get_mut(&key) {
+        Some(s) => {
+            fold.add(&mut s.acc, el);
+            s.changed = true;
+        }
+        None => {
+            let mut acc = fold.init();
+            fold.add(&mut acc, el);
+            let slot = Slot {
+                acc,
+                changed: true,
+                snapshotted: false,
+            };
+            w.insert(key, slot);
+        }
     }
 }

@@ -103,7 +103,7 @@ impl<K: Hash + Eq + Clone, Acc: Clone> Stash<K, Acc> {
 
 /// In a window's kept pairs: keeps `live` as the older version of `key` unless one is kept.
 #[inline]
-pub(crate) fn keep_older<K: Hash + Eq + Clone, Acc: Clone>(
+fn keep_older<K: Hash + Eq + Clone, Acc: Clone>(
     kept: &mut FxHashMap<K, Option<Acc>>,
     key: &K,
     live: Option<&Acc>,
