@@ -318,25 +318,9 @@ where
                         }
                     }
                 }
-                Record::Put { key, value } if key.len() >= codec::HEADER + 8 => {
-                    let (prefix, seq) = key.split_at(key.len() - 8);
-                    let seq = u64::from_be_bytes(seq.try_into().expect("8 bytes"));
-                    let k = match by_prefix.get(prefix) {
-                        Some(k) => k.clone(),
-                        None => {
-                            let (_, k): (KeyGroup, K) = codec::decode_key(&self.t.name, prefix)?;
-                            by_prefix.insert(prefix.to_vec(), k.clone());
-                            k
-                        }
-                    };
+                Record::Put { key, value } => {
                     let v: V = codec::decode(&self.t.name, value)?;
-                    let m = self.lists.entry(k).or_insert(Meta::empty(false));
-                    if seq != m.len {
-                        return Err(StateError::Codec {
-                            table: self.t.name.clone(),
-                            detail: format!("list element {seq} follows {} elements", m.len),
-                        });
-                    }
+                    let m = next_element(&self.t.name, key, &mut by_prefix, &mut self.lists)?;
                     m.tail.push(v);
                     m.len += 1;
                     m.snapshotted = m.len;
@@ -376,30 +360,7 @@ where
         let mut by_prefix: FxHashMap<Vec<u8>, K> = FxHashMap::default();
         let lists = &mut self.lists;
         lock(&self.t.backend).scan_prefix(&[self.t.id], &mut |key, _| {
-            if key.len() < codec::HEADER + 8 {
-                return Err(StateError::Codec {
-                    table: name.clone(),
-                    detail: format!("a stored list element has {} key bytes", key.len()),
-                });
-            }
-            let (prefix, seq) = key.split_at(key.len() - 8);
-            let seq = u64::from_be_bytes(seq.try_into().expect("8 bytes"));
-            let k = match by_prefix.get(prefix) {
-                Some(k) => k.clone(),
-                None => {
-                    let (_, k): (KeyGroup, K) = codec::decode_key(&name, prefix)?;
-                    by_prefix.insert(prefix.to_vec(), k.clone());
-                    k
-                }
-            };
-            let m = lists.entry(k).or_insert(Meta::empty(false));
-            if seq != m.len {
-                return Err(StateError::Codec {
-                    table: name.clone(),
-                    detail: format!("stored list element {seq} follows {} elements", m.len),
-                });
-            }
-            m.len += 1;
+            next_element(&name, key, &mut by_prefix, lists)?.len += 1;
             Ok(())
         })?;
         for m in self.lists.values_mut() {
@@ -419,4 +380,47 @@ where
     pub fn held(&self) -> usize {
         self.held
     }
+}
+
+/// The list a stored element key (`[key prefix][seq: u64 BE]`) belongs to, created if new; the
+/// element must be the list's next one. `keys` caches each prefix's decoded key, so a list's
+/// key is decoded once.
+///
+/// # Errors
+/// A key too short for an element, a prefix that does not decode, or an element out of
+/// sequence (the table `name` is named).
+fn next_element<'a, K, V>(
+    name: &str,
+    key: &[u8],
+    keys: &mut FxHashMap<Vec<u8>, K>,
+    lists: &'a mut FxHashMap<K, Meta<V>>,
+) -> Result<&'a mut Meta<V>, StateError>
+where
+    K: Hash + Eq + Clone + DeserializeOwned,
+{
+    let err = |detail| StateError::Codec {
+        table: name.into(),
+        detail,
+    };
+    if key.len() < codec::HEADER + 8 {
+        return Err(err(format!("a list element's key has {} bytes", key.len())));
+    }
+    let (prefix, seq) = key.split_at(key.len() - 8);
+    let seq = u64::from_be_bytes(seq.try_into().expect("8 bytes"));
+    let k = match keys.get(prefix) {
+        Some(k) => k.clone(),
+        None => {
+            let (_, k): (KeyGroup, K) = codec::decode_key(name, prefix)?;
+            keys.insert(prefix.to_vec(), k.clone());
+            k
+        }
+    };
+    let m = lists.entry(k).or_insert(Meta::empty(false));
+    if seq != m.len {
+        return Err(err(format!(
+            "list element {seq} follows {} elements",
+            m.len
+        )));
+    }
+    Ok(m)
 }

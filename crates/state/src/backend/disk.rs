@@ -28,7 +28,7 @@ pub struct DiskBackend {
 
 impl DiskBackend {
     /// Opens the store at `path`, creating it (and its directory) if needed. An existing file
-    /// keeps its content (see [`DiskBackend::clear`]).
+    /// keeps its content (`crate::local` decides whether to use it).
     ///
     /// # Errors
     /// The file cannot be created or is not a redb file.
@@ -86,14 +86,6 @@ impl DiskBackend {
         Ok(r)
     }
 
-    /// Deletes everything stored (a restore from a checkpoint starts from an empty store).
-    ///
-    /// # Errors
-    /// As [`Backend::get`].
-    pub fn clear(&mut self) -> Result<(), StateError> {
-        self.delete_prefix(&[]).map(|_| ())
-    }
-
     /// Durably records the current content as the persistent savepoint of checkpoints
     /// `covered` (the content is the same after each), and deletes the savepoints of
     /// checkpoints below `keep_from` (no longer restorable: an older checkpoint than the newest
@@ -128,25 +120,6 @@ impl DiskBackend {
         tx.commit().map_err(|e| self.err(e))?;
         self.stats.syncs += 1;
         Ok(())
-    }
-
-    /// The checkpoints with a savepoint, as ranges, oldest first.
-    ///
-    /// # Errors
-    /// As [`Backend::get`].
-    pub fn savepoints(&self) -> Result<Vec<std::ops::RangeInclusive<u64>>, StateError> {
-        let tx = self.db.begin_read().map_err(|e| self.err(e))?;
-        let t = match tx.open_table(SAVEPOINTS) {
-            Ok(t) => t,
-            Err(redb::TableError::TableDoesNotExist(_)) => return Ok(Vec::new()),
-            Err(e) => return Err(self.err(e)),
-        };
-        let mut out = Vec::new();
-        for item in t.iter().map_err(|e| self.err(e))? {
-            let (to, v) = item.map_err(|e| self.err(e))?;
-            out.push(v.value().1..=to.value());
-        }
-        Ok(out)
     }
 
     /// Rolls the content back to the savepoint covering checkpoint `checkpoint` and deletes

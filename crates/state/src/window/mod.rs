@@ -403,22 +403,12 @@ where
         deltas: &[Delta],
         keep: &dyn Fn(KeyGroup) -> bool,
     ) -> Result<(), StateError> {
-        self.open.clear();
-        let keys: Vec<(u64, K)> = match &mut self.contents {
-            Contents::FoldInMemory(f) => return f.restore(deltas, keep),
-            Contents::Fold(t) => {
-                t.restore(deltas, keep)?;
-                t.keys()?
-            }
-            Contents::Retain(t) => {
-                t.restore(deltas, keep)?;
-                t.keys().cloned().collect()
-            }
-        };
-        for (end, k) in keys {
-            self.open.entry(end).or_default().insert(k);
+        match &mut self.contents {
+            Contents::FoldInMemory(f) => f.restore(deltas, keep)?,
+            Contents::Fold(t) => t.restore(deltas, keep)?,
+            Contents::Retain(t) => t.restore(deltas, keep)?,
         }
-        Ok(())
+        self.reindex()
     }
 
     /// After the store was rolled back to a savepoint (`local.rs`): rebuilds the tables'
@@ -427,21 +417,26 @@ where
     /// # Errors
     /// In memory (there is no file to roll back), or as the tables' `reopen`.
     pub fn reopen(&mut self) -> Result<(), StateError> {
-        self.open.clear();
-        let keys: Vec<(u64, K)> = match &mut self.contents {
+        match &mut self.contents {
             Contents::FoldInMemory(_) => {
                 return Err(StateError::Other(
                     "window state in memory cannot be restored from a local file".into(),
                 ))
             }
-            Contents::Fold(t) => {
-                t.reopen();
-                t.keys()?
-            }
-            Contents::Retain(t) => {
-                t.reopen()?;
-                t.keys().cloned().collect()
-            }
+            Contents::Fold(t) => t.reopen(),
+            Contents::Retain(t) => t.reopen()?,
+        }
+        self.reindex()
+    }
+
+    /// Rebuilds the index of open windows from the restored tables (the in-memory fold keeps
+    /// its own).
+    fn reindex(&mut self) -> Result<(), StateError> {
+        self.open.clear();
+        let keys: Vec<(u64, K)> = match &mut self.contents {
+            Contents::FoldInMemory(_) => return Ok(()),
+            Contents::Fold(t) => t.keys()?,
+            Contents::Retain(t) => t.keys().cloned().collect(),
         };
         for (end, k) in keys {
             self.open.entry(end).or_default().insert(k);
