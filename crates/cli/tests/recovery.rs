@@ -62,7 +62,17 @@ struct Scenario<'a> {
     store: Option<&'a ObjectStore>,
 }
 
-impl Scenario<'_> {
+impl<'a> Scenario<'a> {
+    /// A scenario with its checkpoints in `<dir>/checkpoints`.
+    fn local(dir: &'a Path, input: &'a Path, extra: &'a [&'a str]) -> Self {
+        Scenario {
+            dir,
+            input,
+            extra,
+            store: None,
+        }
+    }
+
     fn out(&self) -> PathBuf {
         self.dir.join("out.csv")
     }
@@ -324,12 +334,7 @@ fn killed_processes_are_restarted_and_the_run_writes_the_oracle_rows() {
     for (seed, (extra, victims)) in cases.iter().enumerate() {
         let mut rng = Rng(100 + seed as u64);
         let dir = tempfile::tempdir().unwrap();
-        let s = Scenario {
-            dir: dir.path(),
-            input: &input,
-            extra,
-            store: None,
-        };
+        let s = Scenario::local(dir.path(), &input, extra);
         let label = format!("seed {seed}: kill {victims:?} of {}", extra.join(" "));
         let at: Vec<Duration> = (0..victims.len())
             .map(|_| Duration::from_secs_f64(rng.between(0.2, 1.5)))
@@ -377,12 +382,7 @@ fn killed_and_resumed_runs_write_the_oracle_rows() {
         let mut rng = Rng(seed as u64 + 1);
         let kills = 1 + seed % 2;
         let dir = tempfile::tempdir().unwrap();
-        let s = Scenario {
-            dir: dir.path(),
-            input: &input,
-            extra,
-            store: None,
-        };
+        let s = Scenario::local(dir.path(), &input, extra);
         let label = format!("seed {seed}, {kills} kill(s), {}", extra.join(" "));
         for k in 0..kills {
             // After the first checkpoint (a resume after a kill: at once) and before the paced
@@ -407,12 +407,7 @@ fn killed_and_resumed_runs_write_the_oracle_rows() {
 fn resume_falls_back_past_a_corrupt_checkpoint() {
     let Some(input) = flights_csv() else { return };
     let dir = tempfile::tempdir().unwrap();
-    let s = Scenario {
-        dir: dir.path(),
-        input: &input,
-        extra: &["--workers", "2", "--sources", "2"],
-        store: None,
-    };
+    let s = Scenario::local(dir.path(), &input, &["--workers", "2", "--sources", "2"]);
     s.kill_after(Duration::from_millis(1000), false);
     let manifests = s.manifests();
     assert!(manifests.len() >= 2, "checkpoints: {manifests:?}");
@@ -469,12 +464,7 @@ fn local_recovery_reuses_intact_state_files_and_rebuilds_the_others() {
         if !local {
             extra.push("--no-local-recovery");
         }
-        let s = Scenario {
-            dir: dir.path(),
-            input: &input,
-            extra: &extra,
-            store: None,
-        };
+        let s = Scenario::local(dir.path(), &input, &extra);
         let at = Duration::from_secs_f64(Rng(300 + seed).between(0.2, 1.5));
         let label = format!("kill process 1 after {at:?}, local recovery {local}");
         let summary = assert_oracle(&s, &s.run_killing(&[1], &[at]), &label);
@@ -500,12 +490,7 @@ fn local_recovery_reuses_intact_state_files_and_rebuilds_the_others() {
         "--state-dir",
         state.to_str().unwrap(),
     ];
-    let s = Scenario {
-        dir: dir.path(),
-        input: &input,
-        extra: &extra,
-        store: None,
-    };
+    let s = Scenario::local(dir.path(), &input, &extra);
     s.kill_after(Duration::from_secs_f64(Rng(302).between(0.2, 1.5)), false);
     let files = walk(&state);
     let victim = files
@@ -527,12 +512,7 @@ fn children_of_a_killed_process_zero_end_even_with_their_stderr_closed() {
     let Some(input) = flights_csv() else { return };
     for seed in 0..2u64 {
         let dir = tempfile::tempdir().unwrap();
-        let s = Scenario {
-            dir: dir.path(),
-            input: &input,
-            extra: &["--processes", "3", "--sources", "3"],
-            store: None,
-        };
+        let s = Scenario::local(dir.path(), &input, &["--processes", "3", "--sources", "3"]);
         let mut zero = s.command(false).spawn().expect("start xorflow");
         s.wait_first_checkpoint();
         thread::sleep(Duration::from_secs_f64(Rng(400 + seed).between(0.1, 1.0)));
@@ -576,12 +556,7 @@ fn walk(dir: &Path) -> Vec<PathBuf> {
 fn a_fresh_run_drops_an_abandoned_runs_committed_output() {
     let Some(input) = flights_csv() else { return };
     let dir = tempfile::tempdir().unwrap();
-    let s = Scenario {
-        dir: dir.path(),
-        input: &input,
-        extra: &["--workers", "2"],
-        store: None,
-    };
+    let s = Scenario::local(dir.path(), &input, &["--workers", "2"]);
     let parts = s.kill_after(Duration::from_millis(700), false);
     assert!(parts > 0, "the killed run committed no output");
     std::fs::remove_dir_all(dir.path().join("checkpoints")).unwrap();
@@ -610,19 +585,9 @@ fn a_fresh_run_drops_an_abandoned_runs_committed_output() {
 fn resume_refuses_another_jobs_checkpoints() {
     let Some(input) = flights_csv() else { return };
     let dir = tempfile::tempdir().unwrap();
-    let s = Scenario {
-        dir: dir.path(),
-        input: &input,
-        extra: &["--workers", "2"],
-        store: None,
-    };
+    let s = Scenario::local(dir.path(), &input, &["--workers", "2"]);
     s.kill_after(Duration::from_millis(200), false);
-    let other = Scenario {
-        dir: dir.path(),
-        input: &input,
-        extra: &["--workers", "2", "--window", "2h"],
-        store: None,
-    };
+    let other = Scenario::local(dir.path(), &input, &["--workers", "2", "--window", "2h"]);
     let o = other.resume();
     let stderr = String::from_utf8_lossy(&o.stderr);
     assert_eq!(o.status.code(), Some(2), "{stderr}");
