@@ -10,7 +10,7 @@
 //! creator's receive tag and the output all live in the shard owning `lo` (docs/sharding-notes.md,
 //! option 1: conservative, shard-local).
 //!
-//! The windows' contents live in the `state` crate (`crates/state/src/window.rs`), in the form the
+//! The windows' contents live in the `state` crate (`crates/state/src/window/`), in the form the
 //! job chose (fold-left or retain-all) and on the backend it chose (memory or disk); only the
 //! holds and arrival times stay here.
 use super::window_version::WindowVersion;
