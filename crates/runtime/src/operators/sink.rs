@@ -47,6 +47,17 @@ pub trait Sink<T>: Send {
         Staging::AtEnd
     }
 
+    /// The run opens, before anything else: `checkpointed` says whether the elements come
+    /// staged per checkpoint ([`Sink::commit`] follows) or unstaged (no checkpoints, or
+    /// [`Staging::Direct`]). A place to connect, so that an unreachable output fails the run
+    /// before any input is read.
+    ///
+    /// # Errors
+    /// A message naming what failed.
+    fn open(&mut self, _checkpointed: bool) -> Result<(), String> {
+        Ok(())
+    }
+
     /// [`Staging::PerCheckpoint`]: everything written since the previous commit (or rollback)
     /// belongs to checkpoint `checkpoint`, which is complete: make it visible. Must be idempotent
     /// per checkpoint: a restore may deliver the same elements for the same checkpoint again
@@ -66,6 +77,20 @@ pub trait Sink<T>: Send {
     /// A message naming what failed.
     fn rollback(&mut self, _committed: Option<u64>) -> Result<(), String> {
         Ok(())
+    }
+
+    /// [`Staging::PerCheckpoint`], after a restore's [`Sink::rollback`]: the last checkpoint
+    /// whose commit the output itself holds durably, if the sink can tell (a commit marker
+    /// written in the same transaction as the data: `crates/kafka/src/sink.rs`). A commit can
+    /// race with a failure (made after the checkpoint completed, before a snapshot recorded it):
+    /// the operator then skips the epochs up to it instead of writing them again. `u64::MAX`:
+    /// the output holds a finished run. `None` (the default): the sink cannot tell, and its
+    /// rollback must discard such commits.
+    ///
+    /// # Errors
+    /// A message naming what failed.
+    fn durable_commit(&mut self) -> Result<Option<u64>, String> {
+        Ok(None)
     }
 
     /// End of the run: flush and close. With [`Staging::PerCheckpoint`], what was written after
@@ -176,9 +201,24 @@ impl<T: Data, S: Sink<T>> SinkOp<T, S> {
         };
         let err = |e| format!("sink '{}': {e}", self.name);
         st.last_committed = st.committed.get(&0).map_err(err)?.copied();
-        if st.per_checkpoint {
-            self.sink.rollback(st.last_committed)?;
+        if !st.per_checkpoint {
+            return Ok(());
         }
+        self.sink.rollback(st.last_committed)?;
+        let Some(durable) = self.sink.durable_commit()? else {
+            return Ok(());
+        };
+        if st.last_committed.is_some_and(|l| l >= durable) {
+            return Ok(());
+        }
+        // Committed after the snapshot: those epochs are in the output already.
+        let mut epochs: Vec<u64> = st.list.keys().copied().collect();
+        epochs.retain(|&e| e <= durable);
+        for e in epochs {
+            st.list.take(&e).map_err(err)?;
+        }
+        st.committed.insert(&0, durable).map_err(err)?;
+        st.last_committed = Some(durable);
         Ok(())
     }
 
@@ -215,8 +255,9 @@ impl<T: Data, S: Sink<T> + 'static> Operator for SinkOp<T, S> {
     fn open(&mut self, ctx: &mut WorkerCtx) -> Result<(), String> {
         let staging = self.sink.staging();
         if ctx.checkpointer.is_none() || ctx.epochs.is_none() || staging == Staging::Direct {
-            return Ok(());
+            return self.sink.open(false);
         }
+        self.sink.open(true)?;
         let mut store = super::store::open(&self.state, &self.name, ctx).map_err(self.err())?;
         let list = store
             .list_table("staged", |_: &u64| 0)
@@ -379,8 +420,23 @@ impl<T: Data, S: Sink<T> + 'static> Operator for SinkOp<T, S> {
         r: &crate::checkpoint::Resume,
         _ctx: &mut WorkerCtx,
     ) -> Result<(), String> {
+        let c = r.manifest.checkpoint;
         match &self.staged {
-            Some(st) if st.per_checkpoint => self.deliver(Some(r.manifest.checkpoint)),
+            Some(st) if st.per_checkpoint => match st.last_committed {
+                Some(l) if l > c => Err(format!(
+                    "sink '{}': its output holds {} and this run restores checkpoint {c}: what \
+                     was committed after {c} cannot be taken back (was a newer checkpoint \
+                     skipped, or the checkpoint directory replaced?)",
+                    self.name,
+                    if l == u64::MAX {
+                        "a finished run".to_string()
+                    } else {
+                        format!("the output up to checkpoint {l}")
+                    }
+                )),
+                Some(l) if l == c => Ok(()),
+                _ => self.deliver(Some(c)),
+            },
             _ => Ok(()),
         }
     }

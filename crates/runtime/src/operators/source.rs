@@ -58,6 +58,8 @@ pub struct SourceOutput<'a, T> {
     emitted: usize,
     /// Elements emitted in this poll past the warm-up.
     measured: u64,
+    /// Why the source cannot go on ([`SourceOutput::fail`]).
+    failure: Option<String>,
 }
 
 impl<T: Clone + Send> SourceOutput<'_, T> {
@@ -88,6 +90,13 @@ impl<T: Clone + Send> SourceOutput<'_, T> {
     /// Elements emitted in this poll so far.
     pub fn emitted(&self) -> usize {
         self.emitted
+    }
+
+    /// The source cannot go on (its input is gone, a position it must read was deleted): the
+    /// run fails with `why` (a message naming the input and what happened) once this poll's
+    /// elements are committed. The first failure of a poll is kept.
+    pub fn fail(&mut self, why: String) {
+        self.failure.get_or_insert(why);
     }
 }
 
@@ -196,12 +205,12 @@ impl<T: Clone + Send> Sources<T> {
         out: &mut OutputPort<T>,
         ctx: &mut WorkerCtx,
         stats: &mut VertexStats,
-    ) -> bool {
+    ) -> Result<bool, String> {
         match inst.state {
-            State::Done => return false,
+            State::Done => return Ok(false),
             State::Waiting(t) if t > ctx.now_ns => {
                 ctx.wake_at(t);
-                return false;
+                return Ok(false);
             }
             _ => {}
         }
@@ -211,9 +220,14 @@ impl<T: Clone + Send> Sources<T> {
             heartbeat: None,
             emitted: 0,
             measured: 0,
+            failure: None,
         };
         let poll = inst.source.poll(&mut so);
         let (emitted, measured, mut heartbeat) = (so.emitted, so.measured, so.heartbeat);
+        if let Some(why) = so.failure {
+            out.commit(ctx);
+            return Err(format!("source instance {}: {why}", inst.id));
+        }
         stats.elements_out += emitted as u64;
         stats.measured.record(measured, ctx.now_ns);
         let mut did = emitted > 0;
@@ -248,7 +262,7 @@ impl<T: Clone + Send> Sources<T> {
                 tr.acker.heartbeat(inst.id, h);
             }
         }
-        did
+        Ok(did)
     }
 
     /// Tracking `markers`: this instance's channels carry all its hosted sources, so its marker
@@ -313,7 +327,7 @@ impl<T: Clone + Send + 'static> Operator for Sources<T> {
             if out.blocked() {
                 break;
             }
-            did |= Self::poll(inst, self.epoch, out, ctx, stats);
+            did |= Self::poll(inst, self.epoch, out, ctx, stats)?;
         }
         if ctx.mode == TrackingMode::Markers {
             did |= self.send_markers(out, ctx);

@@ -1,0 +1,139 @@
+//! Topic administration: how many partitions a topic has, creating topics with the settings
+//! the user gives, reading a topic's settings back.
+
+use crate::settings::{self, BROKER_TIMEOUT};
+use crate::uri::KafkaUri;
+use rdkafka::admin::{AdminClient, AdminOptions, NewTopic, ResourceSpecifier, TopicReplication};
+use rdkafka::client::DefaultClientContext;
+use rdkafka::consumer::{BaseConsumer, Consumer};
+use rdkafka::error::RDKafkaErrorCode;
+use std::time::Duration;
+
+/// `uri`'s topic's partition count.
+///
+/// # Errors
+/// The brokers do not answer within `timeout` ("cannot reach Kafka at ..."), the topic does not
+/// exist, or it has no partitions.
+pub fn partitions(uri: &KafkaUri, timeout: Duration) -> Result<usize, String> {
+    let c: BaseConsumer = settings::admin(uri)
+        .create()
+        .map_err(|e| format!("{uri}: cannot create a Kafka client: {e}"))?;
+    let md = c
+        .fetch_metadata(Some(&uri.topic), timeout)
+        .map_err(|e| unreachable(uri, timeout, &e.to_string()))?;
+    let t = md
+        .topics()
+        .iter()
+        .find(|t| t.name() == uri.topic)
+        .ok_or_else(|| format!("{uri}: the broker sent no metadata for the topic"))?;
+    match t.error() {
+        Some(e) if RDKafkaErrorCode::from(e) == RDKafkaErrorCode::UnknownTopicOrPartition => {
+            Err(format!("{uri}: topic '{}' does not exist", uri.topic))
+        }
+        Some(e) => Err(format!("{uri}: {}", RDKafkaErrorCode::from(e))),
+        None if t.partitions().is_empty() => Err(format!("{uri}: the topic has no partitions")),
+        None => Ok(t.partitions().len()),
+    }
+}
+
+fn unreachable(uri: &KafkaUri, timeout: Duration, e: &str) -> String {
+    format!(
+        "cannot reach Kafka at {} within {} s ({e}): is a broker running there? \
+         (scripts/kafka.sh start)",
+        uri.bootstrap,
+        timeout.as_secs()
+    )
+}
+
+/// Runs an admin future on a throwaway current-thread runtime (rdkafka's admin API is async;
+/// the callers are plain threads).
+fn block_on<F: std::future::Future>(f: F) -> Result<F::Output, String> {
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_time()
+        .build()
+        .map_err(|e| format!("cannot start a runtime for Kafka's admin client: {e}"))?;
+    Ok(rt.block_on(f))
+}
+
+fn admin_client(uri: &KafkaUri) -> Result<AdminClient<DefaultClientContext>, String> {
+    settings::admin(uri)
+        .create()
+        .map_err(|e| format!("{uri}: cannot create a Kafka admin client: {e}"))
+}
+
+/// What [`create_topic`] did.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Created {
+    /// The topic is new.
+    Created,
+    /// It existed already (and was left as it was).
+    Existed,
+}
+
+/// Creates `uri`'s topic with `partitions` partitions, replication factor 1 (this project's
+/// brokers are single nodes; a cluster's default replication is set on the broker) and the topic
+/// settings `configs` (`cleanup.policy=compact`, ...). An existing topic is left alone.
+///
+/// # Errors
+/// The broker is unreachable or refuses (a setting it does not know, more partitions than it
+/// allows), naming the topic and the broker's reason.
+pub fn create_topic(
+    uri: &KafkaUri,
+    partitions: usize,
+    configs: &[(&str, &str)],
+) -> Result<Created, String> {
+    let admin = admin_client(uri)?;
+    let n = i32::try_from(partitions).map_err(|_| format!("{partitions} partitions is too many"))?;
+    let mut t = NewTopic::new(&uri.topic, n, TopicReplication::Fixed(1));
+    for (k, v) in configs {
+        t = t.set(k, v);
+    }
+    let opts = AdminOptions::new().operation_timeout(Some(BROKER_TIMEOUT));
+    let r = block_on(admin.create_topics([&t], &opts))?
+        .map_err(|e| unreachable(uri, BROKER_TIMEOUT, &e.to_string()))?;
+    match r.into_iter().next() {
+        Some(Ok(_)) => Ok(Created::Created),
+        Some(Err((_, RDKafkaErrorCode::TopicAlreadyExists))) => Ok(Created::Existed),
+        Some(Err((_, code))) => Err(format!("{uri}: the broker refused to create the topic: {code}")),
+        None => Err(format!("{uri}: the broker did not answer the topic's creation")),
+    }
+}
+
+/// The topic's settings as the broker holds them (name -> value), for reports.
+///
+/// # Errors
+/// The broker is unreachable or does not know the topic.
+pub fn topic_configs(uri: &KafkaUri) -> Result<Vec<(String, String)>, String> {
+    let admin = admin_client(uri)?;
+    let opts = AdminOptions::new().request_timeout(Some(BROKER_TIMEOUT));
+    let r = block_on(admin.describe_configs([&ResourceSpecifier::Topic(&uri.topic)], &opts))?
+        .map_err(|e| unreachable(uri, BROKER_TIMEOUT, &e.to_string()))?;
+    let res = r
+        .into_iter()
+        .next()
+        .ok_or_else(|| format!("{uri}: no answer for the topic's settings"))?
+        .map_err(|e| format!("{uri}: cannot read the topic's settings: {e}"))?;
+    Ok(res
+        .entries
+        .into_iter()
+        .filter_map(|e| e.value.map(|v| (e.name, v)))
+        .collect())
+}
+
+/// Deletes `uri`'s topic (tests and benchmarks start from an empty one). A missing topic is not
+/// an error.
+///
+/// # Errors
+/// The broker is unreachable or refuses.
+pub fn delete_topic(uri: &KafkaUri) -> Result<(), String> {
+    let admin = admin_client(uri)?;
+    let opts = AdminOptions::new().operation_timeout(Some(BROKER_TIMEOUT));
+    let r = block_on(admin.delete_topics(&[&uri.topic], &opts))?
+        .map_err(|e| unreachable(uri, BROKER_TIMEOUT, &e.to_string()))?;
+    match r.into_iter().next() {
+        Some(Err((_, code))) if code != RDKafkaErrorCode::UnknownTopicOrPartition => {
+            Err(format!("{uri}: cannot delete the topic: {code}"))
+        }
+        _ => Ok(()),
+    }
+}

@@ -1,0 +1,82 @@
+//! A real broker for tests and benchmarks: `scripts/kafka.sh` on a free port, stopped and its
+//! data removed when dropped.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+
+/// A running single-node broker.
+pub struct TestBroker {
+    repo: PathBuf,
+    port: u16,
+}
+
+/// Whether java and mvn are here. Without them a test skips (returns `None` from
+/// [`TestBroker::start`]), except under CI (`CI` set), where that is a failure.
+fn java_here() -> bool {
+    let ok = |c: &str| Command::new(c).arg("-version").output().is_ok();
+    if ok("java") && ok("mvn") {
+        return true;
+    }
+    assert!(
+        std::env::var_os("CI").is_none(),
+        "java and mvn are required in CI (.ci/run installs them)"
+    );
+    eprintln!("skipped: java or mvn is missing (needed for the Kafka broker)");
+    false
+}
+
+impl TestBroker {
+    /// Starts a broker with the script of the repository at `repo` on a free port; `None` if
+    /// Java or Maven is missing outside CI.
+    ///
+    /// # Panics
+    /// The broker does not start (the script's output is in the message).
+    pub fn start(repo: &Path) -> Option<Self> {
+        if !java_here() {
+            return None;
+        }
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .and_then(|l| l.local_addr())
+            .expect("a free port")
+            .port();
+        let b = TestBroker {
+            repo: repo.to_path_buf(),
+            port,
+        };
+        let o = b.script("start");
+        assert!(
+            o.status.success(),
+            "scripts/kafka.sh start --port {port}: {}{}",
+            String::from_utf8_lossy(&o.stdout),
+            String::from_utf8_lossy(&o.stderr)
+        );
+        Some(b)
+    }
+
+    fn script(&self, cmd: &str) -> std::process::Output {
+        Command::new(self.repo.join("scripts/kafka.sh"))
+            .args([cmd, "--port", &self.port.to_string()])
+            .stdin(Stdio::null())
+            .output()
+            .expect("run scripts/kafka.sh")
+    }
+
+    /// `127.0.0.1:PORT`.
+    pub fn bootstrap(&self) -> String {
+        format!("127.0.0.1:{}", self.port)
+    }
+
+    /// `kafka://127.0.0.1:PORT/topic`.
+    pub fn uri(&self, topic: &str) -> String {
+        format!("kafka://{}/{topic}", self.bootstrap())
+    }
+}
+
+impl Drop for TestBroker {
+    fn drop(&mut self) {
+        let _ = self.script("stop");
+        let base = std::env::var_os("XORFLOW_KAFKA_DIR")
+            .map_or_else(|| self.repo.join("target/kafka"), PathBuf::from);
+        let _ = std::fs::remove_dir_all(base.join(format!("broker-{}", self.port)));
+    }
+}

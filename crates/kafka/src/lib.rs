@@ -1,0 +1,23 @@
+//! Kafka for xorflow (docs/kafka.md): a source whose positions are partition offsets recorded
+//! in xorflow's checkpoints, a transactional sink committing once per completed checkpoint, and
+//! topic administration. The client is librdkafka through the `rdkafka` crate.
+//!
+//! * [`uri`]: `kafka://HOST:PORT/TOPIC?key=value` addresses.
+//! * [`settings`]: the client settings that matter, and why.
+//! * [`admin`]: partitions of a topic, creating topics with settings.
+//! * [`source`]: [`KafkaSource`].
+//! * [`sink`]: [`KafkaSink`].
+//! * [`producer`]: loading records into a topic.
+//! * [`broker`]: a real broker for tests (`scripts/kafka.sh` on a free port).
+
+pub mod admin;
+pub mod broker;
+pub mod producer;
+pub mod settings;
+pub mod sink;
+pub mod source;
+pub mod uri;
+
+pub use sink::{Encoder, KafkaSink};
+pub use source::{Decoded, Decoder, KafkaSource, RecordView, SourceConfig, SourceCounters, Watermark};
+pub use uri::KafkaUri;

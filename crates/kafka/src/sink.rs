@@ -1,0 +1,292 @@
+//! The Kafka sink: a transactional producer, one transaction per completed checkpoint
+//! (exactly-once for `read_committed` readers, as Flink's `KafkaSink`).
+//!
+//! * **When records are written.** The sink operator stages results per checkpoint epoch and
+//!   hands them over once the checkpoint covering them is complete (`Staging::PerCheckpoint`,
+//!   crates/runtime/src/operators/sink.rs). The sink writes them in one transaction and commits
+//!   it at once, so a transaction is open for milliseconds, never across a checkpoint interval.
+//!   Without checkpoints each batch is its own transaction.
+//! * **Which commits happened.** Every transaction also writes a *commit marker* to the control
+//!   topic `<topic>.xorflow-commits` (compacted, one partition): key the transactional id,
+//!   value the checkpoint. Data and marker commit atomically, so after a failure the marker says
+//!   exactly which checkpoint the topic holds the output of ([`Sink::durable_commit`]), and the
+//!   restored job skips what it would otherwise write twice: the commit that raced with the
+//!   failure (after the checkpoint completed, before the next snapshot recorded it).
+//! * **Zombies.** A restarted sink calls `init_transactions` with the same transactional id
+//!   (`<prefix>-<instance>`), which fences the killed process's producer and aborts the
+//!   transaction it left open.
+//! * **A fresh run** writes a `reset` marker first, so that markers of an earlier run with the
+//!   same id are not taken for its own.
+
+use crate::settings::{self, BROKER_TIMEOUT};
+use crate::uri::KafkaUri;
+use rdkafka::consumer::{BaseConsumer, Consumer};
+use rdkafka::error::{KafkaError, RDKafkaErrorCode};
+use rdkafka::message::Message;
+use rdkafka::producer::{BaseProducer, BaseRecord, Producer};
+use rdkafka::{Offset, TopicPartitionList};
+use std::marker::PhantomData;
+use std::time::{Duration, Instant};
+use xorflow_runtime::{Element, Sink, Staging};
+
+/// Turns a result element into a record's key and value.
+pub trait Encoder<T>: Send {
+    /// Clears and fills `key` (left empty: no key) and `value` for `element`.
+    fn encode(&mut self, element: &Element<T>, key: &mut Vec<u8>, value: &mut Vec<u8>);
+}
+
+/// The control topic of `topic`'s sinks.
+pub fn control_topic(topic: &str) -> String {
+    format!("{topic}.xorflow-commits")
+}
+
+/// A commit marker's value.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Marker {
+    /// A fresh run started: nothing of it is committed yet.
+    Reset,
+    /// The output up to this checkpoint is committed.
+    Checkpoint(u64),
+    /// The run finished: everything is committed.
+    End,
+}
+
+impl Marker {
+    fn encode(self) -> String {
+        match self {
+            Marker::Reset => "reset".into(),
+            Marker::Checkpoint(c) => format!("checkpoint {c}"),
+            Marker::End => "end".into(),
+        }
+    }
+
+    fn decode(v: &[u8]) -> Option<Self> {
+        match std::str::from_utf8(v).ok()? {
+            "reset" => Some(Marker::Reset),
+            "end" => Some(Marker::End),
+            s => s.strip_prefix("checkpoint ")?.parse().ok().map(Marker::Checkpoint),
+        }
+    }
+}
+
+/// A sink instance writing to `uri`'s topic.
+pub struct KafkaSink<T, E> {
+    uri: KafkaUri,
+    control: String,
+    transactional_id: String,
+    encoder: E,
+    producer: Option<BaseProducer>,
+    in_transaction: bool,
+    /// Without checkpoints: every batch commits on its own.
+    commit_each_write: bool,
+    key: Vec<u8>,
+    value: Vec<u8>,
+    /// Records written.
+    written: u64,
+    _t: PhantomData<fn(T)>,
+}
+
+impl<T, E: Encoder<T>> KafkaSink<T, E> {
+    /// Instance `instance` of a sink writing `uri`'s topic with `encoder`. Its transactional id
+    /// is `<prefix>-<instance>`, the prefix from the address's `transactional-id-prefix`
+    /// parameter, by default `xorflow-<topic>`: two jobs writing one topic at once need
+    /// different prefixes (each would fence the other).
+    pub fn new(uri: KafkaUri, instance: usize, encoder: E) -> Self {
+        let prefix = uri
+            .params
+            .get("transactional-id-prefix")
+            .cloned()
+            .unwrap_or_else(|| format!("xorflow-{}", uri.topic));
+        KafkaSink {
+            control: control_topic(&uri.topic),
+            transactional_id: format!("{prefix}-{instance}"),
+            uri,
+            encoder,
+            producer: None,
+            in_transaction: false,
+            commit_each_write: true,
+            key: Vec::new(),
+            value: Vec::new(),
+            written: 0,
+            _t: PhantomData,
+        }
+    }
+
+    /// The producer, initialized for transactions (fencing an earlier one with the same id).
+    fn producer(&mut self) -> Result<&BaseProducer, String> {
+        if self.producer.is_none() {
+            let client = format!("xorflow-sink-{}", self.transactional_id);
+            let p: BaseProducer =
+                settings::transactional_producer(&self.uri, &client, &self.transactional_id)
+                    .create()
+                    .map_err(|e| format!("{}: cannot create a producer: {e}", self.uri))?;
+            p.init_transactions(BROKER_TIMEOUT).map_err(|e| {
+                format!(
+                    "{}: cannot start transactions as '{}': {e}",
+                    self.uri, self.transactional_id
+                )
+            })?;
+            self.producer = Some(p);
+        }
+        Ok(self.producer.as_ref().expect("just created"))
+    }
+
+    fn begin(&mut self) -> Result<(), String> {
+        if !self.in_transaction {
+            let uri = self.uri.clone();
+            self.producer()?
+                .begin_transaction()
+                .map_err(|e| format!("{uri}: cannot begin a transaction: {e}"))?;
+            self.in_transaction = true;
+        }
+        Ok(())
+    }
+
+    /// Sends one record, waiting while librdkafka's queue is full.
+    fn send(&self, topic: &str, key: &[u8], value: &[u8]) -> Result<(), String> {
+        let p = self.producer.as_ref().expect("in a transaction");
+        let mut rec = BaseRecord::to(topic).payload(value);
+        if !key.is_empty() {
+            rec = rec.key(key);
+        }
+        let start = Instant::now();
+        loop {
+            match p.send(rec) {
+                Ok(()) => return Ok(()),
+                Err((KafkaError::MessageProduction(RDKafkaErrorCode::QueueFull), r))
+                    if start.elapsed() < BROKER_TIMEOUT =>
+                {
+                    p.poll(Duration::from_millis(10));
+                    rec = r;
+                }
+                Err((e, _)) => return Err(format!("{}: cannot send to '{topic}': {e}", self.uri)),
+            }
+        }
+    }
+
+    /// Writes `marker` and commits the open transaction (opening one if none is).
+    fn commit_with(&mut self, marker: Marker) -> Result<(), String> {
+        self.begin()?;
+        let (control, id) = (self.control.clone(), self.transactional_id.clone());
+        self.send(&control, id.as_bytes(), marker.encode().as_bytes())?;
+        let uri = &self.uri;
+        self.producer
+            .as_ref()
+            .expect("in a transaction")
+            .commit_transaction(BROKER_TIMEOUT)
+            .map_err(|e| format!("{uri}: cannot commit ({}): {e}", marker.encode()))?;
+        self.in_transaction = false;
+        Ok(())
+    }
+
+    /// The last marker of this sink's transactional id in the control topic (committed ones
+    /// only), read to its end.
+    fn last_marker(&self) -> Result<Option<Marker>, String> {
+        let uri = self.uri.with_topic(&self.control);
+        let c: BaseConsumer = settings::consumer(&uri, "xorflow-sink-markers")
+            .create()
+            .map_err(|e| format!("{uri}: cannot create a consumer: {e}"))?;
+        let mut tpl = TopicPartitionList::new();
+        tpl.add_partition_offset(&self.control, 0, Offset::Beginning)
+            .map_err(|e| format!("{uri}: {e}"))?;
+        c.assign(&tpl).map_err(|e| format!("{uri}: {e}"))?;
+        let start = Instant::now();
+        let mut last = None;
+        loop {
+            match c.poll(Duration::from_millis(100)) {
+                Some(Ok(m)) if m.key() == Some(self.transactional_id.as_bytes()) => {
+                    last = m.payload().and_then(Marker::decode).or(last);
+                }
+                Some(Ok(_)) => {}
+                Some(Err(KafkaError::PartitionEOF(_))) => return Ok(last),
+                Some(Err(e)) if start.elapsed() > BROKER_TIMEOUT => {
+                    return Err(format!("{uri}: cannot read the commit markers: {e}"));
+                }
+                _ if start.elapsed() > BROKER_TIMEOUT => {
+                    return Err(format!(
+                        "{uri}: the commit markers were not read within {} s",
+                        BROKER_TIMEOUT.as_secs()
+                    ));
+                }
+                _ => {}
+            }
+        }
+    }
+}
+
+impl<T: Send, E: Encoder<T>> Sink<T> for KafkaSink<T, E> {
+    fn write(&mut self, batch: Vec<Element<T>>) -> Result<(), String> {
+        self.begin()?;
+        let (mut key, mut value) = (std::mem::take(&mut self.key), std::mem::take(&mut self.value));
+        let topic = self.uri.topic.clone();
+        for e in &batch {
+            key.clear();
+            value.clear();
+            self.encoder.encode(e, &mut key, &mut value);
+            self.send(&topic, &key, &value)?;
+        }
+        self.written += batch.len() as u64;
+        (self.key, self.value) = (key, value);
+        if self.commit_each_write {
+            let uri = &self.uri;
+            self.producer
+                .as_ref()
+                .expect("in a transaction")
+                .commit_transaction(BROKER_TIMEOUT)
+                .map_err(|e| format!("{uri}: cannot commit: {e}"))?;
+            self.in_transaction = false;
+        }
+        Ok(())
+    }
+
+    fn open(&mut self, checkpointed: bool) -> Result<(), String> {
+        self.commit_each_write = !checkpointed;
+        let control = self.uri.with_topic(&self.control);
+        crate::admin::create_topic(&control, 1, &[("cleanup.policy", "compact")])?;
+        self.producer().map(|_| ())
+    }
+
+    fn staging(&self) -> Staging {
+        Staging::PerCheckpoint
+    }
+
+    fn commit(&mut self, checkpoint: u64) -> Result<(), String> {
+        self.commit_with(Marker::Checkpoint(checkpoint))
+    }
+
+    /// Aborts what this instance has open (the killed process's transaction was aborted when
+    /// the producer was initialized); a fresh run (`None`) marks its start.
+    fn rollback(&mut self, committed: Option<u64>) -> Result<(), String> {
+        if self.in_transaction {
+            let uri = self.uri.clone();
+            self.producer()?
+                .abort_transaction(BROKER_TIMEOUT)
+                .map_err(|e| format!("{uri}: cannot abort a transaction: {e}"))?;
+            self.in_transaction = false;
+        }
+        if committed.is_none() {
+            self.commit_with(Marker::Reset)?;
+        }
+        Ok(())
+    }
+
+    fn durable_commit(&mut self) -> Result<Option<u64>, String> {
+        self.producer()?;
+        Ok(match self.last_marker()? {
+            None | Some(Marker::Reset) => None,
+            Some(Marker::Checkpoint(c)) => Some(c),
+            Some(Marker::End) => Some(u64::MAX),
+        })
+    }
+
+    fn finish(&mut self) -> Result<(), String> {
+        if self.in_transaction {
+            self.commit_with(Marker::End)?;
+        }
+        Ok(())
+    }
+
+    fn report(&mut self, stats: &mut xorflow_runtime::VertexStats) {
+        stats.count("kafka_records_written", self.written);
+    }
+}

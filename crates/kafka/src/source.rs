@@ -1,0 +1,467 @@
+//! The Kafka source: a topic's partitions spread over the source instances, positions in
+//! xorflow's checkpoints.
+//!
+//! * **Partitions.** Instance `k` of `n` reads partitions `p` with `p % n == k` through its own
+//!   consumer (`assign`, no consumer group: nothing rebalances under a running job).
+//! * **Positions.** [`Source::position`] is each partition's next offset, recorded in every
+//!   checkpoint (`operators/source.rs`); a restore seeks there. Nothing is committed to Kafka.
+//! * **Time.** The [`Decoder`] gives each record's event time. Each partition's *progress* is a
+//!   lower bound on the event times still to come from it ([`Watermark`]): the record timestamp or
+//!   the largest event time seen, minus the allowed lateness (Flink's bounded out-of-orderness,
+//!   per partition). The instance's heartbeat is the minimum over its partitions, so one slow
+//!   partition holds the windows back, as Flink's per-partition watermarks do.
+//! * **Idleness.** A partition without records for [`SourceConfig::idle_timeout`] leaves the
+//!   minimum until it has records again (Flink's `withIdleness`); what it then brings below the
+//!   heartbeat is late.
+//! * **Bad records.** Late and malformed records are counted, the first ones reported with
+//!   topic/partition/offset ([`SourceCounters`]), and skipped.
+//! * **End.** Bounded (`SourceConfig::bounded`): a partition ends at its end (the first time the
+//!   consumer reaches it), the instance when all its partitions have. Otherwise it never ends.
+
+use crate::settings::{self, BROKER_TIMEOUT};
+use crate::uri::KafkaUri;
+use rdkafka::consumer::{BaseConsumer, Consumer};
+use rdkafka::error::{KafkaError, RDKafkaErrorCode};
+use rdkafka::message::Message;
+use rdkafka::{Offset, TopicPartitionList};
+use std::collections::HashMap;
+use std::marker::PhantomData;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+use xorflow_runtime::{Source, SourceOutput, SourcePoll};
+use xorflow_tracking::Time;
+
+/// One record as a [`Decoder`] sees it.
+#[derive(Clone, Copy, Debug)]
+pub struct RecordView<'a> {
+    /// Its partition.
+    pub partition: i32,
+    /// Its offset in the partition.
+    pub offset: i64,
+    /// The record's timestamp, ms since the Unix epoch, if it has one.
+    pub timestamp_ms: Option<i64>,
+    /// Its key, if any.
+    pub key: Option<&'a [u8]>,
+    /// Its value (empty for a null value).
+    pub payload: &'a [u8],
+}
+
+/// What a record decodes to.
+#[derive(Debug, PartialEq)]
+pub enum Decoded<T> {
+    /// An element with event time `0` (job units).
+    Element(Time, T),
+    /// Not data (a header record): skipped without a count.
+    Skip,
+    /// Not a record of this job: skipped, counted and reported with this reason.
+    Malformed(String),
+}
+
+/// Turns records into elements (the job's format).
+pub trait Decoder<T>: Send {
+    /// Decodes `record`.
+    fn decode(&mut self, record: &RecordView<'_>) -> Decoded<T>;
+}
+
+/// Where a partition's progress (the lower bound on its future event times) comes from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Watermark {
+    /// The record timestamp divided by `ms_per_unit` (1000 for jobs in seconds), minus
+    /// `lateness`: for feeds stamped when an event was reported. An element below its own
+    /// record's bound is late.
+    RecordTimestamp {
+        /// Milliseconds per unit of event time.
+        ms_per_unit: u64,
+        /// Allowed lateness, units of event time.
+        lateness: Time,
+    },
+    /// The largest event time seen so far minus `lateness`.
+    EventTime {
+        /// Allowed lateness, units of event time.
+        lateness: Time,
+    },
+}
+
+/// What every instance of one source shares.
+#[derive(Clone, Debug)]
+pub struct SourceConfig {
+    /// The topic.
+    pub uri: KafkaUri,
+    /// The topic's partitions (read once, before the job starts: [`crate::admin::partitions`]).
+    pub partitions: usize,
+    /// Source instances.
+    pub instances: usize,
+    /// Progress per partition.
+    pub watermark: Watermark,
+    /// How long a partition without records may hold the heartbeat back.
+    pub idle_timeout: Duration,
+    /// End at the end of every partition (false: follow the topic forever).
+    pub bounded: bool,
+}
+
+impl SourceConfig {
+    /// The partitions instance `k` reads.
+    pub fn partitions_of(&self, k: usize) -> impl Iterator<Item = i32> + '_ {
+        (0..self.partitions)
+            .filter(move |p| p % self.instances == k)
+            .map(|p| p as i32)
+    }
+}
+
+/// A record the source skipped, for reports.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SkippedRecord {
+    /// Its partition.
+    pub partition: i32,
+    /// Its offset.
+    pub offset: i64,
+    /// Why it was skipped.
+    pub reason: String,
+}
+
+/// Most skipped records kept as examples.
+pub const SKIPPED_EXAMPLES: usize = 5;
+
+/// Counts over every instance of a source, in this process. A record is counted the first time
+/// this process reads it: records read again after a restart from a checkpoint are not counted
+/// twice.
+#[derive(Debug, Default)]
+pub struct SourceCounters {
+    /// Records read.
+    pub read: AtomicU64,
+    /// Records that did not decode.
+    pub malformed: AtomicU64,
+    /// Records behind their partition's progress or the heartbeat.
+    pub late: AtomicU64,
+    /// The first malformed or late records.
+    pub examples: Mutex<Vec<SkippedRecord>>,
+    /// Per partition, the offset below which records are counted.
+    counted_to: Mutex<HashMap<i32, i64>>,
+}
+
+impl SourceCounters {
+    /// True the first time offset `offset` of `partition` is seen by this process (it is then
+    /// counted).
+    fn first_time(&self, partition: i32, offset: i64) -> bool {
+        let mut m = self.counted_to.lock().expect("counters lock");
+        let to = m.entry(partition).or_insert(0);
+        if offset < *to {
+            return false;
+        }
+        *to = offset + 1;
+        true
+    }
+
+    fn skipped(&self, counter: &AtomicU64, topic: &str, r: SkippedRecord) {
+        counter.fetch_add(1, Ordering::Relaxed);
+        tracing::warn!(
+            "skipped record {topic}/{}@{}: {}",
+            r.partition,
+            r.offset,
+            r.reason
+        );
+        let mut ex = self.examples.lock().expect("counters lock");
+        if ex.len() < SKIPPED_EXAMPLES {
+            ex.push(r);
+        }
+    }
+}
+
+/// One partition of an instance.
+#[derive(Clone, Debug)]
+struct Partition {
+    id: i32,
+    /// The next offset to read (`None`: from the partition's start).
+    next: Option<i64>,
+    /// Lower bound on its future event times.
+    progress: Time,
+    /// When it last had a record or reached its end, ns (worker clock).
+    last_ns: u64,
+    /// Bounded and at its end.
+    done: bool,
+}
+
+/// A source instance reading its share of a topic's partitions; `T` is the element type and `D`
+/// its [`Decoder`].
+pub struct KafkaSource<T, D> {
+    cfg: Arc<SourceConfig>,
+    instance: usize,
+    decoder: D,
+    consumer: Option<BaseConsumer>,
+    parts: Vec<Partition>,
+    index: HashMap<i32, usize>,
+    /// The last heartbeat sent.
+    heartbeat: Time,
+    counters: Arc<SourceCounters>,
+    /// Since when every call has failed (ns) and the last failure.
+    failing: Option<(u64, String)>,
+    _t: PhantomData<fn() -> T>,
+}
+
+impl<T, D: Decoder<T>> KafkaSource<T, D> {
+    /// Instance `instance` of `cfg`'s source, decoding with `decoder`, counting into `counters`.
+    /// Connects at its first poll.
+    pub fn new(
+        cfg: Arc<SourceConfig>,
+        instance: usize,
+        decoder: D,
+        counters: Arc<SourceCounters>,
+    ) -> Self {
+        let parts: Vec<Partition> = cfg
+            .partitions_of(instance)
+            .map(|id| Partition {
+                id,
+                next: None,
+                progress: 0,
+                last_ns: 0,
+                done: false,
+            })
+            .collect();
+        let index = parts.iter().enumerate().map(|(i, p)| (p.id, i)).collect();
+        KafkaSource {
+            cfg,
+            instance,
+            decoder,
+            consumer: None,
+            parts,
+            index,
+            heartbeat: 0,
+            counters,
+            failing: None,
+            _t: PhantomData,
+        }
+    }
+
+    /// Creates the consumer and assigns this instance's partitions at their positions.
+    fn connect(&mut self, now_ns: u64) -> Result<(), String> {
+        let uri = &self.cfg.uri;
+        let client = format!("xorflow-source-{}", self.instance);
+        let c: BaseConsumer = settings::consumer(uri, &client)
+            .create()
+            .map_err(|e| format!("{uri}: cannot create a consumer: {e}"))?;
+        let mut tpl = TopicPartitionList::new();
+        for p in &mut self.parts {
+            let at = p.next.map_or(Offset::Beginning, Offset::Offset);
+            tpl.add_partition_offset(&uri.topic, p.id, at)
+                .map_err(|e| format!("{uri}: partition {}: {e}", p.id))?;
+            p.last_ns = now_ns;
+        }
+        c.assign(&tpl)
+            .map_err(|e| format!("{uri}: cannot assign partitions: {e}"))?;
+        self.consumer = Some(c);
+        Ok(())
+    }
+
+    /// Takes one record: updates its partition, decodes it, emits or skips it.
+    fn take(&mut self, r: &RecordView<'_>, now_ns: u64, out: &mut SourceOutput<'_, T>)
+    where
+        T: Clone + Send,
+    {
+        let Some(&i) = self.index.get(&r.partition) else {
+            return;
+        };
+        let p = &mut self.parts[i];
+        if p.next.is_some_and(|n| r.offset < n) {
+            return; // fetched before a seek
+        }
+        p.next = Some(r.offset + 1);
+        p.last_ns = now_ns;
+        let first = self.counters.first_time(r.partition, r.offset);
+        if first {
+            self.counters.read.fetch_add(1, Ordering::Relaxed);
+        }
+        let skip = |c: &SourceCounters, counter: &AtomicU64, reason: String| {
+            if first {
+                let s = SkippedRecord {
+                    partition: r.partition,
+                    offset: r.offset,
+                    reason,
+                };
+                c.skipped(counter, &self.cfg.uri.topic, s);
+            }
+        };
+        let (time, data) = match self.decoder.decode(r) {
+            Decoded::Element(t, d) => (t, d),
+            Decoded::Skip => return,
+            Decoded::Malformed(why) => {
+                return skip(&self.counters, &self.counters.malformed, why);
+            }
+        };
+        let bound = match self.cfg.watermark {
+            Watermark::RecordTimestamp {
+                ms_per_unit,
+                lateness,
+            } => match r.timestamp_ms {
+                Some(ts) if ts >= 0 => (ts as u64 / ms_per_unit.max(1)).saturating_sub(lateness),
+                _ => {
+                    let why = "the record has no timestamp".to_string();
+                    return skip(&self.counters, &self.counters.malformed, why);
+                }
+            },
+            Watermark::EventTime { lateness } => time.saturating_sub(lateness),
+        };
+        p.progress = p.progress.max(bound);
+        let floor = p.progress.max(self.heartbeat);
+        if time < floor {
+            let why = format!("late: event time {time} is below the source's progress {floor}");
+            return skip(&self.counters, &self.counters.late, why);
+        }
+        out.emit(time, data);
+    }
+
+    /// A failed poll: fatal errors fail the source at once, others once every call has failed
+    /// for [`BROKER_TIMEOUT`].
+    fn failed(&mut self, e: &KafkaError, now_ns: u64) -> Result<(), String> {
+        let uri = &self.cfg.uri;
+        let fatal = matches!(
+            e.rdkafka_error_code(),
+            Some(
+                RDKafkaErrorCode::AutoOffsetReset
+                    | RDKafkaErrorCode::OffsetOutOfRange
+                    | RDKafkaErrorCode::UnknownTopicOrPartition
+                    | RDKafkaErrorCode::UnknownTopic
+                    | RDKafkaErrorCode::TopicAuthorizationFailed
+            )
+        ) || matches!(e, KafkaError::MessageConsumptionFatal(_));
+        let msg = format!("{uri}: {e}");
+        if fatal {
+            return Err(format!(
+                "{msg} (positions of this source: {})",
+                self.positions()
+            ));
+        }
+        let since = self.failing.get_or_insert((now_ns, String::new()));
+        since.1 = msg;
+        if now_ns.saturating_sub(since.0) > BROKER_TIMEOUT.as_nanos() as u64 {
+            return Err(format!(
+                "{} for {} s, the last failure: {}",
+                "the Kafka source got nothing but failures",
+                BROKER_TIMEOUT.as_secs(),
+                since.1
+            ));
+        }
+        Ok(())
+    }
+
+    /// The heartbeat its partitions allow: the minimum progress over the partitions that are
+    /// neither ended nor idle; if all live ones are idle, the largest of theirs.
+    fn allowed_heartbeat(&self, now_ns: u64) -> Option<Time> {
+        let idle = self.cfg.idle_timeout.as_nanos() as u64;
+        let live = self.parts.iter().filter(|p| !p.done);
+        let active = live
+            .clone()
+            .filter(|p| now_ns.saturating_sub(p.last_ns) < idle)
+            .map(|p| p.progress)
+            .min();
+        active.or_else(|| live.map(|p| p.progress).max())
+    }
+
+    fn positions(&self) -> String {
+        let mut s = String::new();
+        for p in &self.parts {
+            if !s.is_empty() {
+                s.push(',');
+            }
+            match p.next {
+                Some(n) => s.push_str(&format!("{}:{n}", p.id)),
+                None => s.push_str(&format!("{}:start", p.id)),
+            }
+        }
+        s
+    }
+}
+
+impl<T: Clone + Send, D: Decoder<T>> Source<T> for KafkaSource<T, D> {
+    fn poll(&mut self, out: &mut SourceOutput<'_, T>) -> SourcePoll {
+        let now = out.now_ns();
+        if self.consumer.is_none() {
+            if let Err(e) = self.connect(now) {
+                out.fail(e);
+                return SourcePoll::Done;
+            }
+        }
+        let budget = out.budget();
+        while out.emitted() < budget && self.parts.iter().any(|p| !p.done) {
+            let consumer = self.consumer.take().expect("connected");
+            let got = consumer.poll(Duration::ZERO);
+            let res = match got {
+                None => {
+                    self.consumer = Some(consumer);
+                    break;
+                }
+                Some(Ok(m)) => {
+                    let r = RecordView {
+                        partition: m.partition(),
+                        offset: m.offset(),
+                        timestamp_ms: m.timestamp().to_millis(),
+                        key: m.key(),
+                        payload: m.payload().unwrap_or_default(),
+                    };
+                    self.take(&r, now, out);
+                    self.failing = None;
+                    Ok(())
+                }
+                Some(Err(KafkaError::PartitionEOF(p))) => {
+                    self.failing = None;
+                    if let Some(&i) = self.index.get(&p) {
+                        self.parts[i].last_ns = now;
+                        self.parts[i].done |= self.cfg.bounded;
+                    }
+                    Ok(())
+                }
+                Some(Err(e)) => self.failed(&e, now),
+            };
+            self.consumer = Some(consumer);
+            if let Err(e) = res {
+                out.fail(e);
+                return SourcePoll::Done;
+            }
+        }
+        if self.parts.iter().all(|p| p.done) {
+            return SourcePoll::Done;
+        }
+        if let Some(h) = self.allowed_heartbeat(now).filter(|&h| h > self.heartbeat) {
+            self.heartbeat = h;
+            out.heartbeat(h);
+        }
+        if out.emitted() >= budget {
+            SourcePoll::Ready
+        } else {
+            // Nothing buffered: look again in a millisecond (librdkafka fetches in the
+            // background; a millisecond bounds what this adds to latency).
+            SourcePoll::WaitUntil(now + 1_000_000)
+        }
+    }
+
+    /// `partition:next_offset,...` (`partition:start` for a partition not read yet).
+    fn position(&self) -> Option<String> {
+        Some(self.positions())
+    }
+
+    /// Takes the offsets of a [`Source::position`]; partitions it does not name (added to the
+    /// topic since) start from their beginning.
+    fn seek(&mut self, position: &str) -> Result<(), String> {
+        for item in position.split(',').filter(|s| !s.is_empty()) {
+            let bad = || format!("position '{item}' is not PARTITION:OFFSET");
+            let (p, o) = item.split_once(':').ok_or_else(bad)?;
+            let p: i32 = p.parse().map_err(|_| bad())?;
+            let next = match o {
+                "start" => None,
+                o => Some(o.parse::<i64>().ok().filter(|&o| o >= 0).ok_or_else(bad)?),
+            };
+            let i = *self.index.get(&p).ok_or_else(|| {
+                format!(
+                    "the checkpoint has partition {p}, which is not this instance's ({} of {} \
+                     over {} partitions): was the topic or --sources changed?",
+                    self.instance, self.cfg.instances, self.cfg.partitions
+                )
+            })?;
+            self.parts[i].next = next;
+        }
+        if self.consumer.is_some() {
+            return Err("seek after the source started".into());
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,240 @@
+//! The Kafka source and sink against a real broker (`scripts/kafka.sh`), each compared with an
+//! oracle computed from what was produced: every valid record once, bad records counted with
+//! their partition and offset, committed output exactly once, a killed producer's transaction
+//! fenced and invisible.
+//!
+//! Needs Java 17 and Maven (`.ci/run` installs them); skipped without them outside CI.
+
+use rdkafka::consumer::{BaseConsumer, Consumer};
+use rdkafka::error::KafkaError;
+use rdkafka::message::Message;
+use rdkafka::{Offset, TopicPartitionList};
+use std::path::Path;
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+use xorflow_kafka::broker::TestBroker;
+use xorflow_kafka::producer::Loader;
+use xorflow_kafka::{admin, settings};
+use xorflow_kafka::{
+    Decoded, Decoder, Encoder, KafkaSink, KafkaSource, KafkaUri, RecordView, SourceConfig,
+    SourceCounters, Watermark,
+};
+use xorflow_runtime::{
+    Dataflow, Element, RuntimeConfig, Sink, Source, SourceOutput, SourcePoll, Time, VecSink,
+};
+
+fn broker() -> Option<TestBroker> {
+    TestBroker::start(&Path::new(env!("CARGO_MANIFEST_DIR")).join("../.."))
+}
+
+/// `time,value` records.
+struct Text;
+
+impl Decoder<u64> for Text {
+    fn decode(&mut self, r: &RecordView<'_>) -> Decoded<u64> {
+        let s = String::from_utf8_lossy(r.payload);
+        let parsed = s
+            .split_once(',')
+            .and_then(|(t, v)| Some((t.parse().ok()?, v.parse().ok()?)));
+        match parsed {
+            Some((t, v)) => Decoded::Element(t, v),
+            None => Decoded::Malformed(format!("'{s}' is not time,value")),
+        }
+    }
+}
+
+impl Encoder<u64> for Text {
+    fn encode(&mut self, e: &Element<u64>, key: &mut Vec<u8>, value: &mut Vec<u8>) {
+        key.extend_from_slice(format!("{}", e.data % 7).as_bytes());
+        value.extend_from_slice(format!("{},{}", e.time, e.data).as_bytes());
+    }
+}
+
+/// Every committed record of `uri`'s topic, as text.
+fn read_committed(uri: &KafkaUri) -> Vec<String> {
+    let parts = admin::partitions(uri, Duration::from_secs(10)).unwrap();
+    let c: BaseConsumer = settings::consumer(uri, "test-reader").create().unwrap();
+    let mut tpl = TopicPartitionList::new();
+    for p in 0..parts as i32 {
+        tpl.add_partition_offset(&uri.topic, p, Offset::Beginning)
+            .unwrap();
+    }
+    c.assign(&tpl).unwrap();
+    let (mut out, mut ended) = (Vec::new(), 0);
+    let t0 = Instant::now();
+    while ended < parts {
+        assert!(t0.elapsed() < Duration::from_secs(60), "reading {uri} hung");
+        match c.poll(Duration::from_millis(100)) {
+            Some(Ok(m)) => out.push(String::from_utf8_lossy(m.payload().unwrap_or_default()).into()),
+            Some(Err(KafkaError::PartitionEOF(_))) => ended += 1,
+            Some(Err(e)) => panic!("reading {uri}: {e}"),
+            None => {}
+        }
+    }
+    out
+}
+
+#[test]
+fn the_source_emits_every_valid_record_once_and_counts_bad_ones_with_their_offsets() {
+    let Some(b) = broker() else { return };
+    let uri = KafkaUri::parse(&b.uri("in")).unwrap();
+    admin::create_topic(&uri, 3, &[]).unwrap();
+    // Per partition, records at increasing timestamps; every 50th is malformed, every 70th is
+    // late (its event time lies far below its own timestamp minus the lateness).
+    let (mut expected, mut malformed, mut late) = (Vec::new(), 0, 0);
+    let mut loader = Loader::new(&uri).unwrap();
+    for i in 0..3000u64 {
+        let p = (i % 3) as i32;
+        let ts = 1_000_000 + i;
+        let value = if i % 50 == 7 {
+            malformed += 1;
+            format!("garbage {i}")
+        } else if i % 70 == 3 {
+            late += 1;
+            format!("{},{i}", ts - 100)
+        } else {
+            expected.push((ts - i % 4, i));
+            format!("{},{i}", ts - i % 4)
+        };
+        loader
+            .send(p, (ts * 1000) as i64, None, value.as_bytes())
+            .unwrap();
+    }
+    assert_eq!(loader.finish().unwrap(), 3000);
+    let cfg = Arc::new(SourceConfig {
+        uri: uri.clone(),
+        partitions: 3,
+        instances: 2,
+        watermark: Watermark::RecordTimestamp {
+            ms_per_unit: 1000,
+            lateness: 10,
+        },
+        idle_timeout: Duration::from_secs(10),
+        bounded: true,
+    });
+    let counters = Arc::new(SourceCounters::default());
+    let out = VecSink::<u64>::shared();
+    let (fact, c2) = (out.factory(), counters.clone());
+    let df = Dataflow::new(RuntimeConfig {
+        workers: 2,
+        ..RuntimeConfig::default()
+    })
+    .unwrap();
+    df.source("kafka", 2, move |k| KafkaSource::new(cfg.clone(), k, Text, c2.clone()))
+        .sink("out", fact);
+    df.run().unwrap();
+    let mut got: Vec<(Time, u64)> = out.take().into_iter().map(|e| (e.time, e.data)).collect();
+    got.sort_unstable();
+    expected.sort_unstable();
+    assert_eq!(got, expected);
+    assert_eq!(counters.read.load(Ordering::Relaxed), 3000);
+    assert_eq!(counters.malformed.load(Ordering::Relaxed), malformed);
+    assert_eq!(counters.late.load(Ordering::Relaxed), late);
+    let ex = counters.examples.lock().unwrap();
+    assert!(!ex.is_empty());
+    for s in ex.iter() {
+        // Record i sits in partition i % 3 at offset i / 3.
+        let i = s.offset as u64 * 3 + s.partition as u64;
+        assert!(
+            (i % 50 == 7 && s.reason.contains(&format!("garbage {i}")))
+                || (i % 70 == 3 && s.reason.starts_with("late")),
+            "{s:?}"
+        );
+    }
+}
+
+#[test]
+fn a_missing_topic_and_an_absent_broker_are_named() {
+    let e = admin::partitions(
+        &KafkaUri::parse("kafka://127.0.0.1:9/t").unwrap(),
+        Duration::from_secs(2),
+    )
+    .unwrap_err();
+    assert!(e.contains("cannot reach Kafka at 127.0.0.1:9"), "{e}");
+    let Some(b) = broker() else { return };
+    let uri = KafkaUri::parse(&b.uri("nothing-here")).unwrap();
+    let e = admin::partitions(&uri, Duration::from_secs(10)).unwrap_err();
+    assert!(e.contains("topic 'nothing-here' does not exist"), "{e}");
+}
+
+/// Emits 0..n, one per time unit, at most `step` per poll.
+struct Count {
+    next: u64,
+    n: u64,
+}
+
+impl Source<u64> for Count {
+    fn poll(&mut self, out: &mut SourceOutput<'_, u64>) -> SourcePoll {
+        let end = (self.next + 50).min(self.n);
+        while self.next < end {
+            out.emit(self.next, self.next);
+            self.next += 1;
+        }
+        out.heartbeat(self.next);
+        if self.next == self.n {
+            SourcePoll::Done
+        } else {
+            SourcePoll::WaitUntil(out.now_ns() + 200_000)
+        }
+    }
+}
+
+#[test]
+fn the_sink_commits_per_checkpoint_and_read_committed_sees_each_result_once() {
+    let Some(b) = broker() else { return };
+    let uri = KafkaUri::parse(&b.uri("out")).unwrap();
+    admin::create_topic(&uri, 2, &[]).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let df = Dataflow::new(RuntimeConfig {
+        workers: 2,
+        checkpoint_interval: Some(Duration::from_millis(20)),
+        checkpoint_dir: Some(dir.path().join("ck")),
+        ..RuntimeConfig::default()
+    })
+    .unwrap();
+    let u2 = uri.clone();
+    df.source("count", 1, |_| Count { next: 0, n: 5000 })
+        .gather()
+        .sink("kafka", move |i| KafkaSink::new(u2.clone(), i, Text));
+    let report = df.run().unwrap();
+    let ck = report.checkpoints.expect("checkpoints");
+    assert!(ck.completed >= 2, "only {} checkpoints", ck.completed);
+    let mut got = read_committed(&uri);
+    got.sort_unstable();
+    let mut want: Vec<String> = (0..5000).map(|i| format!("{i},{i}")).collect();
+    want.sort_unstable();
+    assert_eq!(got, want);
+    let markers = read_committed(&uri.with_topic(&xorflow_kafka::sink::control_topic("out")));
+    assert!(
+        markers.iter().any(|m| m.starts_with("checkpoint ")) && markers[0] == "reset",
+        "{markers:?}"
+    );
+}
+
+#[test]
+fn a_killed_producers_transaction_is_fenced_and_its_commit_marker_survives() {
+    let Some(b) = broker() else { return };
+    let uri = KafkaUri::parse(&b.uri("fenced")).unwrap();
+    admin::create_topic(&uri, 1, &[]).unwrap();
+    let batch = |from: u64| (from..from + 10).map(|i| Element::new(i, i)).collect::<Vec<_>>();
+    let mut s = KafkaSink::new(uri.clone(), 0, Text);
+    s.open(true).unwrap();
+    s.rollback(None).unwrap();
+    s.write(batch(0)).unwrap();
+    s.commit(5).unwrap();
+    // Written, not committed: the process "dies" with its transaction open.
+    s.write(batch(100)).unwrap();
+    std::mem::forget(s);
+    let mut again = KafkaSink::<u64, Text>::new(uri.clone(), 0, Text);
+    again.open(true).unwrap();
+    again.rollback(Some(3)).unwrap();
+    assert_eq!(again.durable_commit().unwrap(), Some(5));
+    let got = read_committed(&uri);
+    let want: Vec<String> = (0..10).map(|i| format!("{i},{i}")).collect();
+    assert_eq!(got, want, "only the committed batch is visible");
+    // Another instance id has committed nothing.
+    let mut other = KafkaSink::<u64, Text>::new(uri, 1, Text);
+    other.open(true).unwrap();
+    assert_eq!(other.durable_commit().unwrap(), None);
+}
