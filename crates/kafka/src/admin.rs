@@ -15,8 +15,8 @@ use std::time::Duration;
 /// The brokers do not answer within `timeout` ("cannot reach Kafka at ..."), the topic does not
 /// exist, or it has no partitions.
 pub fn partitions(uri: &KafkaUri, timeout: Duration) -> Result<usize, String> {
-    let c: BaseConsumer = settings::admin(uri)
-        .create()
+    let c: BaseConsumer<crate::context::Quiet> = settings::admin(uri)
+        .create_with_context(crate::context::Quiet::default())
         .map_err(|e| format!("{uri}: cannot create a Kafka client: {e}"))?;
     let md = c
         .fetch_metadata(Some(&uri.topic), timeout)

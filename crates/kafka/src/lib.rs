@@ -12,6 +12,7 @@
 
 pub mod admin;
 pub mod broker;
+pub mod context;
 pub mod producer;
 pub mod settings;
 pub mod sink;

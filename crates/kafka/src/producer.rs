@@ -15,9 +15,14 @@ use std::time::{Duration, Instant};
 struct Deliveries {
     failure: Mutex<Option<String>>,
     delivered: std::sync::atomic::AtomicU64,
+    quiet: crate::context::Quiet,
 }
 
-impl ClientContext for Deliveries {}
+impl ClientContext for Deliveries {
+    fn error(&self, error: KafkaError, reason: &str) {
+        self.quiet.report(&error, reason);
+    }
+}
 
 impl ProducerContext for Deliveries {
     type DeliveryOpaque = ();

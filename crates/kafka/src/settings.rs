@@ -23,8 +23,9 @@ fn base(uri: &KafkaUri, client_id: &str) -> ClientConfig {
     let mut c = ClientConfig::new();
     c.set("bootstrap.servers", &uri.bootstrap)
         .set("client.id", client_id)
-        // librdkafka logs through its own callback; connection errors reach us as events too.
-        .set("log_level", "3");
+        // Errors only: librdkafka warns of every retry it makes on its own (a coordinator still
+        // loading, a broker restarting); what fails for good reaches the connectors as errors.
+        .set_log_level(rdkafka::config::RDKafkaLogLevel::Error);
     c
 }
 

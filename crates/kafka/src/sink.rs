@@ -18,6 +18,7 @@
 //! * **A fresh run** writes a `reset` marker first, so that markers of an earlier run with the
 //!   same id are not taken for its own.
 
+use crate::context::Quiet;
 use crate::settings::{self, BROKER_TIMEOUT};
 use crate::uri::KafkaUri;
 use rdkafka::consumer::{BaseConsumer, Consumer};
@@ -75,7 +76,7 @@ pub struct KafkaSink<T, E> {
     control: String,
     transactional_id: String,
     encoder: E,
-    producer: Option<BaseProducer>,
+    producer: Option<BaseProducer<Quiet>>,
     in_transaction: bool,
     /// Without checkpoints: every batch commits on its own.
     commit_each_write: bool,
@@ -113,12 +114,12 @@ impl<T, E: Encoder<T>> KafkaSink<T, E> {
     }
 
     /// The producer, initialized for transactions (fencing an earlier one with the same id).
-    fn producer(&mut self) -> Result<&BaseProducer, String> {
+    fn producer(&mut self) -> Result<&BaseProducer<Quiet>, String> {
         if self.producer.is_none() {
             let client = format!("xorflow-sink-{}", self.transactional_id);
-            let p: BaseProducer =
+            let p: BaseProducer<Quiet> =
                 settings::transactional_producer(&self.uri, &client, &self.transactional_id)
-                    .create()
+                    .create_with_context(Quiet::default())
                     .map_err(|e| format!("{}: cannot create a producer: {e}", self.uri))?;
             p.init_transactions(BROKER_TIMEOUT).map_err(|e| {
                 format!(
@@ -183,8 +184,8 @@ impl<T, E: Encoder<T>> KafkaSink<T, E> {
     /// only), read to its end.
     fn last_marker(&self) -> Result<Option<Marker>, String> {
         let uri = self.uri.with_topic(&self.control);
-        let c: BaseConsumer = settings::consumer(&uri, "xorflow-sink-markers")
-            .create()
+        let c: BaseConsumer<Quiet> = settings::consumer(&uri, "xorflow-sink-markers")
+            .create_with_context(Quiet::default())
             .map_err(|e| format!("{uri}: cannot create a consumer: {e}"))?;
         let mut tpl = TopicPartitionList::new();
         tpl.add_partition_offset(&self.control, 0, Offset::Beginning)

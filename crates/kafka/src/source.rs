@@ -18,6 +18,7 @@
 //! * **End.** Bounded (`SourceConfig::bounded`): a partition ends at its end (the first time the
 //!   consumer reaches it), the instance when all its partitions have. Otherwise it never ends.
 
+use crate::context::Quiet;
 use crate::settings::{self, BROKER_TIMEOUT};
 use crate::uri::KafkaUri;
 use rdkafka::consumer::{BaseConsumer, Consumer};
@@ -128,7 +129,7 @@ pub const SKIPPED_EXAMPLES: usize = 5;
 /// twice.
 #[derive(Debug, Default)]
 pub struct SourceCounters {
-    /// Records read.
+    /// Records read (those a decoder skips without a count, such as headers, excluded).
     pub read: AtomicU64,
     /// Records that did not decode.
     pub malformed: AtomicU64,
@@ -188,7 +189,7 @@ pub struct KafkaSource<T, D> {
     cfg: Arc<SourceConfig>,
     instance: usize,
     decoder: D,
-    consumer: Option<BaseConsumer>,
+    consumer: Option<BaseConsumer<Quiet>>,
     parts: Vec<Partition>,
     index: HashMap<i32, usize>,
     /// The last heartbeat sent.
@@ -237,8 +238,8 @@ impl<T, D: Decoder<T>> KafkaSource<T, D> {
     fn connect(&mut self, now_ns: u64) -> Result<(), String> {
         let uri = &self.cfg.uri;
         let client = format!("xorflow-source-{}", self.instance);
-        let c: BaseConsumer = settings::consumer(uri, &client)
-            .create()
+        let c: BaseConsumer<Quiet> = settings::consumer(uri, &client)
+            .create_with_context(Quiet::default())
             .map_err(|e| format!("{uri}: cannot create a consumer: {e}"))?;
         let mut tpl = TopicPartitionList::new();
         for p in &mut self.parts {
@@ -268,9 +269,6 @@ impl<T, D: Decoder<T>> KafkaSource<T, D> {
         p.next = Some(r.offset + 1);
         p.last_ns = now_ns;
         let first = self.counters.first_time(r.partition, r.offset);
-        if first {
-            self.counters.read.fetch_add(1, Ordering::Relaxed);
-        }
         let skip = |c: &SourceCounters, counter: &AtomicU64, reason: String| {
             if first {
                 let s = SkippedRecord {
@@ -281,7 +279,11 @@ impl<T, D: Decoder<T>> KafkaSource<T, D> {
                 c.skipped(counter, &self.cfg.uri.topic, s);
             }
         };
-        let (time, data) = match self.decoder.decode(r) {
+        let decoded = self.decoder.decode(r);
+        if first && !matches!(decoded, Decoded::Skip) {
+            self.counters.read.fetch_add(1, Ordering::Relaxed);
+        }
+        let (time, data) = match decoded {
             Decoded::Element(t, d) => (t, d),
             Decoded::Skip => return,
             Decoded::Malformed(why) => {

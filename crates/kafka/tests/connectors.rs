@@ -79,7 +79,8 @@ fn read_committed(uri: &KafkaUri) -> Vec<String> {
 fn the_source_emits_every_valid_record_once_and_counts_bad_ones_with_their_offsets() {
     let Some(b) = broker() else { return };
     let uri = KafkaUri::parse(&b.uri("in")).unwrap();
-    admin::create_topic(&uri, 3, &[]).unwrap();
+    // Timestamps in 1970: time-based retention would delete them.
+    admin::create_topic(&uri, 3, &[("retention.ms", "-1")]).unwrap();
     // Per partition, records at increasing timestamps; every 50th is malformed, every 70th is
     // late (its event time lies far below its own timestamp minus the lateness).
     let (mut expected, mut malformed, mut late) = (Vec::new(), 0, 0);

@@ -9,6 +9,7 @@ use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
+use xorflow_kafka::{KafkaSink, KafkaSource, KafkaUri, SourceConfig, SourceCounters, Watermark};
 use xorflow_runtime::{
     Dataflow, MessageKind, PartFiles, RunError, RuntimeConfig, Sink, Source, SourceOutput,
     SourcePoll, Staging, WindowResult,
@@ -45,6 +46,33 @@ pub struct FlightsConfig {
     pub progress: bool,
     /// Workers, tracking, granularity (seconds per slot) and batching.
     pub runtime: RuntimeConfig,
+    /// Kafka instead of files (`--input kafka://...`, `--output kafka://...`).
+    pub kafka: KafkaOptions,
+}
+
+/// Where the job meets Kafka (docs/kafka.md).
+#[derive(Clone, Debug)]
+pub struct KafkaOptions {
+    /// Read the rows from this topic instead of `input` ([`crate::kafka`] gives the layout).
+    pub input: Option<KafkaUri>,
+    /// Write the result rows to this topic instead of `output`: one record per row, keyed by
+    /// origin, committed once per checkpoint (exactly-once with `--checkpoint-interval`).
+    pub output: Option<KafkaUri>,
+    /// A partition without records for this long stops holding the windows back.
+    pub idle_timeout: Duration,
+    /// Keep reading at the end of the partitions (default: stop there, as a bounded job).
+    pub follow: bool,
+}
+
+impl Default for KafkaOptions {
+    fn default() -> Self {
+        KafkaOptions {
+            input: None,
+            output: None,
+            idle_timeout: Duration::from_secs(10),
+            follow: false,
+        }
+    }
 }
 
 impl FlightsConfig {
@@ -64,6 +92,7 @@ impl FlightsConfig {
                 granularity: 60,
                 ..RuntimeConfig::default()
             },
+            kafka: KafkaOptions::default(),
         }
     }
 }
@@ -167,8 +196,21 @@ pub struct Summary {
     pub traffic_per_process: Vec<std::collections::BTreeMap<String, KindTraffic>>,
     /// The first malformed rows.
     pub malformed_examples: Vec<Malformed>,
+    /// With a Kafka input: the first malformed or late records, by partition and offset.
+    pub skipped_records: Vec<SkippedRecord>,
     /// Checkpoints written (with `--checkpoint-interval`).
     pub checkpoints: Option<CheckpointSummary>,
+}
+
+/// A record a Kafka source skipped.
+#[derive(Clone, Debug, Serialize)]
+pub struct SkippedRecord {
+    /// Its partition.
+    pub partition: i32,
+    /// Its offset.
+    pub offset: i64,
+    /// Why.
+    pub reason: String,
 }
 
 /// What checkpointing did in a run.
@@ -365,7 +407,7 @@ fn check_replay(speed: Option<f64>, input: &FlightsInput) -> Result<(), FlightsE
 /// that is not a regular file (stdin, a pipe): the late rows are copied from the input again
 /// after the run, which a pipe cannot give (it used to fail at the end, or write an empty file).
 fn check_paths(cfg: &FlightsConfig) -> Result<(), FlightsError> {
-    if cfg.late_output.is_some() {
+    if cfg.late_output.is_some() && cfg.kafka.input.is_none() {
         if let Ok(m) = std::fs::metadata(&cfg.input) {
             if !m.is_file() {
                 return Err(FlightsError::Config(format!(
@@ -377,10 +419,13 @@ fn check_paths(cfg: &FlightsConfig) -> Result<(), FlightsError> {
             }
         }
     }
-    let mut paths = vec![
-        ("--input", cfg.input.as_path()),
-        ("--output", cfg.output.as_path()),
-    ];
+    let mut paths = Vec::new();
+    if cfg.kafka.input.is_none() {
+        paths.push(("--input", cfg.input.as_path()));
+    }
+    if cfg.kafka.output.is_none() {
+        paths.push(("--output", cfg.output.as_path()));
+    }
     if let Some(p) = &cfg.late_output {
         paths.push(("--late-output", p));
     }
@@ -482,6 +527,7 @@ fn check_config(cfg: &FlightsConfig) -> Result<(), FlightsError> {
             "--lateness and --window must be at most {MAX_SECONDS} s (100 years)"
         )));
     }
+    check_kafka(cfg)?;
     cfg.runtime.validate().map_err(FlightsError::Config)?;
     // A bad hostfile is a configuration error: say so before reading the input or touching the
     // outputs.
@@ -492,10 +538,36 @@ fn check_config(cfg: &FlightsConfig) -> Result<(), FlightsError> {
     Ok(())
 }
 
+/// Refuses what a Kafka input cannot do.
+fn check_kafka(cfg: &FlightsConfig) -> Result<(), FlightsError> {
+    let k = &cfg.kafka;
+    let refuse = |what: &str| Err(FlightsError::Config(what.to_string()));
+    if k.input.is_some() && cfg.speed.is_some() {
+        return refuse(
+            "--speed paces a file's replay; a topic is read as fast as it is fed (pace it \
+             when producing)",
+        );
+    }
+    if k.input.is_some() && cfg.late_output.is_some() {
+        return refuse(
+            "--late-output copies late rows from the input file; with a Kafka input the late \
+             records are counted and named by partition and offset in the report instead",
+        );
+    }
+    if k.follow && k.input.is_none() {
+        return refuse("--kafka-follow needs --input kafka://...");
+    }
+    if k.idle_timeout.is_zero() {
+        return refuse("--kafka-idle-timeout must be positive");
+    }
+    Ok(())
+}
+
 /// The files process 0 writes, each pending (a temporary file beside its final path) until the
 /// whole run has succeeded.
 struct Outputs {
-    csv: PendingFile,
+    /// `None` when the results go to Kafka.
+    csv: Option<PendingFile>,
     late: Option<PendingFile>,
     summary: Option<PendingFile>,
 }
@@ -506,7 +578,10 @@ impl Outputs {
     fn create(cfg: &FlightsConfig) -> Result<Self, FlightsError> {
         let make = |p: &std::path::Path, what| PendingFile::create(p, what);
         Ok(Outputs {
-            csv: make(&cfg.output, "output").map_err(FlightsError::Output)?,
+            csv: (cfg.kafka.output.is_none())
+                .then(|| make(&cfg.output, "output"))
+                .transpose()
+                .map_err(FlightsError::Output)?,
             late: (cfg.late_output.as_deref())
                 .map(|p| make(p, "late output"))
                 .transpose()
@@ -543,7 +618,7 @@ impl Outputs {
                 .and_then(|()| f.write_all(b"\n"))
                 .map_err(werr)?;
         }
-        for p in [Some(self.csv), self.late, self.summary]
+        for p in [self.csv, self.late, self.summary]
             .into_iter()
             .flatten()
         {
@@ -573,56 +648,139 @@ fn split_records(cfg: &FlightsConfig, input: &FlightsInput) -> (Vec<Arc<Vec<Reco
     )
 }
 
-/// Builds the dataflow over the sources' shares `shares` and runs it (with a progress bar if
-/// asked), the results going to `csv` on process 0 (through part files in `parts` with checkpoints).
+/// Where the rows come from.
+enum Feed {
+    /// The file, read and split over the source instances, and its late rows' byte offsets.
+    File {
+        input: FlightsInput,
+        shares: Vec<Arc<Vec<Record>>>,
+        late: Vec<u64>,
+    },
+    /// A topic.
+    Kafka {
+        source: Arc<SourceConfig>,
+        counters: Arc<SourceCounters>,
+    },
+}
+
+impl Feed {
+    /// Reads the file, or asks the broker for the topic's partitions (so that a missing topic
+    /// or broker is an input error before the job starts).
+    fn open(cfg: &FlightsConfig) -> Result<Self, FlightsError> {
+        let Some(uri) = &cfg.kafka.input else {
+            let input = read_flights(&cfg.input).map_err(FlightsError::Input)?;
+            check_replay(cfg.speed, &input)?;
+            let (shares, late) = split_records(cfg, &input);
+            return Ok(Feed::File {
+                input,
+                shares,
+                late,
+            });
+        };
+        let partitions = xorflow_kafka::admin::partitions(uri, Duration::from_secs(10))
+            .map_err(FlightsError::Input)?;
+        Ok(Feed::Kafka {
+            source: Arc::new(SourceConfig {
+                uri: uri.clone(),
+                partitions,
+                instances: cfg.sources,
+                watermark: Watermark::RecordTimestamp {
+                    ms_per_unit: 1000,
+                    lateness: cfg.lateness_s,
+                },
+                idle_timeout: cfg.kafka.idle_timeout,
+                bounded: !cfg.kafka.follow,
+            }),
+            counters: Arc::default(),
+        })
+    }
+
+    /// What identifies the input in the job id (a resumed run must read the same).
+    fn key(&self) -> String {
+        match self {
+            Feed::File { input, .. } => format!("rows={}", input.rows),
+            Feed::Kafka { source, .. } => {
+                format!("kafka={} partitions={}", source.uri, source.partitions)
+            }
+        }
+    }
+}
+
+/// Builds the dataflow over `feed` and runs it (with a progress bar if asked), the results going
+/// to Kafka or to `csv` on process 0 (through part files in `parts` with checkpoints).
 fn run_dataflow(
     cfg: &FlightsConfig,
-    input: &FlightsInput,
-    shares: Vec<Arc<Vec<Record>>>,
+    feed: &Feed,
     csv: Option<CsvOutput>,
     parts: Option<PathBuf>,
 ) -> Result<xorflow_runtime::RunReport, FlightsError> {
-    let a0 = input.records.first().map_or(0, |r| r.arrival_time);
-    let speed = cfg.speed.map(|s| (a0, s));
-    let lateness = cfg.lateness_s as i64;
-    let start_ns = Arc::new(OnceLock::new());
     let progress = Arc::new(Progress::default());
     let mut runtime = cfg.runtime.clone();
     runtime.job_key = format!(
-        "flights rows={} window={} lateness={} sources={} speed={:?}",
-        input.rows, cfg.window_s, cfg.lateness_s, cfg.sources, cfg.speed
+        "flights {} window={} lateness={} sources={} speed={:?} output={:?}",
+        feed.key(),
+        cfg.window_s,
+        cfg.lateness_s,
+        cfg.sources,
+        cfg.speed,
+        cfg.kafka.output.as_ref().map(ToString::to_string)
     );
     let df = Dataflow::new(runtime)?;
-    let (p2, s2) = (progress.clone(), start_ns.clone());
-    let sink = csv.clone();
-    df.source("departures", cfg.sources, move |k| FlightsSource {
-        records: shares[k].clone(),
-        next: 0,
-        lateness,
-        speed,
-        start_ns: s2.clone(),
-        progress: p2.clone(),
-    })
-    .tumbling_window(
+    let departures = match feed {
+        Feed::File { input, shares, .. } => {
+            let a0 = input.records.first().map_or(0, |r| r.arrival_time);
+            let (speed, lateness) = (cfg.speed.map(|s| (a0, s)), cfg.lateness_s as i64);
+            let (p2, s2, shares) = (progress.clone(), Arc::new(OnceLock::new()), shares.clone());
+            df.source("departures", cfg.sources, move |k| FlightsSource {
+                records: shares[k].clone(),
+                next: 0,
+                lateness,
+                speed,
+                start_ns: s2.clone(),
+                progress: p2.clone(),
+            })
+        }
+        Feed::Kafka { source, counters } => {
+            let (s2, c2) = (source.clone(), counters.clone());
+            df.source("departures", cfg.sources, move |k| {
+                KafkaSource::new(s2.clone(), k, crate::kafka::FlightsDecoder::default(), c2.clone())
+            })
+        }
+    };
+    let windows = departures.tumbling_window(
         "hourly",
         cfg.window_s,
         |f: &Flight| f.origin.clone(),
         Departures,
-    )
-    .gather()
-    .sink("csv", move |i| LeaderSink {
-        csv: sink.clone(),
-        parts: sink
-            .as_ref()
-            .and(parts.as_deref())
-            .map(|d| PartFiles::new(d, i)),
-    });
-
+    );
+    match &cfg.kafka.output {
+        // Every window instance writes its own results, in its own transactions.
+        Some(uri) => {
+            let uri = uri.clone();
+            windows.sink("kafka", move |i| {
+                KafkaSink::new(uri.clone(), i, crate::kafka::FlightsEncoder)
+            });
+        }
+        None => {
+            let sink = csv.clone();
+            windows.gather().sink("csv", move |i| LeaderSink {
+                csv: sink.clone(),
+                parts: sink
+                    .as_ref()
+                    .and(parts.as_deref())
+                    .map(|d| PartFiles::new(d, i)),
+            });
+        }
+    }
     let done = Arc::new(AtomicBool::new(false));
-    let total = input.records.len() as u64;
-    let bar = cfg
-        .progress
-        .then(|| progress_bar(total, progress.clone(), done.clone()));
+    let bar = match feed {
+        Feed::File { input, .. } if cfg.progress => Some(progress_bar(
+            input.records.len() as u64,
+            progress.clone(),
+            done.clone(),
+        )),
+        _ => None,
+    };
     let report = df.run();
     done.store(true, Ordering::Relaxed);
     if let Some(b) = bar {
@@ -637,19 +795,53 @@ fn run_dataflow(
     })
 }
 
-/// What the run did, from the input, the engine's report and the late rows' count.
+/// The input's counts: rows read, malformed, late; the first malformed rows (file) or skipped
+/// records (Kafka: counted by this process's sources).
+fn input_counts(feed: &Feed) -> (u64, u64, u64, Vec<Malformed>, Vec<SkippedRecord>) {
+    match feed {
+        Feed::File { input, late, .. } => (
+            input.rows,
+            input.malformed,
+            late.len() as u64,
+            input.malformed_examples.clone(),
+            Vec::new(),
+        ),
+        Feed::Kafka { counters: c, .. } => {
+            let examples = c.examples.lock().map(|e| e.clone()).unwrap_or_default();
+            (
+                c.read.load(Ordering::Relaxed),
+                c.malformed.load(Ordering::Relaxed),
+                c.late.load(Ordering::Relaxed),
+                Vec::new(),
+                examples
+                    .into_iter()
+                    .map(|r| SkippedRecord {
+                        partition: r.partition,
+                        offset: r.offset,
+                        reason: r.reason,
+                    })
+                    .collect(),
+            )
+        }
+    }
+}
+
+/// What the run did, from the input and the engine's report.
 fn summarize(
     cfg: &FlightsConfig,
-    input: &FlightsInput,
+    feed: &Feed,
     report: &xorflow_runtime::RunReport,
-    records_late: u64,
     load_s: f64,
 ) -> Summary {
     let window = report.vertex("hourly").expect("window vertex");
     let elapsed_s = report.elapsed.as_secs_f64();
     let emitted = report.source_elements();
+    let (read, malformed, late, malformed_examples, skipped_records) = input_counts(feed);
     Summary {
-        input: cfg.input.display().to_string(),
+        input: match &cfg.kafka.input {
+            Some(u) => u.to_string(),
+            None => cfg.input.display().to_string(),
+        },
         workers: cfg.runtime.workers,
         sources: cfg.sources,
         processes: report.processes,
@@ -660,9 +852,9 @@ fn summarize(
         lateness_s: cfg.lateness_s,
         window_s: cfg.window_s,
         granularity_s: cfg.runtime.granularity,
-        records_read: input.rows,
-        records_malformed: input.malformed,
-        records_late,
+        records_read: read,
+        records_malformed: malformed,
+        records_late: late,
         records_emitted: emitted,
         windows_emitted: window.elements_out,
         load_s,
@@ -680,7 +872,8 @@ fn summarize(
             .iter()
             .map(traffic_map)
             .collect(),
-        malformed_examples: input.malformed_examples.clone(),
+        malformed_examples,
+        skipped_records,
         checkpoints: checkpoint_summary(report, window),
     }
 }
@@ -731,35 +924,40 @@ pub fn run(cfg: &FlightsConfig) -> Result<Summary, FlightsError> {
         check_paths(cfg)?;
     }
     let t0 = Instant::now();
-    let input: FlightsInput = read_flights(&cfg.input).map_err(FlightsError::Input)?;
+    let mut feed = Feed::open(cfg)?;
     let load_s = t0.elapsed().as_secs_f64();
-    check_replay(cfg.speed, &input)?;
+    if let (true, Some(uri)) = (leader, &cfg.kafka.output) {
+        crate::kafka::prepare_output(uri).map_err(FlightsError::Output)?;
+    }
     // In a multi-process run every process reads the input and emits its sources' share; the
     // results are gathered to worker 0, and process 0 alone writes the output files.
     let outputs = leader.then(|| Outputs::create(cfg)).transpose()?;
-    let csv = match &outputs {
-        Some(o) => {
-            let file = o.csv.file().map_err(FlightsError::Output)?;
-            Some(CsvOutput::create(file, o.csv.target()).map_err(FlightsError::Output)?)
+    let csv = match outputs.as_ref().and_then(|o| o.csv.as_ref()) {
+        Some(p) => {
+            let file = p.file().map_err(FlightsError::Output)?;
+            Some(CsvOutput::create(file, p.target()).map_err(FlightsError::Output)?)
         }
         None => None,
     };
-    let (shares, mut late) = split_records(cfg, &input);
-    let parts = outputs
-        .as_ref()
-        .and_then(|o| parts_dir(cfg, o.csv.target()));
-    let report = run_dataflow(cfg, &input, shares, csv.clone(), parts.clone())?;
-    if let (Some(c), Some(d), Some(o)) = (&csv, &parts, &outputs) {
-        let file = o.csv.file().map_err(FlightsError::Output)?;
+    let csv_file = outputs.as_ref().and_then(|o| o.csv.as_ref());
+    let parts = csv_file.and_then(|p| parts_dir(cfg, p.target()));
+    let report = run_dataflow(cfg, &feed, csv.clone(), parts.clone())?;
+    if let (Some(c), Some(d), Some(p)) = (&csv, &parts, csv_file) {
+        let file = p.file().map_err(FlightsError::Output)?;
         c.append_parts(d, file).map_err(FlightsError::Output)?;
     }
-    let mut summary = summarize(cfg, &input, &report, late.len() as u64, load_s);
+    let mut summary = summarize(cfg, &feed, &report, load_s);
     if let Some(c) = &csv {
         // What the file holds: with --resume also the rows committed before the failure.
         summary.windows_emitted = c.rows();
     }
     if let Some(o) = outputs {
-        o.finish(cfg, &mut late, &summary)?;
+        let mut none = Vec::new();
+        let late = match &mut feed {
+            Feed::File { late, .. } => late,
+            Feed::Kafka { .. } => &mut none,
+        };
+        o.finish(cfg, late, &summary)?;
     }
     if let Some(d) = &parts {
         PartFiles::remove(d).map_err(FlightsError::Output)?;

@@ -15,6 +15,7 @@
 pub mod files;
 pub mod job;
 pub mod join;
+pub mod kafka;
 pub mod oracle;
 pub mod output;
 pub mod reader;

@@ -237,14 +237,10 @@ fn parse_row(text: &str, idx: &[usize; 5], width: usize) -> Result<(i64, i64, Fl
     ))
 }
 
-/// Why a data row is malformed, or its parsed fields.
-fn parse_line(
-    buf: &[u8],
-    at: &LineAt,
-    idx: &[usize; 5],
-    width: usize,
-) -> Result<(i64, i64, Flight), String> {
-    if at.too_long {
+/// Why a data row is malformed, or its parsed fields (event time, arrival time, flight);
+/// `too_long`: only the row's first [`MAX_LINE`] bytes are in `buf`.
+pub(crate) fn parse_text(buf: &[u8], too_long: bool, idx: &[usize; 5], width: usize) -> Result<(i64, i64, Flight), String> {
+    if too_long {
         return Err(format!("the row is longer than {MAX_LINE} bytes"));
     }
     match std::str::from_utf8(buf) {
@@ -258,14 +254,22 @@ fn parse_line(
 
 /// The positions of [`COLUMNS`] in the header line `header`, and its width.
 fn columns(path: &Path, header: &[u8]) -> Result<([usize; 5], usize), String> {
+    columns_of(header).map_err(|e| format!("input '{}': {e}", path.display()))
+}
+
+/// The positions of [`COLUMNS`] in the header line `header`, and its width (the file job's and
+/// the Kafka job's header: `kafka.rs`).
+///
+/// # Errors
+/// The header lacks a needed column (named, with the header quoted).
+pub(crate) fn columns_of(header: &[u8]) -> Result<([usize; 5], usize), String> {
     let text = String::from_utf8_lossy(header);
     let headers: Vec<&str> = text.split(',').map(str::trim).collect();
     let mut idx = [0usize; 5];
     for (i, name) in COLUMNS.iter().enumerate() {
         idx[i] = headers.iter().position(|h| h == name).ok_or_else(|| {
             format!(
-                "input '{}': the header has no column '{name}' (found: '{}')",
-                path.display(),
+                "the header has no column '{name}' (found: '{}')",
                 quote(header)
             )
         })?;
@@ -322,7 +326,7 @@ pub fn read_flights(path: &Path) -> Result<FlightsInput, String> {
     };
     while let Some(at) = lines.next(&mut buf).map_err(rerr)? {
         out.rows += 1;
-        match parse_line(&buf, &at, &idx, width) {
+        match parse_text(&buf, at.too_long, &idx, width) {
             Ok((event_time, arrival_time, flight)) => out.records.push(Record {
                 line: at.line,
                 byte: at.byte,

