@@ -12,6 +12,22 @@ pub enum KafkaCmd {
     /// record first in each partition, then one record per row in arrival order (scheduled
     /// departure + delay), round-robin over the partitions, stamped with its arrival time.
     ProduceFlights(ProduceFlightsArgs),
+    /// Print every committed record of a topic (read_committed), one value per line, from
+    /// each partition's start to its end, partition by partition; then exit.
+    Consume(ConsumeArgs),
+}
+
+#[derive(Args)]
+pub struct ConsumeArgs {
+    /// The broker(s), HOST:PORT[,HOST:PORT...].
+    #[arg(long, default_value = "127.0.0.1:9092")]
+    bootstrap: String,
+    /// The topic.
+    #[arg(long)]
+    topic: String,
+    /// Prefix each value with `partition,offset,key,`.
+    #[arg(long)]
+    with_positions: bool,
 }
 
 #[derive(Args)]
@@ -34,6 +50,31 @@ pub struct ProduceFlightsArgs {
 pub fn run(cmd: KafkaCmd) -> ExitCode {
     match cmd {
         KafkaCmd::ProduceFlights(a) => produce_flights(&a),
+        KafkaCmd::Consume(a) => consume(&a),
+    }
+}
+
+fn consume(a: &ConsumeArgs) -> ExitCode {
+    let uri = xorflow_kafka::KafkaUri::parse(&format!("kafka://{}/{}", a.bootstrap, a.topic));
+    let records = match uri.and_then(|u| xorflow_kafka::dump::read_topic(&u)) {
+        Ok(r) => r,
+        Err(e) => {
+            say!("error: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    let mut text = String::new();
+    for r in records {
+        if a.with_positions {
+            let key = r.key.as_deref().map(String::from_utf8_lossy).unwrap_or_default();
+            text.push_str(&format!("{},{},{key},", r.partition, r.offset));
+        }
+        text.push_str(&String::from_utf8_lossy(&r.value));
+        text.push('\n');
+    }
+    match crate::print_out(&text) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(code) => code,
     }
 }
 

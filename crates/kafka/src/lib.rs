@@ -7,12 +7,13 @@
 //! * [`admin`]: partitions of a topic, creating topics with settings.
 //! * [`source`]: [`KafkaSource`].
 //! * [`sink`]: [`KafkaSink`].
-//! * [`producer`]: loading records into a topic.
+//! * [`producer`]: loading records into a topic; [`dump`]: reading one back.
 //! * [`broker`]: a real broker for tests (`scripts/kafka.sh` on a free port).
 
 pub mod admin;
 pub mod broker;
 pub mod context;
+pub mod dump;
 pub mod producer;
 pub mod settings;
 pub mod sink;

@@ -21,11 +21,8 @@
 use crate::context::Quiet;
 use crate::settings::{self, BROKER_TIMEOUT};
 use crate::uri::KafkaUri;
-use rdkafka::consumer::{BaseConsumer, Consumer};
 use rdkafka::error::{KafkaError, RDKafkaErrorCode};
-use rdkafka::message::Message;
 use rdkafka::producer::{BaseProducer, BaseRecord, Producer};
-use rdkafka::{Offset, TopicPartitionList};
 use std::marker::PhantomData;
 use std::time::{Duration, Instant};
 use xorflow_runtime::{Element, Sink, Staging};
@@ -184,34 +181,12 @@ impl<T, E: Encoder<T>> KafkaSink<T, E> {
     /// only), read to its end.
     fn last_marker(&self) -> Result<Option<Marker>, String> {
         let uri = self.uri.with_topic(&self.control);
-        let c: BaseConsumer<Quiet> = settings::consumer(&uri, "xorflow-sink-markers")
-            .create_with_context(Quiet::default())
-            .map_err(|e| format!("{uri}: cannot create a consumer: {e}"))?;
-        let mut tpl = TopicPartitionList::new();
-        tpl.add_partition_offset(&self.control, 0, Offset::Beginning)
-            .map_err(|e| format!("{uri}: {e}"))?;
-        c.assign(&tpl).map_err(|e| format!("{uri}: {e}"))?;
-        let start = Instant::now();
-        let mut last = None;
-        loop {
-            match c.poll(Duration::from_millis(100)) {
-                Some(Ok(m)) if m.key() == Some(self.transactional_id.as_bytes()) => {
-                    last = m.payload().and_then(Marker::decode).or(last);
-                }
-                Some(Ok(_)) => {}
-                Some(Err(KafkaError::PartitionEOF(_))) => return Ok(last),
-                Some(Err(e)) if start.elapsed() > BROKER_TIMEOUT => {
-                    return Err(format!("{uri}: cannot read the commit markers: {e}"));
-                }
-                _ if start.elapsed() > BROKER_TIMEOUT => {
-                    return Err(format!(
-                        "{uri}: the commit markers were not read within {} s",
-                        BROKER_TIMEOUT.as_secs()
-                    ));
-                }
-                _ => {}
-            }
-        }
+        let id = self.transactional_id.as_bytes();
+        Ok(crate::dump::read_topic(&uri)?
+            .iter()
+            .filter(|r| r.key.as_deref() == Some(id))
+            .filter_map(|r| Marker::decode(&r.value))
+            .next_back())
     }
 }
 

@@ -99,6 +99,10 @@ pub struct SourceConfig {
     pub idle_timeout: Duration,
     /// End at the end of every partition (false: follow the topic forever).
     pub bounded: bool,
+    /// Replay a recorded topic at this speed: each instance emits a record when its timestamp
+    /// minus the first record's, divided by the speed, has passed since it emitted the first
+    /// (`None`: as fast as records come).
+    pub speed: Option<f64>,
 }
 
 impl SourceConfig {
@@ -169,6 +173,37 @@ impl SourceCounters {
     }
 }
 
+/// A record kept until it is due (pacing).
+struct Owned {
+    partition: i32,
+    offset: i64,
+    timestamp_ms: Option<i64>,
+    key: Option<Vec<u8>>,
+    payload: Vec<u8>,
+}
+
+impl Owned {
+    fn of(r: &RecordView<'_>) -> Self {
+        Owned {
+            partition: r.partition,
+            offset: r.offset,
+            timestamp_ms: r.timestamp_ms,
+            key: r.key.map(<[u8]>::to_vec),
+            payload: r.payload.to_vec(),
+        }
+    }
+
+    fn view(&self) -> RecordView<'_> {
+        RecordView {
+            partition: self.partition,
+            offset: self.offset,
+            timestamp_ms: self.timestamp_ms,
+            key: self.key.as_deref(),
+            payload: &self.payload,
+        }
+    }
+}
+
 /// One partition of an instance.
 #[derive(Clone, Debug)]
 struct Partition {
@@ -197,6 +232,11 @@ pub struct KafkaSource<T, D> {
     counters: Arc<SourceCounters>,
     /// Since when every call has failed (ns) and the last failure.
     failing: Option<(u64, String)>,
+    /// Pacing ([`SourceConfig::speed`]): when the first record was emitted (ns) and its
+    /// timestamp (ms).
+    pace: Option<(u64, i64)>,
+    /// Pacing: a record read before it was due.
+    pending: Option<Owned>,
     _t: PhantomData<fn() -> T>,
 }
 
@@ -230,6 +270,8 @@ impl<T, D: Decoder<T>> KafkaSource<T, D> {
             heartbeat: 0,
             counters,
             failing: None,
+            pace: None,
+            pending: None,
             _t: PhantomData,
         }
     }
@@ -312,6 +354,15 @@ impl<T, D: Decoder<T>> KafkaSource<T, D> {
         out.emit(time, data);
     }
 
+    /// When record `r` is due (pacing), ns; `None`: now.
+    fn due(&mut self, r: &RecordView<'_>, now_ns: u64) -> Option<u64> {
+        let speed = self.cfg.speed?;
+        let ts = r.timestamp_ms?;
+        let (start, ts0) = *self.pace.get_or_insert((now_ns, ts));
+        let due = start.saturating_add(((ts - ts0).max(0) as f64 * 1e6 / speed) as u64);
+        (due > now_ns).then_some(due)
+    }
+
     /// A failed poll: fatal errors fail the source at once, others once every call has failed
     /// for [`BROKER_TIMEOUT`].
     fn failed(&mut self, e: &KafkaError, now_ns: u64) -> Result<(), String> {
@@ -359,6 +410,65 @@ impl<T, D: Decoder<T>> KafkaSource<T, D> {
         active.or_else(|| live.map(|p| p.progress).max())
     }
 
+    /// Takes what the consumer has buffered, up to the poll's budget. Returns when a paced
+    /// replay's next record is due (`Some(ns)`), or `None`.
+    fn read(&mut self, out: &mut SourceOutput<'_, T>, now: u64) -> Result<Option<u64>, String>
+    where
+        T: Clone + Send,
+    {
+        if let Some(r) = self.pending.take() {
+            if let Some(due) = self.due(&r.view(), now) {
+                self.pending = Some(r);
+                return Ok(Some(due));
+            }
+            self.take(&r.view(), now, out);
+        }
+        let consumer = self.consumer.take().expect("connected");
+        let res = self.drain(&consumer, out, now);
+        self.consumer = Some(consumer);
+        res
+    }
+
+    fn drain(
+        &mut self,
+        consumer: &BaseConsumer<Quiet>,
+        out: &mut SourceOutput<'_, T>,
+        now: u64,
+    ) -> Result<Option<u64>, String>
+    where
+        T: Clone + Send,
+    {
+        while out.emitted() < out.budget() && self.parts.iter().any(|p| !p.done) {
+            match consumer.poll(Duration::ZERO) {
+                None => break,
+                Some(Ok(m)) => {
+                    let r = RecordView {
+                        partition: m.partition(),
+                        offset: m.offset(),
+                        timestamp_ms: m.timestamp().to_millis(),
+                        key: m.key(),
+                        payload: m.payload().unwrap_or_default(),
+                    };
+                    self.failing = None;
+                    if let Some(due) = self.due(&r, now) {
+                        self.pending = Some(Owned::of(&r));
+                        return Ok(Some(due));
+                    }
+                    self.take(&r, now, out);
+                }
+                Some(Err(KafkaError::PartitionEOF(p))) => {
+                    self.failing = None;
+                    if let Some(&i) = self.index.get(&p) {
+                        self.parts[i].last_ns = now;
+                        self.parts[i].done |= self.cfg.bounded;
+                    }
+                }
+                Some(Err(e)) => self.failed(&e, now)?,
+            }
+        }
+        Ok(None)
+    }
+
     fn positions(&self) -> String {
         let mut s = String::new();
         for p in &self.parts {
@@ -377,49 +487,17 @@ impl<T, D: Decoder<T>> KafkaSource<T, D> {
 impl<T: Clone + Send, D: Decoder<T>> Source<T> for KafkaSource<T, D> {
     fn poll(&mut self, out: &mut SourceOutput<'_, T>) -> SourcePoll {
         let now = out.now_ns();
-        if self.consumer.is_none() {
-            if let Err(e) = self.connect(now) {
+        let read = match self.consumer {
+            None => self.connect(now).and_then(|()| self.read(out, now)),
+            Some(_) => self.read(out, now),
+        };
+        let wait = match read {
+            Ok(w) => w,
+            Err(e) => {
                 out.fail(e);
                 return SourcePoll::Done;
             }
-        }
-        let budget = out.budget();
-        while out.emitted() < budget && self.parts.iter().any(|p| !p.done) {
-            let consumer = self.consumer.take().expect("connected");
-            let got = consumer.poll(Duration::ZERO);
-            let res = match got {
-                None => {
-                    self.consumer = Some(consumer);
-                    break;
-                }
-                Some(Ok(m)) => {
-                    let r = RecordView {
-                        partition: m.partition(),
-                        offset: m.offset(),
-                        timestamp_ms: m.timestamp().to_millis(),
-                        key: m.key(),
-                        payload: m.payload().unwrap_or_default(),
-                    };
-                    self.take(&r, now, out);
-                    self.failing = None;
-                    Ok(())
-                }
-                Some(Err(KafkaError::PartitionEOF(p))) => {
-                    self.failing = None;
-                    if let Some(&i) = self.index.get(&p) {
-                        self.parts[i].last_ns = now;
-                        self.parts[i].done |= self.cfg.bounded;
-                    }
-                    Ok(())
-                }
-                Some(Err(e)) => self.failed(&e, now),
-            };
-            self.consumer = Some(consumer);
-            if let Err(e) = res {
-                out.fail(e);
-                return SourcePoll::Done;
-            }
-        }
+        };
         if self.parts.iter().all(|p| p.done) {
             return SourcePoll::Done;
         }
@@ -427,12 +505,12 @@ impl<T: Clone + Send, D: Decoder<T>> Source<T> for KafkaSource<T, D> {
             self.heartbeat = h;
             out.heartbeat(h);
         }
-        if out.emitted() >= budget {
-            SourcePoll::Ready
-        } else {
+        match wait {
+            Some(due) => SourcePoll::WaitUntil(due),
+            None if out.emitted() >= out.budget() => SourcePoll::Ready,
             // Nothing buffered: look again in a millisecond (librdkafka fetches in the
             // background; a millisecond bounds what this adds to latency).
-            SourcePoll::WaitUntil(now + 1_000_000)
+            None => SourcePoll::WaitUntil(now + 1_000_000),
         }
     }
 
@@ -461,6 +539,8 @@ impl<T: Clone + Send, D: Decoder<T>> Source<T> for KafkaSource<T, D> {
             })?;
             self.parts[i].next = next;
         }
+        // A resumed replay paces from its own first record.
+        (self.pace, self.pending) = (None, None);
         if self.consumer.is_some() {
             return Err("seek after the source started".into());
         }

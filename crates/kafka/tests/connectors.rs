@@ -5,17 +5,13 @@
 //!
 //! Needs Java 17 and Maven (`.ci/run` installs them); skipped without them outside CI.
 
-use rdkafka::consumer::{BaseConsumer, Consumer};
-use rdkafka::error::KafkaError;
-use rdkafka::message::Message;
-use rdkafka::{Offset, TopicPartitionList};
 use std::path::Path;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use xorflow_kafka::broker::TestBroker;
 use xorflow_kafka::producer::Loader;
-use xorflow_kafka::{admin, settings};
+use xorflow_kafka::admin;
 use xorflow_kafka::{
     Decoded, Decoder, Encoder, KafkaSink, KafkaSource, KafkaUri, RecordView, SourceConfig,
     SourceCounters, Watermark,
@@ -53,26 +49,11 @@ impl Encoder<u64> for Text {
 
 /// Every committed record of `uri`'s topic, as text.
 fn read_committed(uri: &KafkaUri) -> Vec<String> {
-    let parts = admin::partitions(uri, Duration::from_secs(10)).unwrap();
-    let c: BaseConsumer = settings::consumer(uri, "test-reader").create().unwrap();
-    let mut tpl = TopicPartitionList::new();
-    for p in 0..parts as i32 {
-        tpl.add_partition_offset(&uri.topic, p, Offset::Beginning)
-            .unwrap();
-    }
-    c.assign(&tpl).unwrap();
-    let (mut out, mut ended) = (Vec::new(), 0);
-    let t0 = Instant::now();
-    while ended < parts {
-        assert!(t0.elapsed() < Duration::from_secs(60), "reading {uri} hung");
-        match c.poll(Duration::from_millis(100)) {
-            Some(Ok(m)) => out.push(String::from_utf8_lossy(m.payload().unwrap_or_default()).into()),
-            Some(Err(KafkaError::PartitionEOF(_))) => ended += 1,
-            Some(Err(e)) => panic!("reading {uri}: {e}"),
-            None => {}
-        }
-    }
-    out
+    xorflow_kafka::dump::read_topic(uri)
+        .unwrap()
+        .into_iter()
+        .map(|r| String::from_utf8_lossy(&r.value).into_owned())
+        .collect()
 }
 
 #[test]
@@ -113,6 +94,7 @@ fn the_source_emits_every_valid_record_once_and_counts_bad_ones_with_their_offse
         },
         idle_timeout: Duration::from_secs(10),
         bounded: true,
+        speed: None,
     });
     let counters = Arc::new(SourceCounters::default());
     let out = VecSink::<u64>::shared();

@@ -542,12 +542,6 @@ fn check_config(cfg: &FlightsConfig) -> Result<(), FlightsError> {
 fn check_kafka(cfg: &FlightsConfig) -> Result<(), FlightsError> {
     let k = &cfg.kafka;
     let refuse = |what: &str| Err(FlightsError::Config(what.to_string()));
-    if k.input.is_some() && cfg.speed.is_some() {
-        return refuse(
-            "--speed paces a file's replay; a topic is read as fast as it is fed (pace it \
-             when producing)",
-        );
-    }
     if k.input.is_some() && cfg.late_output.is_some() {
         return refuse(
             "--late-output copies late rows from the input file; with a Kafka input the late \
@@ -690,6 +684,8 @@ impl Feed {
                 },
                 idle_timeout: cfg.kafka.idle_timeout,
                 bounded: !cfg.kafka.follow,
+                // Paced by the record timestamps (the rows' arrival times).
+                speed: cfg.speed,
             }),
             counters: Arc::default(),
         })
