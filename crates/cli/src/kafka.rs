@@ -1,8 +1,8 @@
 //! `xorflow kafka ...`: loading data into a Kafka topic for the jobs that read one.
 
 use clap::{Args, Subcommand};
-use std::path::PathBuf;
 use std::io::Write as _;
+use std::path::PathBuf;
 use std::process::ExitCode;
 
 /// Kafka tools.
@@ -66,7 +66,11 @@ fn consume(a: &ConsumeArgs) -> ExitCode {
     let mut text = String::new();
     for r in records {
         if a.with_positions {
-            let key = r.key.as_deref().map(String::from_utf8_lossy).unwrap_or_default();
+            let key = r
+                .key
+                .as_deref()
+                .map(String::from_utf8_lossy)
+                .unwrap_or_default();
             text.push_str(&format!("{},{},{key},", r.partition, r.offset));
         }
         text.push_str(&String::from_utf8_lossy(&r.value));
@@ -85,7 +89,8 @@ fn produce_flights(a: &ProduceFlightsArgs) -> ExitCode {
     });
     match done {
         Ok((uri, p)) => {
-            let line = format!(
+            let line =
+                format!(
                 "produce-flights: {} rows ({} malformed rows skipped) -> {uri} ({} partitions, \
                  {})\n",
                 p.rows,

@@ -69,9 +69,16 @@ fn produce(b: &TestBroker, input: &Path, topic: &str, partitions: usize) {
 /// The committed records of `topic`, one line each (`xorflow kafka consume`), sorted, with
 /// repeats kept.
 fn consume(b: &TestBroker, topic: &str) -> Vec<String> {
-    let o = xorflow(&["kafka", "consume", "--bootstrap", &b.bootstrap(), "--topic", topic])
-        .output()
-        .unwrap();
+    let o = xorflow(&[
+        "kafka",
+        "consume",
+        "--bootstrap",
+        &b.bootstrap(),
+        "--topic",
+        topic,
+    ])
+    .output()
+    .unwrap();
     assert!(o.status.success(), "{}", text(&o));
     let mut rows: Vec<String> = String::from_utf8_lossy(&o.stdout)
         .lines()
@@ -105,28 +112,48 @@ fn the_flights_job_over_kafka_writes_the_oracle_rows_and_names_bad_addresses() {
     let dir = tempfile::tempdir().unwrap();
     // Topic -> file, 3 sources over 3 partitions.
     let out = dir.path().join("out.csv");
-    let o = xorflow(&["run", "flights", "--sources", "3", "--input", &b.uri("flights")])
-        .arg("--output")
-        .arg(&out)
-        .output()
-        .unwrap();
+    let o = xorflow(&[
+        "run",
+        "flights",
+        "--sources",
+        "3",
+        "--input",
+        &b.uri("flights"),
+    ])
+    .arg("--output")
+    .arg(&out)
+    .output()
+    .unwrap();
     assert!(o.status.success(), "{}", text(&o));
     let stdout = String::from_utf8_lossy(&o.stdout);
     assert!(stdout.contains("336776 rows read, 0 malformed"), "{stdout}");
     assert_eq!(&rows_of(&out), &want, "topic -> file");
     // Topic -> topic with checkpoints, 2 sources over 3 partitions (one reads two).
-    let o = xorflow(&["run", "flights", "--sources", "2", "--input", &b.uri("flights")])
-        .args(["--output", &format!("{}?partitions=2", b.uri("hourly"))])
-        .args(["--checkpoint-interval", "100ms", "--checkpoint-dir"])
-        .arg(dir.path().join("ck"))
-        .output()
-        .unwrap();
+    let o = xorflow(&[
+        "run",
+        "flights",
+        "--sources",
+        "2",
+        "--input",
+        &b.uri("flights"),
+    ])
+    .args(["--output", &format!("{}?partitions=2", b.uri("hourly"))])
+    .args(["--checkpoint-interval", "100ms", "--checkpoint-dir"])
+    .arg(dir.path().join("ck"))
+    .output()
+    .unwrap();
     assert!(o.status.success(), "{}", text(&o));
     assert_exactly(&consume(&b, "hourly"), &want, "topic -> topic");
     // Bad addresses and topics: exit 2, naming what is wrong.
     let bad = [
-        (b.uri("no-such-topic"), "topic 'no-such-topic' does not exist"),
-        ("kafka://127.0.0.1:9/flights".to_string(), "cannot reach Kafka at 127.0.0.1:9"),
+        (
+            b.uri("no-such-topic"),
+            "topic 'no-such-topic' does not exist",
+        ),
+        (
+            "kafka://127.0.0.1:9/flights".to_string(),
+            "cannot reach Kafka at 127.0.0.1:9",
+        ),
         ("kafka://127.0.0.1/flights".to_string(), "has no :PORT"),
     ];
     for (uri, says) in bad {
@@ -136,8 +163,15 @@ fn the_flights_job_over_kafka_writes_the_oracle_rows_and_names_bad_addresses() {
             .output()
             .unwrap();
         assert_eq!(o.status.code(), Some(2), "{uri}: {}", text(&o));
-        assert!(String::from_utf8_lossy(&o.stderr).contains(says), "{uri}: {}", text(&o));
-        assert!(!dir.path().join("bad.csv").exists(), "{uri}: an output was left");
+        assert!(
+            String::from_utf8_lossy(&o.stderr).contains(says),
+            "{uri}: {}",
+            text(&o)
+        );
+        assert!(
+            !dir.path().join("bad.csv").exists(),
+            "{uri}: an output was left"
+        );
     }
     // An existing topic with another partition count is not appended to.
     let o = xorflow(&["kafka", "produce-flights", "--bootstrap", &b.bootstrap()])
@@ -183,7 +217,10 @@ fn wait_done(mut child: std::process::Child, label: &str) -> Output {
 fn wait_first_checkpoint(dir: &Path) {
     let t0 = Instant::now();
     while std::fs::read_dir(dir.join("manifests")).map_or(true, |mut d| d.next().is_none()) {
-        assert!(t0.elapsed() < Duration::from_secs(60), "no checkpoint after 60 s");
+        assert!(
+            t0.elapsed() < Duration::from_secs(60),
+            "no checkpoint after 60 s"
+        );
         thread::sleep(Duration::from_millis(10));
     }
 }
@@ -210,7 +247,10 @@ fn kill_process(child: &std::process::Child, victim: usize, after: Duration, lab
             kill9(p);
             return;
         }
-        assert!(t0.elapsed() < Duration::from_secs(30), "{label}: no process {victim}");
+        assert!(
+            t0.elapsed() < Duration::from_secs(30),
+            "{label}: no process {victim}"
+        );
         thread::sleep(Duration::from_millis(20));
     }
 }
@@ -251,7 +291,12 @@ fn killed_processes_leave_every_result_in_the_output_topic_exactly_once() {
         };
         let child = run(false);
         wait_first_checkpoint(&ck);
-        kill_process(&child, victim, Duration::from_secs_f64(rng.between(0.2, 2.5)), &label);
+        kill_process(
+            &child,
+            victim,
+            Duration::from_secs_f64(rng.between(0.2, 2.5)),
+            &label,
+        );
         let mut o = wait_done(child, &label);
         if victim == 0 {
             assert!(!o.status.success(), "{label}: the killed run succeeded");

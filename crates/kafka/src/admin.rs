@@ -83,7 +83,8 @@ pub fn create_topic(
     configs: &[(&str, &str)],
 ) -> Result<Created, String> {
     let admin = admin_client(uri)?;
-    let n = i32::try_from(partitions).map_err(|_| format!("{partitions} partitions is too many"))?;
+    let n =
+        i32::try_from(partitions).map_err(|_| format!("{partitions} partitions is too many"))?;
     let mut t = NewTopic::new(&uri.topic, n, TopicReplication::Fixed(1));
     for (k, v) in configs {
         t = t.set(k, v);
@@ -94,8 +95,12 @@ pub fn create_topic(
     match r.into_iter().next() {
         Some(Ok(_)) => Ok(Created::Created),
         Some(Err((_, RDKafkaErrorCode::TopicAlreadyExists))) => Ok(Created::Existed),
-        Some(Err((_, code))) => Err(format!("{uri}: the broker refused to create the topic: {code}")),
-        None => Err(format!("{uri}: the broker did not answer the topic's creation")),
+        Some(Err((_, code))) => Err(format!(
+            "{uri}: the broker refused to create the topic: {code}"
+        )),
+        None => Err(format!(
+            "{uri}: the broker did not answer the topic's creation"
+        )),
     }
 }
 

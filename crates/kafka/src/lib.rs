@@ -21,5 +21,7 @@ pub mod source;
 pub mod uri;
 
 pub use sink::{Encoder, KafkaSink};
-pub use source::{Decoded, Decoder, KafkaSource, RecordView, SourceConfig, SourceCounters, Watermark};
+pub use source::{
+    Decoded, Decoder, KafkaSource, RecordView, SourceConfig, SourceCounters, Watermark,
+};
 pub use uri::KafkaUri;

@@ -105,7 +105,12 @@ impl Loader {
     }
 
     fn check(&self) -> Result<(), String> {
-        let f = self.producer.context().failure.lock().expect("deliveries lock");
+        let f = self
+            .producer
+            .context()
+            .failure
+            .lock()
+            .expect("deliveries lock");
         match &*f {
             Some(e) => Err(format!("{}: the broker refused a record: {e}", self.uri)),
             None => Ok(()),

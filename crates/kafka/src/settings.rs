@@ -60,12 +60,19 @@ pub fn consumer(uri: &KafkaUri, client_id: &str) -> ClientConfig {
 }
 
 /// The sink's transactional producer with id `transactional_id`.
-pub fn transactional_producer(uri: &KafkaUri, client_id: &str, transactional_id: &str) -> ClientConfig {
+pub fn transactional_producer(
+    uri: &KafkaUri,
+    client_id: &str,
+    transactional_id: &str,
+) -> ClientConfig {
     let mut c = base(uri, client_id);
     c.set("transactional.id", transactional_id)
         .set("transaction.timeout.ms", TRANSACTION_TIMEOUT_MS.to_string())
         // librdkafka refuses a delivery timeout longer than the transaction's.
-        .set("message.timeout.ms", (TRANSACTION_TIMEOUT_MS - 5_000).to_string())
+        .set(
+            "message.timeout.ms",
+            (TRANSACTION_TIMEOUT_MS - 5_000).to_string(),
+        )
         // Batches of a commit go out together: a commit is one burst of records.
         .set("linger.ms", "5");
     finish(c, uri)

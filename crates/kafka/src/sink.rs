@@ -62,7 +62,11 @@ impl Marker {
         match std::str::from_utf8(v).ok()? {
             "reset" => Some(Marker::Reset),
             "end" => Some(Marker::End),
-            s => s.strip_prefix("checkpoint ")?.parse().ok().map(Marker::Checkpoint),
+            s => s
+                .strip_prefix("checkpoint ")?
+                .parse()
+                .ok()
+                .map(Marker::Checkpoint),
         }
     }
 }
@@ -193,7 +197,10 @@ impl<T, E: Encoder<T>> KafkaSink<T, E> {
 impl<T: Send, E: Encoder<T>> Sink<T> for KafkaSink<T, E> {
     fn write(&mut self, batch: Vec<Element<T>>) -> Result<(), String> {
         self.begin()?;
-        let (mut key, mut value) = (std::mem::take(&mut self.key), std::mem::take(&mut self.value));
+        let (mut key, mut value) = (
+            std::mem::take(&mut self.key),
+            std::mem::take(&mut self.value),
+        );
         let topic = self.uri.topic.clone();
         for e in &batch {
             key.clear();

@@ -78,9 +78,8 @@ impl KafkaUri {
         self.params
             .get(key)
             .map(|v| {
-                v.parse().map_err(|_| {
-                    format!("parameter {key}='{v}' of {self} is not a valid value")
-                })
+                v.parse()
+                    .map_err(|_| format!("parameter {key}='{v}' of {self} is not a valid value"))
             })
             .transpose()
     }
@@ -111,7 +110,10 @@ pub fn check_topic(topic: &str) -> Result<(), String> {
         return Err("the topic is empty".into());
     }
     if topic.len() > 249 {
-        return Err(format!("the topic is {} bytes long, at most 249", topic.len()));
+        return Err(format!(
+            "the topic is {} bytes long, at most 249",
+            topic.len()
+        ));
     }
     if topic == "." || topic == ".." {
         return Err(format!("'{topic}' cannot be a topic"));
@@ -138,7 +140,10 @@ mod tests {
         assert_eq!(u.bootstrap, "a:1,b:9092");
         assert_eq!(u.topic, "flights");
         assert_eq!(u.params["idle-timeout"], "5s");
-        assert_eq!(u.client_settings().collect::<Vec<_>>(), [("client.id", "x")]);
+        assert_eq!(
+            u.client_settings().collect::<Vec<_>>(),
+            [("client.id", "x")]
+        );
         assert_eq!(u.to_string(), "kafka://a:1,b:9092/flights");
         assert_eq!(u.with_topic("t2").topic, "t2");
     }

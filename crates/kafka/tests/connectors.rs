@@ -9,9 +9,9 @@ use std::path::Path;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
+use xorflow_kafka::admin;
 use xorflow_kafka::broker::TestBroker;
 use xorflow_kafka::producer::Loader;
-use xorflow_kafka::admin;
 use xorflow_kafka::{
     Decoded, Decoder, Encoder, KafkaSink, KafkaSource, KafkaUri, RecordView, SourceConfig,
     SourceCounters, Watermark,
@@ -104,8 +104,10 @@ fn the_source_emits_every_valid_record_once_and_counts_bad_ones_with_their_offse
         ..RuntimeConfig::default()
     })
     .unwrap();
-    df.source("kafka", 2, move |k| KafkaSource::new(cfg.clone(), k, Text, c2.clone()))
-        .sink("out", fact);
+    df.source("kafka", 2, move |k| {
+        KafkaSource::new(cfg.clone(), k, Text, c2.clone())
+    })
+    .sink("out", fact);
     df.run().unwrap();
     let mut got: Vec<(Time, u64)> = out.take().into_iter().map(|e| (e.time, e.data)).collect();
     got.sort_unstable();
@@ -200,7 +202,11 @@ fn a_killed_producers_transaction_is_fenced_and_its_commit_marker_survives() {
     let Some(b) = broker() else { return };
     let uri = KafkaUri::parse(&b.uri("fenced")).unwrap();
     admin::create_topic(&uri, 1, &[]).unwrap();
-    let batch = |from: u64| (from..from + 10).map(|i| Element::new(i, i)).collect::<Vec<_>>();
+    let batch = |from: u64| {
+        (from..from + 10)
+            .map(|i| Element::new(i, i))
+            .collect::<Vec<_>>()
+    };
     let mut s = KafkaSink::new(uri.clone(), 0, Text);
     s.open(true).unwrap();
     s.rollback(None).unwrap();
@@ -220,4 +226,94 @@ fn a_killed_producers_transaction_is_fenced_and_its_commit_marker_survives() {
     let mut other = KafkaSink::<u64, Text>::new(uri, 1, Text);
     other.open(true).unwrap();
     assert_eq!(other.durable_commit().unwrap(), None);
+}
+
+/// Counts a window's elements.
+struct CountAgg;
+
+impl xorflow_runtime::Aggregate<u64> for CountAgg {
+    type Acc = u64;
+    type Out = u64;
+    fn init(&self) -> u64 {
+        0
+    }
+    fn add(&self, acc: &mut u64, _: &u64) {
+        *acc += 1;
+    }
+    fn finish(&self, acc: u64) -> u64 {
+        acc
+    }
+}
+
+/// Starts a job that follows `uri` (never ends: its thread is left behind when the test ends)
+/// with one instance over both partitions, 100 s windows, and returns its results.
+fn follow(
+    uri: &KafkaUri,
+    idle: Duration,
+) -> xorflow_runtime::SharedVec<xorflow_runtime::WindowResult<u8, u64>> {
+    let cfg = Arc::new(SourceConfig {
+        uri: uri.clone(),
+        partitions: 2,
+        instances: 1,
+        watermark: Watermark::RecordTimestamp {
+            ms_per_unit: 1000,
+            lateness: 0,
+        },
+        idle_timeout: idle,
+        bounded: false,
+        speed: None,
+    });
+    let out = VecSink::shared();
+    let fact = out.factory();
+    std::thread::spawn(move || {
+        let df = Dataflow::new(RuntimeConfig::default()).unwrap();
+        let c = Arc::new(SourceCounters::default());
+        df.source("kafka", 1, move |k| {
+            KafkaSource::new(cfg.clone(), k, Text, c.clone())
+        })
+        .tumbling_window("w", 100, |_: &u64| 0u8, CountAgg)
+        .sink("out", fact);
+        let _ = df.run();
+    });
+    out
+}
+
+#[test]
+fn an_idle_partition_stops_holding_the_windows_back_after_the_idleness_timeout() {
+    let Some(b) = broker() else { return };
+    let uri = KafkaUri::parse(&b.uri("idle")).unwrap();
+    admin::create_topic(&uri, 2, &[("retention.ms", "-1")]).unwrap();
+    // Partition 0: times 1000..2000 s, stamped with their time; partition 1 stays empty.
+    let mut loader = Loader::new(&uri).unwrap();
+    for t in 1000..2000u64 {
+        loader
+            .send(0, (t * 1000) as i64, None, format!("{t},{t}").as_bytes())
+            .unwrap();
+    }
+    loader.finish().unwrap();
+    // No idleness (an hour): the empty partition's progress (0) holds every window open.
+    let held = follow(&uri, Duration::from_secs(3600));
+    let idle = follow(&uri, Duration::from_millis(300));
+    let t0 = Instant::now();
+    let want: Vec<(u64, u64)> = (10..19).map(|w| (w * 100, 100)).collect();
+    let mut got = Vec::new();
+    loop {
+        got.extend(idle.take().iter().map(|e| (e.data.start, e.data.value)));
+        got.sort_unstable();
+        // Windows up to [1800, 1900) close once the idle partition leaves the minimum: the
+        // heartbeat is then 1999, and [1900, 2000) stays open until it passes 2000.
+        if got == want {
+            break;
+        }
+        assert!(got.len() <= want.len(), "{got:?}");
+        assert!(
+            t0.elapsed() < Duration::from_secs(20),
+            "idle windows never closed: {got:?}"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert!(
+        held.take().is_empty(),
+        "windows closed while an empty partition held them"
+    );
 }

