@@ -183,6 +183,15 @@ struct FlightsArgs {
     /// With a Kafka input: keep reading at the end of the partitions (default: end there).
     #[arg(long)]
     kafka_follow: bool,
+    /// Changelog state (seed 001): the window's on-disk stores mirror their writes to the
+    /// compacted topics PREFIX-<vertex>, and checkpoints record ranges of them instead of
+    /// copying state (needs --state-backend disk and checkpoints; docs/kafka.md).
+    #[arg(long, value_name = "kafka://HOST:PORT/PREFIX")]
+    state_changelog: Option<String>,
+    /// A topic setting for new changelog topics, KEY=VALUE (repeatable), e.g.
+    /// min.cleanable.dirty.ratio=0.01, segment.ms=100.
+    #[arg(long, value_name = "KEY=VALUE")]
+    changelog_config: Vec<String>,
     /// Summary JSON.
     #[arg(long)]
     summary: Option<PathBuf>,
@@ -445,6 +454,13 @@ fn run_flights(a: FlightsArgs) -> ExitCode {
     cfg.progress = std::io::stderr().is_terminal() && !quiet(&a.engine);
     cfg.runtime = a.engine.runtime(granularity_s);
     cfg.kafka = kafka;
+    match changelog(&a, cfg.runtime.total_workers()) {
+        Ok(c) => cfg.runtime.state.changelog = c,
+        Err(e) => {
+            say!("error: {e}");
+            return ExitCode::from(2);
+        }
+    }
     match xorflow_flights::run(&cfg) {
         Ok(_) if quiet(&a.engine) => ExitCode::SUCCESS,
         Ok(s) => report_flights(&a, &s),
@@ -453,6 +469,53 @@ fn run_flights(a: FlightsArgs) -> ExitCode {
             ExitCode::from(e.exit_code() as u8)
         }
     }
+}
+
+/// `--state-changelog` and `--changelog-config`: the changelogs, `partitions` per vertex.
+fn changelog(
+    a: &FlightsArgs,
+    partitions: usize,
+) -> Result<Option<std::sync::Arc<dyn xorflow_state::backend::ChangelogFactory>>, String> {
+    let Some(text) = &a.state_changelog else {
+        if !a.changelog_config.is_empty() {
+            return Err("--changelog-config needs --state-changelog".into());
+        }
+        return Ok(None);
+    };
+    let uri =
+        xorflow_kafka::KafkaUri::parse(text).map_err(|e| format!("--state-changelog: {e}"))?;
+    let mut configs = Vec::new();
+    for kv in &a.changelog_config {
+        let (k, v) = kv
+            .split_once('=')
+            .filter(|(k, _)| !k.is_empty())
+            .ok_or_else(|| format!("--changelog-config '{kv}' is not KEY=VALUE"))?;
+        configs.push((k.to_string(), v.to_string()));
+    }
+    Ok(Some(std::sync::Arc::new(
+        xorflow_kafka::changelog::KafkaChangelogs::new(uri, partitions, configs),
+    )))
+}
+
+/// What the changelog state did, and the compaction settings its topic has on the broker.
+fn changelog_line(a: &FlightsArgs, s: &xorflow_flights::Summary) -> Option<String> {
+    let uri = xorflow_kafka::KafkaUri::parse(a.state_changelog.as_deref()?).ok()?;
+    let c = s.checkpoints.as_ref()?;
+    let logs = xorflow_kafka::changelog::KafkaChangelogs::new(uri.clone(), 1, Vec::new());
+    let topic = uri.with_topic(&logs.topic("hourly"));
+    let settings = match xorflow_kafka::admin::topic_configs(&topic) {
+        Ok(all) => all
+            .into_iter()
+            .filter(|(k, _)| xorflow_kafka::changelog::COMPACTION_SETTINGS.contains(&k.as_str()))
+            .map(|(k, v)| format!("{k}={v}"))
+            .collect::<Vec<_>>()
+            .join(", "),
+        Err(e) => format!("settings not read: {e}"),
+    };
+    Some(format!(
+        "changelog: {} records, {} bytes appended, {} replayed; {topic} ({settings})\n",
+        c.changelog_records, c.changelog_bytes, c.changelog_replayed
+    ))
 }
 
 /// `--input`/`--output` that name topics, and the Kafka options.
@@ -561,6 +624,9 @@ fn report_flights(a: &FlightsArgs, s: &xorflow_flights::Summary) -> ExitCode {
     );
     if let Some(c) = &s.checkpoints {
         checkpoint_lines(&mut text, c);
+    }
+    if let Some(line) = changelog_line(a, s) {
+        text.push_str(&line);
     }
     if let Some(p) = &a.summary {
         let _ = writeln!(text, "summary: {}", p.display());

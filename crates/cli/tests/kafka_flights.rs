@@ -27,8 +27,13 @@ fn broker() -> Option<TestBroker> {
 
 /// The oracle's rows for the default job (lateness 24 h, 1 h windows).
 fn oracle(input: &Path) -> BTreeSet<String> {
+    oracle_with(input, 24 * 3600)
+}
+
+/// The oracle's rows with lateness `lateness_s` and 1 h windows.
+fn oracle_with(input: &Path, lateness_s: i64) -> BTreeSet<String> {
     let inp = read_real_input(input).unwrap_or_else(|e| panic!("{e}"));
-    expected(&inp, 24 * 3600, 3600).rows.into_iter().collect()
+    expected(&inp, lateness_s, 3600).rows.into_iter().collect()
 }
 
 fn xorflow(args: &[&str]) -> Command {
@@ -311,5 +316,108 @@ fn killed_processes_leave_every_result_in_the_output_topic_exactly_once() {
             assert_eq!(restarts, Some(1), "{label}: {s}");
         }
         assert_exactly(&consume(&b, &topic), &want, &label);
+    }
+}
+
+/// Changelog state (seed 001): a 3-process run from the file, windows on disk mirrored to
+/// compacted changelog topics, checkpoints recording changelog ranges; processes killed by
+/// kill -9 at random moments. Restored by replaying the changelog (`--no-local-recovery`), by
+/// rolling the local store back (then rebasing past what the failed attempt wrote), and after
+/// process 0's death by `--resume`; the last case restores locally first and then, resumed
+/// without local recovery, replays a range that must not include the records the first failed
+/// attempt wrote. Each run writes exactly the oracle's rows.
+#[test]
+fn changelog_state_restores_by_replay_and_by_local_rollback_after_kill_9() {
+    let Some(input) = flights_csv() else { return };
+    let Some(b) = broker() else { return };
+    // 30 days of lateness: windows stay open for about half a second of the paced run, so
+    // their state lives through several checkpoints and reaches the changelog.
+    let want = oracle_with(&input, 30 * 86_400);
+    let speed = format!("{}", 31_536_000.0 / 6.0);
+    let no_local: &[&str] = &["--no-local-recovery"];
+    // (processes killed in turn, options, options of the resumed run)
+    // Retain-all windows flush every 500 elements, so a killed attempt leaves records after
+    // its last checkpoint in the changelog.
+    let retain: &[&str] = &["--window-state", "retain"];
+    let retain_no_local: &[&str] = &["--window-state", "retain", "--no-local-recovery"];
+    let cases: [(&[usize], &[&str], &[&str]); 4] = [
+        (&[1], no_local, &[]),
+        (&[2], retain, &[]),
+        (&[0], no_local, no_local),
+        (&[1, 0], retain, retain_no_local),
+    ];
+    for (seed, (victims, extra, resumed)) in cases.into_iter().enumerate() {
+        let mut rng = Rng(900 + seed as u64);
+        let label = format!("seed {seed}: kill -9 of {victims:?}, {extra:?}, resumed {resumed:?}");
+        let dir = tempfile::tempdir().unwrap();
+        let (ck, out, summary) = (
+            dir.path().join("ck"),
+            dir.path().join("out.csv"),
+            dir.path().join("summary.json"),
+        );
+        let changelog = b.uri(&format!("changelog-{seed}"));
+        let run = |options: &[&str], resume: bool| {
+            let mut c = xorflow(&["run", "flights", "--processes", "3", "--sources", "3"]);
+            c.arg("--input")
+                .arg(&input)
+                .args(["--lateness", "30d"])
+                .args(["--speed", &speed, "--state-backend", "disk", "--state-dir"])
+                .arg(dir.path().join("state"))
+                .args(["--state-changelog", &changelog])
+                .args(["--changelog-config", "min.cleanable.dirty.ratio=0.01"])
+                .args(["--checkpoint-interval", "100ms", "--checkpoint-dir"])
+                .arg(&ck)
+                .arg("--output")
+                .arg(&out)
+                .arg("--summary")
+                .arg(&summary)
+                .args(options);
+            if resume {
+                c.arg("--resume");
+            }
+            c.spawn().unwrap()
+        };
+        let child = run(extra, false);
+        wait_first_checkpoint(&ck);
+        let mut restarts = 0;
+        for &v in victims {
+            let after = Duration::from_secs_f64(rng.between(0.3, 2.0));
+            kill_process(&child, v, after, &label);
+            restarts += usize::from(v != 0);
+        }
+        let mut o = wait_done(child, &label);
+        if victims.contains(&0) {
+            assert!(!o.status.success(), "{label}: the killed run succeeded");
+            o = wait_done(run(resumed, true), &label);
+        }
+        assert!(o.status.success(), "{label}: {}", text(&o));
+        let stdout = String::from_utf8_lossy(&o.stdout);
+        assert!(
+            stdout.contains("cleanup.policy=compact"),
+            "{label}: {stdout}"
+        );
+        assert!(
+            stdout.contains("min.cleanable.dirty.ratio=0.01"),
+            "{label}: {stdout}"
+        );
+        let s: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(&summary).unwrap()).unwrap();
+        let c = &s["checkpoints"];
+        assert!(c["changelog_records"].as_u64() > Some(0), "{label}: {s}");
+        let last = if victims.contains(&0) { resumed } else { extra };
+        if last.contains(&"--no-local-recovery") {
+            assert!(c["restored_from_store"].as_u64() > Some(0), "{label}: {s}");
+            assert!(c["changelog_replayed"].as_u64() > Some(0), "{label}: {s}");
+        } else {
+            assert!(c["restored_locally"].as_u64() > Some(0), "{label}: {s}");
+        }
+        if !victims.contains(&0) {
+            assert_eq!(
+                c["restarts"].as_array().map(Vec::len),
+                Some(restarts),
+                "{label}: {s}"
+            );
+        }
+        assert_eq!(&rows_of(&out), &want, "{label}");
     }
 }

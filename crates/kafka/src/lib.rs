@@ -8,10 +8,12 @@
 //! * [`source`]: [`KafkaSource`].
 //! * [`sink`]: [`KafkaSink`].
 //! * [`producer`]: loading records into a topic; [`dump`]: reading one back.
+//! * [`changelog`]: changelog state (seed 001) in compacted topics.
 //! * [`broker`]: a real broker for tests (`scripts/kafka.sh` on a free port).
 
 pub mod admin;
 pub mod broker;
+pub mod changelog;
 pub mod context;
 pub mod dump;
 pub mod producer;

@@ -209,6 +209,11 @@ impl RuntimeConfig {
             );
         }
         if self.checkpoint_interval.is_none() {
+            if self.state.changelog.is_some() {
+                return Err("--state-changelog needs --checkpoint-interval and \
+                            --checkpoint-dir: checkpoints record the changelog's ranges"
+                    .into());
+            }
             return Ok(());
         }
         if self.tracking == TrackingMode::None {
@@ -220,6 +225,30 @@ impl RuntimeConfig {
         }
         if self.checkpoints_retained == 0 {
             return Err("--checkpoints-retained must be at least 1".into());
+        }
+        self.validate_changelog()
+    }
+
+    /// Changelog state mirrors the on-disk store's writes, and a checkpoint records the live
+    /// store's range of the changelog, which cannot state an older version.
+    fn validate_changelog(&self) -> Result<(), String> {
+        if self.state.changelog.is_none() {
+            return Ok(());
+        }
+        if self.state.backend != xorflow_state::BackendKind::Disk {
+            return Err(
+                "--state-changelog mirrors the on-disk store's writes: it needs \
+                        --state-backend disk"
+                    .into(),
+            );
+        }
+        if self.checkpoint_cut == CheckpointCut::Versioned {
+            return Err(
+                "--state-changelog records the live store's range of the changelog, \
+                        which cannot state the older version a versioned cut snapshots: use \
+                        --checkpoint-cut buffered"
+                    .into(),
+            );
         }
         Ok(())
     }

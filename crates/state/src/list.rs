@@ -290,6 +290,17 @@ where
         Ok(())
     }
 
+    /// Forgets what changed since the previous snapshot, as a snapshot would, without stating
+    /// it (changelog state: the changelog holds the changes: `backend/changelog.rs`).
+    pub fn forget_changes(&mut self) {
+        self.lists.retain(|_, m| {
+            m.snapshotted = m.len;
+            m.cleared = false;
+            m.changed = false;
+            m.len > 0
+        });
+    }
+
     /// Replaces the table's content with what `deltas` (a full delta, then the increments after
     /// it) say, keeping only keys whose group `keep` accepts.
     ///

@@ -1,6 +1,7 @@
 //! The state of one operator instance: its backend, its cache policy and its tables.
 
-use crate::backend::{BackendKind, MemoryBackend, SharedBackend};
+use crate::backend::changelog::{ChangelogStats, LogRange, RANGE_KEY};
+use crate::backend::{BackendKind, ChangelogBackend, MemoryBackend, SharedBackend};
 use crate::cache::CacheConfig;
 use crate::delta::Delta;
 use crate::error::StateError;
@@ -26,6 +27,9 @@ pub struct StateConfig {
     pub dir: PathBuf,
     /// The write-back cache of on-disk tables ([`CacheConfig::DISK`] by default).
     pub cache: CacheConfig,
+    /// Changelog state (`--state-changelog`): on-disk stores mirror their writes to a
+    /// changelog, and checkpoints record ranges of it (`backend/changelog.rs`).
+    pub changelog: Option<std::sync::Arc<dyn crate::backend::ChangelogFactory>>,
 }
 
 impl Default for StateConfig {
@@ -34,6 +38,7 @@ impl Default for StateConfig {
             backend: BackendKind::Memory,
             dir: std::env::temp_dir().join("xorflow-state"),
             cache: CacheConfig::DISK,
+            changelog: None,
         }
     }
 }
@@ -98,7 +103,14 @@ impl StateStore {
                     .join(folder)
                     .join(format!("{safe}-{instance}.redb"));
                 let (b, opened) = crate::local::open(&path, affinity)?;
-                let mut store = Self::with_backend(Box::new(b), config.cache);
+                let b: Box<dyn crate::Backend> = match &config.changelog {
+                    Some(f) => Box::new(ChangelogBackend::new(
+                        Box::new(b),
+                        f.open(vertex, instance)?,
+                    )?),
+                    None => Box::new(b),
+                };
+                let mut store = Self::with_backend(b, config.cache);
                 store.path = Some(path);
                 store.opened = opened;
                 store.local = affinity.is_some_and(|a| a.savepoints);
@@ -169,9 +181,13 @@ impl StateStore {
                 "state table '{name}' is declared twice"
             )));
         }
-        let id = u8::try_from(self.tables.len()).map_err(|_| {
-            StateError::Other("an operator may declare at most 256 state tables".into())
-        })?;
+        // Id 255 is kept for the store's own keys (`backend/changelog.rs`, `RANGE_KEY`).
+        let id = u8::try_from(self.tables.len())
+            .ok()
+            .filter(|&id| id < 255)
+            .ok_or_else(|| {
+                StateError::Other("an operator may declare at most 255 state tables".into())
+            })?;
         self.tables.push(name.into());
         Ok(id)
     }
@@ -271,6 +287,82 @@ impl StateStore {
     /// Which backend this store uses.
     pub fn kind(&self) -> BackendKind {
         crate::backend::lock(&self.backend).kind()
+    }
+
+    /// True when the store mirrors its writes to a changelog.
+    pub fn has_changelog(&self) -> bool {
+        crate::backend::lock(&self.backend).as_changelog().is_some()
+    }
+
+    /// Changelog state: flushes the changelog (the tables must have flushed first) and makes
+    /// `d` the checkpoint's record of the store: its changelog range alone, a full snapshot.
+    /// Returns false (and leaves `d` alone) without a changelog.
+    ///
+    /// # Errors
+    /// The changelog or the backend failed.
+    pub fn changelog_snapshot(&self, d: &mut Delta) -> Result<bool, StateError> {
+        let mut b = crate::backend::lock(&self.backend);
+        let Some(c) = b.as_changelog() else {
+            return Ok(false);
+        };
+        let range = c.checkpoint()?;
+        *d = Delta::new(true);
+        d.records.push(crate::delta::Record::Put {
+            key: RANGE_KEY.to_vec(),
+            value: range.encode(),
+        });
+        Ok(true)
+    }
+
+    /// Changelog state: restores the store by replaying the range the checkpoint's `chain`
+    /// records, then goes on writing after it ([`StateStore::changelog_resume`]). Returns the
+    /// records replayed, or `None` without a changelog.
+    ///
+    /// # Errors
+    /// The chain records no range (a checkpoint of a job without changelog), or the replay
+    /// failed.
+    pub fn changelog_restore(&self, chain: &[Delta]) -> Result<Option<u64>, StateError> {
+        let mut b = crate::backend::lock(&self.backend);
+        let Some(c) = b.as_changelog() else {
+            return Ok(None);
+        };
+        let range = chain
+            .last()
+            .and_then(|d| d.records.iter().find(|r| r.key() == RANGE_KEY))
+            .and_then(|r| match r {
+                crate::delta::Record::Put { value, .. } => Some(LogRange::decode(value)),
+                _ => None,
+            })
+            .ok_or_else(|| {
+                StateError::Other(
+                    "the checkpoint records no changelog range: was it taken without                      --state-changelog?"
+                        .into(),
+                )
+            })?
+            .map_err(StateError::Other)?;
+        let n = c.replay(range)?;
+        c.resume()?;
+        Ok(Some(n))
+    }
+
+    /// Changelog state, after the store was rolled back to a local savepoint: goes on from the
+    /// range the savepoint records (rebasing if the failed attempt wrote after it). A no-op
+    /// without a changelog.
+    ///
+    /// # Errors
+    /// As [`ChangelogBackend::resume`].
+    pub fn changelog_resume(&self) -> Result<(), StateError> {
+        match crate::backend::lock(&self.backend).as_changelog() {
+            Some(c) => c.resume(),
+            None => Ok(()),
+        }
+    }
+
+    /// The changelog's counters, if the store has one.
+    pub fn changelog_stats(&self) -> Option<ChangelogStats> {
+        crate::backend::lock(&self.backend)
+            .as_changelog()
+            .map(|c| c.log_stats())
     }
 }
 

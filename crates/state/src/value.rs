@@ -251,6 +251,13 @@ where
         Ok(())
     }
 
+    /// Forgets which keys changed since the previous snapshot, as a snapshot would, without
+    /// stating them (changelog state: the changelog holds the changes: `backend/changelog.rs`).
+    pub fn forget_changes(&mut self) {
+        self.changed_evicted.clear();
+        self.cache.iter_mut().for_each(|(_, e)| e.changed = false);
+    }
+
     /// Every key with a value, in no particular order.
     ///
     /// # Errors

@@ -235,6 +235,13 @@ pub struct CheckpointSummary {
     pub restored_locally: u64,
     /// See `restored_locally`.
     pub restored_from_store: u64,
+    /// Changelog state: records and bytes the window's stores appended to their changelogs,
+    /// and records replayed by restores.
+    pub changelog_records: u64,
+    /// See `changelog_records`.
+    pub changelog_bytes: u64,
+    /// See `changelog_records`.
+    pub changelog_replayed: u64,
     /// The checkpoint the run resumed from (`--resume`).
     pub resumed_from: Option<u64>,
     /// Newer checkpoints the resume skipped, each with why.
@@ -901,6 +908,11 @@ pub(crate) fn checkpoint_summary(
             restored_locally: window.counter(xorflow_runtime::progress::cut::RESTORED_LOCALLY),
             restored_from_store: window
                 .counter(xorflow_runtime::progress::cut::RESTORED_FROM_STORE),
+            changelog_records: window
+                .counter(xorflow_runtime::operators::window::CHANGELOG_RECORDS),
+            changelog_bytes: window.counter(xorflow_runtime::operators::window::CHANGELOG_BYTES),
+            changelog_replayed: window
+                .counter(xorflow_runtime::operators::window::CHANGELOG_REPLAYED),
             resumed_from: c.resumed_from,
             skipped: c.skipped.clone(),
             restarts: c.restarts.clone(),

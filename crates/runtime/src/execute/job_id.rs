@@ -11,7 +11,7 @@ pub(crate) fn job_id(graph: &GraphDesc, c: &RuntimeConfig, processes: usize) -> 
     let mut h = rustc_hash::FxHasher::default();
     // Not the launch itself: it names this process's own index and hostfile path.
     format!(
-        "{graph:?}|{}|{:?}|{}|{}|{}|{processes}|{}|{}|{}",
+        "{graph:?}|{}|{:?}|{}|{}|{}|{processes}|{}|{}|{}|{}",
         c.workers,
         c.tracking,
         c.granularity,
@@ -20,6 +20,8 @@ pub(crate) fn job_id(graph: &GraphDesc, c: &RuntimeConfig, processes: usize) -> 
         c.cluster.tracker_processes,
         // Checkpointed state is laid out by the window form: a resumed job must use the same.
         c.window_state.name(),
+        // Checkpoints of changelog state hold changelog ranges instead of state.
+        c.state.changelog.is_some(),
         c.job_key
     )
     .hash(&mut h);

@@ -258,7 +258,12 @@ impl<T: Data, S: Sink<T> + 'static> Operator for SinkOp<T, S> {
             return self.sink.open(false);
         }
         self.sink.open(true)?;
-        let mut store = super::store::open(&self.state, &self.name, ctx).map_err(self.err())?;
+        // Staged output is kept by checkpoints alone, never in a changelog.
+        let state = StateConfig {
+            changelog: None,
+            ..self.state.clone()
+        };
+        let mut store = super::store::open(&state, &self.name, ctx).map_err(self.err())?;
         let list = store
             .list_table("staged", |_: &u64| 0)
             .map_err(self.err())?;

@@ -30,6 +30,12 @@ use xorflow_tracking::{ComponentId, Time};
 
 /// Counter: rises of a window instance's epoch frontier before the end (checkpoint epochs).
 pub const EPOCH_RISES: &str = "epoch_frontier_rises";
+/// Counter: records the window's stores appended to their changelogs (changelog state).
+pub const CHANGELOG_RECORDS: &str = "changelog_records";
+/// Counter: key and value bytes of those records.
+pub const CHANGELOG_BYTES: &str = "changelog_bytes";
+/// Counter: records replayed from changelogs by restores.
+pub const CHANGELOG_REPLAYED: &str = "changelog_replayed";
 
 /// Per-window metadata: the hold tag and the last element's arrival.
 #[derive(Debug)]
@@ -85,6 +91,8 @@ pub struct Window<T, K, A: Aggregate<T>> {
     group: Arc<dyn Fn(&K) -> KeyGroup + Send + Sync>,
     /// Keeps the state's backend open.
     store: Option<StateStore>,
+    /// What the store's changelog did (changelog state), as of the last snapshot.
+    changelog: xorflow_state::backend::changelog::ChangelogStats,
     /// [`OpenWindows`] under key 0, written at each snapshot.
     open_windows: Option<ValueTable<u8, OpenWindows>>,
     /// Everything below this time has been fired (the frontier used at the last firing).
@@ -137,6 +145,7 @@ where
             form,
             group,
             store: None,
+            changelog: Default::default(),
             open_windows: None,
             fired_below: 0,
             rank,
@@ -409,6 +418,17 @@ where
         };
         self.snapshot_holds = windows.holds.clone();
         open.insert(&0, windows).map_err(&err)?;
+        if let Some(store) = self.store.as_ref().filter(|s| s.has_changelog()) {
+            // Changelog state: the flushes mirror the changes; the checkpoint records where.
+            contents.flush().map_err(&err)?;
+            open.flush().map_err(&err)?;
+            contents.forget_changes();
+            open.forget_changes();
+            store.changelog_snapshot(&mut d).map_err(&err)?;
+            let c = store.changelog_stats().unwrap_or_default();
+            (self.changelog.records, self.changelog.bytes) = (c.records, c.bytes);
+            return Ok(OperatorState::Delta(d));
+        }
         open.snapshot(&mut d).map_err(&err)?;
         match older {
             Some(_) => contents.snapshot_older(&mut d).map_err(&err)?,
@@ -476,6 +496,7 @@ where
         if !store.restored_locally() {
             return Ok(false);
         }
+        store.changelog_resume().map_err(&err)?;
         contents.reopen().map_err(&err)?;
         open.reopen();
         drop(err);
@@ -487,9 +508,19 @@ where
     /// checkpoint's manifest: `execute/tracking.rs`, `restore_holds`).
     fn restore(&mut self, chain: &[xorflow_state::delta::Delta]) -> Result<(), String> {
         let err = state_err(&self.name);
-        let (Some(contents), Some(open)) = (&mut self.contents, &mut self.open_windows) else {
+        let (Some(store), Some(contents), Some(open)) =
+            (&self.store, &mut self.contents, &mut self.open_windows)
+        else {
             return Err(format!("window '{}' restored before open", self.name));
         };
+        if let Some(n) = store.changelog_restore(chain).map_err(&err)? {
+            self.changelog.replayed += n;
+            // Changelog state: the store holds the replayed state, as after a local rollback.
+            contents.reopen().map_err(&err)?;
+            open.reopen();
+            drop(err);
+            return self.restore_meta();
+        }
         // Instances keep their key groups across a restart: every restored key is this one's.
         contents.restore(chain, &|_| true).map_err(&err)?;
         open.restore(chain, &|_| true).map_err(&err)?;
@@ -499,6 +530,9 @@ where
 
     fn report(&mut self, stats: &mut VertexStats) {
         stats.count(EPOCH_RISES, self.epoch_rises);
+        stats.count(CHANGELOG_RECORDS, self.changelog.records);
+        stats.count(CHANGELOG_BYTES, self.changelog.bytes);
+        stats.count(CHANGELOG_REPLAYED, self.changelog.replayed);
     }
 
     /// Removes the instance's on-disk state: without checkpoints nothing can use it again.

@@ -1,13 +1,17 @@
 //! The backend trait: an ordered byte store the typed tables ([`crate::ValueTable`],
 //! [`crate::ListTable`]) flush their write-back caches into and read their misses from.
 //!
+//! [`ChangelogBackend`] wraps either and mirrors its writes to a changelog (seed 001).
+//!
 //! Two implementations: [`MemoryBackend`] (a `BTreeMap`, the default for small state) and
 //! [`DiskBackend`] (redb, a pure-Rust B-tree file, for state larger than memory; why redb:
 //! docs/state.md, "The on-disk store"). Both pass the same tests (`tests/backends.rs`).
 
+pub mod changelog;
 mod disk;
 mod memory;
 
+pub use changelog::{ChangelogBackend, ChangelogFactory};
 pub use disk::DiskBackend;
 pub use memory::MemoryBackend;
 
@@ -126,6 +130,11 @@ pub trait Backend: Send {
 
     /// The on-disk backend, for what only it can do (savepoints: `crate::local`).
     fn as_disk(&mut self) -> Option<&mut DiskBackend> {
+        None
+    }
+
+    /// The changelog-mirrored backend, for its checkpoints and restores (`changelog.rs`).
+    fn as_changelog(&mut self) -> Option<&mut ChangelogBackend> {
         None
     }
 }

@@ -355,6 +355,16 @@ where
         }
     }
 
+    /// Changelog state: forgets the changes since the previous snapshot, which the changelog
+    /// holds (on-disk tables only: the in-memory fold has no changelog).
+    pub fn forget_changes(&mut self) {
+        match &mut self.contents {
+            Contents::Fold(t) => t.forget_changes(),
+            Contents::FoldInMemory(_) => {}
+            Contents::Retain(t) => t.forget_changes(),
+        }
+    }
+
     /// Versioned cut: adds to `d` the changes of the older version since the previous snapshot
     /// (what [`WindowState::snapshot`] would have given had the later epoch's writes not
     /// happened yet), and ends the version: the later epoch's changes are the next snapshot's.
