@@ -5,8 +5,8 @@
 //! * [`uri`]: `kafka://HOST:PORT/TOPIC?key=value` addresses.
 //! * [`settings`]: the client settings that matter, and why.
 //! * [`admin`]: partitions of a topic, creating topics with settings.
-//! * [`source`]: [`KafkaSource`].
-//! * [`sink`]: [`KafkaSink`].
+//! * [`source`]: the source, [`KafkaSource`].
+//! * [`sink`]: the sink, [`KafkaSink`].
 //! * [`producer`]: loading records into a topic; [`dump`]: reading one back.
 //! * [`changelog`]: changelog state (seed 001) in compacted topics.
 //! * [`broker`]: a real broker for tests (`scripts/kafka.sh` on a free port).

@@ -97,7 +97,7 @@ impl Loader {
             }
         }
         self.sent += 1;
-        if self.sent % 4096 == 0 {
+        if self.sent.is_multiple_of(4096) {
             self.producer.poll(Duration::ZERO);
             self.check()?;
         }

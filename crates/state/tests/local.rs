@@ -42,6 +42,7 @@ fn config(dir: &Path) -> StateConfig {
             dirty_limit: 2,
             capacity: 3,
         },
+        changelog: None,
     }
 }
 
