@@ -4,6 +4,7 @@
 //! one command per experiment; for now it holds seed 000's chain workload.
 
 pub mod alignment;
+pub mod changelog;
 pub mod chain;
 pub mod checkpoint_cost;
 pub mod generator;

@@ -113,6 +113,9 @@ enum Bench {
     /// Seed 001's store I/O: bytes the on-disk store writes for 3M tuples per producer, 10 keys,
     /// 1 s windows, fold-left vs retain-all, with CPU time.
     StoreIo(StoreIoArgs),
+    /// Seed 001's evaluation with changelog state in Kafka: store and changelog I/O, restore
+    /// from the changelog vs state size, compaction policies (starts its own broker).
+    Changelog(ChangelogArgs),
     /// What checkpoints cost: throughput of the chain with a keyed stateful stage and of the
     /// flights job with checkpoints every 1 s and 100 ms against none, checkpoint duration
     /// p50/p99 and bytes per checkpoint, runs alternating.
@@ -183,15 +186,8 @@ struct FlightsArgs {
     /// With a Kafka input: keep reading at the end of the partitions (default: end there).
     #[arg(long)]
     kafka_follow: bool,
-    /// Changelog state (seed 001): the window's on-disk stores mirror their writes to the
-    /// compacted topics PREFIX-<vertex>, and checkpoints record ranges of them instead of
-    /// copying state (needs --state-backend disk and checkpoints; docs/kafka.md).
-    #[arg(long, value_name = "kafka://HOST:PORT/PREFIX")]
-    state_changelog: Option<String>,
-    /// A topic setting for new changelog topics, KEY=VALUE (repeatable), e.g.
-    /// min.cleanable.dirty.ratio=0.01, segment.ms=100.
-    #[arg(long, value_name = "KEY=VALUE")]
-    changelog_config: Vec<String>,
+    #[command(flatten)]
+    changelog: ChangelogOpts,
     /// Summary JSON.
     #[arg(long)]
     summary: Option<PathBuf>,
@@ -242,7 +238,23 @@ struct FlightsWeatherArgs {
     #[arg(long, allow_hyphen_values = true)]
     speed: Option<f64>,
     #[command(flatten)]
+    changelog: ChangelogOpts,
+    #[command(flatten)]
     engine: EngineArgs,
+}
+
+/// Changelog state, for the jobs with windows.
+#[derive(Args)]
+struct ChangelogOpts {
+    /// Changelog state (seed 001): the windows' on-disk stores mirror their writes to the
+    /// compacted topics PREFIX-<vertex>, and checkpoints record ranges of them instead of
+    /// copying state (needs --state-backend disk and checkpoints; docs/kafka.md).
+    #[arg(long, value_name = "kafka://HOST:PORT/PREFIX")]
+    state_changelog: Option<String>,
+    /// A topic setting for new changelog topics, KEY=VALUE (repeatable), e.g.
+    /// min.cleanable.dirty.ratio=0.01, segment.ms=100.
+    #[arg(long, value_name = "KEY=VALUE")]
+    changelog_config: Vec<String>,
 }
 
 fn run_flights_weather(a: FlightsWeatherArgs) -> ExitCode {
@@ -267,6 +279,13 @@ fn run_flights_weather(a: FlightsWeatherArgs) -> ExitCode {
     cfg.sources = a.sources;
     cfg.speed = a.speed;
     cfg.runtime = a.engine.runtime(granularity_s);
+    match changelog(&a.changelog, cfg.runtime.total_workers()) {
+        Ok(c) => cfg.runtime.state.changelog = c,
+        Err(e) => {
+            say!("error: {e}");
+            return ExitCode::from(2);
+        }
+    }
     let s = match xorflow_flights::join::run(&cfg) {
         Ok(s) => s,
         Err(e) => {
@@ -300,6 +319,9 @@ fn run_flights_weather(a: FlightsWeatherArgs) -> ExitCode {
     );
     if let Some(c) = &s.checkpoints {
         checkpoint_lines(&mut text, c);
+        if let Some(line) = changelog_line(&a.changelog, "join", c) {
+            text.push_str(&line);
+        }
     }
     match print_out(&text) {
         Ok(()) => ExitCode::SUCCESS,
@@ -332,6 +354,37 @@ struct CheckpointsArgs {
     /// Print JSON lines (one per run) instead of the table.
     #[arg(long)]
     json: bool,
+}
+
+#[derive(Args)]
+struct ChangelogArgs {
+    #[command(flatten)]
+    cfg: xorflow_bench::changelog::ChangelogConfig,
+    /// Also write every result as JSON to this file.
+    #[arg(long)]
+    json: Option<PathBuf>,
+}
+
+/// `bench changelog`: each result as a line when it comes, the JSON file at the end.
+fn run_changelog(a: &ChangelogArgs) -> ExitCode {
+    let mut say_line = |l: String| {
+        let _ = print_out(&format!("{l}\n"));
+    };
+    let r = match xorflow_bench::changelog::run(&a.cfg, &mut say_line) {
+        Ok(r) => r,
+        Err(e) => {
+            say!("error: {e:#}");
+            return ExitCode::from(1);
+        }
+    };
+    if let Some(p) = &a.json {
+        let json = serde_json::to_string_pretty(&r).expect("results serialize");
+        if let Err(e) = std::fs::write(p, json + "\n") {
+            say!("error: cannot write '{}': {e}", p.display());
+            return ExitCode::from(2);
+        }
+    }
+    ExitCode::SUCCESS
 }
 
 #[derive(Args)]
@@ -454,7 +507,7 @@ fn run_flights(a: FlightsArgs) -> ExitCode {
     cfg.progress = std::io::stderr().is_terminal() && !quiet(&a.engine);
     cfg.runtime = a.engine.runtime(granularity_s);
     cfg.kafka = kafka;
-    match changelog(&a, cfg.runtime.total_workers()) {
+    match changelog(&a.changelog, cfg.runtime.total_workers()) {
         Ok(c) => cfg.runtime.state.changelog = c,
         Err(e) => {
             say!("error: {e}");
@@ -473,7 +526,7 @@ fn run_flights(a: FlightsArgs) -> ExitCode {
 
 /// `--state-changelog` and `--changelog-config`: the changelogs, `partitions` per vertex.
 fn changelog(
-    a: &FlightsArgs,
+    a: &ChangelogOpts,
     partitions: usize,
 ) -> Result<Option<std::sync::Arc<dyn xorflow_state::backend::ChangelogFactory>>, String> {
     let Some(text) = &a.state_changelog else {
@@ -497,12 +550,16 @@ fn changelog(
     )))
 }
 
-/// What the changelog state did, and the compaction settings its topic has on the broker.
-fn changelog_line(a: &FlightsArgs, s: &xorflow_flights::Summary) -> Option<String> {
+/// What the changelog state of window vertex `vertex` did, and the compaction settings its
+/// topic has on the broker.
+fn changelog_line(
+    a: &ChangelogOpts,
+    vertex: &str,
+    c: &xorflow_flights::job::CheckpointSummary,
+) -> Option<String> {
     let uri = xorflow_kafka::KafkaUri::parse(a.state_changelog.as_deref()?).ok()?;
-    let c = s.checkpoints.as_ref()?;
     let logs = xorflow_kafka::changelog::KafkaChangelogs::new(uri.clone(), 1, Vec::new());
-    let topic = uri.with_topic(&logs.topic("hourly"));
+    let topic = uri.with_topic(&logs.topic(vertex));
     let settings = match xorflow_kafka::admin::topic_configs(&topic) {
         Ok(all) => all
             .into_iter()
@@ -513,8 +570,9 @@ fn changelog_line(a: &FlightsArgs, s: &xorflow_flights::Summary) -> Option<Strin
         Err(e) => format!("settings not read: {e}"),
     };
     Some(format!(
-        "changelog: {} records, {} bytes appended, {} replayed; {topic} ({settings})\n",
-        c.changelog_records, c.changelog_bytes, c.changelog_replayed
+        "changelog: {} records, {} bytes appended, {} replayed; local store {} bytes written; \
+         {topic} ({settings})\n",
+        c.changelog_records, c.changelog_bytes, c.changelog_replayed, c.store_bytes
     ))
 }
 
@@ -624,9 +682,9 @@ fn report_flights(a: &FlightsArgs, s: &xorflow_flights::Summary) -> ExitCode {
     );
     if let Some(c) = &s.checkpoints {
         checkpoint_lines(&mut text, c);
-    }
-    if let Some(line) = changelog_line(a, s) {
-        text.push_str(&line);
+        if let Some(line) = changelog_line(&a.changelog, "hourly", c) {
+            text.push_str(&line);
+        }
     }
     if let Some(p) = &a.summary {
         let _ = writeln!(text, "summary: {}", p.display());
@@ -746,6 +804,7 @@ fn run_stand(b: Bench) -> ExitCode {
         Bench::Peers(_)
         | Bench::Restore(_)
         | Bench::StoreIo(_)
+        | Bench::Changelog(_)
         | Bench::Checkpoints(_)
         | Bench::Alignment(_)
         | Bench::Report { .. } => {
@@ -818,6 +877,9 @@ fn main() -> ExitCode {
             a.json,
             xorflow_bench::alignment::table,
         ),
+        Command::Bench {
+            bench: Bench::Changelog(a),
+        } => run_changelog(&a),
         Command::Bench {
             bench: Bench::StoreIo(a),
         } => print_results(

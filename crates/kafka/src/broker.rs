@@ -66,6 +66,27 @@ impl TestBroker {
         format!("127.0.0.1:{}", self.port)
     }
 
+    /// The broker's folder (`scripts/kafka.sh`: `$XORFLOW_KAFKA_DIR/broker-<port>`).
+    fn folder(&self) -> PathBuf {
+        let base = std::env::var_os("XORFLOW_KAFKA_DIR")
+            .map_or_else(|| self.repo.join("target/kafka"), PathBuf::from);
+        base.join(format!("broker-{}", self.port))
+    }
+
+    /// Where the broker keeps its partitions (one folder per topic partition).
+    pub fn data_dir(&self) -> PathBuf {
+        self.folder().join("data")
+    }
+
+    /// The broker's process id, if it is running.
+    pub fn pid(&self) -> Option<u32> {
+        std::fs::read_to_string(self.folder().join("pid"))
+            .ok()?
+            .trim()
+            .parse()
+            .ok()
+    }
+
     /// `kafka://127.0.0.1:PORT/topic`.
     pub fn uri(&self, topic: &str) -> String {
         format!("kafka://{}/{topic}", self.bootstrap())
@@ -75,8 +96,6 @@ impl TestBroker {
 impl Drop for TestBroker {
     fn drop(&mut self) {
         let _ = self.script("stop");
-        let base = std::env::var_os("XORFLOW_KAFKA_DIR")
-            .map_or_else(|| self.repo.join("target/kafka"), PathBuf::from);
-        let _ = std::fs::remove_dir_all(base.join(format!("broker-{}", self.port)));
+        let _ = std::fs::remove_dir_all(self.folder());
     }
 }

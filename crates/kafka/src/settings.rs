@@ -55,7 +55,13 @@ pub fn consumer(uri: &KafkaUri, client_id: &str) -> ClientConfig {
         .set("enable.partition.eof", "true")
         // A fetch returns after at most 100 ms without data (librdkafka's 500 ms would add up
         // to half a second to a live feed's latency).
-        .set("fetch.wait.max.ms", "100");
+        .set("fetch.wait.max.ms", "100")
+        // librdkafka stops fetching a partition once 100,000 records wait in its queue and
+        // then backs off for a full second (`fetch.queue.backoff.ms`, 1000 by default): a
+        // backlog of small records (a topic read from its start, a changelog replayed) was
+        // read in one-second steps. Prefetch more, and look again after 10 ms.
+        .set("queued.min.messages", "1000000")
+        .set("fetch.queue.backoff.ms", "10");
     finish(c, uri)
 }
 

@@ -242,6 +242,8 @@ pub struct CheckpointSummary {
     pub changelog_bytes: u64,
     /// See `changelog_records`.
     pub changelog_replayed: u64,
+    /// Changelog state: bytes the window's local stores were given (puts and deletes).
+    pub store_bytes: u64,
     /// The checkpoint the run resumed from (`--resume`).
     pub resumed_from: Option<u64>,
     /// Newer checkpoints the resume skipped, each with why.
@@ -913,6 +915,7 @@ pub(crate) fn checkpoint_summary(
             changelog_bytes: window.counter(xorflow_runtime::operators::window::CHANGELOG_BYTES),
             changelog_replayed: window
                 .counter(xorflow_runtime::operators::window::CHANGELOG_REPLAYED),
+            store_bytes: window.counter(xorflow_runtime::operators::window::STORE_BYTES),
             resumed_from: c.resumed_from,
             skipped: c.skipped.clone(),
             restarts: c.restarts.clone(),

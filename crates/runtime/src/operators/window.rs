@@ -34,6 +34,8 @@ pub const EPOCH_RISES: &str = "epoch_frontier_rises";
 pub const CHANGELOG_RECORDS: &str = "changelog_records";
 /// Counter: key and value bytes of those records.
 pub const CHANGELOG_BYTES: &str = "changelog_bytes";
+/// Counter: bytes the window's local stores were given (changelog state; puts and deletes).
+pub const STORE_BYTES: &str = "state_store_bytes";
 /// Counter: records replayed from changelogs by restores.
 pub const CHANGELOG_REPLAYED: &str = "changelog_replayed";
 
@@ -93,6 +95,8 @@ pub struct Window<T, K, A: Aggregate<T>> {
     store: Option<StateStore>,
     /// What the store's changelog did (changelog state), as of the last snapshot.
     changelog: xorflow_state::backend::changelog::ChangelogStats,
+    /// Bytes the store was given, as of the last snapshot (changelog state).
+    store_bytes: u64,
     /// [`OpenWindows`] under key 0, written at each snapshot.
     open_windows: Option<ValueTable<u8, OpenWindows>>,
     /// Everything below this time has been fired (the frontier used at the last firing).
@@ -146,6 +150,7 @@ where
             group,
             store: None,
             changelog: Default::default(),
+            store_bytes: 0,
             open_windows: None,
             fired_below: 0,
             rank,
@@ -427,6 +432,7 @@ where
             store.changelog_snapshot(&mut d).map_err(&err)?;
             let c = store.changelog_stats().unwrap_or_default();
             (self.changelog.records, self.changelog.bytes) = (c.records, c.bytes);
+            self.store_bytes = store.stats().bytes_written;
             return Ok(OperatorState::Delta(d));
         }
         open.snapshot(&mut d).map_err(&err)?;
@@ -533,6 +539,7 @@ where
         stats.count(CHANGELOG_RECORDS, self.changelog.records);
         stats.count(CHANGELOG_BYTES, self.changelog.bytes);
         stats.count(CHANGELOG_REPLAYED, self.changelog.replayed);
+        stats.count(STORE_BYTES, self.store_bytes);
     }
 
     /// Removes the instance's on-disk state: without checkpoints nothing can use it again.

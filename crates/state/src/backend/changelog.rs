@@ -100,6 +100,9 @@ pub trait ChangelogFactory: Send + Sync + std::fmt::Debug {
     fn open(&self, vertex: &str, instance: usize) -> Result<Box<dyn Changelog>, StateError>;
 }
 
+/// Records written to the store per transaction during a replay.
+const REPLAY_BATCH: usize = 65_536;
+
 /// The key under which a store keeps its current [`LogRange`] in its own backend (so a local
 /// savepoint carries it): outside every table's key space (table ids stop at 254:
 /// `store.rs`), and never mirrored.
@@ -146,17 +149,37 @@ impl ChangelogBackend {
     /// The log or the backend failed.
     pub fn replay(&mut self, range: LogRange) -> Result<u64, StateError> {
         self.inner.delete_prefix(&[])?;
-        let mut batch: Vec<Write> = Vec::new();
-        let inner = &mut self.inner;
-        let n = self.log.replay(range, &mut |k, v| {
-            batch.push((k.to_vec(), v.map(<[u8]>::to_vec)));
-            if batch.len() >= 4096 {
-                inner.write(&batch)?;
-                batch.clear();
-            }
-            Ok(())
+        let t0 = std::time::Instant::now();
+        // Reading the log and writing the store overlap: a thread writes each batch while
+        // the next is read (two bounded slots, so memory stays at about three batches).
+        let (tx, rx) = std::sync::mpsc::sync_channel::<Vec<Write>>(2);
+        let (inner, log) = (&mut self.inner, &mut self.log);
+        let n = std::thread::scope(|s| {
+            let writer = s.spawn(move || -> Result<(), StateError> {
+                for batch in rx {
+                    inner.write(&batch)?;
+                }
+                Ok(())
+            });
+            let mut batch: Vec<Write> = Vec::with_capacity(REPLAY_BATCH);
+            let read = log.replay(range, &mut |k, v| {
+                batch.push((k.to_vec(), v.map(<[u8]>::to_vec)));
+                // Large batches: each is one transaction of the disk store.
+                if batch.len() >= REPLAY_BATCH {
+                    let full = std::mem::replace(&mut batch, Vec::with_capacity(REPLAY_BATCH));
+                    // A closed channel means the writer failed: its error is returned below.
+                    let _ = tx.send(full);
+                }
+                Ok(())
+            });
+            let _ = tx.send(batch);
+            drop(tx);
+            let wrote = writer
+                .join()
+                .unwrap_or_else(|_| Err(StateError::Other("the replay's writer panicked".into())));
+            wrote.and(read)
         })?;
-        self.inner.write(&batch)?;
+        tracing::debug!("changelog replay: {n} records in {:?}", t0.elapsed());
         self.inner
             .write(&[(RANGE_KEY.to_vec(), Some(range.encode()))])?;
         Ok(n)
