@@ -25,7 +25,11 @@ use xorflow_state::{BackendKind, CacheConfig, StateConfig, StateStore};
 #[derive(clap::Args, Clone, Debug)]
 pub struct ChangelogConfig {
     /// Experiments to run (comma-separated): store-io, restore, compaction.
-    #[arg(long, value_delimiter = ',', default_value = "store-io,restore,compaction")]
+    #[arg(
+        long,
+        value_delimiter = ',',
+        default_value = "store-io,restore,compaction"
+    )]
     pub experiments: Vec<String>,
     /// A running broker, HOST:PORT (default: start one with scripts/kafka.sh on a free port;
     /// `compaction` needs that one, to read its disk and CPU).
@@ -130,14 +134,26 @@ pub struct StoreIoResult {
 /// `store-io`: tuples in event-time order at 6,000/s per producer (the seed's rate), 10 keys,
 /// 1 s windows closed as the next starts, a commit (flush of store and changelog) every 60 s of
 /// event time, mid-window (as Samza's timer).
-fn store_io(b: &Broker, form: WindowForm, producers: u64, tuples: u64) -> anyhow::Result<StoreIoResult> {
+fn store_io(
+    b: &Broker,
+    form: WindowForm,
+    producers: u64,
+    tuples: u64,
+) -> anyhow::Result<StoreIoResult> {
     let tmp = tempfile::tempdir()?;
-    let topic = format!("store-io-{}-{producers}-{}", form.name(), std::process::id());
+    let topic = format!(
+        "store-io-{}-{producers}-{}",
+        form.name(),
+        std::process::id()
+    );
     let logs = Arc::new(KafkaChangelogs::new(b.uri(&topic)?, 1, Vec::new()));
     let mut st = store(tmp.path(), "w", logs, false)?;
     let mut w = window(&mut st, form)?;
     let (per_s, total, keys) = (6_000 * producers, tuples * producers, 10);
-    let (cpu0, t0) = (xorflow_runtime::measure::clock::process_cpu_ns(), Instant::now());
+    let (cpu0, t0) = (
+        xorflow_runtime::measure::clock::process_cpu_ns(),
+        Instant::now(),
+    );
     let mut counted = 0u64;
     let mut d = Delta::new(true);
     for i in 0..total {
@@ -158,7 +174,10 @@ fn store_io(b: &Broker, form: WindowForm, producers: u64, tuples: u64) -> anyhow
     }
     w.flush()?;
     st.changelog_snapshot(&mut d)?;
-    anyhow::ensure!(counted == total, "windows counted {counted} of {total} tuples");
+    anyhow::ensure!(
+        counted == total,
+        "windows counted {counted} of {total} tuples"
+    );
     let (local, log) = (st.stats(), st.changelog_stats().unwrap_or_default());
     let cpu_s = (xorflow_runtime::measure::clock::process_cpu_ns() - cpu0) as f64 * 1e-9;
     Ok(StoreIoResult {
@@ -253,7 +272,10 @@ fn restore(
             .close_next(u64::MAX, &Sum)?
             .ok_or_else(|| anyhow::anyhow!("the restored state holds no window"))?;
         let got: u64 = groups.iter().map(|(_, acc)| acc).sum();
-        anyhow::ensure!(got == want, "restored sum {got}, {want} expected ({label}, {updates})");
+        anyhow::ensure!(
+            got == want,
+            "restored sum {got}, {want} expected ({label}, {updates})"
+        );
     }
     let mut sorted = all.clone();
     sorted.sort_by(f64::total_cmp);
@@ -290,14 +312,20 @@ fn policies() -> [(&'static str, Vec<(String, String)>); 3] {
             .collect::<Vec<_>>()
     };
     [
-        ("none", s(&[("cleanup.policy", "delete"), ("retention.ms", "-1")])),
+        (
+            "none",
+            s(&[("cleanup.policy", "delete"), ("retention.ms", "-1")]),
+        ),
         (
             "aggressive",
             s(&[("min.cleanable.dirty.ratio", "0.01"), ("segment.ms", "100")]),
         ),
         (
             "relaxed",
-            s(&[("min.cleanable.dirty.ratio", "0.66"), ("segment.ms", "1000")]),
+            s(&[
+                ("min.cleanable.dirty.ratio", "0.66"),
+                ("segment.ms", "1000"),
+            ]),
         ),
     ]
 }
@@ -340,7 +368,12 @@ fn compaction(
         .as_ref()
         .ok_or_else(|| anyhow::anyhow!("compaction needs a broker this command starts"))?;
     let tmp = tempfile::tempdir()?;
-    let topic = format!("compaction-{}-{}-{}", policy.0, form.name(), std::process::id());
+    let topic = format!(
+        "compaction-{}-{}-{}",
+        policy.0,
+        form.name(),
+        std::process::id()
+    );
     let logs = Arc::new(KafkaChangelogs::new(b.uri(&topic)?, 1, policy.1));
     // Write-through: every update reaches the changelog, as in the thesis's Samza (with the
     // write-back cache, fold-left would write next to nothing and there would be nothing to
@@ -348,7 +381,9 @@ fn compaction(
     let mut st = store(tmp.path(), "w", logs, true)?;
     let mut w = window(&mut st, form)?;
     let part_dir: PathBuf = own.data_dir().join(format!("{topic}-w-0"));
-    let pid = own.pid().ok_or_else(|| anyhow::anyhow!("the broker's pid is unknown"))?;
+    let pid = own
+        .pid()
+        .ok_or_else(|| anyhow::anyhow!("the broker's pid is unknown"))?;
     let (t0, mut samples, mut d) = (Instant::now(), Vec::new(), Delta::new(true));
     let (mut last_cpu, mut last_t) = (cpu_of(pid), 0.0);
     let mut i = 0u64;
@@ -358,7 +393,7 @@ fn compaction(
         if let Some(wait) = due.checked_sub(t0.elapsed()) {
             std::thread::sleep(wait);
         }
-        if i % 6_000 == 0 && second > 0 {
+        if i.is_multiple_of(6_000) && second > 0 {
             while w.close_next(second, &Sum)?.is_some() {}
             w.flush()?;
             st.changelog_snapshot(&mut d)?;

@@ -4,8 +4,8 @@
 //! one command per experiment; for now it holds seed 000's chain workload.
 
 pub mod alignment;
-pub mod changelog;
 pub mod chain;
+pub mod changelog;
 pub mod checkpoint_cost;
 pub mod generator;
 pub mod restore;

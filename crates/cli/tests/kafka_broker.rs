@@ -35,16 +35,7 @@ fn free_port() -> u16 {
 
 /// True when java and mvn are here; outside CI their absence skips the test.
 fn java_here() -> bool {
-    let ok = |c: &str| Command::new(c).arg("-version").output().is_ok();
-    if ok("java") && ok("mvn") {
-        return true;
-    }
-    assert!(
-        std::env::var_os("CI").is_none(),
-        "java and mvn are required in CI (.ci/run installs them)"
-    );
-    eprintln!("skipped: java or mvn is missing");
-    false
+    xorflow_kafka::broker::java_here()
 }
 
 /// Stops the broker on `port` and forgets its data, also when the test fails.

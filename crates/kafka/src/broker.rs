@@ -12,7 +12,10 @@ pub struct TestBroker {
 
 /// Whether java and mvn are here. Without them a test skips (returns `None` from
 /// [`TestBroker::start`]), except under CI (`CI` set), where that is a failure.
-fn java_here() -> bool {
+///
+/// # Panics
+/// Under CI, when either is missing.
+pub fn java_here() -> bool {
     let ok = |c: &str| Command::new(c).arg("-version").output().is_ok();
     if ok("java") && ok("mvn") {
         return true;

@@ -8,17 +8,14 @@
 //! neither duplicate nor reorder them); a checkpoint waits for their delivery and records the
 //! offset after the last one.
 
-use crate::context::Quiet;
+use crate::context::{Deliveries, Quiet};
 use crate::settings::{self, BROKER_TIMEOUT};
 use crate::uri::KafkaUri;
-use rdkafka::client::ClientContext;
 use rdkafka::consumer::{BaseConsumer, Consumer};
-use rdkafka::error::{KafkaError, RDKafkaErrorCode};
-use rdkafka::message::{DeliveryResult, Message};
-use rdkafka::producer::{BaseProducer, BaseRecord, Producer, ProducerContext};
+use rdkafka::error::KafkaError;
+use rdkafka::message::Message;
+use rdkafka::producer::{BaseProducer, BaseRecord, Producer};
 use rdkafka::{Offset, TopicPartitionList};
-use std::sync::atomic::{AtomicI64, Ordering};
-use std::sync::Mutex;
 use std::time::{Duration, Instant};
 use xorflow_state::backend::changelog::{Changelog, ChangelogStats, LogRange, ReplayFn};
 use xorflow_state::backend::{ChangelogFactory, Write};
@@ -100,35 +97,6 @@ impl ChangelogFactory for KafkaChangelogs {
     }
 }
 
-/// Delivery reports: the largest offset delivered and the first failure.
-#[derive(Default)]
-struct Deliveries {
-    max_offset: AtomicI64,
-    failure: Mutex<Option<String>>,
-    quiet: Quiet,
-}
-
-impl ClientContext for Deliveries {
-    fn error(&self, error: KafkaError, reason: &str) {
-        self.quiet.report(&error, reason);
-    }
-}
-
-impl ProducerContext for Deliveries {
-    type DeliveryOpaque = ();
-    fn delivery(&self, r: &DeliveryResult<'_>, _: ()) {
-        match r {
-            Ok(m) => {
-                self.max_offset.fetch_max(m.offset(), Ordering::Relaxed);
-            }
-            Err((e, _)) => {
-                let mut f = self.failure.lock().unwrap_or_else(|p| p.into_inner());
-                f.get_or_insert_with(|| e.to_string());
-            }
-        }
-    }
-}
-
 /// One store's partition.
 struct KafkaChangelog {
     uri: KafkaUri,
@@ -149,7 +117,6 @@ impl KafkaChangelog {
             .set("linger.ms", "5")
             .create_with_context(Deliveries::default())
             .map_err(|e| err(&uri, format!("cannot create a producer: {e}")))?;
-        producer.context().max_offset.store(-1, Ordering::Relaxed);
         let consumer: BaseConsumer<Quiet> = settings::consumer(&uri, &client)
             // Replays read whole partitions: large fetches.
             .set("max.partition.fetch.bytes", (16 << 20).to_string())
@@ -170,10 +137,9 @@ impl KafkaChangelog {
     }
 
     fn check(&self) -> Result<(), StateError> {
-        let f = self.producer.context().failure.lock();
-        match f.as_deref().map(Option::as_deref) {
-            Ok(Some(e)) => Err(err(&self.uri, format!("a record was not delivered: {e}"))),
-            _ => Ok(()),
+        match self.producer.context().failure() {
+            Some(e) => Err(err(&self.uri, format!("a record was not delivered: {e}"))),
+            None => Ok(()),
         }
     }
 }
@@ -188,19 +154,8 @@ impl Changelog for KafkaChangelog {
             if let Some(v) = v {
                 rec = rec.payload(v.as_slice());
             }
-            let start = Instant::now();
-            loop {
-                match self.producer.send(rec) {
-                    Ok(()) => break,
-                    Err((KafkaError::MessageProduction(RDKafkaErrorCode::QueueFull), r))
-                        if start.elapsed() < BROKER_TIMEOUT =>
-                    {
-                        self.producer.poll(Duration::from_millis(5));
-                        rec = r;
-                    }
-                    Err((e, _)) => return Err(err(&self.uri, format!("cannot append: {e}"))),
-                }
-            }
+            crate::producer::send_waiting(&self.producer, rec)
+                .map_err(|e| err(&self.uri, format!("cannot append: {e}")))?;
             self.stats.records += 1;
             self.stats.bytes += (k.len() + v.as_ref().map_or(0, Vec::len)) as u64;
         }
@@ -215,7 +170,7 @@ impl Changelog for KafkaChangelog {
                 .flush(BROKER_TIMEOUT)
                 .map_err(|e| err(&self.uri, format!("records not delivered: {e}")))?;
             self.check()?;
-            let max = self.producer.context().max_offset.load(Ordering::Relaxed);
+            let max = self.producer.context().max_offset();
             self.end = self.end.max(max + 1);
             self.pending = 0;
         }

@@ -1,41 +1,38 @@
 //! Loading records into a topic (`xorflow kafka produce-flights`, tests, benchmarks): an
 //! idempotent producer that counts what the broker confirmed and fails on what it refused.
 
+use crate::context::Deliveries;
 use crate::settings::{self, BROKER_TIMEOUT};
 use crate::uri::KafkaUri;
-use rdkafka::client::ClientContext;
 use rdkafka::error::{KafkaError, RDKafkaErrorCode};
-use rdkafka::message::DeliveryResult;
-use rdkafka::producer::{BaseProducer, BaseRecord, Producer, ProducerContext};
-use std::sync::Mutex;
+use rdkafka::producer::{BaseProducer, BaseRecord, Producer};
 use std::time::{Duration, Instant};
 
-/// Counts deliveries and keeps the first failure.
-#[derive(Default)]
-struct Deliveries {
-    failure: Mutex<Option<String>>,
-    delivered: std::sync::atomic::AtomicU64,
-    quiet: crate::context::Quiet,
-}
-
-impl ClientContext for Deliveries {
-    fn error(&self, error: KafkaError, reason: &str) {
-        self.quiet.report(&error, reason);
-    }
-}
-
-impl ProducerContext for Deliveries {
-    type DeliveryOpaque = ();
-    fn delivery(&self, r: &DeliveryResult<'_>, _: ()) {
-        match r {
-            Ok(_) => {
-                self.delivered
-                    .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+/// Queues `rec` on `producer`, serving delivery reports while librdkafka's queue is full, for
+/// at most the broker timeout.
+///
+/// # Errors
+/// The record is refused, or the queue stays full.
+pub(crate) fn send_waiting<C, K, P>(
+    producer: &BaseProducer<C>,
+    mut rec: BaseRecord<'_, K, P>,
+) -> Result<(), KafkaError>
+where
+    C: rdkafka::producer::ProducerContext<DeliveryOpaque = ()>,
+    K: rdkafka::message::ToBytes + ?Sized,
+    P: rdkafka::message::ToBytes + ?Sized,
+{
+    let start = Instant::now();
+    loop {
+        match producer.send(rec) {
+            Ok(()) => return Ok(()),
+            Err((KafkaError::MessageProduction(RDKafkaErrorCode::QueueFull), r))
+                if start.elapsed() < BROKER_TIMEOUT =>
+            {
+                producer.poll(Duration::from_millis(5));
+                rec = r;
             }
-            Err((e, _)) => {
-                let mut f = self.failure.lock().expect("deliveries lock");
-                f.get_or_insert_with(|| e.to_string());
-            }
+            Err((e, _)) => return Err(e),
         }
     }
 }
@@ -83,19 +80,7 @@ impl Loader {
         if let Some(k) = key {
             rec = rec.key(k);
         }
-        let start = Instant::now();
-        loop {
-            match self.producer.send(rec) {
-                Ok(()) => break,
-                Err((KafkaError::MessageProduction(RDKafkaErrorCode::QueueFull), r))
-                    if start.elapsed() < BROKER_TIMEOUT =>
-                {
-                    self.producer.poll(Duration::from_millis(10));
-                    rec = r;
-                }
-                Err((e, _)) => return Err(format!("{}: cannot send: {e}", self.uri)),
-            }
-        }
+        send_waiting(&self.producer, rec).map_err(|e| format!("{}: cannot send: {e}", self.uri))?;
         self.sent += 1;
         if self.sent.is_multiple_of(4096) {
             self.producer.poll(Duration::ZERO);
@@ -105,13 +90,7 @@ impl Loader {
     }
 
     fn check(&self) -> Result<(), String> {
-        let f = self
-            .producer
-            .context()
-            .failure
-            .lock()
-            .expect("deliveries lock");
-        match &*f {
+        match self.producer.context().failure() {
             Some(e) => Err(format!("{}: the broker refused a record: {e}", self.uri)),
             None => Ok(()),
         }
@@ -126,11 +105,7 @@ impl Loader {
             .flush(BROKER_TIMEOUT)
             .map_err(|e| format!("{}: not every record was delivered: {e}", self.uri))?;
         self.check()?;
-        let n = self
-            .producer
-            .context()
-            .delivered
-            .load(std::sync::atomic::Ordering::Relaxed);
+        let n = self.producer.context().delivered();
         if n != self.sent {
             return Err(format!(
                 "{}: {} of {} records were delivered",

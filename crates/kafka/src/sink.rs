@@ -21,10 +21,8 @@
 use crate::context::Quiet;
 use crate::settings::{self, BROKER_TIMEOUT};
 use crate::uri::KafkaUri;
-use rdkafka::error::{KafkaError, RDKafkaErrorCode};
 use rdkafka::producer::{BaseProducer, BaseRecord, Producer};
 use std::marker::PhantomData;
-use std::time::{Duration, Instant};
 use xorflow_runtime::{Element, Sink, Staging};
 
 /// Turns a result element into a record's key and value.
@@ -151,19 +149,8 @@ impl<T, E: Encoder<T>> KafkaSink<T, E> {
         if !key.is_empty() {
             rec = rec.key(key);
         }
-        let start = Instant::now();
-        loop {
-            match p.send(rec) {
-                Ok(()) => return Ok(()),
-                Err((KafkaError::MessageProduction(RDKafkaErrorCode::QueueFull), r))
-                    if start.elapsed() < BROKER_TIMEOUT =>
-                {
-                    p.poll(Duration::from_millis(10));
-                    rec = r;
-                }
-                Err((e, _)) => return Err(format!("{}: cannot send to '{topic}': {e}", self.uri)),
-            }
-        }
+        crate::producer::send_waiting(p, rec)
+            .map_err(|e| format!("{}: cannot send to '{topic}': {e}", self.uri))
     }
 
     /// Writes `marker` and commits the open transaction (opening one if none is).
