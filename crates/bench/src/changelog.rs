@@ -50,6 +50,13 @@ pub struct ChangelogConfig {
     /// compaction: how long each policy runs, s.
     #[arg(long, default_value_t = 60)]
     pub compaction_s: u64,
+    /// compaction: the policies to run (comma-separated): none, aggressive, relaxed, ratio-0.33.
+    #[arg(
+        long,
+        value_delimiter = ',',
+        default_value = "none,aggressive,relaxed,ratio-0.33"
+    )]
+    pub policies: Vec<String>,
 }
 
 /// Where the broker is, and the one this command started (stopped when dropped).
@@ -304,8 +311,8 @@ pub struct CompactionSample {
     pub broker_cpu_pct: f64,
 }
 
-/// The compaction policies of section 4.5: topic settings.
-fn policies() -> [(&'static str, Vec<(String, String)>); 3] {
+/// The compaction policies of section 4.5 (and its 0.33 dirty-ratio point): topic settings.
+fn policies() -> [(&'static str, Vec<(String, String)>); 4] {
     let s = |v: &[(&str, &str)]| {
         v.iter()
             .map(|(k, v)| (k.to_string(), v.to_string()))
@@ -324,6 +331,13 @@ fn policies() -> [(&'static str, Vec<(String, String)>); 3] {
             "relaxed",
             s(&[
                 ("min.cleanable.dirty.ratio", "0.66"),
+                ("segment.ms", "1000"),
+            ]),
+        ),
+        (
+            "ratio-0.33",
+            s(&[
+                ("min.cleanable.dirty.ratio", "0.33"),
                 ("segment.ms", "1000"),
             ]),
         ),
@@ -464,7 +478,18 @@ pub fn run(cfg: &ChangelogConfig, say: &mut dyn FnMut(String)) -> anyhow::Result
         }
     }
     if has("compaction") {
-        for policy in policies() {
+        let known: Vec<&str> = policies().iter().map(|p| p.0).collect();
+        for p in &cfg.policies {
+            anyhow::ensure!(
+                known.contains(&p.as_str()),
+                "unknown policy '{p}' ({})",
+                known.join(", ")
+            );
+        }
+        for policy in policies()
+            .into_iter()
+            .filter(|p| cfg.policies.iter().any(|x| x == p.0))
+        {
             for form in forms {
                 let s = compaction(&b, policy.clone(), form, cfg.compaction_s)?;
                 if let Some(l) = s.last() {
