@@ -143,7 +143,7 @@ fn a_missing_topic_and_an_absent_broker_are_named() {
     assert!(e.contains("topic 'nothing-here' does not exist"), "{e}");
 }
 
-/// Emits 0..n, one per time unit, at most `step` per poll.
+/// Emits 0..n, one per time unit, 50 per poll.
 struct Count {
     next: u64,
     n: u64,
@@ -160,7 +160,9 @@ impl Source<u64> for Count {
         if self.next == self.n {
             SourcePoll::Done
         } else {
-            SourcePoll::WaitUntil(out.now_ns() + 200_000)
+            // 50 elements every 5 ms: the run lasts at least half a second of wall time, so
+            // several 20 ms checkpoints complete however loaded the machine is.
+            SourcePoll::WaitUntil(out.now_ns() + 5_000_000)
         }
     }
 }
