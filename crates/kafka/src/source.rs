@@ -146,16 +146,26 @@ pub struct SourceCounters {
 }
 
 impl SourceCounters {
-    /// True the first time offset `offset` of `partition` is seen by this process (it is then
-    /// counted).
-    fn first_time(&self, partition: i32, offset: i64) -> bool {
-        let mut m = self.counted_to.lock().expect("counters lock");
-        let to = m.entry(partition).or_insert(0);
-        if offset < *to {
-            return false;
+    /// The offset below which `partition`'s records were counted by this process.
+    fn counted_to(&self, partition: i32) -> i64 {
+        let m = self
+            .counted_to
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        m.get(&partition).copied().unwrap_or(0)
+    }
+
+    /// Records how far the partitions in `parts` were counted (once per poll, not per record:
+    /// a restarted attempt in this process starts from there).
+    fn publish(&self, parts: &[Partition]) {
+        let mut m = self
+            .counted_to
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        for p in parts {
+            let to = m.entry(p.id).or_insert(0);
+            *to = (*to).max(p.counted_to);
         }
-        *to = offset + 1;
-        true
     }
 
     fn skipped(&self, counter: &AtomicU64, topic: &str, r: SkippedRecord) {
@@ -216,6 +226,8 @@ struct Partition {
     last_ns: u64,
     /// Bounded and at its end.
     done: bool,
+    /// Records below this offset were counted already ([`SourceCounters`]).
+    counted_to: i64,
 }
 
 /// A source instance reading its share of a topic's partitions; `T` is the element type and `D`
@@ -257,6 +269,7 @@ impl<T, D: Decoder<T>> KafkaSource<T, D> {
                 progress: 0,
                 last_ns: 0,
                 done: false,
+                counted_to: 0,
             })
             .collect();
         let index = parts.iter().enumerate().map(|(i, p)| (p.id, i)).collect();
@@ -289,6 +302,7 @@ impl<T, D: Decoder<T>> KafkaSource<T, D> {
             tpl.add_partition_offset(&uri.topic, p.id, at)
                 .map_err(|e| format!("{uri}: partition {}: {e}", p.id))?;
             p.last_ns = now_ns;
+            p.counted_to = self.counters.counted_to(p.id);
         }
         c.assign(&tpl)
             .map_err(|e| format!("{uri}: cannot assign partitions: {e}"))?;
@@ -310,7 +324,8 @@ impl<T, D: Decoder<T>> KafkaSource<T, D> {
         }
         p.next = Some(r.offset + 1);
         p.last_ns = now_ns;
-        let first = self.counters.first_time(r.partition, r.offset);
+        let first = r.offset >= p.counted_to;
+        p.counted_to = p.counted_to.max(r.offset + 1);
         let skip = |c: &SourceCounters, counter: &AtomicU64, reason: String| {
             if first {
                 let s = SkippedRecord {
@@ -426,6 +441,7 @@ impl<T, D: Decoder<T>> KafkaSource<T, D> {
         let consumer = self.consumer.take().expect("connected");
         let res = self.drain(&consumer, out, now);
         self.consumer = Some(consumer);
+        self.counters.publish(&self.parts);
         res
     }
 
