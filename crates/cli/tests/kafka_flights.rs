@@ -218,13 +218,21 @@ fn wait_done(mut child: std::process::Child, label: &str) -> Output {
     panic!("{label}: the run hung: {:?}", child.wait_with_output());
 }
 
-/// Waits (up to 60 s) until `dir/manifests` holds a checkpoint.
-fn wait_first_checkpoint(dir: &Path) {
+/// Waits (up to 60 s) until `dir/manifests` holds a checkpoint; a run that ends before that
+/// fails the test with its output, so a failed start is not reported as a slow checkpoint.
+fn wait_first_checkpoint(dir: &Path, child: &mut std::process::Child, label: &str) {
     let t0 = Instant::now();
     while std::fs::read_dir(dir.join("manifests")).map_or(true, |mut d| d.next().is_none()) {
+        if let Some(status) = child.try_wait().unwrap() {
+            let mut err = String::new();
+            if let Some(mut e) = child.stderr.take() {
+                let _ = std::io::Read::read_to_string(&mut e, &mut err);
+            }
+            panic!("{label}: the run ended ({status}) before its first checkpoint: {err}");
+        }
         assert!(
             t0.elapsed() < Duration::from_secs(60),
-            "no checkpoint after 60 s"
+            "{label}: no checkpoint after 60 s"
         );
         thread::sleep(Duration::from_millis(10));
     }
@@ -294,8 +302,8 @@ fn killed_processes_leave_every_result_in_the_output_topic_exactly_once() {
             }
             c.spawn().unwrap()
         };
-        let child = run(false);
-        wait_first_checkpoint(&ck);
+        let mut child = run(false);
+        wait_first_checkpoint(&ck, &mut child, &label);
         kill_process(
             &child,
             victim,
@@ -377,8 +385,8 @@ fn changelog_state_restores_by_replay_and_by_local_rollback_after_kill_9() {
             }
             c.spawn().unwrap()
         };
-        let child = run(extra, false);
-        wait_first_checkpoint(&ck);
+        let mut child = run(extra, false);
+        wait_first_checkpoint(&ck, &mut child, &label);
         let mut restarts = 0;
         for &v in victims {
             let after = Duration::from_secs_f64(rng.between(0.3, 2.0));

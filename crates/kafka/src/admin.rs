@@ -72,11 +72,14 @@ pub enum Created {
 
 /// Creates `uri`'s topic with `partitions` partitions, replication factor 1 (this project's
 /// brokers are single nodes; a cluster's default replication is set on the broker) and the topic
-/// settings `configs` (`cleanup.policy=compact`, ...). An existing topic is left alone.
+/// settings `configs` (`cleanup.policy=compact`, ...). An existing topic is left alone. Returns
+/// once every partition has a leader: the broker answers CreateTopics before its metadata
+/// names the leaders, and a request in that gap fails with `NotLeaderForPartition`.
 ///
 /// # Errors
 /// The broker is unreachable or refuses (a setting it does not know, more partitions than it
-/// allows), naming the topic and the broker's reason.
+/// allows), naming the topic and the broker's reason; partitions without a leader after
+/// [`BROKER_TIMEOUT`].
 pub fn create_topic(
     uri: &KafkaUri,
     partitions: usize,
@@ -92,16 +95,76 @@ pub fn create_topic(
     let opts = AdminOptions::new().operation_timeout(Some(BROKER_TIMEOUT));
     let r = block_on(admin.create_topics([&t], &opts))?
         .map_err(|e| unreachable(uri, BROKER_TIMEOUT, &e.to_string()))?;
-    match r.into_iter().next() {
-        Some(Ok(_)) => Ok(Created::Created),
-        Some(Err((_, RDKafkaErrorCode::TopicAlreadyExists))) => Ok(Created::Existed),
-        Some(Err((_, code))) => Err(format!(
-            "{uri}: the broker refused to create the topic: {code}"
-        )),
-        None => Err(format!(
-            "{uri}: the broker did not answer the topic's creation"
-        )),
+    let created = match r.into_iter().next() {
+        Some(Ok(_)) => Created::Created,
+        Some(Err((_, RDKafkaErrorCode::TopicAlreadyExists))) => Created::Existed,
+        Some(Err((_, code))) => {
+            return Err(format!(
+                "{uri}: the broker refused to create the topic: {code}"
+            ))
+        }
+        None => {
+            return Err(format!(
+                "{uri}: the broker did not answer the topic's creation"
+            ))
+        }
+    };
+    wait_for_leaders(uri, BROKER_TIMEOUT)?;
+    Ok(created)
+}
+
+/// Waits until the metadata of `uri`'s topic names a leader for every partition.
+///
+/// # Errors
+/// Still a partition without a leader (or no metadata) after `timeout`, naming the last reason.
+pub fn wait_for_leaders(uri: &KafkaUri, timeout: Duration) -> Result<(), String> {
+    let c: BaseConsumer<crate::context::Quiet> = settings::admin(uri)
+        .create_with_context(crate::context::Quiet::default())
+        .map_err(|e| format!("{uri}: cannot create a Kafka client: {e}"))?;
+    let t0 = std::time::Instant::now();
+    loop {
+        let why = match c.fetch_metadata(Some(&uri.topic), timeout) {
+            Err(e) => e.to_string(),
+            Ok(md) => match md.topics().iter().find(|t| t.name() == uri.topic) {
+                None => "no metadata for the topic".to_string(),
+                Some(t) if t.error().is_some() => {
+                    RDKafkaErrorCode::from(t.error().unwrap()).to_string()
+                }
+                Some(t) if t.partitions().is_empty() => "no partitions yet".to_string(),
+                Some(t) => match t
+                    .partitions()
+                    .iter()
+                    .find(|p| p.error().is_some() || p.leader() < 0)
+                {
+                    None => return Ok(()),
+                    Some(p) => format!("partition {} has no leader", p.id()),
+                },
+            },
+        };
+        if t0.elapsed() >= timeout {
+            return Err(format!(
+                "{uri}: the topic is not ready after {} s: {why}",
+                timeout.as_secs()
+            ));
+        }
+        std::thread::sleep(Duration::from_millis(50));
     }
+}
+
+/// Whether `e` is one of the errors Kafka's protocol marks retriable because leadership or
+/// metadata is moving (a new topic, a broker restart): worth asking again after a pause.
+pub fn is_transient(e: &rdkafka::error::KafkaError) -> bool {
+    matches!(
+        e.rdkafka_error_code(),
+        Some(
+            RDKafkaErrorCode::NotLeaderForPartition
+                | RDKafkaErrorCode::LeaderNotAvailable
+                | RDKafkaErrorCode::UnknownTopicOrPartition
+                | RDKafkaErrorCode::RequestTimedOut
+                | RDKafkaErrorCode::NotEnoughReplicas
+                | RDKafkaErrorCode::BrokerNotAvailable
+        )
+    )
 }
 
 /// The topic's settings as the broker holds them (name -> value), for reports.

@@ -177,12 +177,27 @@ impl Changelog for KafkaChangelog {
         Ok(self.end)
     }
 
+    /// The partition's high watermark, asked again while leadership moves (within
+    /// [`BROKER_TIMEOUT`]).
     fn end(&mut self) -> Result<i64, StateError> {
-        let (_, high) = self
-            .consumer
-            .fetch_watermarks(&self.uri.topic, self.partition, BROKER_TIMEOUT)
-            .map_err(|e| err(&self.uri, format!("cannot read the partition's end: {e}")))?;
-        Ok(high)
+        let t0 = Instant::now();
+        loop {
+            match self
+                .consumer
+                .fetch_watermarks(&self.uri.topic, self.partition, BROKER_TIMEOUT)
+            {
+                Ok((_, high)) => return Ok(high),
+                Err(e) if crate::admin::is_transient(&e) && t0.elapsed() < BROKER_TIMEOUT => {
+                    std::thread::sleep(Duration::from_millis(50));
+                }
+                Err(e) => {
+                    return Err(err(
+                        &self.uri,
+                        format!("cannot read the partition's end: {e}"),
+                    ))
+                }
+            }
+        }
     }
 
     fn replay(&mut self, range: LogRange, f: &mut ReplayFn<'_>) -> Result<u64, StateError> {
