@@ -7,7 +7,7 @@
 //!   than memory).
 //! * [`ValueTable`] and [`ListTable`]: typed keyed state (a value per key; an append-only list per
 //!   key) behind a write-back cache ([`CacheConfig`]: flush at N dirty keys, at a checkpoint, on
-//!   demand; seed 001's Samza store).
+//!   demand; seed 001's Samza store). Lists are stored as runs of elements (`run.rs`).
 //! * [`delta`]: what changed since the last snapshot, as records ([`delta::Record`]); a snapshot of a
 //!   [`StateStore`] is the delta of each of its tables, so checkpoints are incremental.
 //! * [`window`]: window state in seed 001's two forms, fold-left and retain-all.
@@ -25,6 +25,7 @@ mod error;
 pub mod key_group;
 mod list;
 pub mod local;
+mod run;
 mod store;
 mod table;
 mod value;

@@ -1,11 +1,13 @@
 //! A table of one append-only list per key (seed 001's retain-all window state: every element
-//! stored under `(key, seq)`, all of a key's elements deleted when its window closes).
+//! stored, all of a key's elements deleted when its window closes). Elements are stored in runs
+//! (`run.rs`): one backend entry per list per flush, not one per element.
 
 use crate::backend::{lock, Write};
 use crate::codec;
 use crate::delta::{Delta, Record};
 use crate::error::StateError;
 use crate::key_group::KeyGroup;
+use crate::run;
 use crate::table::TableCtx;
 use rustc_hash::FxHashMap;
 use serde::de::DeserializeOwned;
@@ -50,8 +52,8 @@ impl<V> Meta<V> {
 }
 
 /// List state: an append-only list of `V` per key `K`. Appends stay in memory until a flush
-/// writes them as one backend entry per element (`[key][seq: u64 BE]`); a snapshot holds the
-/// elements appended since the previous one.
+/// writes each list's new elements as runs (`run.rs`: `[key][first seq: u64 BE]` -> elements);
+/// a snapshot holds the elements appended since the previous one, as runs too.
 pub struct ListTable<K, V> {
     t: TableCtx<K>,
     lists: FxHashMap<K, Meta<V>>,
@@ -78,13 +80,6 @@ where
             unflushed: 0,
             tick: 0,
         }
-    }
-
-    fn element_key(prefix: &[u8], seq: u64) -> Vec<u8> {
-        let mut key = Vec::with_capacity(prefix.len() + 8);
-        key.extend_from_slice(prefix);
-        key.extend_from_slice(&seq.to_be_bytes());
-        key
     }
 
     /// Appends `v` to the list of `k`.
@@ -133,11 +128,18 @@ where
         if from < m.tail_start {
             let prefix = self.t.key_bytes(k)?;
             let name = &self.t.name;
-            let start = Self::element_key(&prefix, from);
             lock(&self.t.backend).scan_prefix(&prefix, &mut |kb, vb| {
-                if kb >= start.as_slice() && out.len() < (m.tail_start - from) as usize {
-                    out.push(codec::decode(name, vb)?);
+                let Some((_, start)) = run::split_key(kb) else {
+                    return Ok(());
+                };
+                // Runs wholly before `from` or from the in-memory tail on are not decoded.
+                if start >= m.tail_start || start + run::run_len(name, vb)? <= from {
+                    return Ok(());
                 }
+                let elements: Vec<V> = run::decode_run(name, vb)?;
+                let skip = from.saturating_sub(start) as usize;
+                let take = (m.tail_start - start) as usize;
+                out.extend(elements.into_iter().take(take).skip(skip));
                 Ok(())
             })?;
             if out.len() as u64 != m.tail_start - from {
@@ -201,11 +203,11 @@ where
         for (k, m) in self.lists.iter_mut().filter(|(_, m)| m.dirty) {
             m.dirty = false;
             let prefix = codec::key_bytes(&self.t.name, self.t.id, (self.t.group)(k), k)?;
-            for seq in m.flushed..m.len {
-                let v = &m.tail[(seq - m.tail_start) as usize];
-                let value = codec::encode(&self.t.name, v)?;
-                batch.push((Self::element_key(&prefix, seq), Some(value)));
-            }
+            let new = &m.tail[(m.flushed - m.tail_start) as usize..];
+            run::encode_runs(&self.t.name, &prefix, m.flushed, new, &mut |key, value| {
+                batch.push((key, Some(value)));
+                Ok(())
+            })?;
             m.flushed = m.len;
         }
         backend.write(&batch)?;
@@ -273,12 +275,12 @@ where
                     prefix: prefix.clone(),
                 });
             }
-            for (i, v) in self.read(&k, from)?.iter().enumerate() {
-                d.records.push(Record::Put {
-                    key: Self::element_key(&prefix, from + i as u64),
-                    value: codec::encode(&self.t.name, v)?,
-                });
-            }
+            let records = &mut d.records;
+            let elements = self.read(&k, from)?;
+            run::encode_runs(&self.t.name, &prefix, from, &elements, &mut |key, value| {
+                records.push(Record::Put { key, value });
+                Ok(())
+            })?;
             let m = self.lists.get_mut(&k).expect("listed above");
             m.snapshotted = m.len;
             m.cleared = false;
@@ -330,12 +332,13 @@ where
                     }
                 }
                 Record::Put { key, value } => {
-                    let v: V = codec::decode(&self.t.name, value)?;
-                    let m = next_element(&self.t.name, key, &mut by_prefix, &mut self.lists)?;
-                    m.tail.push(v);
-                    m.len += 1;
+                    let elements: Vec<V> = run::decode_run(&self.t.name, value)?;
+                    let m = next_run(&self.t.name, key, &mut by_prefix, &mut self.lists)?;
+                    let n = elements.len();
+                    m.tail.extend(elements);
+                    m.len += n as u64;
                     m.snapshotted = m.len;
-                    self.held += 1;
+                    self.held += n;
                 }
                 other => {
                     return Err(StateError::Codec {
@@ -370,8 +373,8 @@ where
         let name = self.t.name.clone();
         let mut by_prefix: FxHashMap<Vec<u8>, K> = FxHashMap::default();
         let lists = &mut self.lists;
-        lock(&self.t.backend).scan_prefix(&[self.t.id], &mut |key, _| {
-            next_element(&name, key, &mut by_prefix, lists)?.len += 1;
+        lock(&self.t.backend).scan_prefix(&[self.t.id], &mut |key, value| {
+            next_run(&name, key, &mut by_prefix, lists)?.len += run::run_len(&name, value)?;
             Ok(())
         })?;
         for m in self.lists.values_mut() {
@@ -393,14 +396,14 @@ where
     }
 }
 
-/// The list a stored element key (`[key prefix][seq: u64 BE]`) belongs to, created if new; the
-/// element must be the list's next one. `keys` caches each prefix's decoded key, so a list's
-/// key is decoded once.
+/// The list a stored run key (`[key prefix][first seq: u64 BE]`) belongs to, created if new;
+/// the run must start at the list's next element. `keys` caches each prefix's decoded key, so a
+/// list's key is decoded once.
 ///
 /// # Errors
-/// A key too short for an element, a prefix that does not decode, or an element out of
-/// sequence (the table `name` is named).
-fn next_element<'a, K, V>(
+/// A key too short for a run, a prefix that does not decode, or a run out of sequence (the
+/// table `name` is named).
+fn next_run<'a, K, V>(
     name: &str,
     key: &[u8],
     keys: &mut FxHashMap<Vec<u8>, K>,
@@ -413,11 +416,8 @@ where
         table: name.into(),
         detail,
     };
-    if key.len() < codec::HEADER + 8 {
-        return Err(err(format!("a list element's key has {} bytes", key.len())));
-    }
-    let (prefix, seq) = key.split_at(key.len() - 8);
-    let seq = u64::from_be_bytes(seq.try_into().expect("8 bytes"));
+    let (prefix, seq) = run::split_key(key)
+        .ok_or_else(|| err(format!("a list run's key has {} bytes", key.len())))?;
     let k = match keys.get(prefix) {
         Some(k) => k.clone(),
         None => {
@@ -429,9 +429,47 @@ where
     let m = lists.entry(k).or_insert(Meta::empty(false));
     if seq != m.len {
         return Err(err(format!(
-            "list element {seq} follows {} elements",
+            "a list run starting at element {seq} follows {} elements",
             m.len
         )));
     }
     Ok(m)
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::backend::MemoryBackend;
+    use crate::{CacheConfig, StateStore};
+
+    /// Reads that start inside a stored run (not at a run's first element), with the list's
+    /// tail evicted, then with part of it back in memory.
+    #[test]
+    fn a_read_from_the_middle_of_a_stored_run_gives_exactly_the_elements_from_there() {
+        let cache = CacheConfig {
+            dirty_limit: 1000,
+            capacity: 1,
+        };
+        let mut st = StateStore::with_backend(Box::new(MemoryBackend::new()), cache);
+        let mut t = st.list_table::<u8, String>("l", |_| 0).unwrap();
+        // 3,000 elements of 100 bytes: several runs of about 64 KiB.
+        let all: Vec<String> = (0..3000).map(|i| format!("{i:0>100}")).collect();
+        for v in &all[..2000] {
+            t.append(&7, v.clone()).unwrap();
+        }
+        t.flush().unwrap();
+        t.append(&9, "other".into()).unwrap();
+        t.flush().unwrap();
+        assert_eq!(t.lists[&7].tail_start, 2000, "the tail was evicted");
+        for v in &all[2000..] {
+            t.append(&7, v.clone()).unwrap();
+        }
+        for from in [0, 1, 649, 650, 651, 1999, 2000, 2500] {
+            assert_eq!(
+                t.read(&7, from).unwrap(),
+                all[from as usize..],
+                "from {from}"
+            );
+        }
+        assert_eq!(t.get(&9).unwrap(), ["other"]);
+    }
 }

@@ -5,7 +5,7 @@
 /// Bytes of the header (magic + length) and trailer (checksum).
 const MAGIC_LEN: usize = 8;
 
-/// Frames `payload` as a file of kind `magic` (8 bytes, e.g. `b"XFSNAP1\n"`).
+/// Frames `payload` as a file of kind `magic` (8 bytes, e.g. `b"XFSNAP2\n"`).
 pub(crate) fn frame(magic: &[u8; MAGIC_LEN], payload: &[u8]) -> Vec<u8> {
     let mut out = Vec::with_capacity(MAGIC_LEN + 8 + payload.len() + 4);
     out.extend_from_slice(magic);
@@ -29,6 +29,16 @@ pub(crate) fn unframe<'a>(magic: &[u8; MAGIC_LEN], bytes: &'a [u8]) -> Result<&'
         ));
     }
     if &bytes[..MAGIC_LEN] != magic {
+        // The magic's last characters before the newline are its format version.
+        let found = String::from_utf8_lossy(&bytes[..MAGIC_LEN])
+            .trim()
+            .to_string();
+        if bytes[..5] == magic[..5] {
+            return Err(format!(
+                "a {found} file, another format version than this xorflow's {kind}: written \
+                 by another xorflow release"
+            ));
+        }
         return Err(format!("not a {kind} file (wrong magic bytes)"));
     }
     let len = u64::from_le_bytes(bytes[MAGIC_LEN..MAGIC_LEN + 8].try_into().expect("8 bytes"));
@@ -70,6 +80,15 @@ mod tests {
         let mut longer = f.clone();
         longer.push(0);
         assert!(unframe(m, &longer).unwrap_err().contains("appended"));
+        let older = frame(b"XFTEST0\n", b"hello, state");
+        let e = unframe(m, &older).unwrap_err();
+        assert!(
+            e.contains("XFTEST0") && e.contains("another format version"),
+            "{e}"
+        );
+        assert!(unframe(m, &frame(b"XFOTHER\n", b"x"))
+            .unwrap_err()
+            .contains("not a XFTEST1"));
         assert!(unframe(b"XFOTHER\n", &f)
             .unwrap_err()
             .contains("not a XFOTHER file"));

@@ -32,7 +32,9 @@ use crate::store::{decode_snapshot, encode_snapshot};
 use std::collections::BTreeSet;
 use std::path::Path;
 
-const SNAPSHOT_MAGIC: &[u8; 8] = b"XFSNAP1\n";
+/// Version 2: list elements stored as runs (`run.rs`); version 1's one record per element does
+/// not decode as runs, so its files are refused by name.
+const SNAPSHOT_MAGIC: &[u8; 8] = b"XFSNAP2\n";
 
 /// The checkpoint number in a file or manifest name (`...c0000000012...`).
 fn checkpoint_of(name: &str) -> Option<u64> {
