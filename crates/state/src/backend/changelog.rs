@@ -100,8 +100,12 @@ pub trait ChangelogFactory: Send + Sync + std::fmt::Debug {
     fn open(&self, vertex: &str, instance: usize) -> Result<Box<dyn Changelog>, StateError>;
 }
 
-/// Records written to the store per transaction during a replay.
+/// Records written to the store per transaction during a replay, at most.
 const REPLAY_BATCH: usize = 65_536;
+
+/// Bytes (keys and values) per replay transaction, at most: list runs are up to 64 KiB each
+/// (`run.rs`), so a count alone could hold gigabytes.
+const REPLAY_BATCH_BYTES: usize = 32 << 20;
 
 /// The key under which a store keeps its current [`LogRange`] in its own backend (so a local
 /// savepoint carries it): outside every table's key space (table ids stop at 254:
@@ -161,12 +165,14 @@ impl ChangelogBackend {
                 }
                 Ok(())
             });
-            let mut batch: Vec<Write> = Vec::with_capacity(REPLAY_BATCH);
+            let (mut batch, mut bytes): (Vec<Write>, usize) = (Vec::new(), 0);
             let read = log.replay(range, &mut |k, v| {
+                bytes += k.len() + v.map_or(0, <[u8]>::len);
                 batch.push((k.to_vec(), v.map(<[u8]>::to_vec)));
                 // Large batches: each is one transaction of the disk store.
-                if batch.len() >= REPLAY_BATCH {
-                    let full = std::mem::replace(&mut batch, Vec::with_capacity(REPLAY_BATCH));
+                if batch.len() >= REPLAY_BATCH || bytes >= REPLAY_BATCH_BYTES {
+                    bytes = 0;
+                    let full = std::mem::take(&mut batch);
                     // A closed channel means the writer failed: its error is returned below.
                     let _ = tx.send(full);
                 }
