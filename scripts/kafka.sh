@@ -4,6 +4,9 @@
 #
 #   scripts/kafka.sh start  [--port 9092]   fetch the jars if needed, format, start; prints the
 #                                           bootstrap address once the broker answers
+#                           [--owner PID]   also stop the broker once process PID is gone (tests
+#                                           and benchmarks pass their own: a kill -9 of them
+#                                           must not leave a JVM behind)
 #   scripts/kafka.sh stop   [--port 9092]   ends the broker by its PID (SIGTERM, then SIGKILL)
 #   scripts/kafka.sh status [--port 9092]   says whether it runs and answers; exit 1 if not
 #
@@ -17,13 +20,16 @@ home=${XORFLOW_KAFKA_DIR:-$repo/target/kafka}
 cmd=${1:-}
 shift || true
 port=9092
+owner=
 while [ $# -gt 0 ]; do
   case "$1" in
     --port) port=${2:?--port needs a value}; shift 2 ;;
-    *) echo "kafka.sh: unknown option '$1' (usage: kafka.sh start|stop|status [--port P])" >&2; exit 2 ;;
+    --owner) owner=${2:?--owner needs a process id}; shift 2 ;;
+    *) echo "kafka.sh: unknown option '$1' (usage: kafka.sh start|stop|status [--port P] [--owner PID])" >&2; exit 2 ;;
   esac
 done
 case "$port" in ''|*[!0-9]*) echo "kafka.sh: --port '$port' is not a port number" >&2; exit 2 ;; esac
+case "$owner" in *[!0-9]*) echo "kafka.sh: --owner '$owner' is not a process id" >&2; exit 2 ;; esac
 dir=$home/broker-$port
 libs=$home/libs
 
@@ -77,6 +83,17 @@ LOG
     || { echo "kafka.sh: formatting the storage failed: see $dir/format.log" >&2; rm -f "$dir/server.properties"; exit 1; }
 }
 
+# Stops broker $1 (SIGTERM, then SIGKILL after 20 s) once $owner has exited; detached, with
+# its output closed, so whoever runs `start` and reads its output is not kept waiting.
+watch_owner() {
+  local broker=$1
+  nohup bash -c '
+    while kill -0 "$1" 2>/dev/null && kill -0 "$2" 2>/dev/null; do sleep 1; done
+    kill "$2" 2>/dev/null || exit 0
+    for _ in $(seq 1 200); do kill -0 "$2" 2>/dev/null || exit 0; sleep 0.1; done
+    kill -9 "$2" 2>/dev/null' _ "$owner" "$broker" >/dev/null 2>&1 </dev/null &
+}
+
 start() {
   if pid=$(pid_of); then echo "kafka.sh: a broker already runs on port $port (pid $pid)" >&2; echo "127.0.0.1:$port"; return; fi
   if answers "$port"; then echo "kafka.sh: port $port is taken by another program" >&2; exit 1; fi
@@ -93,6 +110,7 @@ start() {
       exit 1
     fi
     if answers "$port" && grep -q "Kafka Server started\|\[KafkaRaftServer nodeId=1\] Kafka Server started" "$dir/server.log" 2>/dev/null; then
+      [ -n "$owner" ] && watch_owner "$(cat "$dir/pid")"
       echo "127.0.0.1:$port"
       return
     fi

@@ -1,5 +1,6 @@
 //! A real broker for tests and benchmarks: `scripts/kafka.sh` on a free port, stopped and its
-//! data removed when dropped.
+//! data removed when dropped, and stopped by the script's watcher if this process dies without
+//! dropping it (kill -9).
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -46,7 +47,7 @@ impl TestBroker {
             repo: repo.to_path_buf(),
             port,
         };
-        let o = b.script("start");
+        let o = b.script_with("start", &["--owner", &std::process::id().to_string()]);
         assert!(
             o.status.success(),
             "scripts/kafka.sh start --port {port}: {}{}",
@@ -57,8 +58,13 @@ impl TestBroker {
     }
 
     fn script(&self, cmd: &str) -> std::process::Output {
+        self.script_with(cmd, &[])
+    }
+
+    fn script_with(&self, cmd: &str, extra: &[&str]) -> std::process::Output {
         Command::new(self.repo.join("scripts/kafka.sh"))
             .args([cmd, "--port", &self.port.to_string()])
+            .args(extra)
             .stdin(Stdio::null())
             .output()
             .expect("run scripts/kafka.sh")
