@@ -63,6 +63,27 @@ pub enum Decoded<T> {
 pub trait Decoder<T>: Send {
     /// Decodes `record`.
     fn decode(&mut self, record: &RecordView<'_>) -> Decoded<T>;
+
+    /// What the decoder has learned from the records decoded so far that later records need (a
+    /// header's column layout), as text without `|`; stored with the source's offsets in each
+    /// checkpoint, so a source resumed past the header still knows it. Empty: nothing.
+    fn state(&self) -> String {
+        String::new()
+    }
+
+    /// Takes back a [`Decoder::state`] when the source resumes from a checkpoint.
+    ///
+    /// # Errors
+    /// `state` is not one this decoder wrote.
+    fn restore_state(&mut self, state: &str) -> Result<(), String> {
+        if state.is_empty() {
+            Ok(())
+        } else {
+            Err(format!(
+                "this decoder keeps no state, the checkpoint has '{state}'"
+            ))
+        }
+    }
 }
 
 /// Where a partition's progress (the lower bound on its future event times) comes from.
@@ -496,6 +517,11 @@ impl<T, D: Decoder<T>> KafkaSource<T, D> {
                 None => s.push_str(&format!("{}:start", p.id)),
             }
         }
+        let state = self.decoder.state();
+        if !state.is_empty() {
+            s.push('|');
+            s.push_str(&state);
+        }
         s
     }
 }
@@ -530,7 +556,8 @@ impl<T: Clone + Send, D: Decoder<T>> Source<T> for KafkaSource<T, D> {
         }
     }
 
-    /// `partition:next_offset,...` (`partition:start` for a partition not read yet).
+    /// `partition:next_offset,...` (`partition:start` for a partition not read yet), then
+    /// `|` and the decoder's [`Decoder::state`] if it has one.
     fn position(&self) -> Option<String> {
         Some(self.positions())
     }
@@ -538,7 +565,11 @@ impl<T: Clone + Send, D: Decoder<T>> Source<T> for KafkaSource<T, D> {
     /// Takes the offsets of a [`Source::position`]; partitions it does not name (added to the
     /// topic since) start from their beginning.
     fn seek(&mut self, position: &str) -> Result<(), String> {
-        for item in position.split(',').filter(|s| !s.is_empty()) {
+        let (offsets, state) = position.split_once('|').unwrap_or((position, ""));
+        self.decoder
+            .restore_state(state)
+            .map_err(|e| format!("the checkpoint's decoder state: {e}"))?;
+        for item in offsets.split(',').filter(|s| !s.is_empty()) {
             let bad = || format!("position '{item}' is not PARTITION:OFFSET");
             let (p, o) = item.split_once(':').ok_or_else(bad)?;
             let p: i32 = p.parse().map_err(|_| bad())?;
@@ -561,5 +592,71 @@ impl<T: Clone + Send, D: Decoder<T>> Source<T> for KafkaSource<T, D> {
             return Err("seek after the source started".into());
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use xorflow_runtime::Source;
+
+    /// A decoder whose state is the text of the last header record.
+    #[derive(Default)]
+    struct Headers(String);
+
+    impl Decoder<u64> for Headers {
+        fn decode(&mut self, _: &RecordView<'_>) -> Decoded<u64> {
+            Decoded::Skip
+        }
+        fn state(&self) -> String {
+            self.0.clone()
+        }
+        fn restore_state(&mut self, state: &str) -> Result<(), String> {
+            self.0 = state.to_string();
+            Ok(())
+        }
+    }
+
+    fn source<D: Decoder<u64>>(decoder: D) -> KafkaSource<u64, D> {
+        let cfg = SourceConfig {
+            uri: KafkaUri::parse("kafka://127.0.0.1:1/t").unwrap(),
+            partitions: 4,
+            instances: 2,
+            watermark: Watermark::EventTime { lateness: 0 },
+            idle_timeout: Duration::from_secs(1),
+            bounded: true,
+            speed: None,
+        };
+        KafkaSource::new(Arc::new(cfg), 1, decoder, Arc::default())
+    }
+
+    /// A position carries the decoder's state after the offsets; a seek gives both back, and
+    /// a decoder without state refuses a position that has some.
+    #[test]
+    fn the_position_carries_the_decoders_state_through_a_seek() {
+        let mut a = source(Headers::default());
+        a.seek("1:17,3:start").unwrap();
+        a.decoder.0 = "a,b,c".into();
+        assert_eq!(a.position().unwrap(), "1:17,3:start|a,b,c");
+        let mut b = source(Headers::default());
+        b.seek(&a.position().unwrap()).unwrap();
+        assert_eq!(b.position(), a.position());
+        assert_eq!(b.decoder.0, "a,b,c");
+        // Without a state: the offsets only, as before.
+        let mut c = source(Headers::default());
+        c.seek("1:5,3:6").unwrap();
+        assert_eq!(c.position().unwrap(), "1:5,3:6");
+        struct Plain;
+        impl Decoder<u64> for Plain {
+            fn decode(&mut self, _: &RecordView<'_>) -> Decoded<u64> {
+                Decoded::Skip
+            }
+        }
+        let e = source(Plain).seek("1:5|x").unwrap_err();
+        assert!(e.contains("decoder state"), "{e}");
+        assert!(source(Plain)
+            .seek("2:5")
+            .unwrap_err()
+            .contains("partition 2"));
     }
 }

@@ -61,6 +61,41 @@ impl Decoder<Flight> for FlightsDecoder {
             Err(e) => Decoded::Malformed(e),
         }
     }
+
+    /// The layouts learned from header records: `P:I0.I1.I2.I3.I4.WIDTH` per partition, `;`
+    /// between them, sorted by partition (column indexes of `columns_of`'s five fields and the
+    /// row's width).
+    fn state(&self) -> String {
+        let mut parts: Vec<_> = self.layouts.iter().collect();
+        parts.sort_unstable_by_key(|(p, _)| **p);
+        let one = |(p, (idx, width)): (&i32, &([usize; 5], usize))| {
+            let idx: Vec<String> = idx.iter().map(usize::to_string).collect();
+            format!("{p}:{}.{width}", idx.join("."))
+        };
+        parts.into_iter().map(one).collect::<Vec<_>>().join(";")
+    }
+
+    fn restore_state(&mut self, state: &str) -> Result<(), String> {
+        self.layouts.clear();
+        for item in state.split(';').filter(|s| !s.is_empty()) {
+            let bad = || format!("'{item}' is not PARTITION:I0.I1.I2.I3.I4.WIDTH");
+            let (p, layout) = item.split_once(':').ok_or_else(bad)?;
+            let n: Vec<usize> = layout
+                .split('.')
+                .map(str::parse)
+                .collect::<Result<_, _>>()
+                .map_err(|_| bad())?;
+            let [a, b, c, d, e, width] = n[..] else {
+                return Err(bad());
+            };
+            if [a, b, c, d, e].iter().any(|&i| i >= width) {
+                return Err(bad());
+            }
+            let p = p.parse().map_err(|_| bad())?;
+            self.layouts.insert(p, ([a, b, c, d, e], width));
+        }
+        Ok(())
+    }
 }
 
 /// Encodes a result row as the file job's CSV row (no header), keyed by origin.
@@ -171,4 +206,56 @@ pub fn prepare_output(uri: &KafkaUri) -> Result<(), String> {
     }
     admin::create_topic(uri, partitions, &[])?;
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn record(partition: i32, payload: &str) -> RecordView<'_> {
+        RecordView {
+            partition,
+            offset: 0,
+            timestamp_ms: None,
+            key: None,
+            payload: payload.as_bytes(),
+        }
+    }
+
+    /// A partition whose header reorders the columns: a decoder resumed from the first one's
+    /// state decodes the next row as the first would, and one without it does not.
+    #[test]
+    fn a_resumed_decoder_keeps_the_layout_of_a_header_it_did_not_read() {
+        let cols: Vec<&str> = NYCFLIGHTS13_HEADER.split(',').collect();
+        let row = "2013,1,1,517,515,2,830,819,11,UA,1545,N14228,EWR,IAH,227,1400,5,15,\
+                   2013-01-01T10:00:00Z";
+        let vals: Vec<&str> = row.split(',').collect();
+        let rev = |v: &[&str]| v.iter().rev().copied().collect::<Vec<_>>().join(",");
+        let mut first = FlightsDecoder::default();
+        assert_eq!(first.decode(&record(2, &rev(&cols))), Decoded::Skip);
+        assert_eq!(first.state().split(';').count(), 1);
+        let want = first.decode(&record(2, &rev(&vals)));
+        assert!(matches!(want, Decoded::Element(..)), "{want:?}");
+        let mut resumed = FlightsDecoder::default();
+        resumed.restore_state(&first.state()).unwrap();
+        assert_eq!(resumed.state(), first.state());
+        assert_eq!(resumed.decode(&record(2, &rev(&vals))), want);
+        // Without the state the reversed row is read in nycflights13's order: not that element.
+        let fresh = FlightsDecoder::default().decode(&record(2, &rev(&vals)));
+        assert_ne!(fresh, want);
+        // The default layout needs no state; bad states are refused.
+        assert_eq!(FlightsDecoder::default().state(), "");
+        for bad in [
+            "x",
+            "1:1.2.3",
+            "1:1.2.3.4.5.3",
+            "a:0.1.2.3.4.5",
+            "1:0.1.2.3.4.x",
+        ] {
+            assert!(
+                FlightsDecoder::default().restore_state(bad).is_err(),
+                "{bad}"
+            );
+        }
+    }
 }
