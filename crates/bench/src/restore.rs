@@ -341,7 +341,9 @@ mod tests {
             assert_eq!(r.len(), 2);
             let (fold, retain) = (&r[0], &r[1]);
             assert!(fold.chain_bytes < 1000, "{fold:?}");
-            assert!(retain.chain_bytes > 2500 * 8, "{retain:?}");
+            // Every element is in the chain: at least its byte of postcard (values < 128
+            // take one), and more than fold-left's single value.
+            assert!(retain.chain_bytes > 2500, "{retain:?}");
             // On disk the local recovery was measured (and checked its sum).
             let disk = state_backend == BackendKind::Disk;
             assert_eq!(fold.local_s.is_some(), disk, "{fold:?}");
