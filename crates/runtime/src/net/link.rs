@@ -8,14 +8,14 @@
 //! shared TCP connection for other channels and its inbound queue can never overflow.
 
 use super::frame::{self, ChannelId, Kind};
-use crate::batch::{Batch, Msg};
+use crate::batch::Msg;
 use bytes::Bytes;
 use crossbeam_queue::ArrayQueue;
 use rustc_hash::FxHashMap;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use tokio::sync::mpsc::UnboundedSender;
-use xorflow_core::{Data, Element};
+use xorflow_core::Data;
 
 /// The sending half of the connection to one remote process (frames are written in order).
 #[derive(Clone, Debug)]
@@ -99,14 +99,13 @@ impl RemoteIn {
     }
 }
 
-/// Encodes a channel message as a Data or End frame.
+/// Encodes a channel message as a Data or End frame (`batch_codec.rs` gives the body).
 pub fn encode<T: Data>(msg: &Msg<T>, ch: ChannelId) -> Bytes {
     match msg {
         Msg::Data(b) => {
-            let v = frame::channel_frame(Kind::Data, ch, 32 + 16 * b.data.len());
-            postcard::to_extend(&(b.tag, b.lo, b.hi, b.epoch, &b.markers, &b.data), v)
-                .expect("encoding into a Vec cannot fail")
-                .into()
+            let mut v = frame::channel_frame(Kind::Data, ch, 41 + 16 * b.data.len());
+            super::batch_codec::encode_batch(b, &mut v);
+            v.into()
         }
         Msg::End => frame::channel_frame(Kind::End, ch, 0).into(),
     }
@@ -120,24 +119,14 @@ pub fn decode<T: Data>(f: &[u8]) -> Result<Msg<T>, String> {
     let (ch, body) = frame::read_channel(f)?;
     match Kind::of(f[0])? {
         Kind::End => Ok(Msg::End),
-        Kind::Data => {
-            type Body<T> = (u64, u64, u64, u64, Vec<u64>, Vec<Element<T>>);
-            let (tag, lo, hi, epoch, markers, data): Body<T> =
-                postcard::from_bytes(body).map_err(|e| {
-                    format!(
-                        "undecodable batch on edge {} from worker {}: {e}",
-                        ch.edge, ch.from
-                    )
-                })?;
-            Ok(Msg::Data(Batch {
-                tag,
-                lo,
-                hi,
-                epoch,
-                markers,
-                data,
-            }))
-        }
+        Kind::Data => super::batch_codec::decode_batch(body)
+            .map(Msg::Data)
+            .map_err(|e| {
+                format!(
+                    "undecodable batch on edge {} from worker {}: {e}",
+                    ch.edge, ch.from
+                )
+            }),
         k => Err(format!("{k:?} frame routed as data")),
     }
 }

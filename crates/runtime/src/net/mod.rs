@@ -1,7 +1,8 @@
 //! Running one job across processes and hosts: cluster launch ([`cluster`]), the wire format
-//! ([`frame`]), remote channels with credit-based backpressure ([`link`]) and the TCP transport
+//! ([`frame`], [`batch_codec`]), remote channels with credit-based backpressure ([`link`]) and the TCP transport
 //! ([`transport`]). Serialization happens only here, at the process boundary.
 
+pub mod batch_codec;
 pub mod cluster;
 pub mod frame;
 pub mod link;
