@@ -29,7 +29,8 @@ const PLAIN: u8 = 1;
 trait Plain: Copy + 'static {
     /// Bytes per value.
     const WIDTH: usize;
-    fn put(self, out: &mut Vec<u8>);
+    /// Writes the value into the first [`Plain::WIDTH`] bytes of `b`.
+    fn write(self, b: &mut [u8]);
     /// Reads a value from the first [`Plain::WIDTH`] bytes of `b`.
     fn get(b: &[u8]) -> Self;
 }
@@ -39,8 +40,8 @@ macro_rules! plain {
         impl Plain for $t {
             const WIDTH: usize = std::mem::size_of::<$t>();
             #[inline]
-            fn put(self, out: &mut Vec<u8>) {
-                out.extend_from_slice(&self.to_le_bytes());
+            fn write(self, b: &mut [u8]) {
+                b[..Self::WIDTH].copy_from_slice(&self.to_le_bytes());
             }
             #[inline]
             fn get(b: &[u8]) -> Self {
@@ -88,11 +89,14 @@ pub fn encode_batch<T: Data>(b: &Batch<T>, out: &mut Vec<u8>) {
 }
 
 fn put_plain<P: Plain>(v: &[Element<P>], out: &mut Vec<u8>) {
-    out.reserve(4 + v.len() * (8 + P::WIDTH));
     out.put_u32_le(v.len() as u32);
-    for e in v {
-        out.extend_from_slice(&e.time.to_le_bytes());
-        e.data.put(out);
+    // Sized once, then filled in place: no capacity check per field.
+    let width = 8 + P::WIDTH;
+    let start = out.len();
+    out.resize(start + v.len() * width, 0);
+    for (c, e) in out[start..].chunks_exact_mut(width).zip(v) {
+        c[..8].copy_from_slice(&e.time.to_le_bytes());
+        e.data.write(&mut c[8..]);
     }
 }
 
