@@ -5,5 +5,6 @@
 pub mod batch_codec;
 pub mod cluster;
 pub mod frame;
+mod gather;
 pub mod link;
 pub mod transport;

@@ -19,6 +19,7 @@
 
 use super::cluster::ClusterConfig;
 use super::frame::{self, ChannelId, Hello, Kind, PROTOCOL_VERSION};
+use super::gather;
 use super::link::Routes;
 use crate::measure::traffic::{MessageKind, Traffic};
 use crate::progress::frontiers::Notification;
@@ -31,10 +32,11 @@ use std::net::SocketAddr;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
+use tokio::io::AsyncWriteExt;
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::mpsc::{unbounded_channel, UnboundedReceiver, UnboundedSender};
 use tokio::time::{sleep, timeout, Instant};
-use tokio_util::codec::{Framed, FramedRead, FramedWrite, LengthDelimitedCodec};
+use tokio_util::codec::{Framed, FramedRead, LengthDelimitedCodec};
 
 /// How long a new connection may take to present its handshake.
 const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(5);
@@ -591,12 +593,12 @@ fn spawn_links(
         let (r, w) = parts.io.into_split();
         let mut reader = FramedRead::new(r, codec(cfg.max_frame_bytes));
         reader.read_buffer_mut().extend_from_slice(&parts.read_buf);
-        let writer = FramedWrite::new(w, codec(cfg.max_frame_bytes));
         writers.push(tokio::spawn(write_loop(
             j,
-            writer,
+            w,
             queue,
             cfg.peer_timeout / 3,
+            cfg.max_frame_bytes,
         )));
         tokio::spawn(read_loop(
             j,
@@ -704,37 +706,45 @@ async fn accept_handshake_check(stream: TcpStream, id: &Identity) -> Result<usiz
     check_hello(id, &h)
 }
 
+/// Frames per `writev`: tokio passes at most 64 slices, two per frame (`gather.rs`).
+const GATHER_FRAMES: usize = 32;
+
+/// Writes the process's queued frames to the connection, gathering what is queued into one
+/// vectored write (`gather.rs`); a Ping after `ping_every` of silence. Ends after writing Done
+/// or Abort, or when the connection fails.
 async fn write_loop(
     process: usize,
-    mut w: FramedWrite<tokio::net::tcp::OwnedWriteHalf, LengthDelimitedCodec>,
+    mut w: tokio::net::tcp::OwnedWriteHalf,
     mut queue: UnboundedReceiver<Bytes>,
     ping_every: Duration,
+    max_frame: usize,
 ) {
     let ping = frame::simple(Kind::Ping, &[]);
+    let mut buf = gather::FrameBuf::default();
     loop {
         let first = tokio::select! {
             m = queue.recv() => m,
             _ = sleep(ping_every) => Some(ping.clone()),
         };
-        let Some(f) = first else {
+        let Some(mut f) = first else {
             break;
         };
-        let mut last = f[0];
-        if w.feed(f).await.is_err() {
-            break;
-        }
-        while last != Kind::Done as u8 && last != Kind::Abort as u8 {
-            match queue.try_recv() {
-                Ok(f) => {
-                    last = f[0];
-                    if w.feed(f).await.is_err() {
-                        return;
-                    }
-                }
-                Err(_) => break,
+        let last = loop {
+            let kind = f[0];
+            if let Err(e) = buf.push(f, max_frame) {
+                tracing::error!("connection to process {process}: {e}");
+                return;
             }
-        }
-        if SinkExt::<Bytes>::flush(&mut w).await.is_err() {
+            let end = kind == Kind::Done as u8 || kind == Kind::Abort as u8;
+            if end || buf.frames() >= GATHER_FRAMES {
+                break kind;
+            }
+            match queue.try_recv() {
+                Ok(next) => f = next,
+                Err(_) => break kind,
+            }
+        };
+        if w.write_all_buf(&mut buf).await.is_err() {
             tracing::debug!("connection to process {process} closed while writing");
             break;
         }
