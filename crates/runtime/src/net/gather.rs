@@ -68,7 +68,10 @@ impl Buf for FrameBuf {
         assert!(n <= self.remaining, "advance past the end of the frames");
         self.remaining -= n;
         while n > 0 {
-            let e = self.entries.front_mut().expect("remaining bytes are in entries");
+            let e = self
+                .entries
+                .front_mut()
+                .expect("remaining bytes are in entries");
             let head = (4 - e.head_at).min(n);
             e.head_at += head;
             n -= head;
@@ -141,6 +144,8 @@ mod tests {
             got.push(f.freeze());
         }
         assert_eq!(got, frames);
-        assert!(FrameBuf::default().push(Bytes::from(vec![0; 11]), 10).is_err());
+        assert!(FrameBuf::default()
+            .push(Bytes::from(vec![0; 11]), 10)
+            .is_err());
     }
 }
