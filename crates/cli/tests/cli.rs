@@ -505,6 +505,39 @@ fn bench_chain_json() {
     }
 }
 
+/// Across 2 processes the chain's `u64` elements travel in plain batches
+/// (`crates/runtime/src/net/batch_codec.rs`): every element reaches the sink once, and its
+/// payload (the emission time, ns) decodes to a latency between 0 and the run's length. A
+/// payload read from the wrong bytes (the time field, a shifted offset) would give a latency of
+/// about the clock's whole value, and a lost or repeated element a different count.
+#[test]
+fn bench_chain_across_two_processes_delivers_every_element_intact() {
+    for tracking in ["none", "tracker"] {
+        let out = xorflow()
+            .args(CHAIN)
+            .args(["--processes", "2", "--workers", "1"])
+            .args(["--tracking", tracking, "--json"])
+            .timeout(Duration::from_secs(120))
+            .assert()
+            .code(0)
+            .get_output()
+            .clone();
+        let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+        let line = stdout.lines().next().expect("a JSON line");
+        let v: Value = serde_json::from_str(line).unwrap_or_else(|e| panic!("{e}: {line}"));
+        let e = &v["element_latency"];
+        assert_eq!(e["count"], 20000, "{tracking}: {v}");
+        let run_us = v["elapsed_s"].as_f64().unwrap() * 1e6;
+        let max = e["max_us"].as_f64().unwrap();
+        assert!(
+            max > 0.0 && max <= run_us + 1e6,
+            "{tracking}: max {max} us: {v}"
+        );
+        let data = v["traffic"]["data"]["messages"].as_u64().unwrap();
+        assert!(data > 0, "{tracking}: nothing crossed the processes: {v}");
+    }
+}
+
 #[test]
 fn bench_chain_repeat_0_exits_2() {
     xorflow()
