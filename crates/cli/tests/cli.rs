@@ -468,20 +468,26 @@ fn bench_chain_prints_throughput() {
     }
 }
 
+/// The JSON line of `xorflow bench chain` with [`CHAIN`] and `args` (exit 0 within 120 s).
+fn chain_json(args: &[&str]) -> Value {
+    let out = xorflow()
+        .args(CHAIN)
+        .args(args)
+        .arg("--json")
+        .timeout(Duration::from_secs(120))
+        .assert()
+        .code(0)
+        .get_output()
+        .clone();
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    let line = stdout.lines().next().expect("a JSON line");
+    serde_json::from_str(line).unwrap_or_else(|e| panic!("{e}: {line}"))
+}
+
 #[test]
 fn bench_chain_json() {
     for tracking in ["tracker", "none"] {
-        let out = xorflow()
-            .args(CHAIN)
-            .args(["--tracking", tracking, "--json"])
-            .timeout(Duration::from_secs(60))
-            .assert()
-            .code(0)
-            .get_output()
-            .clone();
-        let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
-        let line = stdout.lines().next().expect("a JSON line");
-        let v: Value = serde_json::from_str(line).unwrap_or_else(|e| panic!("{e}: {line}"));
+        let v = chain_json(&["--tracking", tracking]);
         assert!(
             v["elements_per_s"].as_f64().unwrap() > 0.0,
             "{tracking}: {v}"
@@ -513,18 +519,7 @@ fn bench_chain_json() {
 #[test]
 fn bench_chain_across_two_processes_delivers_every_element_intact() {
     for tracking in ["none", "tracker"] {
-        let out = xorflow()
-            .args(CHAIN)
-            .args(["--processes", "2", "--workers", "1"])
-            .args(["--tracking", tracking, "--json"])
-            .timeout(Duration::from_secs(120))
-            .assert()
-            .code(0)
-            .get_output()
-            .clone();
-        let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
-        let line = stdout.lines().next().expect("a JSON line");
-        let v: Value = serde_json::from_str(line).unwrap_or_else(|e| panic!("{e}: {line}"));
+        let v = chain_json(&["--processes", "2", "--workers", "1", "--tracking", tracking]);
         let e = &v["element_latency"];
         assert_eq!(e["count"], 20000, "{tracking}: {v}");
         let run_us = v["elapsed_s"].as_f64().unwrap() * 1e6;
