@@ -24,112 +24,72 @@
 //!
 //! In-flight elements are bounded (`--max-in-flight`): timely has no backpressure of its own, and an
 //! unlimited input would otherwise only measure how fast memory fills.
+//!
+//! `--processes N` runs N timely processes on this machine in timely's own TCP cluster mode
+//! (`cluster.rs`), `--workers` threads each. Each process bounds what it has in flight to its share
+//! of `--max-in-flight` (its own emissions against the arrivals at its own sinks: with the hashed
+//! exchanges each sink receives from every process, so a process that falls behind holds the
+//! others back too). Times are CLOCK_MONOTONIC (`clock.rs`), comparable across the processes.
+
+mod clock;
+mod cluster;
+mod report;
 
 use clap::Parser;
-use hdrhistogram::Histogram;
-use serde::Serialize;
+use clock::now_ns;
+use report::Measured;
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, OnceLock};
-use std::time::{Duration, Instant};
+use std::sync::{Arc, Mutex, OnceLock};
+use std::time::Duration;
 use timely::dataflow::channels::pact::{Exchange, Pipeline};
 use timely::dataflow::operators::generic::operator::Operator;
 use timely::dataflow::operators::{Input, Probe};
 use timely::dataflow::{InputHandle, ProbeHandle};
+use timely::CommunicationConfig;
+use timely::WorkerConfig;
 
 /// Command-line options (the names of `xorflow bench chain` where they mean the same).
 #[derive(Parser, Debug, Clone)]
 #[command(about = "Seed 000's chain workload on timely dataflow")]
-struct Args {
-    /// Worker threads P (one process).
+pub struct Args {
+    /// Worker threads per process.
     #[arg(long, default_value_t = 2)]
-    workers: usize,
+    pub workers: usize,
+    /// Timely processes on this machine, connected by timely's own TCP cluster mode.
+    #[arg(long, default_value_t = 1)]
+    pub processes: usize,
     /// Pass-through stages K, each behind an exchange.
     #[arg(long, default_value_t = 10)]
-    stages: usize,
+    pub stages: usize,
     /// Elements per timestamp W (0: all elements at timestamp 0, no completeness tracking).
     #[arg(long, default_value_t = 1)]
-    granularity: u64,
+    pub granularity: u64,
     /// Elements in total over all workers.
     #[arg(long, default_value_t = 1_000_000)]
-    elements: u64,
+    pub elements: u64,
     /// Total rate over all workers, elements/s (0: as fast as the bound on in-flight elements
     /// allows).
     #[arg(long, default_value_t = 0.0)]
-    rate: f64,
+    pub rate: f64,
     /// The first ids, processed but not measured.
     #[arg(long, default_value_t = 0)]
-    warmup: u64,
+    pub warmup: u64,
     /// Most elements emitted but not yet at a sink, over all workers.
     #[arg(long, default_value_t = 131_072)]
-    max_in_flight: u64,
+    pub max_in_flight: u64,
     /// Print one JSON object instead of a line of text.
     #[arg(long)]
-    json: bool,
-}
-
-/// What one run measured (field names as in `xorflow bench chain --json`).
-#[derive(Serialize)]
-struct Output {
-    engine: &'static str,
-    version: &'static str,
-    stages: usize,
-    workers: usize,
-    granularity: u64,
-    tracking: &'static str,
-    elements: u64,
-    warmup: u64,
-    rate: f64,
-    max_in_flight: u64,
-    /// Measured ids over the span from the first to the last measured emission, elements/s.
-    achieved_rate: f64,
-    elapsed_s: f64,
-    elements_per_s: f64,
-    latency_p50_us: Option<f64>,
-    latency_p95_us: Option<f64>,
-    latency_p99_us: Option<f64>,
-    notifications: u64,
-    /// Notification latency from the timestamp's last arrival at any sink.
-    notification_latency_any: Percentiles,
-    element_latency: Percentiles,
-}
-
-#[derive(Serialize)]
-struct Percentiles {
-    count: u64,
-    p50_us: Option<f64>,
-    p90_us: Option<f64>,
-    p95_us: Option<f64>,
-    p99_us: Option<f64>,
-    max_us: Option<f64>,
-}
-
-fn hist() -> Histogram<u64> {
-    Histogram::new_with_bounds(1, 3_600_000_000_000, 3).expect("histogram bounds")
-}
-
-fn percentiles(h: &Histogram<u64>) -> Percentiles {
-    let q = |q: f64| (!h.is_empty()).then(|| h.value_at_quantile(q) as f64 / 1e3);
-    Percentiles {
-        count: h.len(),
-        p50_us: q(0.5),
-        p90_us: q(0.9),
-        p95_us: q(0.95),
-        p99_us: q(0.99),
-        max_us: q(1.0),
-    }
-}
-
-/// One worker's measurements.
-struct WorkerResult {
-    notification_ns: Histogram<u64>,
-    /// Per notified timestamp: (timestamp, last arrival here, notified), ns since the start.
-    slot_log: Vec<(u64, u64, u64)>,
-    element_ns: Histogram<u64>,
-    /// First and last measured emission, ns since the start.
-    measured_span: Option<(u64, u64)>,
-    measured_emitted: u64,
-    finished_ns: u64,
+    pub json: bool,
+    /// Set by `--processes N` for its copies: this copy's index.
+    #[arg(long, hide = true, requires = "addresses")]
+    pub process: Option<usize>,
+    /// Set by `--processes N` for its copies: every process's address, comma-separated.
+    #[arg(long, hide = true)]
+    pub addresses: Option<String>,
+    /// Set by `--processes N` for its copies: exit when stdin closes.
+    #[arg(long, hide = true)]
+    pub exit_with_stdin: bool,
 }
 
 fn stage_key(id: u64, stage: u64) -> u64 {
@@ -140,9 +100,9 @@ fn stage_key(id: u64, stage: u64) -> u64 {
     z ^ (z >> 31)
 }
 
-fn main() -> anyhow::Result<()> {
-    let args = Args::parse();
+fn check(args: &Args) -> anyhow::Result<()> {
     anyhow::ensure!(args.workers >= 1, "--workers must be at least 1");
+    anyhow::ensure!(args.processes >= 1, "--processes must be at least 1");
     anyhow::ensure!(args.elements >= 1, "--elements must be at least 1");
     anyhow::ensure!(
         args.rate >= 0.0 && args.rate.is_finite(),
@@ -150,35 +110,101 @@ fn main() -> anyhow::Result<()> {
         args.rate
     );
     anyhow::ensure!(
-        args.max_in_flight >= 1,
-        "--max-in-flight must be at least 1"
+        args.max_in_flight >= args.processes as u64,
+        "--max-in-flight must be at least the number of processes"
     );
-    let a = args.clone();
+    Ok(())
+}
+
+fn main() -> anyhow::Result<()> {
+    let args = Args::parse();
+    check(&args)?;
+    if let Some(p) = args.process {
+        // A copy started by `--processes N`: measure, print the report for the launcher.
+        if args.exit_with_stdin {
+            cluster::exit_with_stdin();
+        }
+        let addresses: Vec<String> = args
+            .addresses
+            .as_deref()
+            .unwrap_or_default()
+            .split(',')
+            .map(str::to_string)
+            .collect();
+        anyhow::ensure!(
+            addresses.len() == args.processes && p < args.processes,
+            "--process {p} with {} addresses for --processes {}",
+            addresses.len(),
+            args.processes
+        );
+        let comm = CommunicationConfig::Cluster {
+            threads: args.workers,
+            process: p,
+            addresses,
+            report: false,
+            zerocopy: false,
+        };
+        let m = run_process(&args, comm)?;
+        println!("{}", serde_json::to_string(&m.to_report())?);
+        return Ok(());
+    }
+    let m = if args.processes > 1 {
+        let argv: Vec<String> = std::env::args().skip(1).collect();
+        cluster::launch(&argv, args.processes)?
+    } else {
+        run_process(&args, CommunicationConfig::Process(args.workers))?
+    };
+    let out = report::output(&args, m)?;
+    if args.json {
+        println!("{}", serde_json::to_string(&out)?);
+    } else {
+        println!(
+            "timely: K={} P={}x{} W={} {} elements in {:.3} s = {:.0} elements/s; notification p50 {:?} us p99 {:?} us",
+            out.stages,
+            out.processes,
+            out.workers,
+            out.granularity,
+            out.elements,
+            out.elapsed_s,
+            out.elements_per_s,
+            out.latency_p50_us,
+            out.latency_p99_us
+        );
+    }
+    Ok(())
+}
+
+/// Runs this process's workers on `comm` and returns their measurements merged.
+fn run_process(a: &Args, comm: CommunicationConfig) -> anyhow::Result<Measured> {
+    let a = a.clone();
+    // This process's share of the bound on elements in flight.
+    let max_in_flight = a.max_in_flight / a.processes as u64;
     let emitted = Arc::new(AtomicU64::new(0));
     let arrived = Arc::new(AtomicU64::new(0));
     let arrived_total = arrived.clone();
-    let start: Arc<OnceLock<Instant>> = Arc::new(OnceLock::new());
-    let guards = timely::execute(timely::Config::process(a.workers), move |worker| {
+    let start: Arc<OnceLock<u64>> = Arc::new(OnceLock::new());
+    let config = timely::Config {
+        communication: comm,
+        worker: WorkerConfig::default(),
+    };
+    let guards = timely::execute(config, move |worker| {
         let index = worker.index() as u64;
         let peers = worker.peers() as u64;
         let a = a.clone();
         let mut input = InputHandle::new();
         let probe = ProbeHandle::new();
-        let mut notification_ns = hist();
-        let mut element_ns = hist();
-        let notif = Arc::new(std::sync::Mutex::new(hist()));
-        let elem = Arc::new(std::sync::Mutex::new(hist()));
-        let slot_log = Arc::new(std::sync::Mutex::new(Vec::new()));
+        let notif = Arc::new(Mutex::new(report::hist()));
+        let elem = Arc::new(Mutex::new(report::hist()));
+        let slot_log = Arc::new(Mutex::new(Vec::new()));
         let time_of = {
             let g = a.granularity;
             move |id: u64| id.checked_div(g).unwrap_or(0)
         };
         {
-            let (notif, elem, arrived, start, slot_log) = (
+            let (notif, elem, arrived, slot_log) = (
                 notif.clone(),
                 elem.clone(),
                 arrived.clone(),
-                start.clone(),
                 slot_log.clone(),
             );
             let warmup = a.warmup;
@@ -211,13 +237,12 @@ fn main() -> anyhow::Result<()> {
                     );
                 }
                 stream = stream.probe_with(&probe);
-                // Per timestamp: the arrival of its last element here, ns since the start.
+                // Per timestamp: the arrival of its last element here, ns.
                 let mut last: BTreeMap<u64, u64> = BTreeMap::new();
                 stream.sink(Pipeline, "sink", move |(input, frontier)| {
-                    let t0 = *start.get_or_init(Instant::now);
                     let mut n = 0u64;
                     input.for_each_time(|time, data| {
-                        let now = t0.elapsed().as_nanos() as u64;
+                        let now = now_ns();
                         let mut e = elem.lock().expect("histogram lock");
                         for c in data {
                             for &(id, due) in c.iter() {
@@ -235,7 +260,7 @@ fn main() -> anyhow::Result<()> {
                         arrived.fetch_add(n, Ordering::Relaxed);
                     }
                     if !last.is_empty() {
-                        let now = t0.elapsed().as_nanos() as u64;
+                        let now = now_ns();
                         let mut h = notif.lock().expect("histogram lock");
                         let mut log = slot_log.lock().expect("log lock");
                         while let Some((&t, &at)) = last.first_key_value() {
@@ -250,21 +275,21 @@ fn main() -> anyhow::Result<()> {
                 });
             });
         }
-        // Every worker has built the dataflow; the first one here starts the clock for all.
+        // Every worker (of every process) has built the dataflow; the first one of this process
+        // here starts its clock.
         timely::synchronization::Barrier::new(worker).wait();
-        let t0 = *start.get_or_init(Instant::now);
-        let ns = |t0: Instant| t0.elapsed().as_nanos() as u64;
+        let t0 = *start.get_or_init(now_ns);
         let mut next = index;
         let mut span: Option<(u64, u64)> = None;
         let mut measured_emitted = 0u64;
         let ns_per_element = if a.rate > 0.0 { 1e9 / a.rate } else { 0.0 };
         input.advance_to(time_of(next));
         while next < a.elements {
-            let now = ns(t0);
+            let now = now_ns();
             let mut batch = 0u64;
             while next < a.elements && batch < 1024 {
                 let due = if a.rate > 0.0 {
-                    (next as f64 * ns_per_element) as u64
+                    t0 + (next as f64 * ns_per_element) as u64
                 } else {
                     now
                 };
@@ -274,7 +299,7 @@ fn main() -> anyhow::Result<()> {
                 let in_flight = emitted
                     .load(Ordering::Relaxed)
                     .saturating_sub(arrived.load(Ordering::Relaxed));
-                if in_flight + batch >= a.max_in_flight {
+                if in_flight + batch >= max_in_flight {
                     break;
                 }
                 input.send((next, due));
@@ -296,8 +321,8 @@ fn main() -> anyhow::Result<()> {
                 break;
             }
             let wait = if a.rate > 0.0 {
-                let due = (next as f64 * ns_per_element) as u64;
-                Some(Duration::from_nanos(due.saturating_sub(ns(t0))))
+                let due = t0 + (next as f64 * ns_per_element) as u64;
+                Some(Duration::from_nanos(due.saturating_sub(now_ns())))
             } else {
                 Some(Duration::ZERO)
             };
@@ -309,101 +334,27 @@ fn main() -> anyhow::Result<()> {
         }
         // Drain the sink's last notifications.
         while worker.step() {}
-        notification_ns
+        let mut m = Measured {
+            span,
+            measured_emitted,
+            start_ns: t0,
+            finished_ns: now_ns(),
+            ..Measured::default()
+        };
+        m.notification
             .add(&*notif.lock().expect("lock"))
             .expect("same bounds");
-        element_ns
+        m.element
             .add(&*elem.lock().expect("lock"))
             .expect("same bounds");
-        let slot_log = std::mem::take(&mut *slot_log.lock().expect("lock"));
-        WorkerResult {
-            notification_ns,
-            slot_log,
-            element_ns,
-            measured_span: span,
-            measured_emitted,
-            finished_ns: ns(t0),
-        }
+        m.slot_log = std::mem::take(&mut *slot_log.lock().expect("lock"));
+        m
     })
     .map_err(|e| anyhow::anyhow!("timely failed to start: {e}"))?;
-    let mut notification = hist();
-    let mut element = hist();
-    let mut slot_log = Vec::new();
-    let (mut first, mut last_emit, mut measured, mut finished) = (u64::MAX, 0u64, 0u64, 0u64);
+    let mut merged = Measured::default();
     for r in guards.join() {
-        let r = r.map_err(|e| anyhow::anyhow!("a timely worker failed: {e}"))?;
-        notification.add(&r.notification_ns).expect("same bounds");
-        element.add(&r.element_ns).expect("same bounds");
-        slot_log.extend(r.slot_log);
-        if let Some((s, e)) = r.measured_span {
-            first = first.min(s);
-            last_emit = last_emit.max(e);
-        }
-        measured += r.measured_emitted;
-        finished = finished.max(r.finished_ns);
+        merged.add(r.map_err(|e| anyhow::anyhow!("a timely worker failed: {e}"))?);
     }
-    let got = arrived_total.load(Ordering::Relaxed);
-    anyhow::ensure!(
-        got == args.elements,
-        "{got} of {} elements arrived at the sinks",
-        args.elements
-    );
-    let elapsed_s = finished as f64 / 1e9;
-    // From the timestamp's last arrival at any sink: group the workers' records by timestamp.
-    let mut any = hist();
-    slot_log.sort_by_key(|r| r.0);
-    for group in slot_log.chunk_by(|a, b| a.0 == b.0) {
-        let last = group.iter().map(|r| r.1).max().unwrap_or(0);
-        for r in group {
-            let _ = any.record(r.2.saturating_sub(last).max(1));
-        }
-    }
-    let span_s = last_emit.saturating_sub(first) as f64 / 1e9;
-    let q =
-        |h: &Histogram<u64>, q: f64| (!h.is_empty()).then(|| h.value_at_quantile(q) as f64 / 1e3);
-    let out = Output {
-        engine: "timely",
-        version: "0.31.0",
-        stages: args.stages,
-        workers: args.workers,
-        granularity: args.granularity,
-        tracking: if args.granularity == 0 {
-            "none"
-        } else {
-            "frontier"
-        },
-        elements: args.elements,
-        warmup: args.warmup,
-        rate: args.rate,
-        max_in_flight: args.max_in_flight,
-        achieved_rate: if span_s > 0.0 {
-            measured.saturating_sub(1) as f64 / span_s
-        } else {
-            0.0
-        },
-        elapsed_s,
-        elements_per_s: args.elements as f64 / elapsed_s.max(1e-9),
-        latency_p50_us: q(&notification, 0.5),
-        latency_p95_us: q(&notification, 0.95),
-        latency_p99_us: q(&notification, 0.99),
-        notifications: notification.len(),
-        notification_latency_any: percentiles(&any),
-        element_latency: percentiles(&element),
-    };
-    if args.json {
-        println!("{}", serde_json::to_string(&out)?);
-    } else {
-        println!(
-            "timely: K={} P={} W={} {} elements in {:.3} s = {:.0} elements/s; notification p50 {:?} us p99 {:?} us",
-            out.stages,
-            out.workers,
-            out.granularity,
-            out.elements,
-            out.elapsed_s,
-            out.elements_per_s,
-            out.latency_p50_us,
-            out.latency_p99_us
-        );
-    }
-    Ok(())
+    merged.arrived = arrived_total.load(Ordering::Relaxed);
+    Ok(merged)
 }
