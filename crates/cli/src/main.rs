@@ -146,6 +146,10 @@ struct PeersArgs {
     /// Leave Apache Storm out (with --no-flink: no Java or Maven needed).
     #[arg(long)]
     no_storm: bool,
+    /// Run only these sweeps (comma-separated: stages, granularity, latency, latency-storm,
+    /// cluster-throughput, cluster-latency); default: all.
+    #[arg(long, value_delimiter = ',')]
+    sweeps: Vec<String>,
 }
 
 /// Options of a bench-stand experiment.
@@ -782,6 +786,7 @@ fn run_peers(a: PeersArgs) -> ExitCode {
             flink: !a.no_flink,
             storm: !a.no_storm,
         },
+        &a.sweeps,
     ) {
         Ok(_) => ExitCode::SUCCESS,
         Err(e) => {

@@ -67,7 +67,7 @@ fn smoke_run_compares_xorflow_and_timely() {
         seen.insert((row[col("sweep")].to_string(), sys.clone()));
         let eps: f64 = row[col("elements_per_s")].parse().unwrap();
         assert!(eps > 1000.0, "{sys}: {eps} elements/s");
-        if &row[col("sweep")] == "latency" {
+        if ["latency", "cluster-latency"].contains(&&row[col("sweep")]) {
             let rate: f64 = row[col("rate")].parse().unwrap();
             let achieved: f64 = row[col("achieved_rate")].parse().unwrap();
             assert!(achieved > 0.5 * rate && achieved < 1.1 * rate, "{row:?}");
@@ -88,7 +88,13 @@ fn smoke_run_compares_xorflow_and_timely() {
             assert_eq!(&row[col("version")], "0.31.0");
         }
     }
-    for sweep in ["stages", "granularity", "latency"] {
+    for sweep in [
+        "stages",
+        "granularity",
+        "latency",
+        "cluster-throughput",
+        "cluster-latency",
+    ] {
         for sys in ["xorflow", "timely"] {
             assert!(
                 seen.contains(&(sweep.to_string(), sys.to_string())),
@@ -98,7 +104,16 @@ fn smoke_run_compares_xorflow_and_timely() {
     }
     let report = std::fs::read_to_string(dir.join("REPORT.md")).unwrap();
     assert!(report.contains("xorflow / timely"), "ratio column missing");
-    for fig in ["peers_throughput_by_stages.svg", "peers_latency_p99.svg"] {
+    assert!(
+        report.contains("## Across 2 processes"),
+        "cluster section missing"
+    );
+    for fig in [
+        "peers_throughput_by_stages.svg",
+        "peers_latency_p99.svg",
+        "peers_cluster_throughput.svg",
+        "peers_latency_cluster_any_p99.svg",
+    ] {
         assert!(dir.join(fig).is_file(), "{fig} missing");
         assert!(report.contains(fig), "REPORT.md does not link {fig}");
     }
@@ -113,5 +128,28 @@ fn missing_peers_dir_is_named() {
     assert!(
         stderr.contains("/nonexistent/peers/timely/Cargo.toml"),
         "stderr: {stderr}"
+    );
+}
+
+#[test]
+fn unknown_sweep_is_refused_by_name() {
+    let out = tempfile::tempdir().unwrap();
+    let run = Command::cargo_bin("xorflow")
+        .unwrap()
+        .args(["bench", "peers", "--smoke", "--sweeps", "latency,clusterr"])
+        .arg("--out")
+        .arg(out.path())
+        .timeout(Duration::from_secs(30))
+        .output()
+        .unwrap();
+    assert_eq!(run.status.code(), Some(1));
+    let stderr = String::from_utf8_lossy(&run.stderr);
+    assert!(
+        stderr.contains("unknown sweep 'clusterr'"),
+        "stderr: {stderr}"
+    );
+    assert!(
+        !out.path().join("peers").exists(),
+        "nothing is written for a refused run"
     );
 }

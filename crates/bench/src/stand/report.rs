@@ -344,7 +344,8 @@ pub(super) fn sweep_label(sweep: &str) -> &str {
         "granularity" => "granularity (elements per substream)",
         "multiplier" => "ack load (multiplier)",
         "pause" => "snapshot pause",
-        "latency" | "latency-storm" => "granularity (elements per substream)",
+        "latency" | "latency-storm" | "cluster-latency" => "granularity (elements per substream)",
+        "cluster-throughput" => "granularity (none: no tracking)",
         other => other,
     }
 }

@@ -344,6 +344,7 @@ fn finish(
             return Err(RunError::Cluster(e));
         }
     }
+    outcome::settle(&mut m);
     Ok(RunReport {
         elapsed,
         workers: place.local_workers,

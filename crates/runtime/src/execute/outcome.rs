@@ -57,6 +57,7 @@ pub(crate) struct Merged {
 }
 
 /// Merges this process's workers' statistics per vertex, with its shards' and acker's traffic.
+/// Slot logs stay unsettled until every process's are in ([`settle`]).
 pub(crate) fn merge_local(
     graph: &GraphDesc,
     mut ok: Vec<WorkerResult>,
@@ -77,9 +78,6 @@ pub(crate) fn merge_local(
             vertices[i].merge(s);
         }
     }
-    for v in &mut vertices {
-        v.settle_slot_log();
-    }
     let mut tracker: Option<TrackerStats> = None;
     for a in agents.iter().flatten() {
         tracker
@@ -99,6 +97,14 @@ pub(crate) fn merge_local(
     }
 }
 
+/// Turns the slot logs gathered so far into each sink's notification latency from the last
+/// arrival anywhere (on process 0 after [`gather`]: every process's; elsewhere: this one's).
+pub(crate) fn settle(m: &mut Merged) {
+    for v in &mut m.vertices {
+        v.settle_slot_log();
+    }
+}
+
 /// This process's report, for process 0 and the run report.
 pub(crate) fn process_report(me: usize, run: &ThreadsRun, m: &Merged) -> ProcessReport {
     ProcessReport {
@@ -107,7 +113,8 @@ pub(crate) fn process_report(me: usize, run: &ThreadsRun, m: &Merged) -> Process
         cpu_s: run.cpu_ns as f64 * 1e-9,
         run_queue_wait_s: run.run_queue_wait_ns as f64 * 1e-9,
         traffic: m.traffic,
-        vertices: m.vertices.iter().map(VertexStats::to_wire).collect(),
+        // Process 0 keeps its own slot logs; the others ship theirs for it to settle.
+        vertices: m.vertices.iter().map(|v| v.to_wire(me != 0)).collect(),
         tracker: m.tracker.clone(),
     }
 }
@@ -144,7 +151,9 @@ pub(crate) fn gather(
         })?;
         m.traffic += pr.traffic;
         for (v, w) in m.vertices.iter_mut().zip(&pr.vertices) {
-            v.merge(&VertexStats::from_wire(w));
+            let mut s = VertexStats::from_wire(w);
+            v.slot_log.append(&mut s.slot_log);
+            v.merge(&s);
         }
         if let Some(ts) = &pr.tracker {
             m.tracker

@@ -73,6 +73,51 @@ impl SlotLog {
         self.dropped += o.dropped;
     }
 
+    /// Most records a process sends to process 0 (24 bytes each, 32 in base64: 8 MiB of its
+    /// report); the rest are counted in `dropped`. The first ones are kept, so every process
+    /// keeps the same early slots.
+    pub const SHIP_CAP: usize = 1 << 18;
+
+    /// The records for another process's report: base64 of `slot, last arrival, notified` as
+    /// little-endian u64s, at most [`SlotLog::SHIP_CAP`] records; returns the text and how
+    /// many records did not fit.
+    pub fn encode(&self) -> (String, u64) {
+        use base64::Engine as _;
+        let kept = &self.records[..self.records.len().min(Self::SHIP_CAP)];
+        let mut b = Vec::with_capacity(kept.len() * 24);
+        for r in kept {
+            for x in [r.slot, r.last_arrival_ns, r.notified_ns] {
+                b.extend_from_slice(&x.to_le_bytes());
+            }
+        }
+        let cut = (self.records.len() - kept.len()) as u64;
+        (base64::engine::general_purpose::STANDARD.encode(b), cut)
+    }
+
+    /// Back from [`SlotLog::encode`]'s text, with `dropped` records not kept.
+    ///
+    /// # Errors
+    /// Text that is not base64 of whole records.
+    pub fn decode(text: &str, dropped: u64) -> Result<SlotLog, String> {
+        use base64::Engine as _;
+        let b = base64::engine::general_purpose::STANDARD
+            .decode(text)
+            .map_err(|e| format!("slot log: {e}"))?;
+        if b.len() % 24 != 0 {
+            return Err(format!("slot log: {} bytes, not whole records", b.len()));
+        }
+        let word = |c: &[u8]| u64::from_le_bytes(c.try_into().expect("8 bytes"));
+        let records = b
+            .chunks_exact(24)
+            .map(|c| SlotRecord {
+                slot: word(&c[0..8]),
+                last_arrival_ns: word(&c[8..16]),
+                notified_ns: word(&c[16..24]),
+            })
+            .collect();
+        Ok(SlotLog { records, dropped })
+    }
+
     /// Consumes the records of all instances and feeds `sample(ns)` once per record: its
     /// notification minus the latest last arrival of the same slot over all instances. A
     /// notification cannot precede that arrival under trAcker; if it did, the sample is 0 and

@@ -84,6 +84,13 @@ pub struct VertexStatsWire {
     measured: MeasuredSpan,
     counters: BTreeMap<String, u64>,
     histograms_v2: BTreeMap<String, Vec<u8>>,
+    /// The unsettled slot log ([`SlotLog::encode`]), so process 0 measures notification latency
+    /// from the last arrival at any instance of *any* process; empty when not shipped.
+    #[serde(default)]
+    slot_log: String,
+    /// Slot records this process did not keep or ship.
+    #[serde(default)]
+    slot_log_dropped: u64,
 }
 
 /// Counters of one vertex (one instance, or merged over all instances).
@@ -112,15 +119,16 @@ pub struct VertexStats {
     /// end-to-end element latency in ns; made with [`histogram`].
     pub histograms: BTreeMap<String, Histogram<u64>>,
     /// Per-slot records of this process's instances: [`VertexStats::merge`] leaves them alone, the
-    /// process moves them together ([`SlotLog::append`]) and turns them into the
-    /// [`NOTIFICATION_LATENCY_ANY`] histogram with [`VertexStats::settle_slot_log`]; never sent
-    /// between processes.
+    /// process moves them together ([`SlotLog::append`]), other processes ship theirs to process 0
+    /// in their reports ([`VertexStats::to_wire`]), and process 0 turns them into the
+    /// [`NOTIFICATION_LATENCY_ANY`] histogram with [`VertexStats::settle_slot_log`].
     pub slot_log: SlotLog,
 }
 
 /// Histogram of a sink's notification latency in ns measured from the substream's last arrival at
-/// any instance of the process (seed 000's definition; see [`SlotLog`]). Across processes the
-/// histograms are merged, each measured against its own process's instances.
+/// any instance of any process (seed 000's definition; see [`SlotLog`]). Across processes it
+/// compares CLOCK_MONOTONIC stamps of different processes (`measure/clock.rs`), which is exact on
+/// one machine only, like the element latency.
 pub const NOTIFICATION_LATENCY_ANY: &str = "notification_latency_any_ns";
 
 /// Counter of slot records a sink could not keep for [`NOTIFICATION_LATENCY_ANY`].
@@ -217,9 +225,18 @@ impl VertexStats {
     }
 
     /// The wire form.
-    pub fn to_wire(&self) -> VertexStatsWire {
+    /// The wire form; with `slot_log`, the unsettled slot log goes along (see
+    /// [`VertexStatsWire`]).
+    pub fn to_wire(&self, slot_log: bool) -> VertexStatsWire {
         let latency_v2 = to_v2(&self.notification_latency_ns);
+        let (log, cut) = if slot_log {
+            self.slot_log.encode()
+        } else {
+            (String::new(), 0)
+        };
         VertexStatsWire {
+            slot_log: log,
+            slot_log_dropped: self.slot_log.dropped + cut,
             name: self.name.clone(),
             elements_in: self.elements_in,
             batches_in: self.batches_in,
@@ -236,9 +253,17 @@ impl VertexStats {
         }
     }
 
-    /// Back from the wire form (an undecodable histogram comes back empty).
+    /// Back from the wire form (an undecodable histogram comes back empty, an undecodable slot
+    /// log as dropped records).
     pub fn from_wire(w: &VertexStatsWire) -> Self {
         let mut s = VertexStats::new(&w.name);
+        s.slot_log = SlotLog::decode(&w.slot_log, w.slot_log_dropped).unwrap_or_else(|e| {
+            tracing::warn!("vertex {}: {e}", w.name);
+            SlotLog {
+                records: Vec::new(),
+                dropped: w.slot_log_dropped + 1,
+            }
+        });
         s.elements_in = w.elements_in;
         s.batches_in = w.batches_in;
         s.elements_out = w.elements_out;
@@ -287,7 +312,7 @@ mod tests {
         b.count("buffered", 1);
         b.count("other", 2);
         b.histogram_mut("lat").record(300).unwrap();
-        a.merge(&VertexStats::from_wire(&b.to_wire()));
+        a.merge(&VertexStats::from_wire(&b.to_wire(false)));
         assert_eq!(
             a.measured,
             MeasuredSpan {
@@ -308,5 +333,56 @@ mod tests {
         let mut empty = MeasuredSpan::default();
         empty.merge(&MeasuredSpan::default());
         assert_eq!(empty, MeasuredSpan::default());
+    }
+
+    fn record(
+        slot: u64,
+        last_arrival_ns: u64,
+        notified_ns: u64,
+    ) -> crate::measure::probe::SlotRecord {
+        crate::measure::probe::SlotRecord {
+            slot,
+            last_arrival_ns,
+            notified_ns,
+        }
+    }
+
+    #[test]
+    fn another_process_slot_log_travels_so_the_any_measure_spans_processes() {
+        // Process 1's sink saw slot 7's last element at 900, process 0's at 500; both were
+        // notified at 1_000. From the last arrival anywhere: 100 for both.
+        let mut p0 = VertexStats::new("sink");
+        p0.slot_log.records.push(record(7, 500, 1_000));
+        let mut p1 = VertexStats::new("sink");
+        p1.slot_log.records.push(record(7, 900, 1_000));
+        p1.slot_log.dropped = 2;
+        // Not shipped: nothing arrives.
+        assert!(VertexStats::from_wire(&p1.to_wire(false))
+            .slot_log
+            .records
+            .is_empty());
+        let mut arrived = VertexStats::from_wire(&p1.to_wire(true));
+        assert_eq!(arrived.slot_log.records, p1.slot_log.records);
+        assert_eq!(arrived.slot_log.dropped, 2);
+        p0.slot_log.append(&mut arrived.slot_log);
+        p0.merge(&arrived);
+        p0.settle_slot_log();
+        let any = &p0.histograms[NOTIFICATION_LATENCY_ANY];
+        assert_eq!((any.len(), any.min(), any.max()), (2, 100, 100));
+        assert_eq!(p0.counter(SLOT_LOG_DROPPED), 2);
+    }
+
+    #[test]
+    fn a_shipped_slot_log_is_capped_and_a_damaged_one_refused() {
+        let mut v = VertexStats::new("sink");
+        let n = SlotLog::SHIP_CAP + 3;
+        v.slot_log.records = (0..n as u64).map(|i| record(i, i, i + 1)).collect();
+        let (text, cut) = v.slot_log.encode();
+        assert_eq!(cut, 3);
+        let back = SlotLog::decode(&text, cut).unwrap();
+        assert_eq!(back.records.len(), SlotLog::SHIP_CAP);
+        assert_eq!(back.records[5], record(5, 5, 6));
+        assert!(SlotLog::decode("not base64!", 0).is_err());
+        assert!(SlotLog::decode("AAAA", 0).is_err(), "3 bytes are no record");
     }
 }

@@ -20,6 +20,13 @@
 //!   punctuated watermarks at a 1 ms and at its default 100 ms buffer timeout, and with periodic
 //!   watermarks every 1 ms).
 //!
+//! - `cluster-throughput` and `cluster-latency`: the same throughput (K = 10, without tracking
+//!   and at each W) and latency runs with every system spread over 2 processes of 1 worker each:
+//!   xorflow's processes over its TCP transport, timely's own TCP cluster mode
+//!   (`peers/timely --processes 2`), Flink's MiniCluster with 2 TaskManagers (`--task-managers 2`,
+//!   shuffles over Flink's Netty network stack). Storm's LocalCluster is one process: no cluster
+//!   runs.
+//!
 //! "Maximum throughput" here is the rate each system reaches with its own flow control (xorflow's
 //! credit-based channels, Flink's credit-based network stack, the timely peer's bound on elements
 //! in flight) when its sources emit as fast as they can.
@@ -43,6 +50,14 @@ use std::path::{Path, PathBuf};
 
 /// Worker threads per system (the P).
 pub const WORKERS: usize = 2;
+/// Processes of the cluster runs: [`WORKERS`] / this many workers each.
+pub const CLUSTER_PROCESSES: usize = 2;
+/// The sweep of maximum throughput over [`CLUSTER_PROCESSES`] processes, K = 10: value "none"
+/// (no tracking) or the granularity.
+pub const CLUSTER_THROUGHPUT_SWEEP: &str = "cluster-throughput";
+/// The sweep of notification latency over [`CLUSTER_PROCESSES`] processes at
+/// [`LATENCY_RATE`], K = 10, by granularity.
+pub const CLUSTER_LATENCY_SWEEP: &str = "cluster-latency";
 /// Rate of the latency sweep, elements/s.
 pub const LATENCY_RATE: f64 = 100_000.0;
 /// Rate of the latency comparison with Storm, elements/s (one Storm sustains with acking).
@@ -87,24 +102,45 @@ pub fn rewrite(dir: &Path, meta: &Meta) -> Result<()> {
     write(dir, meta, java.as_deref(), &read_raw(dir)?)
 }
 
-/// Builds the peers, runs every point and writes the results folder `<out_root>/peers/peers-<UTC>`.
+/// Every sweep's name, in the order they run.
+pub const SWEEPS: [&str; 6] = [
+    "stages",
+    "granularity",
+    "latency",
+    STORM_LATENCY_SWEEP,
+    CLUSTER_THROUGHPUT_SWEEP,
+    CLUSTER_LATENCY_SWEEP,
+];
+
+/// Builds the peers, runs every point of the sweeps named in `only` (all when empty) and writes
+/// the results folder `<out_root>/peers/peers-<UTC>`.
 ///
 /// # Errors
-/// A build fails, or a folder or file cannot be written.
+/// An unknown sweep name, a build fails, or a folder or file cannot be written.
 pub fn run(
     profile: Profile,
     out_root: &Path,
     exe: &Path,
     peers_dir: &Path,
     jvm: JvmPeers,
+    only: &[String],
 ) -> Result<PathBuf> {
+    if let Some(bad) = only.iter().find(|s| !SWEEPS.contains(&s.as_str())) {
+        anyhow::bail!(
+            "unknown sweep '{bad}' (--sweeps takes {})",
+            SWEEPS.join(", ")
+        );
+    }
     let peers = build(peers_dir, jvm)?;
     let stamp = chrono::Utc::now().format("%Y%m%dT%H%M%SZ").to_string();
     // Peers runs keep to their own folder: `<out>/peers/peers-<UTC>`.
     let dir = out_root.join("peers").join(format!("peers-{stamp}"));
     let meta = Meta::collect(profile);
     super::super::files::start_run_dir(&dir, &meta)?;
-    let pts = points(profile, exe, &peers);
+    let pts: Vec<_> = points(profile, exe, &peers)
+        .into_iter()
+        .filter(|p| only.is_empty() || only.contains(&p.sweep))
+        .collect();
     let mut runner = Runner::new(exe.to_path_buf(), pts.len() as u64, &dir.join("runs.log"))?;
     runner.stage("peers");
     let outcomes: Vec<Outcome<PeerResult>> = pts.iter().map(|p| runner.run(p)).collect();

@@ -4,7 +4,8 @@
 use super::super::super::runner::{chain_command, Point, Run};
 use super::super::super::Profile;
 use super::{
-    Peers, FLINK_DEFAULT_BUFFER_TIMEOUT_MS, LATENCY_RATE, STORM_LATENCY_RATE, STORM_LATENCY_SWEEP,
+    Peers, CLUSTER_LATENCY_SWEEP, CLUSTER_PROCESSES, CLUSTER_THROUGHPUT_SWEEP,
+    FLINK_DEFAULT_BUFFER_TIMEOUT_MS, LATENCY_RATE, STORM_LATENCY_RATE, STORM_LATENCY_SWEEP,
     WORKERS,
 };
 use crate::chain::ChainConfig;
@@ -55,6 +56,9 @@ struct Workload {
     elements: u64,
     rate: Option<f64>,
     warmup: Option<u64>,
+    /// Processes the [`WORKERS`] workers are spread over (xorflow processes, timely processes,
+    /// Flink TaskManagers).
+    processes: usize,
 }
 
 impl Workload {
@@ -66,6 +70,7 @@ impl Workload {
             elements: throughput_elements(p, system, w, k),
             rate: None,
             warmup: None,
+            processes: 1,
         }
     }
 
@@ -77,7 +82,21 @@ impl Workload {
             elements,
             rate: Some(rate),
             warmup: Some(warmup),
+            processes: 1,
         }
+    }
+
+    /// The same run over [`CLUSTER_PROCESSES`] processes.
+    fn cluster(self) -> Self {
+        Workload {
+            processes: CLUSTER_PROCESSES,
+            ..self
+        }
+    }
+
+    /// Worker threads per process.
+    fn workers(&self) -> usize {
+        WORKERS / self.processes
     }
 
     /// The same run on xorflow, tracking with `tracking`.
@@ -90,7 +109,8 @@ impl Workload {
             granularity: self.granularity.unwrap_or(d.granularity),
             warmup: self.warmup.unwrap_or(d.warmup),
             engine: EngineArgs {
-                workers: WORKERS,
+                workers: self.workers(),
+                processes: self.processes,
                 tracking,
                 ..EngineArgs::default()
             },
@@ -98,8 +118,9 @@ impl Workload {
         }
     }
 
-    /// A peer's arguments for it (after `--json --workers`).
+    /// A peer's arguments for it (after `--json`, and the flag that spreads it over processes).
     fn peer_argv(&self, a: &mut Argv) {
+        a.option("workers", Some(self.workers()));
         a.option("stages", Some(self.stages));
         a.option("granularity", Some(self.granularity.unwrap_or(0)));
         a.option("elements", Some(self.elements));
@@ -157,13 +178,15 @@ impl Systems<'_> {
         chain_command(self.exe, &w.xorflow(tracking))
     }
 
-    /// A peer's command: `base --json --workers P`, warm-up runs (`warm`: runs and elements),
-    /// then the workload.
-    fn peer(base: &[String], warm: Option<(u32, u64)>, w: &Workload) -> Argv {
+    /// A peer's command: `base --json`, `--<processes_flag> N` over several processes,
+    /// warm-up runs (`warm`: runs and elements), then the workload.
+    fn peer(base: &[String], processes_flag: &str, warm: Option<(u32, u64)>, w: &Workload) -> Argv {
         let mut a = Argv::default();
         a.extend(base.to_vec());
         a.switch("json", true);
-        a.option("workers", Some(WORKERS));
+        if w.processes > 1 {
+            a.option(processes_flag, Some(w.processes));
+        }
         if let Some((runs, elements)) = warm {
             a.option("warmup-runs", Some(runs));
             a.option("warmup-run-elements", Some(elements));
@@ -173,13 +196,16 @@ impl Systems<'_> {
     }
 
     fn timely(&self, w: &Workload) -> Vec<String> {
-        Self::peer(&[self.peers.timely.display().to_string()], None, w).into_vec()
+        // Its own TCP cluster mode (`peers/timely/src/cluster.rs`).
+        let base = [self.peers.timely.display().to_string()];
+        Self::peer(&base, "processes", None, w).into_vec()
     }
 
     /// Flink runs the job twice as a warm-up, `warm` elements each.
     fn flink(&self, w: &Workload, o: &FlinkOptions, warm: u64) -> Option<Vec<String>> {
         let base = self.peers.flink.as_ref()?;
-        let mut a = Self::peer(base, Some((2, warm)), w);
+        // TaskManagers of its MiniCluster, connected by Flink's network stack.
+        let mut a = Self::peer(base, "task-managers", Some((2, warm)), w);
         a.option("watermarks", o.watermarks);
         a.option("buffer-timeout-ms", Some(o.buffer_timeout_ms));
         a.option("watermark-interval-ms", o.watermark_interval_ms);
@@ -189,7 +215,8 @@ impl Systems<'_> {
     /// Storm runs the topology once as a warm-up, `warm` elements.
     fn storm(&self, w: &Workload, warm: u64) -> Option<Vec<String>> {
         let base = self.peers.storm.as_ref()?;
-        Some(Self::peer(base, Some((1, warm)), w).into_vec())
+        // Storm's LocalCluster runs its workers in one process: no cluster runs.
+        Some(Self::peer(base, "", Some((1, warm)), w).into_vec())
     }
 }
 
@@ -218,6 +245,7 @@ pub fn points(p: Profile, exe: &Path, peers: &Peers) -> Vec<Point> {
         for &w in latency_gs {
             pts.extend(latency_points(&sys, p, w, rep));
         }
+        pts.extend(cluster_points(&sys, p, latency_gs, rep));
         // Storm with acking tops out near 18,000 elements/s at K = 10 here, far below the latency
         // sweep's rate; it is compared with xorflow at a rate both sustain.
         if peers.storm.is_some() {
@@ -321,4 +349,54 @@ fn storm_latency_points(sys: &Systems<'_>, p: Profile, w: u64, rep: usize) -> Ve
         .into_iter()
         .filter_map(|(c, cmd)| Some(point(STORM_LATENCY_SWEEP, w.to_string(), c, rep, cmd?)))
         .collect()
+}
+
+/// The chain over [`CLUSTER_PROCESSES`] processes of one worker each (xorflow's processes,
+/// timely's TCP cluster mode, Flink's TaskManagers): throughput at K = 10 without tracking and
+/// at each granularity, then notification latency at [`LATENCY_RATE`]. Storm has no cluster
+/// runs (its LocalCluster is one process).
+fn cluster_points(sys: &Systems<'_>, p: Profile, latency_gs: &[u64], rep: usize) -> Vec<Point> {
+    let (_, _, gs, _) = sweeps(p);
+    let mut pts = Vec::new();
+    let no_tracking = std::iter::once(None).chain(gs.iter().map(|&w| Some(w)));
+    for w in no_tracking {
+        let run = |system: &str| Workload::throughput(p, system, w, 10).cluster();
+        let flink = FlinkOptions {
+            watermarks: w.map(|_| "punctuated"),
+            buffer_timeout_ms: FLINK_DEFAULT_BUFFER_TIMEOUT_MS,
+            watermark_interval_ms: None,
+        };
+        let tracking = if w.is_some() {
+            TrackingMode::Tracker
+        } else {
+            TrackingMode::None
+        };
+        let value = w.map_or("none".to_string(), |w| w.to_string());
+        let commands = [
+            ("xorflow", Some(sys.xorflow(&run("xorflow"), tracking))),
+            ("timely", Some(sys.timely(&run("timely")))),
+            (
+                "flink",
+                sys.flink(&run("flink"), &flink, run("flink").elements / 2),
+            ),
+        ];
+        pts.extend(commands.into_iter().filter_map(|(c, cmd)| {
+            Some(point(CLUSTER_THROUGHPUT_SWEEP, value.clone(), c, rep, cmd?))
+        }));
+    }
+    let (elements, warmup) = latency_elements(p);
+    for &w in latency_gs {
+        let run = Workload::fixed_rate(w, LATENCY_RATE, elements, warmup).cluster();
+        let mut commands = vec![
+            ("xorflow", Some(sys.xorflow(&run, TrackingMode::Tracker))),
+            ("timely", Some(sys.timely(&run))),
+        ];
+        for (config, o) in &FLINK_LATENCY_CONFIGS {
+            commands.push((config, sys.flink(&run, o, 500_000)));
+        }
+        pts.extend(commands.into_iter().filter_map(|(c, cmd)| {
+            Some(point(CLUSTER_LATENCY_SWEEP, w.to_string(), c, rep, cmd?))
+        }));
+    }
+    pts
 }

@@ -6,7 +6,10 @@ use super::super::super::report::{
 };
 use super::super::super::runner::{Outcome, RunResult};
 use super::super::super::Meta;
-use super::{PeerResult, LATENCY_RATE, STORM_LATENCY_RATE, STORM_LATENCY_SWEEP, WORKERS};
+use super::{
+    PeerResult, CLUSTER_LATENCY_SWEEP, CLUSTER_PROCESSES, CLUSTER_THROUGHPUT_SWEEP, LATENCY_RATE,
+    STORM_LATENCY_RATE, STORM_LATENCY_SWEEP, WORKERS,
+};
 use anyhow::Result;
 use std::fmt::Write as _;
 use std::path::Path;
@@ -169,13 +172,14 @@ fn header(meta: &Meta, java_version: Option<&str>, outcomes: &[Outcome<PeerResul
     let mut md = format!(
         "# Peers: xorflow next to {} on seed 000's chain ({} profile)\n\n\
          {}- runs: {} ({} failed; see results.csv and runs.log), medians over repetitions\n\
-         - every system: {WORKERS} worker threads in one process; systems alternate within each \
-         point\n",
+         - every system: {WORKERS} worker threads in one process, and in the cluster runs \
+         {CLUSTER_PROCESSES} processes of {} each; systems alternate within each point\n",
         names.join(", "),
         meta.profile,
         meta_lines(meta),
         outcomes.len(),
         failed.len(),
+        WORKERS / CLUSTER_PROCESSES,
     );
     let versions: std::collections::BTreeMap<String, String> = outcomes
         .iter()
@@ -261,6 +265,12 @@ fn latency_section(doc: &mut Doc<'_>, s: &Sweeps<'_>) -> Result<()> {
          the second.\n",
         LATENCY_RATE
     );
+    latency_tables(doc, s, "latency", "")
+}
+
+/// The four notification latency tables and figures of a fixed-rate sweep (figure names
+/// `peers_latency{prefix}[_any]_{q}`), then its element latency.
+fn latency_tables(doc: &mut Doc<'_>, s: &Sweeps<'_>, sweep: &str, prefix: &str) -> Result<()> {
     for (any, what) in [
         (false, "per instance"),
         (true, "from the last arrival anywhere"),
@@ -272,19 +282,62 @@ fn latency_section(doc: &mut Doc<'_>, s: &Sweeps<'_>) -> Result<()> {
                 (format!("notification_{q}_us"), "")
             };
             let _ = writeln!(doc.md, "### {q} {what}, us\n");
-            s.ratio_table(&mut doc.md, "latency", &col);
+            s.ratio_table(&mut doc.md, sweep, &col);
             let chart = s.m.chart(
-                "latency",
+                sweep,
                 &col,
                 &format!("Notification latency {q}, {what}"),
                 &format!("notification latency {q}, us"),
                 true,
             );
-            doc.figure(chart, &format!("peers_latency{tag}_{q}"))?;
+            doc.figure(chart, &format!("peers_latency{prefix}{tag}_{q}"))?;
         }
     }
-    s.element_table(&mut doc.md, "latency");
+    s.element_table(&mut doc.md, sweep);
     Ok(())
+}
+
+/// Throughput and latency with every system over [`CLUSTER_PROCESSES`] processes (when the
+/// cluster sweeps ran).
+fn cluster_section(doc: &mut Doc<'_>, s: &Sweeps<'_>) -> Result<()> {
+    if s.configs_in(CLUSTER_THROUGHPUT_SWEEP).is_empty()
+        && s.configs_in(CLUSTER_LATENCY_SWEEP).is_empty()
+    {
+        return Ok(());
+    }
+    let _ = writeln!(
+        doc.md,
+        "## Across {CLUSTER_PROCESSES} processes, K = 10\n\n\
+         Every system spread over {CLUSTER_PROCESSES} processes of {} worker each on this \
+         machine, so about half of every re-partition's elements cross between processes over \
+         loopback TCP: xorflow's processes (`--processes {CLUSTER_PROCESSES}`) and its own \
+         transport; timely in its TCP cluster mode (`peers/timely --processes \
+         {CLUSTER_PROCESSES}`); Flink's MiniCluster with {CLUSTER_PROCESSES} TaskManagers of one \
+         slot each (`--task-managers {CLUSTER_PROCESSES}`), whose shuffles between TaskManagers \
+         go through its Netty network stack (one JVM; Flink's TaskManagers of a standalone \
+         cluster use the same stack). Storm has no cluster runs (its LocalCluster is one \
+         process).\n\n\
+         ### Maximum throughput, elements/s\n\n\
+         Without tracking (none) and with each system's completeness mechanism at granularity W, \
+         as in the single-process sweeps. Ratio above 1: xorflow is faster.\n",
+        WORKERS / CLUSTER_PROCESSES
+    );
+    s.ratio_table(&mut doc.md, CLUSTER_THROUGHPUT_SWEEP, "elements_per_s");
+    let chart = s.m.chart(
+        CLUSTER_THROUGHPUT_SWEEP,
+        "elements_per_s",
+        &format!("Throughput across {CLUSTER_PROCESSES} processes (K = 10)"),
+        "elements/s",
+        true,
+    );
+    doc.figure(chart, "peers_cluster_throughput")?;
+    let _ = writeln!(
+        doc.md,
+        "### Notification latency at {LATENCY_RATE} elements/s across {CLUSTER_PROCESSES} \
+         processes\n\nMeasured as in the single-process latency sweep. Ratio below 1: xorflow \
+         notifies sooner.\n"
+    );
+    latency_tables(doc, s, CLUSTER_LATENCY_SWEEP, "_cluster")
 }
 
 /// Notification latency next to Storm's acker at [`STORM_LATENCY_RATE`] (when Storm ran).
@@ -324,7 +377,8 @@ fn ahead_section(md: &mut String, s: &Sweeps<'_>) {
     md.push_str("## Where xorflow is ahead and where it is behind\n\n");
     let any = "from the last arrival anywhere";
     let storm = format!("{any} at 10,000 elements/s");
-    let rows: [(&str, &str, bool, String); 8] = [
+    let cluster = format!("across {CLUSTER_PROCESSES} processes");
+    let rows: [(&str, &str, bool, String); 13] = [
         (
             "stages",
             "elements_per_s",
@@ -373,6 +427,36 @@ fn ahead_section(md: &mut String, s: &Sweeps<'_>) {
             false,
             format!("notification p99 {storm}, W"),
         ),
+        (
+            CLUSTER_THROUGHPUT_SWEEP,
+            "elements_per_s",
+            true,
+            format!("throughput {cluster}, W"),
+        ),
+        (
+            CLUSTER_LATENCY_SWEEP,
+            "notification_p50_us",
+            false,
+            format!("notification p50 {cluster}, W"),
+        ),
+        (
+            CLUSTER_LATENCY_SWEEP,
+            "notification_p99_us",
+            false,
+            format!("notification p99 {cluster}, W"),
+        ),
+        (
+            CLUSTER_LATENCY_SWEEP,
+            "notification_any_p50_us",
+            false,
+            format!("notification p50 {cluster} {any}, W"),
+        ),
+        (
+            CLUSTER_LATENCY_SWEEP,
+            "notification_any_p99_us",
+            false,
+            format!("notification p99 {cluster} {any}, W"),
+        ),
     ];
     for (sweep, col, higher_better, what) in rows {
         let Some(values) = s.m.values.get(sweep) else {
@@ -399,6 +483,46 @@ fn ahead_section(md: &mut String, s: &Sweeps<'_>) {
     }
 }
 
+/// xorflow across processes against itself: its cluster throughput without tracking as a share
+/// of the single-process figure at K = 10, and the cost of trAcker across processes.
+fn self_section(md: &mut String, s: &Sweeps<'_>) {
+    let get = |sweep, v: &str| s.m.get(sweep, v, "xorflow", "elements_per_s");
+    let Some(none) = get(CLUSTER_THROUGHPUT_SWEEP, "none") else {
+        return;
+    };
+    let _ = writeln!(
+        md,
+        "\n## xorflow across {CLUSTER_PROCESSES} processes against itself, K = 10\n"
+    );
+    if let Some(one) = get("stages", "10") {
+        let _ = writeln!(
+            md,
+            "- without tracking: {} elements/s across processes, {} in one process ({} of it)",
+            num(Some(none), 0),
+            num(Some(one), 0),
+            ratio(Some(none), Some(one))
+        );
+    }
+    for v in
+        s.m.values
+            .get(CLUSTER_THROUGHPUT_SWEEP)
+            .into_iter()
+            .flatten()
+    {
+        if v == "none" {
+            continue;
+        }
+        if let Some(x) = get(CLUSTER_THROUGHPUT_SWEEP, v) {
+            let _ = writeln!(
+                md,
+                "- trAcker at W = {v}: {} elements/s, {} of no tracking",
+                num(Some(x), 0),
+                ratio(Some(x), Some(none))
+            );
+        }
+    }
+}
+
 /// Writes results.csv, the figures and REPORT.md into `dir`.
 ///
 /// # Errors
@@ -418,7 +542,9 @@ pub fn write(
     throughput_sections(&mut doc, &s)?;
     latency_section(&mut doc, &s)?;
     storm_section(&mut doc, &s)?;
+    cluster_section(&mut doc, &s)?;
     ahead_section(&mut doc.md, &s);
+    self_section(&mut doc.md, &s);
     doc.md
         .push_str("\nThe exact command of every run is in results.csv (`command`) and runs.log.\n");
     doc.finish()

@@ -19,6 +19,7 @@ import org.apache.flink.api.common.typeinfo.TypeInformation;
 import org.apache.flink.api.common.typeinfo.Types;
 import org.apache.flink.api.java.tuple.Tuple2;
 import org.apache.flink.configuration.Configuration;
+import org.apache.flink.configuration.TaskManagerOptions;
 import org.apache.flink.runtime.state.KeyGroupRangeAssignment;
 import org.apache.flink.streaming.api.datastream.DataStream;
 import org.apache.flink.streaming.api.environment.StreamExecutionEnvironment;
@@ -88,7 +89,14 @@ public final class ChainJob {
 
     /** Command-line options (the names of {@code xorflow bench chain} where they mean the same). */
     static final class Args {
+        /** Slots per TaskManager, one subtask of each operator per slot. */
         int workers = 2;
+        /**
+         * TaskManagers of the MiniCluster. With more than one, subtasks spread over them and the
+         * re-partitions between them go through Flink's network stack (Netty over loopback), as
+         * between the TaskManagers of a standalone cluster.
+         */
+        int taskManagers = 1;
         int stages = 10;
         long granularity = 0;
         long elements = 1_000_000;
@@ -116,6 +124,7 @@ public final class ChainJob {
                 try {
                     switch (k) {
                         case "--workers" -> a.workers = Integer.parseInt(v);
+                        case "--task-managers" -> a.taskManagers = Integer.parseInt(v);
                         case "--stages" -> a.stages = Integer.parseInt(v);
                         case "--granularity" -> a.granularity = Long.parseLong(v);
                         case "--elements" -> a.elements = Long.parseLong(v);
@@ -132,17 +141,22 @@ public final class ChainJob {
                     throw new IllegalArgumentException("option " + k + ": '" + v + "' is not a number");
                 }
             }
-            if (a.workers < 1 || a.stages < 0 || a.granularity < 0 || a.elements < 1 || a.rate < 0
+            if (a.workers < 1 || a.taskManagers < 1 || a.stages < 0 || a.granularity < 0 || a.elements < 1 || a.rate < 0
                     || a.warmup < 0 || a.bufferTimeoutMs < -1 || a.watermarkIntervalMs < 1
                     || a.warmupRuns < 0 || a.warmupRunElements < 0) {
                 throw new IllegalArgumentException(
-                        "out of range: --workers >= 1, --stages >= 0, --elements >= 1, --watermark-interval-ms >= 1 "
+                        "out of range: --workers >= 1, --task-managers >= 1, --stages >= 0, --elements >= 1, --watermark-interval-ms >= 1 "
                                 + "(Flink's minimum), others >= 0 (--buffer-timeout-ms may be -1: flush only when full)");
             }
             if (!a.watermarks.equals("punctuated") && !a.watermarks.equals("periodic")) {
                 throw new IllegalArgumentException("--watermarks must be punctuated or periodic, got " + a.watermarks);
             }
             return a;
+        }
+
+        /** Subtasks per operator: every slot of every TaskManager. */
+        int parallelism() {
+            return workers * taskManagers;
         }
     }
 
@@ -318,14 +332,17 @@ public final class ChainJob {
 
     static void runJob(Args a, long elements, double rate) throws Exception {
         Configuration conf = new Configuration();
-        StreamExecutionEnvironment env = StreamExecutionEnvironment.createLocalEnvironment(a.workers, conf);
+        conf.set(TaskManagerOptions.MINI_CLUSTER_NUM_TASK_MANAGERS, a.taskManagers);
+        conf.set(TaskManagerOptions.NUM_TASK_SLOTS, a.workers);
+        final int p = a.parallelism();
+        StreamExecutionEnvironment env = StreamExecutionEnvironment.createLocalEnvironment(p, conf);
         final int maxParallelism = 128;
         env.setMaxParallelism(maxParallelism);
         env.setBufferTimeout(a.bufferTimeoutMs);
         env.getConfig().setAutoWatermarkInterval(a.watermarkIntervalMs);
         TypeInformation<Tuple2<Long, Long>> type = Types.TUPLE(Types.LONG, Types.LONG);
         DataStream<Tuple2<Long, Long>> s = env.addSource(new ChainSource(elements, rate, a.warmup), "source", type)
-                .setParallelism(a.workers);
+                .setParallelism(p);
         final long w = a.granularity;
         if (w > 0) {
             WatermarkStrategy<Tuple2<Long, Long>> ws = a.watermarks.equals("punctuated")
@@ -339,8 +356,7 @@ public final class ChainJob {
         if (w == 0) {
             s.addSink(new MeasureSink(a.warmup)).name("sink");
         } else {
-            final int[] keys = keysPerSubtask(a.workers, maxParallelism);
-            final int p = a.workers;
+            final int[] keys = keysPerSubtask(p, maxParallelism);
             s.keyBy(e -> keys[(int) (e.f0 % p)], Types.INT)
                     .window(TumblingEventTimeWindows.of(Duration.ofMillis(w)))
                     .aggregate(new LastArrival(a.warmup), new Notify(a.warmup), PrimitiveArrayTypeInfo.LONG_PRIMITIVE_ARRAY_TYPE_INFO, Types.LONG, Types.LONG)
@@ -417,7 +433,7 @@ public final class ChainJob {
         }
         String version = org.apache.flink.runtime.util.EnvironmentInformation.getVersion();
         String json = "{\"engine\":\"flink\",\"version\":\"" + version + "\""
-                + ",\"stages\":" + a.stages + ",\"workers\":" + a.workers + ",\"granularity\":" + a.granularity
+                + ",\"stages\":" + a.stages + ",\"workers\":" + a.workers + ",\"task_managers\":" + a.taskManagers + ",\"granularity\":" + a.granularity
                 + ",\"tracking\":\"" + (a.granularity == 0 ? "none" : "watermarks-" + a.watermarks) + "\""
                 + ",\"elements\":" + a.elements + ",\"warmup\":" + a.warmup + ",\"rate\":" + num(a.rate)
                 + ",\"buffer_timeout_ms\":" + a.bufferTimeoutMs + ",\"watermark_interval_ms\":" + a.watermarkIntervalMs
@@ -432,8 +448,8 @@ public final class ChainJob {
         if (a.json) {
             System.out.println(json);
         } else {
-            System.out.printf(Locale.ROOT, "flink %s: K=%d P=%d W=%d %d elements in %.3f s = %.0f elements/s; "
-                            + "notification p50 %s us p99 %s us%n", version, a.stages, a.workers, a.granularity,
+            System.out.printf(Locale.ROOT, "flink %s: K=%d P=%dx%d W=%d %d elements in %.3f s = %.0f elements/s; "
+                            + "notification p50 %s us p99 %s us%n", version, a.stages, a.taskManagers, a.workers, a.granularity,
                     a.elements, elapsed, a.elements / Math.max(elapsed, 1e-9), num(us(n, 0.5)), num(us(n, 0.99)));
         }
         System.exit(0);
