@@ -846,8 +846,11 @@ fn route(d: &Delivery, f: Bytes) -> Result<Routed, String> {
                 .credits
                 .get(&ch)
                 .ok_or_else(|| format!("credit for unknown channel {ch:?}"))?;
-            c.fetch_add(n, Ordering::AcqRel);
-            d.unparkers.unpark(*w);
+            // Only a sender that ran out of credit waits for it; waking one that still had
+            // some costs a futex call and often a context switch per Credit frame.
+            if c.fetch_add(n, Ordering::AcqRel) == 0 {
+                d.unparkers.unpark(*w);
+            }
         }
         Kind::Acks => {
             let (shard, piece) = frame::read_acks(&f)?;
