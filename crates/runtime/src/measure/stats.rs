@@ -224,7 +224,6 @@ impl VertexStats {
         }
     }
 
-    /// The wire form.
     /// The wire form; with `slot_log`, the unsettled slot log goes along (see
     /// [`VertexStatsWire`]).
     pub fn to_wire(&self, slot_log: bool) -> VertexStatsWire {

@@ -86,12 +86,9 @@ impl Workload {
         }
     }
 
-    /// The same run over [`CLUSTER_PROCESSES`] processes.
-    fn cluster(self) -> Self {
-        Workload {
-            processes: CLUSTER_PROCESSES,
-            ..self
-        }
+    /// The same run over `processes` processes.
+    fn on(self, processes: usize) -> Self {
+        Workload { processes, ..self }
     }
 
     /// Worker threads per process.
@@ -212,10 +209,10 @@ impl Systems<'_> {
         Some(a.into_vec())
     }
 
-    /// Storm runs the topology once as a warm-up, `warm` elements.
+    /// Storm runs the topology once as a warm-up, `warm` elements. None over several
+    /// processes: Storm's LocalCluster runs its workers in one process.
     fn storm(&self, w: &Workload, warm: u64) -> Option<Vec<String>> {
-        let base = self.peers.storm.as_ref()?;
-        // Storm's LocalCluster runs its workers in one process: no cluster runs.
+        let base = self.peers.storm.as_ref().filter(|_| w.processes == 1)?;
         Some(Self::peer(base, "", Some((1, warm)), w).into_vec())
     }
 }
@@ -237,13 +234,15 @@ pub fn points(p: Profile, exe: &Path, peers: &Peers) -> Vec<Point> {
     let mut pts = Vec::new();
     for rep in 1..=reps {
         for &k in stages {
-            pts.extend(stages_points(&sys, p, k, rep));
+            let at = ("stages", k.to_string());
+            pts.extend(throughput_points(&sys, p, at, k, None, 1, rep));
         }
         for &w in gs {
-            pts.extend(granularity_points(&sys, p, w, rep));
+            let at = ("granularity", w.to_string());
+            pts.extend(throughput_points(&sys, p, at, 10, Some(w), 1, rep));
         }
         for &w in latency_gs {
-            pts.extend(latency_points(&sys, p, w, rep));
+            pts.extend(latency_points(&sys, p, "latency", w, 1, rep));
         }
         pts.extend(cluster_points(&sys, p, latency_gs, rep));
         // Storm with acking tops out near 18,000 elements/s at K = 10 here, far below the latency
@@ -257,56 +256,41 @@ pub fn points(p: Profile, exe: &Path, peers: &Peers) -> Vec<Point> {
     pts
 }
 
-/// Maximum throughput without tracking over `k` stages.
-fn stages_points(sys: &Systems<'_>, p: Profile, k: usize, rep: usize) -> Vec<Point> {
-    let run = |system: &str| Workload::throughput(p, system, None, k);
-    let no_watermarks = FlinkOptions {
-        watermarks: None,
+/// Maximum throughput over `k` stages on `processes` processes, in sweep `sweep` at `value`:
+/// without tracking when `w` is None (xorflow `--tracking none`, no Flink watermarks), else
+/// each system's completeness mechanism at granularity `w`.
+#[allow(clippy::too_many_arguments)]
+fn throughput_points(
+    sys: &Systems<'_>,
+    p: Profile,
+    (sweep, value): (&str, String),
+    k: usize,
+    w: Option<u64>,
+    processes: usize,
+    rep: usize,
+) -> Vec<Point> {
+    let run = |system: &str| Workload::throughput(p, system, w, k).on(processes);
+    let flink = FlinkOptions {
+        watermarks: w.map(|_| "punctuated"),
         buffer_timeout_ms: FLINK_DEFAULT_BUFFER_TIMEOUT_MS,
         watermark_interval_ms: None,
+    };
+    let tracking = if w.is_some() {
+        TrackingMode::Tracker
+    } else {
+        TrackingMode::None
     };
     let flink_warm = run("flink").elements / 2;
     let storm_warm = run("storm").elements / 2;
     let commands = [
-        (
-            "xorflow",
-            Some(sys.xorflow(&run("xorflow"), TrackingMode::None)),
-        ),
+        ("xorflow", Some(sys.xorflow(&run("xorflow"), tracking))),
         ("timely", Some(sys.timely(&run("timely")))),
-        (
-            "flink",
-            sys.flink(&run("flink"), &no_watermarks, flink_warm),
-        ),
+        ("flink", sys.flink(&run("flink"), &flink, flink_warm)),
         ("storm", sys.storm(&run("storm"), storm_warm)),
     ];
     commands
         .into_iter()
-        .filter_map(|(c, cmd)| Some(point("stages", k.to_string(), c, rep, cmd?)))
-        .collect()
-}
-
-/// Maximum throughput with each system's completeness mechanism at K = 10, granularity `w`.
-fn granularity_points(sys: &Systems<'_>, p: Profile, w: u64, rep: usize) -> Vec<Point> {
-    let run = |system: &str| Workload::throughput(p, system, Some(w), 10);
-    let punctuated = FlinkOptions {
-        watermarks: Some("punctuated"),
-        buffer_timeout_ms: FLINK_DEFAULT_BUFFER_TIMEOUT_MS,
-        watermark_interval_ms: None,
-    };
-    let flink_warm = run("flink").elements / 2;
-    let storm_warm = run("storm").elements / 2;
-    let commands = [
-        (
-            "xorflow",
-            Some(sys.xorflow(&run("xorflow"), TrackingMode::Tracker)),
-        ),
-        ("timely", Some(sys.timely(&run("timely")))),
-        ("flink", sys.flink(&run("flink"), &punctuated, flink_warm)),
-        ("storm", sys.storm(&run("storm"), storm_warm)),
-    ];
-    commands
-        .into_iter()
-        .filter_map(|(c, cmd)| Some(point("granularity", w.to_string(), c, rep, cmd?)))
+        .filter_map(|(c, cmd)| Some(point(sweep, value.clone(), c, rep, cmd?)))
         .collect()
 }
 
@@ -319,11 +303,18 @@ fn latency_elements(p: Profile) -> (u64, u64) {
     }
 }
 
-/// Notification latency at [`LATENCY_RATE`], K = 10, granularity `w` (Flink in each of its
-/// configurations).
-fn latency_points(sys: &Systems<'_>, p: Profile, w: u64, rep: usize) -> Vec<Point> {
+/// Notification latency at [`LATENCY_RATE`], K = 10, granularity `w` on `processes` processes
+/// (Flink in each of its configurations), in sweep `sweep`.
+fn latency_points(
+    sys: &Systems<'_>,
+    p: Profile,
+    sweep: &str,
+    w: u64,
+    processes: usize,
+    rep: usize,
+) -> Vec<Point> {
     let (elements, warmup) = latency_elements(p);
-    let run = Workload::fixed_rate(w, LATENCY_RATE, elements, warmup);
+    let run = Workload::fixed_rate(w, LATENCY_RATE, elements, warmup).on(processes);
     let mut commands = vec![
         ("xorflow", Some(sys.xorflow(&run, TrackingMode::Tracker))),
         ("timely", Some(sys.timely(&run))),
@@ -333,7 +324,7 @@ fn latency_points(sys: &Systems<'_>, p: Profile, w: u64, rep: usize) -> Vec<Poin
     }
     commands
         .into_iter()
-        .filter_map(|(c, cmd)| Some(point("latency", w.to_string(), c, rep, cmd?)))
+        .filter_map(|(c, cmd)| Some(point(sweep, w.to_string(), c, rep, cmd?)))
         .collect()
 }
 
@@ -358,45 +349,20 @@ fn storm_latency_points(sys: &Systems<'_>, p: Profile, w: u64, rep: usize) -> Ve
 fn cluster_points(sys: &Systems<'_>, p: Profile, latency_gs: &[u64], rep: usize) -> Vec<Point> {
     let (_, _, gs, _) = sweeps(p);
     let mut pts = Vec::new();
-    let no_tracking = std::iter::once(None).chain(gs.iter().map(|&w| Some(w)));
-    for w in no_tracking {
-        let run = |system: &str| Workload::throughput(p, system, w, 10).cluster();
-        let flink = FlinkOptions {
-            watermarks: w.map(|_| "punctuated"),
-            buffer_timeout_ms: FLINK_DEFAULT_BUFFER_TIMEOUT_MS,
-            watermark_interval_ms: None,
-        };
-        let tracking = if w.is_some() {
-            TrackingMode::Tracker
-        } else {
-            TrackingMode::None
-        };
+    for w in std::iter::once(None).chain(gs.iter().map(|&w| Some(w))) {
         let value = w.map_or("none".to_string(), |w| w.to_string());
-        let commands = [
-            ("xorflow", Some(sys.xorflow(&run("xorflow"), tracking))),
-            ("timely", Some(sys.timely(&run("timely")))),
-            (
-                "flink",
-                sys.flink(&run("flink"), &flink, run("flink").elements / 2),
-            ),
-        ];
-        pts.extend(commands.into_iter().filter_map(|(c, cmd)| {
-            Some(point(CLUSTER_THROUGHPUT_SWEEP, value.clone(), c, rep, cmd?))
-        }));
+        let at = (CLUSTER_THROUGHPUT_SWEEP, value);
+        pts.extend(throughput_points(sys, p, at, 10, w, CLUSTER_PROCESSES, rep));
     }
-    let (elements, warmup) = latency_elements(p);
     for &w in latency_gs {
-        let run = Workload::fixed_rate(w, LATENCY_RATE, elements, warmup).cluster();
-        let mut commands = vec![
-            ("xorflow", Some(sys.xorflow(&run, TrackingMode::Tracker))),
-            ("timely", Some(sys.timely(&run))),
-        ];
-        for (config, o) in &FLINK_LATENCY_CONFIGS {
-            commands.push((config, sys.flink(&run, o, 500_000)));
-        }
-        pts.extend(commands.into_iter().filter_map(|(c, cmd)| {
-            Some(point(CLUSTER_LATENCY_SWEEP, w.to_string(), c, rep, cmd?))
-        }));
+        pts.extend(latency_points(
+            sys,
+            p,
+            CLUSTER_LATENCY_SWEEP,
+            w,
+            CLUSTER_PROCESSES,
+            rep,
+        ));
     }
     pts
 }
