@@ -384,6 +384,10 @@ impl From<&Traffic> for TrafficByKind {
     }
 }
 
+fn central() -> String {
+    "central".into()
+}
+
 /// Results of one chain run (`bench chain --json` prints one; the bench stand reads them back).
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct ChainResult {
@@ -396,6 +400,10 @@ pub struct ChainResult {
     pub tracker_processes: usize,
     /// Tracker shards.
     pub tracker_shards: usize,
+    /// Where the shards ran: central or replicated (`--tracker-layout`; results written before
+    /// it existed were central).
+    #[serde(default = "central")]
+    pub tracker_layout: String,
     /// Local acker flush count (0: unbatched).
     pub ack_flush_count: usize,
     /// Self-cancelling acks per real ack / 2.
@@ -747,6 +755,7 @@ fn result(
         processes: report.processes,
         tracker_processes: report.tracker_processes,
         tracker_shards: report.tracker_shards,
+        tracker_layout: p.runtime.tracker_layout.name().to_string(),
         ack_flush_count: p.runtime.ack_flush_count,
         ack_multiplier: p.runtime.ack_multiplier,
         sink_rate: sink.measured.rate(),
@@ -807,8 +816,13 @@ pub fn describe(r: &ChainResult) -> String {
         m.tracking,
         if m.tracking == "tracker" {
             format!(
-                " shards={}{}{}",
+                " shards={}{}{}{}",
                 r.tracker_shards,
+                if r.tracker_layout == "replicated" {
+                    " replicated"
+                } else {
+                    ""
+                },
                 if r.tracker_processes > 0 {
                     format!(" in {} tracker processes", r.tracker_processes)
                 } else {

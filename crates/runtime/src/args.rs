@@ -51,6 +51,11 @@ pub struct EngineArgs {
     /// lines.
     #[arg(long, default_value_t = 0)]
     pub tracker_processes: usize,
+    /// Where the shards run: central (each in one process, which sends the frontiers to every
+    /// process) or replicated (a replica of every shard in every worker process, fed by every
+    /// process's acks; a notification takes one network hop instead of two).
+    #[arg(long, default_value = "central")]
+    pub tracker_layout: crate::config::TrackerLayout,
     /// Max elements per batch (1-1048576).
     #[arg(long, default_value_t = 1024)]
     pub batch_size: usize,
@@ -169,6 +174,7 @@ impl EngineArgs {
             ack_flush_on_idle: self.ack_flush_on_idle,
             ack_multiplier: self.ack_multiplier,
             tracker_shards: self.tracker_shards,
+            tracker_layout: self.tracker_layout,
             latency_probe: !self.no_latency_probe,
             cluster: ClusterConfig {
                 launch,
@@ -245,6 +251,11 @@ impl EngineArgs {
             "tracker-processes",
             self.tracker_processes,
             d.tracker_processes,
+        );
+        a.value(
+            "tracker-layout",
+            self.tracker_layout.name(),
+            d.tracker_layout.name(),
         );
         a.value("batch-size", self.batch_size, d.batch_size);
         a.value(
@@ -447,6 +458,7 @@ mod tests {
             startup_timeout in duration(),
             tracker_shards in 0usize..2000,
             tracker_processes in 0usize..10,
+            replicated in any::<bool>(),
             batch_size in 0usize..100_000,
             channel_capacity in 0usize..1000,
             flush_timeout in duration(),
@@ -472,6 +484,11 @@ mod tests {
                 startup_timeout,
                 tracker_shards,
                 tracker_processes,
+                tracker_layout: if replicated {
+                    crate::config::TrackerLayout::Replicated
+                } else {
+                    crate::config::TrackerLayout::Central
+                },
                 batch_size,
                 channel_capacity,
                 flush_timeout,

@@ -42,6 +42,45 @@ impl std::str::FromStr for TrackingMode {
     }
 }
 
+/// Where the tracker shards run and how frontiers reach the workers (`--tracker-layout`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum TrackerLayout {
+    /// Each shard runs in one process (`execute/placement.rs`); every process acker sends that
+    /// shard its pieces, and the shard sends the frontiers that moved to every worker process.
+    /// A notification for a worker in another process takes two network hops (its sink's ack
+    /// there, the frontier back).
+    #[default]
+    Central,
+    /// Every worker process runs a replica of every shard; each process acker sends its pieces
+    /// to all of them, and a replica notifies only its own process's workers. A notification
+    /// takes one network hop (like timely's progress broadcast), at the price of each process
+    /// applying every process's acks. Not with `--tracker-processes`.
+    Replicated,
+}
+
+impl TrackerLayout {
+    /// The CLI name.
+    pub fn name(self) -> &'static str {
+        match self {
+            TrackerLayout::Central => "central",
+            TrackerLayout::Replicated => "replicated",
+        }
+    }
+}
+
+impl std::str::FromStr for TrackerLayout {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s {
+            "central" => Ok(TrackerLayout::Central),
+            "replicated" => Ok(TrackerLayout::Replicated),
+            other => Err(format!(
+                "unknown tracker layout '{other}' (expected 'central' or 'replicated')"
+            )),
+        }
+    }
+}
+
 /// Most worker threads per process: far more than the cores of any machine this runs on.
 pub const MAX_WORKERS: usize = 256;
 /// Most worker threads over all processes of a job.
@@ -86,6 +125,8 @@ pub struct RuntimeConfig {
     pub ack_multiplier: usize,
     /// Tracker shards S: slot `s` is tracked by shard `s mod S`.
     pub tracker_shards: usize,
+    /// Where the shards run: one process each, or replicated in every worker process.
+    pub tracker_layout: TrackerLayout,
     /// Processes and how they find each other.
     pub cluster: crate::net::cluster::ClusterConfig,
     /// The job's own parameters that every process must agree on (window sizes, input, ...):
@@ -141,6 +182,7 @@ impl Default for RuntimeConfig {
             ack_flush_on_idle: true,
             ack_multiplier: 0,
             tracker_shards: 1,
+            tracker_layout: TrackerLayout::Central,
             cluster: crate::net::cluster::ClusterConfig::default(),
             job_key: String::new(),
             latency_probe: true,
@@ -185,6 +227,12 @@ impl RuntimeConfig {
             return Err(format!(
                 "--tracker-processes {tp} needs --tracking tracker (got '{}')",
                 self.tracking.name()
+            ));
+        }
+        if tp > 0 && self.tracker_layout == TrackerLayout::Replicated {
+            return Err(format!(
+                "--tracker-processes {tp} cannot go with --tracker-layout replicated: replicas \
+                 run in the worker processes"
             ));
         }
         if tp > self.tracker_shards {

@@ -1,8 +1,8 @@
 //! Setting up trAcker for a process: the tracker shards it hosts and the process acker routing
-//! flushes to every shard (`progress/`).
+//! flushes to every shard, or to every replica of it (`progress/`, `config.rs`'s `TrackerLayout`).
 
 use super::placement::Placement;
-use crate::config::RuntimeConfig;
+use crate::config::{RuntimeConfig, TrackerLayout};
 use crate::net::link::RemoteTx;
 use crate::progress::flush_policy::FlushPolicy;
 use crate::progress::frontiers::Notification;
@@ -49,31 +49,25 @@ pub(crate) fn setup(config: &RuntimeConfig, place: &Placement, cx: ShardContext)
         };
     }
     let g = Granularity::new(config.granularity);
+    let replicated = config.tracker_layout == TrackerLayout::Replicated;
     let mut routes = Vec::new();
     for (k, agent) in agents.iter_mut().enumerate() {
-        let host = place.shard_host(k);
-        if host != place.me {
-            let remote = cx.remotes[host].clone();
-            routes.push(ShardRoute::Remote(
-                remote.expect("remote shard host has a connection"),
-            ));
-            continue;
-        }
-        let map = ShardMap::new(shards as u64, k as u64);
-        let mut tracker = Tracker::sharded(g, cx.topology.clone(), cx.sources, map);
-        if let Some(d) = &cx.epochs {
-            tracker = tracker.with_epochs(d.clone());
-        }
-        let a = Arc::new(TrackerAgent::new(
-            k as u32,
-            tracker,
-            cx.interest.to_vec(),
-            cx.inboxes.to_vec(),
-            cx.unparkers.clone(),
-            cx.worker_remotes.to_vec(),
-        ));
-        *agent = Some(a.clone());
-        routes.push(ShardRoute::Local(a));
+        let hosts: Vec<usize> = if replicated {
+            (0..place.worker_processes).collect()
+        } else {
+            vec![place.shard_host(k)]
+        };
+        let remotes = hosts
+            .iter()
+            .filter(|&&h| h != place.me)
+            .map(|&h| cx.remotes[h].clone().expect("shard host has a connection"))
+            .collect();
+        let local = hosts.contains(&place.me).then(|| {
+            let a = Arc::new(shard_agent(config, k, &cx, replicated));
+            *agent = Some(a.clone());
+            a
+        });
+        routes.push(ShardRoute { local, remotes });
     }
     let policy = FlushPolicy::of(config);
     let acker = ProcessAcker::new(g, routes, policy, config.ack_multiplier);
@@ -83,11 +77,41 @@ pub(crate) fn setup(config: &RuntimeConfig, place: &Placement, cx: ShardContext)
     }
 }
 
+/// Shard `k`'s tracker, notifying this process's workers and, unless every worker process runs
+/// its own replica, the other worker processes.
+fn shard_agent(
+    config: &RuntimeConfig,
+    k: usize,
+    cx: &ShardContext,
+    replicated: bool,
+) -> TrackerAgent {
+    let g = Granularity::new(config.granularity);
+    let map = ShardMap::new(config.tracker_shards as u64, k as u64);
+    let mut tracker = Tracker::sharded(g, cx.topology.clone(), cx.sources, map);
+    if let Some(d) = &cx.epochs {
+        tracker = tracker.with_epochs(d.clone());
+    }
+    let remotes = if replicated {
+        Vec::new()
+    } else {
+        cx.worker_remotes.to_vec()
+    };
+    TrackerAgent::new(
+        k as u32,
+        tracker,
+        cx.interest.to_vec(),
+        cx.inboxes.to_vec(),
+        cx.unparkers.clone(),
+        remotes,
+    )
+}
+
 /// A resumed job: XORs the holds of its checkpoint (restored windows' pending results,
 /// `operators/window.rs`) into the shards before any worker runs, as the windows did when they
 /// opened those windows. Heartbeats start at 0, so no frontier can pass a hold before this.
 ///
-/// Every process reads the same checkpoint and gives each shard it hosts that shard's piece.
+/// Every process reads the same checkpoint and gives each shard (or replica) it hosts that
+/// shard's piece.
 ///
 /// # Errors
 /// A hold for a component the job does not have (the checkpoint is not this job's).

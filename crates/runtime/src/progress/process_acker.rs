@@ -4,8 +4,8 @@
 //! Workers keep a thread-local [`LocalAcker`] on the hot path and hand its content to the process
 //! acker (a short mutex merge, `progress/handoff.rs`); when it flushes to the shards is decided by
 //! [`FlushPolicy`] (`progress/flush_policy.rs`). The flush is split by shard ([`split_flush`]) and each piece goes to its shard
-//! over that shard's FIFO path (inline for a shard hosted here, a frame on the connection to its
-//! host otherwise). All of it happens under the mutex, so pieces leave in the order they were made.
+//! over that shard's FIFO path (inline for a shard hosted here, a frame on the connection to each
+//! other host). All of it happens under the mutex, so pieces leave in the order they were made.
 //!
 //! Unbatched (`--ack-flush-count 0`): every ack and heartbeat is sent at once as its own message,
 //! in program order; a range ack goes to each shard owning one of its slots.
@@ -26,12 +26,14 @@ use std::sync::{Arc, Mutex};
 use xorflow_tracking::ack::Heartbeat;
 use xorflow_tracking::{split_flush, AckEntry, AckEvent, Flush, Granularity, LocalAcker, ShardMap};
 
-/// Where a shard lives.
-pub enum ShardRoute {
-    /// In this process.
-    Local(Arc<TrackerAgent>),
-    /// In another process, reached through its connection.
-    Remote(RemoteTx),
+/// Where a shard's pieces go: its replica in this process, if any, and the connections to the
+/// processes running the others (one process in total with the central layout, every worker
+/// process with the replicated one: `config.rs`, `TrackerLayout`).
+pub struct ShardRoute {
+    /// The shard (or its replica) hosted here.
+    pub local: Option<Arc<TrackerAgent>>,
+    /// The processes hosting it elsewhere.
+    pub remotes: Vec<RemoteTx>,
 }
 
 struct Inner {
@@ -223,13 +225,20 @@ impl ProcessAcker {
         }
     }
 
+    /// Sends a piece to every replica of shard `shard`: the remote ones first (the frame is
+    /// encoded once), so the network carries it while this thread applies it here.
     fn route(&self, shard: usize, piece: &Flush) -> Result<(), String> {
-        match &self.shards[shard] {
-            ShardRoute::Local(agent) => agent.deliver(piece),
-            ShardRoute::Remote(remote) => {
-                remote.send(frame::shard_frame(Kind::Acks, shard as u32, piece));
-                Ok(())
+        let r = &self.shards[shard];
+        if let Some((last, rest)) = r.remotes.split_last() {
+            let f = frame::shard_frame(Kind::Acks, shard as u32, piece);
+            for remote in rest {
+                remote.send(f.clone());
             }
+            last.send(f);
+        }
+        match &r.local {
+            Some(agent) => agent.deliver(piece),
+            None => Ok(()),
         }
     }
 
