@@ -80,6 +80,8 @@ struct Variant {
     shards: Option<u64>,
     /// `--tracker-processes`: dedicated tracker processes beyond the worker processes.
     tracker_processes: u64,
+    /// `--tracker-layout replicated`: a replica of every shard in every worker process.
+    replicated: bool,
     /// Further options.
     extra: &'static [&'static str],
     /// `--sources`.
@@ -94,6 +96,7 @@ impl Variant {
             tracking,
             shards: None,
             tracker_processes: 0,
+            replicated: false,
             extra: &[],
             sources: 1,
             lateness: ("24h", 24 * 3600),
@@ -107,9 +110,14 @@ impl Variant {
             .unwrap_or_default();
         format!(
             "--processes {PROCESSES} --tracker-processes {} --workers {WORKERS} --tracking \
-             {}{shards} --sources {} --lateness {} {}",
+             {}{shards}{} --sources {} --lateness {} {}",
             self.tracker_processes,
             self.tracking.name(),
+            if self.replicated {
+                " --tracker-layout replicated"
+            } else {
+                ""
+            },
             self.sources,
             self.lateness.0,
             self.extra.join(" ")
@@ -155,6 +163,9 @@ fn check(v: Variant) {
         .timeout(RUN_TIMEOUT);
     if let Some(n) = v.shards {
         cmd.args(["--tracker-shards", &n.to_string()]);
+    }
+    if v.replicated {
+        cmd.args(["--tracker-layout", "replicated"]);
     }
     let run = cmd.output().expect("run xorflow");
     let stderr = String::from_utf8_lossy(&run.stderr);
@@ -281,8 +292,19 @@ fn check(v: Variant) {
         PROCESSES + v.tracker_processes,
         "{label}: traffic_per_process entries"
     );
+    let m = |p: &Value, kind: &str| p[kind]["messages"].as_u64().expect("messages");
+    if matches!(v.tracking, Tracking::Tracker) && v.tracker_processes == 0 {
+        // Who notifies: every process with a replica, or only the hosts of the shards.
+        for (i, p) in per.iter().enumerate() {
+            let hosts = v.replicated || (i as u64) < v.shards.unwrap_or(1);
+            assert_eq!(
+                m(p, "frontier") > 0,
+                hosts,
+                "{label}: process {i}'s frontier notifications: {p}"
+            );
+        }
+    }
     if v.tracker_processes > 0 {
-        let m = |p: &Value, kind: &str| p[kind]["messages"].as_u64().expect("messages");
         for (i, p) in per.iter().enumerate() {
             if (i as u64) < PROCESSES {
                 assert_eq!(
@@ -342,6 +364,27 @@ fn tracker_two_shards_three_sources_with_late_rows_matches_oracle() {
         shards: Some(2),
         sources: 3,
         lateness: ("1h", 3600),
+        ..Variant::new(Tracking::Tracker)
+    });
+}
+
+#[test]
+fn tracker_replicated_one_shard_matches_oracle() {
+    check(Variant {
+        shards: Some(1),
+        replicated: true,
+        ..Variant::new(Tracking::Tracker)
+    });
+}
+
+#[test]
+fn tracker_replicated_two_shards_unbatched_with_late_rows_matches_oracle() {
+    check(Variant {
+        shards: Some(2),
+        replicated: true,
+        sources: 3,
+        lateness: ("1h", 3600),
+        extra: &["--ack-flush-count", "0"],
         ..Variant::new(Tracking::Tracker)
     });
 }
@@ -477,7 +520,7 @@ fn bad_options(args: &[&str]) -> (Option<i32>, String) {
 
 #[test]
 fn tracker_processes_need_the_tracker_enough_shards_and_worker_processes() {
-    let cases: [(&[&str], &str); 4] = [
+    let cases: [(&[&str], &str); 6] = [
         (
             &[
                 "--processes",
@@ -518,6 +561,21 @@ fn tracker_processes_need_the_tracker_enough_shards_and_worker_processes() {
                 "t",
             ],
             "leaves no worker process",
+        ),
+        (
+            &[
+                "--processes",
+                "2",
+                "--tracker-processes",
+                "1",
+                "--tracker-layout",
+                "replicated",
+            ],
+            "cannot go with --tracker-layout replicated",
+        ),
+        (
+            &["--processes", "2", "--tracker-layout", "mirrored"],
+            "unknown tracker layout 'mirrored'",
         ),
     ];
     for (args, want) in cases {

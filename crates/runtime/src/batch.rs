@@ -20,6 +20,12 @@ pub struct Batch<T> {
     /// also XOR-ed into slot `epoch` of the receiver's epoch component
     /// (`crates/tracking/src/epochs.rs`), and a batch never mixes epochs.
     pub epoch: u64,
+    /// Every element is tracked at its own time's slot: the sender registered the tag over the
+    /// elements' own slots, not over a lineage range that an operator set (a window's hold slot,
+    /// an input batch's range: `channel/output.rs`, `OutputPort::set_lineage`). An element-wise
+    /// operator can then track its outputs by their own times too (`operators/unary.rs`), so
+    /// ranges do not widen from stage to stage.
+    pub exact: bool,
     /// Markers (tracking `markers` only) that follow the elements, in order: `Marker(t)` promises
     /// that nothing below `t` follows on this channel. Empty otherwise.
     pub markers: Vec<Time>,

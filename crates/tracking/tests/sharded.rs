@@ -27,7 +27,9 @@
 //!
 //! Elements carry an event time; batches carry a *tracking slot range* `[lo, hi]` (lineage): a
 //! source batch the hull of its elements' slots; any other batch the hull of the tracking ranges of
-//! the input batches its elements were derived from. Send tags are registered before the batch can be
+//! the input batches its elements were derived from, except that the outputs of an *exact* input
+//! batch (every element tracked at its own event slot) are tracked at their own event slots too
+//! (an element-wise vertex keeps its input's time). Send tags are registered before the batch can be
 //! received; the receive tag after the batch is processed and after the send tags (or open buffer
 //! ranges; a grown range is cancelled and re-registered atomically) of its outputs. Sources register
 //! their send tags, then heartbeat their clock (`INF` at the end); heartbeats reach every shard.
@@ -770,6 +772,14 @@ impl Sim {
                 batch.tag & 0xffff
             )
         });
+        // A batch whose every element is tracked at its own event slot ("exact", as from a
+        // source) lets an element-wise vertex track its outputs at their own (equal) slots, so
+        // ranges do not widen stage by stage (crates/runtime/src/operators/unary.rs).
+        let g = self.g;
+        let exact = batch
+            .elems
+            .iter()
+            .all(|e| e.lin == (g.slot(e.ev), g.slot(e.ev)));
         let mut outputs = Vec::new();
         for e in &batch.elems {
             self.out.processed[v] += 1;
@@ -780,7 +790,7 @@ impl Sim {
                     if n_down == 0 {
                         continue;
                     }
-                    let lin = if self.cfg.protocol.event_time_lineage() {
+                    let lin = if self.cfg.protocol.event_time_lineage() || exact {
                         (self.g.slot(e.ev), self.g.slot(e.ev))
                     } else {
                         (batch.lo, batch.hi)

@@ -124,6 +124,7 @@ mod tests {
                 lo: t,
                 hi: t,
                 epoch: 0,
+                exact: true,
                 markers: vec![],
                 data: vec![Element::new(t, 0)],
             })

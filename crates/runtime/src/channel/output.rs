@@ -50,6 +50,8 @@ struct Target<T> {
     opened_ns: u64,
     tag: u64,
     registered: Option<(Slot, Slot)>,
+    /// Every buffered element was appended without a lineage range (`Batch::exact`).
+    exact: bool,
     /// Markers to send after the buffered elements (tracking `markers`).
     markers: Vec<Time>,
     pending: VecDeque<Msg<T>>,
@@ -89,6 +91,7 @@ impl<T: Send> EdgeOutput<T> {
                     opened_ns: 0,
                     tag: 0,
                     registered: None,
+                    exact: true,
                     markers: Vec::new(),
                     pending: VecDeque::new(),
                 })
@@ -166,9 +169,11 @@ impl<T: Send> EdgeOutput<T> {
             }
             t.tmin = lo;
             t.tmax = hi;
+            t.exact = lineage.is_none();
         } else {
             t.tmin = t.tmin.min(lo);
             t.tmax = t.tmax.max(hi);
+            t.exact &= lineage.is_none();
         }
         t.buf.push(el);
         if t.buf.len() >= ctx.batch_size {
@@ -244,6 +249,7 @@ impl<T: Send> EdgeOutput<T> {
             lo,
             hi,
             epoch,
+            exact: t.exact,
             markers: std::mem::take(&mut t.markers),
             data,
         };

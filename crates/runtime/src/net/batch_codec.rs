@@ -5,7 +5,7 @@
 //! Layout of the body after the channel header (`frame.rs`), little-endian:
 //!
 //! ```text
-//! tag u64 | lo u64 | hi u64 | epoch u64 | markers u32 | marker u64 x markers | codec u8 | elements
+//! tag u64 | lo u64 | hi u64 | epoch u64 | exact u8 | markers u32 | marker u64 x markers | codec u8 | elements
 //! codec 1 (plain):    count u32 | (time u64, payload WIDTH bytes) x count
 //! codec 0 (postcard): postcard(Vec<Element<T>>)
 //! ```
@@ -68,6 +68,7 @@ pub fn encode_batch<T: Data>(b: &Batch<T>, out: &mut Vec<u8>) {
     for w in [b.tag, b.lo, b.hi, b.epoch] {
         out.put_u64_le(w);
     }
+    out.put_u8(u8::from(b.exact));
     out.put_u32_le(b.markers.len() as u32);
     for &m in &b.markers {
         out.put_u64_le(m);
@@ -107,7 +108,7 @@ fn put_plain<P: Plain>(v: &[Element<P>], out: &mut Vec<u8>) {
 /// postcard's error (a remote process running different code).
 pub fn decode_batch<T: Data>(mut body: &[u8]) -> Result<Batch<T>, String> {
     let short = || "truncated batch".to_string();
-    if body.len() < 36 {
+    if body.len() < 37 {
         return Err(short());
     }
     let (tag, lo, hi, epoch) = (
@@ -116,6 +117,11 @@ pub fn decode_batch<T: Data>(mut body: &[u8]) -> Result<Batch<T>, String> {
         body.get_u64_le(),
         body.get_u64_le(),
     );
+    let exact = match body.get_u8() {
+        0 => false,
+        1 => true,
+        x => return Err(format!("bad exact flag {x}")),
+    };
     let n = body.get_u32_le() as usize;
     if body.len() < n.saturating_mul(8).saturating_add(1) {
         return Err(short());
@@ -132,6 +138,7 @@ pub fn decode_batch<T: Data>(mut body: &[u8]) -> Result<Batch<T>, String> {
         lo,
         hi,
         epoch,
+        exact,
         markers,
         data,
     })
@@ -188,6 +195,7 @@ mod tests {
             lo: 3,
             hi: u64::MAX,
             epoch: 7,
+            exact: false,
             markers: vec![1, 2, 99],
             data,
         }
@@ -195,33 +203,46 @@ mod tests {
 
     /// The decoded batch's fields and elements, and the codec used.
     #[allow(clippy::type_complexity)]
-    fn round_trip<T: Data>(b: &Batch<T>) -> ((u64, u64, u64, u64, Vec<u64>, Vec<Element<T>>), u8) {
+    fn round_trip<T: Data>(
+        b: &Batch<T>,
+    ) -> ((u64, u64, u64, u64, bool, Vec<u64>, Vec<Element<T>>), u8) {
         let mut out = Vec::new();
         encode_batch(b, &mut out);
-        let codec = out[36 + 8 * b.markers.len()];
+        let codec = out[37 + 8 * b.markers.len()];
         let g = decode_batch::<T>(&out).unwrap();
-        ((g.tag, g.lo, g.hi, g.epoch, g.markers, g.data), codec)
+        (
+            (g.tag, g.lo, g.hi, g.epoch, g.exact, g.markers, g.data),
+            codec,
+        )
     }
 
     #[test]
     fn plain_and_postcard_batches_round_trip_with_their_fields() {
-        let fields = |data| (0xdead_beef, 3, u64::MAX, 7, vec![1, 2, 99], data);
+        let fields = |data| (0xdead_beef, 3, u64::MAX, 7, false, vec![1, 2, 99], data);
         let u: Vec<Element<u64>> = (0..1000)
             .map(|i| Element::new(i * 3, u64::MAX - i))
             .collect();
         assert_eq!(round_trip(&batch(u.clone())), (fields(u), PLAIN));
         let f: Vec<Element<f64>> = vec![Element::new(1, -0.5), Element::new(2, f64::MAX)];
-        assert_eq!(round_trip(&batch(f.clone())).0 .5, f);
+        assert_eq!(round_trip(&batch(f.clone())).0 .6, f);
         let i: Vec<Element<i32>> = vec![Element::new(1, -5)];
         assert_eq!(
             round_trip(&batch(i.clone())),
-            ((0xdead_beef, 3, u64::MAX, 7, vec![1, 2, 99], i), PLAIN)
+            (
+                (0xdead_beef, 3, u64::MAX, 7, false, vec![1, 2, 99], i),
+                PLAIN
+            )
         );
         let s: Vec<Element<String>> = vec![Element::new(4, "x".into()), Element::new(5, "".into())];
         let (got, codec) = round_trip(&batch(s.clone()));
-        assert_eq!((got.5, codec), (s, POSTCARD));
+        assert_eq!((got.6, codec), (s, POSTCARD));
         let empty: Vec<Element<u64>> = Vec::new();
-        assert_eq!(round_trip(&batch(empty)).0 .5, []);
+        assert_eq!(round_trip(&batch(empty)).0 .6, []);
+        let exact = Batch {
+            exact: true,
+            ..batch(vec![Element::new(1, 2u64)])
+        };
+        assert!(round_trip(&exact).0 .4, "the exact flag travels");
     }
 
     #[test]
@@ -238,8 +259,12 @@ mod tests {
         assert!(decode_batch::<String>(&out)
             .unwrap_err()
             .contains("no plain form"));
-        let at = 36 + 8 * 3;
+        let at = 37 + 8 * 3;
         out[at] = 9;
         assert!(decode_batch::<u64>(&out).unwrap_err().contains("codec 9"));
+        out[32] = 2;
+        assert!(decode_batch::<u64>(&out)
+            .unwrap_err()
+            .contains("exact flag 2"));
     }
 }

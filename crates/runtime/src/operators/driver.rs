@@ -528,6 +528,7 @@ mod tests {
             lo: 0,
             hi: 0,
             epoch: 0,
+            exact: true,
             markers: vec![],
             data: (0..n).map(|t| Element::new(t, t)).collect(),
         })

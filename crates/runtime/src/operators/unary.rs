@@ -9,7 +9,8 @@ use std::marker::PhantomData;
 use xorflow_core::Element;
 
 /// An element-wise operator; `logic` gets each input batch's elements and pushes any outputs
-/// (which inherit the input's time by convention of the builder's closures). Batch-level logic
+/// (which inherit the input's time: the builder's closures in `dataflow/stream.rs` are the only
+/// ones, and tracking relies on it). Batch-level logic
 /// lets the output port dispatch partitioning once per batch.
 pub struct Unary<I, O, F> {
     logic: F,
@@ -43,7 +44,14 @@ where
         ctx: &mut WorkerCtx,
         _stats: &mut VertexStats,
     ) -> Result<Receipt, String> {
-        out.set_lineage(Some((b.lo, b.hi)), ctx);
+        // Outputs keep their input's time (`dataflow/stream.rs`: map, filter, flat_map). When
+        // every input element is tracked at its own slot (`Batch::exact`), its outputs can be
+        // too: each output lands in its input's slot, so registration and receipt stay in one
+        // shard's piece (docs/design.md, requirement 8). A batch's range then stays the slots
+        // its elements occupy instead of widening by a slot or two at every stage, which held a
+        // slot's notification until the next slot's elements had passed (docs/distributed.md).
+        let lineage = (!b.exact).then_some((b.lo, b.hi));
+        out.set_lineage(lineage, ctx);
         (self.logic)(b.data, out, ctx);
         out.commit(ctx);
         Ok(Receipt::Done)

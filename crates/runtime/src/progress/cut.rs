@@ -159,6 +159,7 @@ mod tests {
             lo: 0,
             hi: 0,
             epoch,
+            exact: true,
             markers: vec![],
             data: vec![],
         }
