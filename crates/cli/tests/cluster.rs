@@ -80,8 +80,9 @@ struct Variant {
     shards: Option<u64>,
     /// `--tracker-processes`: dedicated tracker processes beyond the worker processes.
     tracker_processes: u64,
-    /// `--tracker-layout replicated`: a replica of every shard in every worker process.
-    replicated: bool,
+    /// `--tracker-layout central`: each shard in one process, instead of the default replica of
+    /// every shard in every worker process (without tracker processes).
+    central: bool,
     /// Further options.
     extra: &'static [&'static str],
     /// `--sources`.
@@ -96,7 +97,7 @@ impl Variant {
             tracking,
             shards: None,
             tracker_processes: 0,
-            replicated: false,
+            central: false,
             extra: &[],
             sources: 1,
             lateness: ("24h", 24 * 3600),
@@ -113,8 +114,8 @@ impl Variant {
              {}{shards}{} --sources {} --lateness {} {}",
             self.tracker_processes,
             self.tracking.name(),
-            if self.replicated {
-                " --tracker-layout replicated"
+            if self.central {
+                " --tracker-layout central"
             } else {
                 ""
             },
@@ -164,8 +165,8 @@ fn check(v: Variant) {
     if let Some(n) = v.shards {
         cmd.args(["--tracker-shards", &n.to_string()]);
     }
-    if v.replicated {
-        cmd.args(["--tracker-layout", "replicated"]);
+    if v.central {
+        cmd.args(["--tracker-layout", "central"]);
     }
     let run = cmd.output().expect("run xorflow");
     let stderr = String::from_utf8_lossy(&run.stderr);
@@ -296,7 +297,7 @@ fn check(v: Variant) {
     if matches!(v.tracking, Tracking::Tracker) && v.tracker_processes == 0 {
         // Who notifies: every process with a replica, or only the hosts of the shards.
         for (i, p) in per.iter().enumerate() {
-            let hosts = v.replicated || (i as u64) < v.shards.unwrap_or(1);
+            let hosts = !v.central || (i as u64) < v.shards.unwrap_or(1);
             assert_eq!(
                 m(p, "frontier") > 0,
                 hosts,
@@ -342,17 +343,19 @@ fn tracker_one_shard_matches_oracle() {
 }
 
 #[test]
-fn tracker_two_shards_batched_matches_oracle() {
+fn tracker_central_two_shards_batched_matches_oracle() {
     check(Variant {
         shards: Some(2),
+        central: true,
         ..Variant::new(Tracking::Tracker)
     });
 }
 
 #[test]
-fn tracker_two_shards_unbatched_matches_oracle() {
+fn tracker_central_two_shards_unbatched_matches_oracle() {
     check(Variant {
         shards: Some(2),
+        central: true,
         extra: &["--ack-flush-count", "0"],
         ..Variant::new(Tracking::Tracker)
     });
@@ -369,19 +372,18 @@ fn tracker_two_shards_three_sources_with_late_rows_matches_oracle() {
 }
 
 #[test]
-fn tracker_replicated_one_shard_matches_oracle() {
+fn tracker_central_one_shard_matches_oracle() {
     check(Variant {
         shards: Some(1),
-        replicated: true,
+        central: true,
         ..Variant::new(Tracking::Tracker)
     });
 }
 
 #[test]
-fn tracker_replicated_two_shards_unbatched_with_late_rows_matches_oracle() {
+fn tracker_two_shards_unbatched_three_sources_with_late_rows_matches_oracle() {
     check(Variant {
         shards: Some(2),
-        replicated: true,
         sources: 3,
         lateness: ("1h", 3600),
         extra: &["--ack-flush-count", "0"],

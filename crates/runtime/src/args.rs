@@ -51,11 +51,13 @@ pub struct EngineArgs {
     /// lines.
     #[arg(long, default_value_t = 0)]
     pub tracker_processes: usize,
-    /// Where the shards run: central (each in one process, which sends the frontiers to every
-    /// process) or replicated (a replica of every shard in every worker process, fed by every
-    /// process's acks; a notification takes one network hop instead of two).
-    #[arg(long, default_value = "central")]
-    pub tracker_layout: crate::config::TrackerLayout,
+    /// Where the shards run: replicated (a replica of every shard in every worker process, fed
+    /// by every process's acks: a notification takes one network hop instead of two; the
+    /// default without --tracker-processes) or central (each shard in one process, which sends
+    /// the frontiers to every process; the default, and the only layout, with
+    /// --tracker-processes).
+    #[arg(long)]
+    pub tracker_layout: Option<crate::config::TrackerLayout>,
     /// Max elements per batch (1-1048576).
     #[arg(long, default_value_t = 1024)]
     pub batch_size: usize,
@@ -174,7 +176,13 @@ impl EngineArgs {
             ack_flush_on_idle: self.ack_flush_on_idle,
             ack_multiplier: self.ack_multiplier,
             tracker_shards: self.tracker_shards,
-            tracker_layout: self.tracker_layout,
+            tracker_layout: self
+                .tracker_layout
+                .unwrap_or(if self.tracker_processes > 0 {
+                    crate::config::TrackerLayout::Central
+                } else {
+                    crate::config::TrackerLayout::Replicated
+                }),
             latency_probe: !self.no_latency_probe,
             cluster: ClusterConfig {
                 launch,
@@ -252,11 +260,7 @@ impl EngineArgs {
             self.tracker_processes,
             d.tracker_processes,
         );
-        a.value(
-            "tracker-layout",
-            self.tracker_layout.name(),
-            d.tracker_layout.name(),
-        );
+        a.option("tracker-layout", self.tracker_layout.map(|l| l.name()));
         a.value("batch-size", self.batch_size, d.batch_size);
         a.value(
             "channel-capacity",
@@ -407,6 +411,30 @@ mod tests {
     }
 
     #[test]
+    fn tracker_layout_defaults_to_replicated_unless_tracker_processes_host_the_shards() {
+        use crate::config::TrackerLayout::{Central, Replicated};
+        let layout = |tracker_processes, tracker_layout| {
+            EngineArgs {
+                processes: 2,
+                tracker_processes,
+                tracker_shards: 2,
+                tracker_layout,
+                ..EngineArgs::default()
+            }
+            .runtime(1)
+        };
+        assert_eq!(layout(0, None).tracker_layout, Replicated);
+        assert_eq!(layout(1, None).tracker_layout, Central);
+        assert_eq!(layout(0, Some(Central)).tracker_layout, Central);
+        let both = layout(1, Some(Replicated));
+        assert!(both
+            .validate()
+            .unwrap_err()
+            .contains("cannot go with --tracker-layout replicated"));
+        assert!(layout(1, None).validate().is_ok());
+    }
+
+    #[test]
     fn processes_choose_the_launch() {
         let local = EngineArgs {
             processes: 3,
@@ -458,7 +486,7 @@ mod tests {
             startup_timeout in duration(),
             tracker_shards in 0usize..2000,
             tracker_processes in 0usize..10,
-            replicated in any::<bool>(),
+            layout in proptest::option::of(any::<bool>()),
             batch_size in 0usize..100_000,
             channel_capacity in 0usize..1000,
             flush_timeout in duration(),
@@ -484,11 +512,13 @@ mod tests {
                 startup_timeout,
                 tracker_shards,
                 tracker_processes,
-                tracker_layout: if replicated {
-                    crate::config::TrackerLayout::Replicated
-                } else {
-                    crate::config::TrackerLayout::Central
-                },
+                tracker_layout: layout.map(|replicated| {
+                    if replicated {
+                        crate::config::TrackerLayout::Replicated
+                    } else {
+                        crate::config::TrackerLayout::Central
+                    }
+                }),
                 batch_size,
                 channel_capacity,
                 flush_timeout,

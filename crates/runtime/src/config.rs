@@ -48,13 +48,15 @@ pub enum TrackerLayout {
     /// Each shard runs in one process (`execute/placement.rs`); every process acker sends that
     /// shard its pieces, and the shard sends the frontiers that moved to every worker process.
     /// A notification for a worker in another process takes two network hops (its sink's ack
-    /// there, the frontier back).
-    #[default]
+    /// there, the frontier back). The layout of dedicated tracker processes.
     Central,
     /// Every worker process runs a replica of every shard; each process acker sends its pieces
     /// to all of them, and a replica notifies only its own process's workers. A notification
     /// takes one network hop (like timely's progress broadcast), at the price of each process
-    /// applying every process's acks. Not with `--tracker-processes`.
+    /// applying every process's acks: tracker work grows with the number of processes, so
+    /// with many processes sharded central layouts spread it better. Not with
+    /// `--tracker-processes`; the default without them (`args.rs`).
+    #[default]
     Replicated,
 }
 
@@ -182,7 +184,7 @@ impl Default for RuntimeConfig {
             ack_flush_on_idle: true,
             ack_multiplier: 0,
             tracker_shards: 1,
-            tracker_layout: TrackerLayout::Central,
+            tracker_layout: TrackerLayout::Replicated,
             cluster: crate::net::cluster::ClusterConfig::default(),
             job_key: String::new(),
             latency_probe: true,
