@@ -13,6 +13,7 @@
 use crate::generator::Schedule;
 use clap::{Args, Parser};
 use serde::{Deserialize, Serialize};
+use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 use xorflow_runtime::args::{Argv, EngineArgs};
 use xorflow_runtime::measure::stats::NOTIFICATION_LATENCY_ANY;
@@ -488,9 +489,29 @@ struct ChainSource {
     step: u64,
     remaining: u64,
     emitted: u64,
+    /// Elements/s of this instance (0: as fast as possible).
+    rate: f64,
+    /// When this process's sources started, ns: the first poll of any of them. One schedule
+    /// for all, so that element `j` (time `j`) is due at about `start + j / rate` whichever
+    /// instance emits it. With a start per instance, the instances' elements of one slot left
+    /// up to milliseconds apart (each instance was built at another moment), and a sink that
+    /// got one instance's elements waited that long for the other's: the per-instance
+    /// notification latency measured the generator, not the engine. Processes start their
+    /// sources within the start-up handshake of each other.
+    start: Arc<OnceLock<u64>>,
     schedule: Option<Schedule>,
     /// The payload is the element number instead of the due time (the keyed stage keys by it).
     numbered: bool,
+}
+
+impl ChainSource {
+    /// This instance's schedule, fixed at its first poll (at `now_ns`) to the process's start.
+    fn schedule(&mut self, now_ns: u64) -> Schedule {
+        let (start, rate) = (&self.start, self.rate);
+        *self
+            .schedule
+            .get_or_insert_with(|| Schedule::new(*start.get_or_init(|| now_ns), rate))
+    }
 }
 
 impl Source<u64> for ChainSource {
@@ -498,9 +519,7 @@ impl Source<u64> for ChainSource {
         if self.remaining == 0 {
             return SourcePoll::Done;
         }
-        let schedule = *self
-            .schedule
-            .get_or_insert_with(|| Schedule::new(out.now_ns(), 0.0));
+        let schedule = self.schedule(out.now_ns());
         let now = out.now_ns();
         let due = schedule.due_by(now).saturating_sub(self.emitted);
         if due == 0 {
@@ -637,13 +656,15 @@ fn build(df: &Dataflow, p: &ChainParams, snapshot: Option<&SnapshotParams>) -> V
     let extra = p.elements % sources as u64;
     let rate = p.rate / sources as f64;
     let numbered = p.keyed.is_some();
+    let start = Arc::new(OnceLock::new());
     let mut s = df.source("source", sources, move |k| ChainSource {
         next: k as u64,
         step: sources as u64,
         remaining: per_source + u64::from((k as u64) < extra),
         emitted: 0,
-        schedule: (rate > 0.0)
-            .then(|| Schedule::new(xorflow_runtime::measure::clock::now_ns(), rate)),
+        rate: rate.max(0.0),
+        start: start.clone(),
+        schedule: None,
         numbered,
     });
     let stage_names: Vec<String> = (0..p.stages).map(|i| format!("stage-{i}")).collect();
@@ -859,5 +880,39 @@ fn traffic_line(t: &TrafficByKind) -> String {
         "no service messages".into()
     } else {
         parts.join(", ")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn source(k: u64, start: &Arc<OnceLock<u64>>) -> ChainSource {
+        ChainSource {
+            next: k,
+            step: 2,
+            remaining: 100,
+            emitted: 0,
+            rate: 1000.0,
+            start: start.clone(),
+            schedule: None,
+            numbered: false,
+        }
+    }
+
+    #[test]
+    fn the_sources_of_a_process_share_one_schedule() {
+        let start = Arc::new(OnceLock::new());
+        let (mut a, mut b) = (source(0, &start), source(1, &start));
+        // b is first polled 2 ms after a: its elements are still due on a's schedule.
+        let (sa, sb) = (a.schedule(1_000), b.schedule(2_001_000));
+        assert_eq!(sa.due_ns(0), 1_000);
+        assert_eq!(sb.due_ns(0), 1_000, "b's first element is due when a's is");
+        assert_eq!(sb.due_ns(3), 1_000 + 3_000_000);
+        assert_eq!(
+            a.schedule(9_999_999).due_ns(0),
+            1_000,
+            "fixed at the first poll"
+        );
     }
 }
