@@ -63,7 +63,7 @@ pub(crate) fn setup(config: &RuntimeConfig, place: &Placement, cx: ShardContext)
             .map(|&h| cx.remotes[h].clone().expect("shard host has a connection"))
             .collect();
         let local = hosts.contains(&place.me).then(|| {
-            let a = Arc::new(shard_agent(config, k, &cx, replicated));
+            let a = Arc::new(shard_agent(g, shards, k, &cx, replicated));
             *agent = Some(a.clone());
             a
         });
@@ -80,13 +80,13 @@ pub(crate) fn setup(config: &RuntimeConfig, place: &Placement, cx: ShardContext)
 /// Shard `k`'s tracker, notifying this process's workers and, unless every worker process runs
 /// its own replica, the other worker processes.
 fn shard_agent(
-    config: &RuntimeConfig,
+    g: Granularity,
+    shards: usize,
     k: usize,
     cx: &ShardContext,
     replicated: bool,
 ) -> TrackerAgent {
-    let g = Granularity::new(config.granularity);
-    let map = ShardMap::new(config.tracker_shards as u64, k as u64);
+    let map = ShardMap::new(shards as u64, k as u64);
     let mut tracker = Tracker::sharded(g, cx.topology.clone(), cx.sources, map);
     if let Some(d) = &cx.epochs {
         tracker = tracker.with_epochs(d.clone());

@@ -229,12 +229,11 @@ impl ProcessAcker {
     /// encoded once), so the network carries it while this thread applies it here.
     fn route(&self, shard: usize, piece: &Flush) -> Result<(), String> {
         let r = &self.shards[shard];
-        if let Some((last, rest)) = r.remotes.split_last() {
+        if !r.remotes.is_empty() {
             let f = frame::shard_frame(Kind::Acks, shard as u32, piece);
-            for remote in rest {
+            for remote in &r.remotes {
                 remote.send(f.clone());
             }
-            last.send(f);
         }
         match &r.local {
             Some(agent) => agent.deliver(piece),
