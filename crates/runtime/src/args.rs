@@ -58,6 +58,12 @@ pub struct EngineArgs {
     /// --tracker-processes).
     #[arg(long)]
     pub tracker_layout: Option<crate::config::TrackerLayout>,
+    /// Which thread writes frames to other processes: adaptive (a worker writes one
+    /// iteration's frames itself, in one writev, when they total 64 KiB or more, and hands
+    /// smaller bursts to the network thread), sender (the worker always writes) or
+    /// network-thread (every frame handed to the network thread). See docs/distributed.md.
+    #[arg(long, default_value = "adaptive")]
+    pub net_writes: crate::net::outbox::NetWrites,
     /// Max elements per batch (1-1048576).
     #[arg(long, default_value_t = 1024)]
     pub batch_size: usize,
@@ -190,6 +196,7 @@ impl EngineArgs {
                 peer_timeout: self.process_timeout,
                 startup_timeout: self.startup_timeout,
                 tracker_processes: self.tracker_processes,
+                net_writes: self.net_writes,
                 ..ClusterConfig::default()
             },
             job_key: String::new(),
@@ -261,6 +268,7 @@ impl EngineArgs {
             d.tracker_processes,
         );
         a.option("tracker-layout", self.tracker_layout.map(|l| l.name()));
+        a.value("net-writes", self.net_writes.name(), d.net_writes.name());
         a.value("batch-size", self.batch_size, d.batch_size);
         a.value(
             "channel-capacity",
@@ -487,6 +495,7 @@ mod tests {
             tracker_shards in 0usize..2000,
             tracker_processes in 0usize..10,
             layout in proptest::option::of(any::<bool>()),
+            net_writes in 0usize..3,
             batch_size in 0usize..100_000,
             channel_capacity in 0usize..1000,
             flush_timeout in duration(),
@@ -519,6 +528,11 @@ mod tests {
                         crate::config::TrackerLayout::Central
                     }
                 }),
+                net_writes: [
+                    crate::net::outbox::NetWrites::Adaptive,
+                    crate::net::outbox::NetWrites::Sender,
+                    crate::net::outbox::NetWrites::NetworkThread,
+                ][net_writes],
                 batch_size,
                 channel_capacity,
                 flush_timeout,

@@ -58,7 +58,12 @@ fn attempt(b: &mut Builder, finished: &mut bool) -> Result<RunReport, RunError> 
     let place = Placement::new(&config, &cluster);
     let unparkers = Arc::new(Unparkers::new(place.local_workers));
     let abort = Arc::new(AtomicBool::new(false));
-    let remotes = RemoteQueues::new(place.processes, place.me);
+    let remotes = RemoteQueues::new(
+        place.processes,
+        place.me,
+        config.cluster.max_frame_bytes,
+        config.cluster.net_writes,
+    );
     let wiring = Wiring::new(
         place.me,
         place.worker_processes,
@@ -248,8 +253,7 @@ fn start_transport(
         id,
         listener,
         cfg,
-        remotes.rxs,
-        remotes.txs,
+        remotes.outboxes,
         delivery,
         failure.clone(),
     ) {

@@ -1,42 +1,33 @@
-//! The queues a process sets up before it starts: one frame queue per remote process (drained by
-//! the transport's writer) and one frontier inbox per local worker.
+//! The queues a process sets up before it starts: one outbox per remote process (written by the
+//! senders or the transport's writer, `net/outbox.rs`) and one frontier inbox per local worker.
 
 use crate::net::link::RemoteTx;
+use crate::net::outbox::{NetWrites, Outbox};
 use crate::progress::frontiers::Notification;
-use bytes::Bytes;
 use crossbeam_channel::{Receiver, Sender};
-use tokio::sync::mpsc::{UnboundedReceiver, UnboundedSender};
+use std::sync::Arc;
 
-/// The frame queues to every other process (`None` at this process's own index).
+/// The outboxes to every other process (`None` at this process's own index).
 pub(crate) struct RemoteQueues {
-    /// Sending ends, for the transport (it also answers handshakes through them).
-    pub txs: Vec<Option<UnboundedSender<Bytes>>>,
-    /// Receiving ends, drained by the transport's writers.
-    pub rxs: Vec<Option<UnboundedReceiver<Bytes>>>,
+    /// The outboxes, for the transport (it attaches the connections and broadcasts through them).
+    pub outboxes: Vec<Option<Arc<Outbox>>>,
     /// The sending ends as the runtime uses them.
     pub handles: Vec<Option<RemoteTx>>,
 }
 
 impl RemoteQueues {
-    /// Queues from process `me` to each of `processes` processes.
-    pub fn new(processes: usize, me: usize) -> Self {
-        let (mut txs, mut rxs) = (Vec::new(), Vec::new());
-        for j in 0..processes {
-            if j == me {
-                txs.push(None);
-                rxs.push(None);
-            } else {
-                let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
-                txs.push(Some(tx));
-                rxs.push(Some(rx));
-            }
-        }
-        let handles = txs
+    /// Outboxes from process `me` to each of `processes` processes, refusing frames over
+    /// `max_frame` bytes, written as `writes` says.
+    pub fn new(processes: usize, me: usize, max_frame: usize, writes: NetWrites) -> Self {
+        let outboxes: Vec<_> = (0..processes)
+            .map(|j| (j != me).then(|| Arc::new(Outbox::new(j, max_frame, writes))))
+            .collect();
+        let handles = outboxes
             .iter()
             .enumerate()
-            .map(|(j, t)| t.clone().map(|t| RemoteTx::new(j, t)))
+            .map(|(j, o)| o.clone().map(|o| RemoteTx::new(j, o)))
             .collect();
-        RemoteQueues { txs, rxs, handles }
+        RemoteQueues { outboxes, handles }
     }
 
     /// The other processes running workers (frontier frames go to them; tracker processes have

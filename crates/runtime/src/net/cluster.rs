@@ -64,6 +64,8 @@ pub struct ClusterConfig {
     pub startup_timeout: Duration,
     /// Largest frame accepted, bytes; a larger one closes the connection.
     pub max_frame_bytes: usize,
+    /// Which thread writes frames to the connections (`--net-writes`, `outbox.rs`).
+    pub net_writes: super::outbox::NetWrites,
     /// Dedicated tracker processes: the last this many processes run no workers and host the
     /// tracker shards (shard k in tracker process k mod T). 0: shards live in worker processes.
     pub tracker_processes: usize,
@@ -80,6 +82,7 @@ impl Default for ClusterConfig {
             peer_timeout: Duration::from_secs(5),
             startup_timeout: Duration::from_secs(30),
             max_frame_bytes: 64 << 20,
+            net_writes: super::outbox::NetWrites::Adaptive,
             tracker_processes: 0,
             child_env: Vec::new(),
         }

@@ -3,8 +3,8 @@
 //! `transport.rs`) and its own bytes, without being copied into a write buffer first.
 //!
 //! Why: with the codec's own writer every ~16 KB data frame was copied into an 8 KiB-bounded
-//! buffer and written by its own syscall; gathered, one `writev` carries up to 32 frames
-//! (`docs/distributed.md`).
+//! buffer and written by its own syscall; gathered, one `writev` carries every frame a worker
+//! sent in one iteration (`outbox.rs`, `docs/distributed.md`).
 
 use bytes::{Buf, Bytes};
 use std::collections::VecDeque;
@@ -46,6 +46,7 @@ impl FrameBuf {
     }
 
     /// Frames queued (partly written ones included).
+    #[cfg(test)]
     pub fn frames(&self) -> usize {
         self.entries.len()
     }

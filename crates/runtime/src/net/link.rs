@@ -8,34 +8,48 @@
 //! shared TCP connection for other channels and its inbound queue can never overflow.
 
 use super::frame::{self, ChannelId, Kind};
+use super::outbox::Outbox;
 use crate::batch::Msg;
 use bytes::Bytes;
 use crossbeam_queue::ArrayQueue;
 use rustc_hash::FxHashMap;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
-use tokio::sync::mpsc::UnboundedSender;
 use xorflow_core::Data;
 
 /// The sending half of the connection to one remote process (frames are written in order).
-#[derive(Clone, Debug)]
+#[derive(Clone)]
 pub struct RemoteTx {
     /// The remote process's index.
     pub process: usize,
-    tx: UnboundedSender<Bytes>,
+    outbox: Arc<Outbox>,
+}
+
+impl std::fmt::Debug for RemoteTx {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "RemoteTx({})", self.process)
+    }
 }
 
 impl RemoteTx {
-    /// A handle writing into `tx`.
-    pub fn new(process: usize, tx: UnboundedSender<Bytes>) -> Self {
-        RemoteTx { process, tx }
+    /// A handle writing into `outbox`.
+    pub fn new(process: usize, outbox: Arc<Outbox>) -> Self {
+        RemoteTx { process, outbox }
     }
 
-    /// Queues a frame for the remote process. False once the connection is gone (the job is
-    /// failing then; the transport reports why).
+    /// Sends a frame to the remote process, on this thread when the socket takes it at once
+    /// (`outbox.rs`). False once the connection is gone (the job is failing then; the
+    /// transport reports why).
     #[inline]
     pub fn send(&self, f: Bytes) -> bool {
-        self.tx.send(f).is_ok()
+        self.outbox.send(f)
+    }
+
+    /// Queues a frame to be written by this thread's next `outbox::flush_queued` (workers
+    /// only: they flush at the end of every iteration and before they park).
+    #[inline]
+    pub fn queue(&self, f: Bytes) -> bool {
+        self.outbox.queue(f)
     }
 }
 
@@ -60,7 +74,7 @@ impl RemoteOut {
         self.credits.fetch_sub(1, Ordering::AcqRel);
         let f = encode(&msg, self.ch);
         let n = f.len() as u64 + 4;
-        self.remote.send(f);
+        self.remote.queue(f);
         Ok(n)
     }
 
@@ -92,7 +106,7 @@ impl RemoteIn {
         if self.unreturned >= self.threshold || self.queue.is_empty() {
             let c = frame::credit(self.ch, self.unreturned);
             credit_bytes = Some(c.len() as u64 + 4);
-            self.remote.send(c);
+            self.remote.queue(c);
             self.unreturned = 0;
         }
         Some((f, credit_bytes))

@@ -7,4 +7,5 @@ pub mod cluster;
 pub mod frame;
 mod gather;
 pub mod link;
+pub mod outbox;
 pub mod transport;

@@ -1,15 +1,18 @@
-//! The network transport: one TCP connection per pair of processes, on a tokio runtime in one
-//! thread per process.
+//! The network transport: two TCP connections per pair of processes, one per direction, on a
+//! tokio runtime in one thread per process.
 //!
-//! Start: process `i` connects to every `j < i` (retrying until the start-up timeout) and accepts every
-//! `j > i`; both sides exchange a [`Hello`] (magic, protocol version, job id, process index, cluster
-//! token) and check it. A connection that fails the check, sends garbage or an oversized frame, or
-//! says nothing within the handshake timeout is refused and logged; the listener keeps running and
-//! refuses every later stranger the same way, so nobody can disturb a running job.
+//! Start: every process connects to every other (retrying until the start-up timeout) and accepts
+//! a connection from each; on each, both sides exchange a [`Hello`] (magic, protocol version, job
+//! id, process index, cluster token) and check it. A process writes only on the connection it
+//! made and reads only on the one it accepted, so no socket is written and read by two threads
+//! at once (`outbox.rs`). A connection that fails the check, sends garbage or an oversized frame,
+//! or says nothing within the handshake timeout is refused and logged; the listener keeps running
+//! and refuses every later stranger the same way, so nobody can disturb a running job.
 //!
-//! Run: per remote process a writer task drains its frame queue (written in order, flushed when
-//! the queue is empty, a Ping after a third of the peer timeout of silence) and a reader task routes
-//! what arrives: batches into the receiving worker's inbound queue, credits to the sender's counter,
+//! Run: frames to a remote process go through its outbox (`outbox.rs`): written by the sending
+//! thread itself when the socket takes them, otherwise by the connection's writer task, which
+//! also sends a Ping every third of the peer timeout. Per remote process a reader task routes what
+//! arrives: batches into the receiving worker's inbound queue, credits to the sender's counter,
 //! ack pieces to the shard hosted here, frontiers to every local worker's inbox.
 //!
 //! End: when this process's workers are done it sends Done (process 0 gets the report) and waits for
@@ -19,8 +22,8 @@
 
 use super::cluster::ClusterConfig;
 use super::frame::{self, ChannelId, Hello, Kind, PROTOCOL_VERSION};
-use super::gather;
 use super::link::Routes;
+use super::outbox::Outbox;
 use crate::measure::traffic::{MessageKind, Traffic};
 use crate::progress::frontiers::Notification;
 use crate::progress::tracker_agent::TrackerAgent;
@@ -32,7 +35,6 @@ use std::net::SocketAddr;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
-use tokio::io::AsyncWriteExt;
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::mpsc::{unbounded_channel, UnboundedReceiver, UnboundedSender};
 use tokio::time::{sleep, timeout, Instant};
@@ -175,7 +177,7 @@ impl Drop for FailOnExit {
 
 /// Connects to every other process and starts serving; returns once all connections are up.
 ///
-/// `queues[j]` is the frame queue of the connection to process `j` (`None` for this process).
+/// `outboxes[j]` holds the frames for the connection to process `j` (`None` for this process).
 ///
 /// # Errors
 /// Processes missing at the start-up timeout, or a runtime that cannot start, naming the processes.
@@ -183,8 +185,7 @@ pub fn start(
     id: Identity,
     listener: std::net::TcpListener,
     cfg: &ClusterConfig,
-    queues: Vec<Option<UnboundedReceiver<Bytes>>>,
-    remote_txs: Vec<Option<UnboundedSender<Bytes>>>,
+    outboxes: Vec<Option<Arc<Outbox>>>,
     delivery: Delivery,
     failure: Failure,
 ) -> Result<TransportHandle, String> {
@@ -206,7 +207,7 @@ pub fn start(
                 let listener =
                     TcpListener::from_std(listener).map_err(|e| format!("listener: {e}"))?;
                 let mut traffic = Traffic::default();
-                let conns = match connect_all(&id, &listener, &cfg, &mut traffic).await {
+                let links = match connect_all(&id, &listener, &cfg, &mut traffic).await {
                     Ok(c) => {
                         let _ = ready_tx.send(Ok(()));
                         c
@@ -220,9 +221,8 @@ pub fn start(
                     id,
                     listener,
                     cfg,
-                    conns,
-                    queues,
-                    remote_txs,
+                    links,
+                    outboxes,
                     delivery,
                     failure.clone(),
                     control_rx,
@@ -358,11 +358,6 @@ async fn accept_handshake(
             });
         }
     };
-    if p < id.process {
-        return Err(Refusal::Stranger(format!(
-            "process {p} should be connected to, not connect"
-        )));
-    }
     conn.send(hello_of(id).encode())
         .await
         .map_err(|e| Refusal::Stranger(e.to_string()))?;
@@ -395,27 +390,46 @@ async fn connect_to(j: usize, id: Identity, deadline: Instant) -> Result<(usize,
     }
 }
 
+/// The two connections to every other process (`None` at this process's index).
+struct Links {
+    /// Connections this process made: it writes to process `j` on `outgoing[j]` only.
+    outgoing: Vec<Option<Conn>>,
+    /// Connections process `j` made: it reads what `j` sends on `incoming[j]` only.
+    incoming: Vec<Option<Conn>>,
+}
+
+impl Links {
+    /// Processes one of whose connections is not up yet.
+    fn missing(&self, me: usize) -> Vec<usize> {
+        (0..self.outgoing.len())
+            .filter(|&j| j != me && (self.outgoing[j].is_none() || self.incoming[j].is_none()))
+            .collect()
+    }
+}
+
+/// Connects to every other process and accepts a connection from each, so every pair has one
+/// connection per direction: a socket is then written by one side and read by the other only,
+/// and the threads sending on it (`outbox.rs`) never wait for the socket lock held by the
+/// thread reading it (docs/distributed.md, "Session 4").
 async fn connect_all(
     id: &Identity,
     listener: &TcpListener,
     cfg: &ClusterConfig,
     traffic: &mut Traffic,
-) -> Result<Vec<Option<Conn>>, String> {
+) -> Result<Links, String> {
     let n = id.addrs.len();
     let deadline = Instant::now() + cfg.startup_timeout;
-    let mut conns: Vec<Option<Conn>> = (0..n).map(|_| None).collect();
+    let mut links = Links {
+        outgoing: (0..n).map(|_| None).collect(),
+        incoming: (0..n).map(|_| None).collect(),
+    };
     let mut connects = tokio::task::JoinSet::new();
-    for j in 0..id.process {
+    for j in (0..n).filter(|&j| j != id.process) {
         connects.spawn(connect_to(j, id.clone(), deadline));
     }
     let mut handshakes = tokio::task::JoinSet::new();
     let mut pacer = AcceptPacer::default();
-    let missing = |conns: &Vec<Option<Conn>>| -> Vec<usize> {
-        (0..n)
-            .filter(|&j| j != id.process && conns[j].is_none())
-            .collect()
-    };
-    while !missing(&conns).is_empty() {
+    while !links.missing(id.process).is_empty() {
         tokio::select! {
             (stream, from) = pacer.accept(listener) => {
                 let id = id.clone();
@@ -427,9 +441,9 @@ async fn connect_all(
             Some(r) = handshakes.join_next() => {
                 if let Ok((from, r)) = r {
                     match r {
-                        Ok((p, conn)) if conns[p].is_none() => {
+                        Ok((p, conn)) if links.incoming[p].is_none() => {
                             traffic.record_frame(MessageKind::Control, 4 + 25 + id.token.len() as u64);
-                            conns[p] = Some(conn);
+                            links.incoming[p] = Some(conn);
                         }
                         Ok((p, _)) => tracing::warn!("refused connection from {from}: process {p} is already connected"),
                         Err(Refusal::Stranger(e)) => tracing::warn!("refused connection from {from}: {e}"),
@@ -440,10 +454,10 @@ async fn connect_all(
             Some(r) = connects.join_next() => {
                 let (j, conn) = r.map_err(|e| e.to_string())??;
                 traffic.record_frame(MessageKind::Control, 4 + 25 + id.token.len() as u64);
-                conns[j] = Some(conn);
+                links.outgoing[j] = Some(conn);
             }
             _ = tokio::time::sleep_until(deadline) => {
-                let m = missing(&conns);
+                let m = links.missing(id.process);
                 return Err(format!(
                     "process {}: processes {m:?} did not connect within {:?} (addresses {:?})",
                     id.process,
@@ -453,7 +467,7 @@ async fn connect_all(
             }
         }
     }
-    Ok(conns)
+    Ok(links)
 }
 
 /// Longest pause between accept attempts after an error.
@@ -519,9 +533,8 @@ async fn serve(
     id: Identity,
     listener: TcpListener,
     cfg: ClusterConfig,
-    conns: Vec<Option<Conn>>,
-    queues: Vec<Option<UnboundedReceiver<Bytes>>>,
-    remote_txs: Vec<Option<UnboundedSender<Bytes>>>,
+    links: Links,
+    outboxes: Vec<Option<Arc<Outbox>>>,
     delivery: Delivery,
     failure: Failure,
     mut control: UnboundedReceiver<Control>,
@@ -529,11 +542,8 @@ async fn serve(
 ) -> Result<Outcome, String> {
     let refuser = spawn_refuser(listener, id.clone());
     let (events_tx, mut events) = unbounded_channel::<Event>();
-    let writers = spawn_links(&id, &cfg, conns, queues, Arc::new(delivery), &events_tx);
-    let mut broadcast = Broadcast {
-        txs: remote_txs,
-        traffic,
-    };
+    let writers = spawn_links(&id, &cfg, links, &outboxes, Arc::new(delivery), &events_tx);
+    let mut broadcast = Broadcast { outboxes, traffic };
     let mut reports = vec![None; id.addrs.len()];
     let result = run_to_end(
         &id,
@@ -547,7 +557,6 @@ async fn serve(
     drop(events_tx);
     // Let the writers put out what is queued (Done or Abort), briefly.
     let traffic = broadcast.traffic;
-    drop(broadcast.txs);
     for w in writers {
         let _ = timeout(Duration::from_secs(2), w).await;
     }
@@ -575,30 +584,30 @@ fn spawn_refuser(listener: TcpListener, id: Identity) -> tokio::task::JoinHandle
 }
 
 /// Splits each connection into a reader task (routing frames to `delivery`, telling `events`
-/// how it ended) and a writer task (draining the process's queue); returns the writers.
+/// how it ended) and a writer task (writing what the senders could not, `outbox.rs`); returns
+/// the writers.
 fn spawn_links(
     id: &Identity,
     cfg: &ClusterConfig,
-    conns: Vec<Option<Conn>>,
-    queues: Vec<Option<UnboundedReceiver<Bytes>>>,
+    links: Links,
+    outboxes: &[Option<Arc<Outbox>>],
     delivery: Arc<Delivery>,
     events: &UnboundedSender<Event>,
 ) -> Vec<tokio::task::JoinHandle<()>> {
     let mut writers = Vec::new();
-    for (j, (conn, queue)) in conns.into_iter().zip(queues).enumerate() {
-        let (Some(conn), Some(queue)) = (conn, queue) else {
+    let conns = links.outgoing.into_iter().zip(links.incoming);
+    for (j, ((out, inc), outbox)) in conns.zip(outboxes).enumerate() {
+        let (Some(out), Some(inc), Some(outbox)) = (out, inc, outbox) else {
             continue;
         };
-        let parts = conn.into_parts();
-        let (r, w) = parts.io.into_split();
-        let mut reader = FramedRead::new(r, codec(cfg.max_frame_bytes));
+        let parts = inc.into_parts();
+        let mut reader = FramedRead::new(parts.io, codec(cfg.max_frame_bytes));
         reader.read_buffer_mut().extend_from_slice(&parts.read_buf);
-        writers.push(tokio::spawn(write_loop(
-            j,
-            w,
-            queue,
+        writers.push(tokio::spawn(super::outbox::drain(
+            outbox.clone(),
+            out.into_inner(),
             cfg.peer_timeout / 3,
-            cfg.max_frame_bytes,
+            frame::simple(Kind::Ping, &[]),
         )));
         tokio::spawn(read_loop(
             j,
@@ -614,8 +623,8 @@ fn spawn_links(
 
 /// Control frames to every other process, counted in the transport's traffic.
 struct Broadcast {
-    /// The frame queue of each other process (`None` for this one).
-    txs: Vec<Option<UnboundedSender<Bytes>>>,
+    /// The outbox of each other process (`None` for this one).
+    outboxes: Vec<Option<Arc<Outbox>>>,
     /// Control frames this process sent.
     traffic: Traffic,
 }
@@ -624,8 +633,8 @@ impl Broadcast {
     /// Queues a `kind` frame carrying `payload` for every other process; with `leader_only`,
     /// only process 0 gets the payload and the others an empty frame.
     fn send(&mut self, kind: Kind, payload: &[u8], leader_only: bool) {
-        for (j, tx) in self.txs.iter().enumerate() {
-            if let Some(tx) = tx {
+        for (j, outbox) in self.outboxes.iter().enumerate() {
+            if let Some(outbox) = outbox {
                 let p = if leader_only && j != 0 {
                     &[][..]
                 } else {
@@ -634,7 +643,7 @@ impl Broadcast {
                 let f = frame::simple(kind, p);
                 self.traffic
                     .record_frame(MessageKind::Control, f.len() as u64 + 4);
-                let _ = tx.send(f);
+                let _ = outbox.send(f);
             }
         }
     }
@@ -706,58 +715,10 @@ async fn accept_handshake_check(stream: TcpStream, id: &Identity) -> Result<usiz
     check_hello(id, &h)
 }
 
-/// Frames per `writev`: tokio passes at most 64 slices, two per frame (`gather.rs`).
-const GATHER_FRAMES: usize = 32;
-
-/// Writes the process's queued frames to the connection, gathering what is queued into one
-/// vectored write (`gather.rs`); a Ping after `ping_every` of silence. Ends after writing Done
-/// or Abort, or when the connection fails.
-async fn write_loop(
-    process: usize,
-    mut w: tokio::net::tcp::OwnedWriteHalf,
-    mut queue: UnboundedReceiver<Bytes>,
-    ping_every: Duration,
-    max_frame: usize,
-) {
-    let ping = frame::simple(Kind::Ping, &[]);
-    let mut buf = gather::FrameBuf::default();
-    loop {
-        let first = tokio::select! {
-            m = queue.recv() => m,
-            _ = sleep(ping_every) => Some(ping.clone()),
-        };
-        let Some(mut f) = first else {
-            break;
-        };
-        let last = loop {
-            let kind = f[0];
-            if let Err(e) = buf.push(f, max_frame) {
-                tracing::error!("connection to process {process}: {e}");
-                return;
-            }
-            let end = kind == Kind::Done as u8 || kind == Kind::Abort as u8;
-            if end || buf.frames() >= GATHER_FRAMES {
-                break kind;
-            }
-            match queue.try_recv() {
-                Ok(next) => f = next,
-                Err(_) => break kind,
-            }
-        };
-        if w.write_all_buf(&mut buf).await.is_err() {
-            tracing::debug!("connection to process {process} closed while writing");
-            break;
-        }
-        if last == Kind::Done as u8 || last == Kind::Abort as u8 {
-            break;
-        }
-    }
-}
-
 async fn read_loop(
     process: usize,
     addr: SocketAddr,
-    mut r: FramedRead<tokio::net::tcp::OwnedReadHalf, LengthDelimitedCodec>,
+    mut r: FramedRead<TcpStream, LengthDelimitedCodec>,
     d: Arc<Delivery>,
     events: UnboundedSender<Event>,
     peer_timeout: Duration,

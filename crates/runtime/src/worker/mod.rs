@@ -70,6 +70,7 @@ impl Worker {
         if let (Some(h), Some(tr)) = (&mut self.handoff, &mut ctx.tracking) {
             h.after_iteration(tr, ctx.now_ns)?;
         }
+        crate::net::outbox::flush_queued();
         Ok(did)
     }
 
@@ -86,6 +87,7 @@ impl Worker {
                 ctx.wake_at(at);
             }
         }
+        crate::net::outbox::flush_queued();
         if !did {
             let now = crate::measure::clock::now_ns();
             let wait = ctx.wake_at_ns.saturating_sub(now);
@@ -129,6 +131,7 @@ impl Worker {
             v.close()?;
             vertices.push(v.stats());
         }
+        crate::net::outbox::flush_queued();
         Ok(WorkerResult {
             traffic: self.ctx.traffic,
             vertices,
