@@ -313,6 +313,12 @@ mod tests {
     use tokio::io::AsyncReadExt;
 
     /// A connected pair on loopback: (the writing end, the reading end), non-blocking.
+    const MODES: [NetWrites; 3] = [
+        NetWrites::Adaptive,
+        NetWrites::Sender,
+        NetWrites::NetworkThread,
+    ];
+
     fn pair() -> (std::net::TcpStream, std::net::TcpStream) {
         let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
         let a = std::net::TcpStream::connect(l.local_addr().unwrap()).unwrap();
@@ -364,9 +370,7 @@ mod tests {
     /// before the connection is up go first. Every frame arrives whole, each thread's in order.
     #[test]
     fn frames_arrive_whole_and_in_order_through_a_full_socket() {
-        frames_arrive_in_order(NetWrites::Adaptive);
-        frames_arrive_in_order(NetWrites::Sender);
-        frames_arrive_in_order(NetWrites::NetworkThread);
+        MODES.into_iter().for_each(frames_arrive_in_order);
     }
 
     fn frames_arrive_in_order(writes: NetWrites) {
@@ -448,9 +452,7 @@ mod tests {
     /// killed must exit promptly (`crates/cli/tests/recovery.rs`).
     #[test]
     fn a_failed_write_ends_the_writer_task() {
-        failed_write_ends_writer(NetWrites::Adaptive);
-        failed_write_ends_writer(NetWrites::Sender);
-        failed_write_ends_writer(NetWrites::NetworkThread);
+        MODES.into_iter().for_each(failed_write_ends_writer);
     }
 
     fn failed_write_ends_writer(writes: NetWrites) {
