@@ -12,7 +12,8 @@
 //! - Lateness `L`: after emitting a record with arrival `a`, a source heartbeats `a - L`; a record with
 //!   event time `< a - L` is late: not emitted, counted, written to the late output if asked for.
 
-pub mod files;
+/// The output files (moved to the runtime's connectors, shared with the other jobs).
+pub use xorflow_runtime::connectors::output_file as files;
 pub mod job;
 pub mod join;
 pub mod kafka;
