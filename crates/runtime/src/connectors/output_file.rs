@@ -1,7 +1,8 @@
-//! The files a job writes (moved here from examples/flights, which re-exports it as `files`). Two options naming the same file are refused before anything is
-//! opened for writing; each output is written to a temporary file beside its final path and
-//! renamed there only when the whole run has succeeded, so that a failed, killed or interrupted
-//! run leaves the previous file as it was and never a partial one at the final path.
+//! The files a job writes (examples/flights re-exports this module as `files`). Two options
+//! naming the same file are refused before anything is opened for writing; each output is
+//! written to a temporary file beside its final path and renamed there only when the whole run
+//! has succeeded, so that a failed, killed or interrupted run leaves the previous file as it
+//! was and never a partial one at the final path.
 
 use std::fs::File;
 use std::path::{Component, Path, PathBuf};
