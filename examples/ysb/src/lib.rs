@@ -1,0 +1,23 @@
+//! # The Yahoo Streaming Benchmark (YSB) on xorflow
+//!
+//! The benchmark of yahoo/streaming-benchmarks (2015), used by seeds 002-004
+//! (`../shared/seeds/`): ad events as JSON lines; the job keeps the views, joins each ad to its
+//! campaign and counts views per campaign in 10 s tumbling event-time windows.
+//!
+//! - [`event`]: the event format; [`campaigns`]: the ad -> campaign table;
+//! - [`generate`]: the original's generator (`xorflow ysb generate`);
+//! - [`input`]: reading and checking the events file, lateness;
+//! - [`job`]: the dataflow (`xorflow run ysb`);
+//! - [`oracle`]: the same counts without the engine.
+
+pub mod campaigns;
+pub mod event;
+pub mod generate;
+pub mod input;
+pub mod job;
+pub mod oracle;
+
+pub use job::{run, YsbConfig, YsbError, YsbSummary};
+
+/// The window: 10 s of event time, as the original's `time-divisor`, ms.
+pub const WINDOW_MS: u64 = 10_000;

@@ -1,0 +1,82 @@
+//! The result computed without the engine: a plain pass over both files, for tests and for
+//! checking a run (`counts.csv`) by hand. Written apart from the job's code (its own JSON
+//! reading, through `serde_json::Value`) so a bug in one does not hide in the other; it shares
+//! only the definitions: a view counts in window `floor(event_time / 10 s) * 10 s` of its ad's
+//! campaign unless it is late (below the largest event time before it in the file minus the
+//! lateness) or malformed, or its ad is unknown.
+
+use std::collections::BTreeMap;
+
+/// (campaign id, window start ms) -> views.
+pub type Counts = BTreeMap<(String, u64), u64>;
+
+/// Counts views per campaign and window of `window_ms`.
+///
+/// # Errors
+/// A line of `ad_campaigns` that is not a one-entry JSON object of strings.
+pub fn counts(
+    events: &str,
+    ad_campaigns: &str,
+    lateness_ms: u64,
+    window_ms: u64,
+) -> Result<Counts, String> {
+    let mut table = BTreeMap::new();
+    for line in ad_campaigns.lines().filter(|l| !l.trim().is_empty()) {
+        let v: serde_json::Value = serde_json::from_str(line).map_err(|e| e.to_string())?;
+        let o = v
+            .as_object()
+            .filter(|o| o.len() == 1)
+            .ok_or("not a one-entry object")?;
+        for (ad, c) in o {
+            table.insert(
+                ad.clone(),
+                c.as_str().ok_or("campaign not a string")?.to_string(),
+            );
+        }
+    }
+    let mut out = Counts::new();
+    let mut max: Option<u64> = None;
+    for line in events.lines() {
+        let Ok(serde_json::Value::Object(o)) = serde_json::from_str::<serde_json::Value>(line)
+        else {
+            continue;
+        };
+        const FIELDS: [&str; 7] = [
+            "user_id",
+            "page_id",
+            "ad_id",
+            "ad_type",
+            "event_type",
+            "event_time",
+            "ip_address",
+        ];
+        if o.len() != FIELDS.len()
+            || !FIELDS
+                .iter()
+                .all(|f| o.get(*f).is_some_and(|v| v.is_string()))
+        {
+            continue;
+        }
+        let kind = o["event_type"].as_str().unwrap_or_default();
+        let Ok(t) = o["event_time"].as_str().unwrap_or_default().parse::<u64>() else {
+            continue;
+        };
+        if !["view", "click", "purchase"].contains(&kind) {
+            continue;
+        }
+        if let Some(m) = max {
+            if t + lateness_ms < m {
+                continue;
+            }
+        }
+        max = Some(max.map_or(t, |m| m.max(t)));
+        if kind != "view" {
+            continue;
+        }
+        if let Some(c) = table.get(o["ad_id"].as_str().unwrap_or_default()) {
+            *out.entry((c.clone(), t / window_ms * window_ms))
+                .or_default() += 1;
+        }
+    }
+    Ok(out)
+}
