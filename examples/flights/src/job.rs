@@ -97,32 +97,9 @@ impl FlightsConfig {
     }
 }
 
-/// Why the job failed. [`FlightsError::exit_code`] maps it to the CLI's exit status.
-#[derive(Debug, thiserror::Error)]
-pub enum FlightsError {
-    /// Bad configuration (exit 2).
-    #[error("{0}")]
-    Config(String),
-    /// Missing, unreadable or unusable input (exit 2).
-    #[error("{0}")]
-    Input(String),
-    /// An output that cannot be written (exit 2).
-    #[error("{0}")]
-    Output(String),
-    /// The engine failed (exit 1).
-    #[error("{0}")]
-    Run(#[from] RunError),
-}
-
-impl FlightsError {
-    /// 2 for user errors (config, input, output), 1 for engine failures.
-    pub fn exit_code(&self) -> i32 {
-        match self {
-            FlightsError::Run(_) => 1,
-            _ => 2,
-        }
-    }
-}
+/// Why the job failed ([`xorflow_runtime::JobError`]: exit 2 for config, input and output, 1 for
+/// the engine).
+pub type FlightsError = xorflow_runtime::JobError;
 
 /// Messages and bytes of one kind.
 #[derive(Clone, Debug, Serialize)]

@@ -4,7 +4,7 @@
 //! at `start + n / rate`; with skew, its event time moves by -49..=50 ms, and one event in
 //! 100,000 is up to 60 s late. Seeded, so a file can be generated again.
 //!
-//! [`write`] is `xorflow ysb generate`: the catch-up mode's files, `kafka-json.txt` and
+//! [`write()`] is `xorflow ysb generate`: the catch-up mode's files, `kafka-json.txt` and
 //! `ad-to-campaign-ids.txt` (plus the original's `campaign-ids.txt` and `ad-ids.txt`).
 
 use crate::event::{Event, EventType, AD_TYPES};

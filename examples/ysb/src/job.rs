@@ -70,32 +70,9 @@ impl YsbConfig {
     }
 }
 
-/// Why the job failed. [`YsbError::exit_code`] maps it to the CLI's exit status.
-#[derive(Debug, thiserror::Error)]
-pub enum YsbError {
-    /// Bad configuration (exit 2).
-    #[error("{0}")]
-    Config(String),
-    /// Missing, unreadable or unusable input (exit 2).
-    #[error("{0}")]
-    Input(String),
-    /// An output that cannot be written (exit 2).
-    #[error("{0}")]
-    Output(String),
-    /// The engine failed (exit 1).
-    #[error("{0}")]
-    Run(#[from] RunError),
-}
-
-impl YsbError {
-    /// 2 for user errors (config, input, output), 1 for engine failures.
-    pub fn exit_code(&self) -> i32 {
-        match self {
-            YsbError::Run(_) => 1,
-            _ => 2,
-        }
-    }
-}
+/// Why the job failed ([`xorflow_runtime::JobError`]: exit 2 for config, input and output, 1 for
+/// the engine).
+pub type YsbError = xorflow_runtime::JobError;
 
 /// What a run did.
 #[derive(Clone, Debug, Serialize)]
