@@ -146,6 +146,15 @@ pub fn run(a: YsbArgs) -> ExitCode {
         "engine: {:.3} s, {:.0} events/s",
         s.elapsed_s, s.events_per_s
     );
+    if let Some(n) = s.checkpoints_completed {
+        let _ = writeln!(text, "checkpoints: {n} completed");
+    }
+    if let Some(r) = s.resumed_from {
+        let _ = writeln!(text, "resumed from checkpoint {r}");
+    }
+    for r in &s.restarts {
+        let _ = writeln!(text, "restarted from the last checkpoint after: {r}");
+    }
     match print_out(&text) {
         Ok(()) => ExitCode::SUCCESS,
         Err(code) => code,

@@ -261,3 +261,102 @@ fn a_killed_worker_process_fails_the_run_without_a_result() {
     assert!(stderr.contains("process 1"), "{stderr}");
     assert!(!c.exists(), "a failed run left {}", c.display());
 }
+
+/// Waits (up to 60 s) until a checkpoint's manifest is in `dir`.
+fn wait_first_checkpoint(dir: &Path) {
+    let t0 = Instant::now();
+    while std::fs::read_dir(dir.join("manifests")).map_or(true, |mut d| d.next().is_none()) {
+        assert!(
+            t0.elapsed() < RUN_TIMEOUT,
+            "no checkpoint in {}",
+            dir.display()
+        );
+        thread::sleep(Duration::from_millis(10));
+    }
+}
+
+/// Exactly-once across a failure: a worker process killed mid-run (the job restarts from its
+/// last checkpoint), and process 0 killed (a second run resumes from the checkpoint store); the
+/// counts equal the oracle's, so no view is lost or counted twice.
+#[test]
+fn killed_runs_restart_or_resume_with_the_oracle_counts() {
+    let dir = tempfile::tempdir().unwrap();
+    // 10 s of event time replayed 5x faster: a 2 s run.
+    let (k, a) = generate(dir.path(), 20_000, 2000);
+    let want = oracle(&k, &a, 100);
+    for kill_leader in [false, true] {
+        let c = dir.path().join(format!("counts-{kill_leader}.csv"));
+        let ck = dir.path().join(format!("ck-{kill_leader}"));
+        let command = |resume: bool| {
+            let mut cmd = Command::new(bin());
+            cmd.args([
+                "run",
+                "ysb",
+                "--input",
+                s(&k),
+                "--ad-campaigns",
+                s(&a),
+                "--output",
+                s(&c),
+            ])
+            .args([
+                "--processes",
+                "2",
+                "--workers",
+                "1",
+                "--sources",
+                "2",
+                "--speed",
+                "5",
+            ])
+            .args(["--checkpoint-interval", "100ms", "--checkpoint-dir", s(&ck)])
+            .env_remove("XORFLOW_LOCAL_PROCESS")
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+            if resume {
+                cmd.arg("--resume");
+            }
+            cmd
+        };
+        let mut child = command(false).spawn().unwrap();
+        wait_first_checkpoint(&ck);
+        thread::sleep(Duration::from_millis(400));
+        let victim = if kill_leader {
+            child.id()
+        } else {
+            *children_with_env(child.id(), "XORFLOW_LOCAL_PROCESS", "1")
+                .first()
+                .expect("process 1")
+        };
+        assert!(
+            child.try_wait().unwrap().is_none(),
+            "the run ended before the kill"
+        );
+        assert!(Command::new("kill")
+            .args(["-9", &victim.to_string()])
+            .status()
+            .unwrap()
+            .success());
+        let out = if kill_leader {
+            let _ = child.wait();
+            assert!(!c.exists(), "a killed run left {}", c.display());
+            command(true).spawn().unwrap().wait_with_output().unwrap()
+        } else {
+            child.wait_with_output().unwrap()
+        };
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        let label = format!("kill process 0: {kill_leader}");
+        assert!(
+            out.status.success(),
+            "{label}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let says = if kill_leader {
+            "resumed from checkpoint"
+        } else {
+            "restarted from the last checkpoint"
+        };
+        assert!(stdout.contains(says), "{label}: {stdout}");
+        assert_eq!(std::fs::read_to_string(&c).unwrap(), want, "{label}");
+    }
+}

@@ -102,6 +102,12 @@ pub struct YsbSummary {
     /// Lines the dataflow's parse stage could not parse, in this process (0: the file was
     /// checked before the run).
     pub parse_errors_in_dataflow: u64,
+    /// Checkpoints completed (with `--checkpoint-interval`).
+    pub checkpoints_completed: Option<u64>,
+    /// The checkpoint the run resumed from (`--resume`).
+    pub resumed_from: Option<u64>,
+    /// Why the job was restarted from a checkpoint, per restart.
+    pub restarts: Vec<String>,
 }
 
 /// One source instance: its share of the file's lines.
@@ -312,6 +318,12 @@ pub fn run(cfg: &YsbConfig) -> Result<YsbSummary, YsbError> {
         events_per_s: events.records.len() as f64 / elapsed_s.max(1e-9),
         elements_below_frontier: report.below_frontier(),
         parse_errors_in_dataflow: parse_errors.load(Ordering::Relaxed),
+        checkpoints_completed: report.checkpoints.as_ref().map(|c| c.completed),
+        resumed_from: report.checkpoints.as_ref().and_then(|c| c.resumed_from),
+        restarts: report
+            .checkpoints
+            .as_ref()
+            .map_or_else(Vec::new, |c| c.restarts.clone()),
     };
     let (Some(out), Some(rows)) = (output, rows) else {
         return Ok(summary);
