@@ -18,15 +18,33 @@ const START_MS: u64 = 1_700_000_000_000;
 /// Longest a run may take before the test kills it and fails.
 const RUN_TIMEOUT: Duration = Duration::from_secs(60);
 
-/// Runs `xorflow args...`, killing it and failing past [`RUN_TIMEOUT`].
-fn xorflow(args: &[&str]) -> Output {
-    let mut child = Command::new(bin())
-        .args(args)
+/// `xorflow args...` with its output piped, as a top-level run (not a cluster's child).
+fn command(args: &[&str]) -> Command {
+    let mut c = Command::new(bin());
+    c.args(args)
         .env_remove("XORFLOW_LOCAL_PROCESS")
         .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("start xorflow");
+        .stderr(Stdio::piped());
+    c
+}
+
+/// The `run ysb` arguments naming the three files.
+fn ysb_args<'a>(k: &'a Path, a: &'a Path, c: &'a Path) -> Vec<&'a str> {
+    vec![
+        "run",
+        "ysb",
+        "--input",
+        s(k),
+        "--ad-campaigns",
+        s(a),
+        "--output",
+        s(c),
+    ]
+}
+
+/// Runs `xorflow args...`, killing it and failing past [`RUN_TIMEOUT`].
+fn xorflow(args: &[&str]) -> Output {
+    let mut child = command(args).spawn().expect("start xorflow");
     let t0 = Instant::now();
     while child.try_wait().expect("wait").is_none() {
         if t0.elapsed() > RUN_TIMEOUT {
@@ -112,16 +130,7 @@ fn counts_match_the_oracle_in_one_and_two_processes() {
         "30 s of events: 3-4 windows x 100 campaigns"
     );
     let c = dir.path().join("counts.csv");
-    let base = [
-        "run",
-        "ysb",
-        "--input",
-        s(&k),
-        "--ad-campaigns",
-        s(&a),
-        "--output",
-        s(&c),
-    ];
+    let base = ysb_args(&k, &a, &c);
     for extra in [
         &["--workers", "1"][..],
         &["--workers", "2", "--sources", "3", "--granularity", "10ms"],
@@ -214,23 +223,9 @@ fn a_killed_worker_process_fails_the_run_without_a_result() {
     // 20 s of event time, replayed in real time: the kill lands mid-run.
     let (k, a) = generate(dir.path(), 20_000, 1000);
     let c = dir.path().join("counts.csv");
-    let child = Command::new(bin())
-        .args([
-            "run",
-            "ysb",
-            "--input",
-            s(&k),
-            "--ad-campaigns",
-            s(&a),
-            "--output",
-            s(&c),
-        ])
-        .args(["--processes", "2", "--workers", "1", "--speed", "1"])
-        .env_remove("XORFLOW_LOCAL_PROCESS")
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+    let mut args = ysb_args(&k, &a, &c);
+    args.extend(["--processes", "2", "--workers", "1", "--speed", "1"]);
+    let child = command(&args).spawn().unwrap();
     let t0 = Instant::now();
     let pid = loop {
         if let Some(&p) = children_with_env(child.id(), "XORFLOW_LOCAL_PROCESS", "1").first() {
@@ -287,19 +282,9 @@ fn killed_runs_restart_or_resume_with_the_oracle_counts() {
     for kill_leader in [false, true] {
         let c = dir.path().join(format!("counts-{kill_leader}.csv"));
         let ck = dir.path().join(format!("ck-{kill_leader}"));
-        let command = |resume: bool| {
-            let mut cmd = Command::new(bin());
-            cmd.args([
-                "run",
-                "ysb",
-                "--input",
-                s(&k),
-                "--ad-campaigns",
-                s(&a),
-                "--output",
-                s(&c),
-            ])
-            .args([
+        let run = |resume: bool| {
+            let mut args = ysb_args(&k, &a, &c);
+            args.extend([
                 "--processes",
                 "2",
                 "--workers",
@@ -308,17 +293,14 @@ fn killed_runs_restart_or_resume_with_the_oracle_counts() {
                 "2",
                 "--speed",
                 "5",
-            ])
-            .args(["--checkpoint-interval", "100ms", "--checkpoint-dir", s(&ck)])
-            .env_remove("XORFLOW_LOCAL_PROCESS")
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped());
+            ]);
+            args.extend(["--checkpoint-interval", "100ms", "--checkpoint-dir", s(&ck)]);
             if resume {
-                cmd.arg("--resume");
+                args.push("--resume");
             }
-            cmd
+            command(&args).spawn().unwrap()
         };
-        let mut child = command(false).spawn().unwrap();
+        let mut child = run(false);
         wait_first_checkpoint(&ck);
         thread::sleep(Duration::from_millis(400));
         let victim = if kill_leader {
@@ -340,7 +322,7 @@ fn killed_runs_restart_or_resume_with_the_oracle_counts() {
         let out = if kill_leader {
             let _ = child.wait();
             assert!(!c.exists(), "a killed run left {}", c.display());
-            command(true).spawn().unwrap().wait_with_output().unwrap()
+            run(true).wait_with_output().unwrap()
         } else {
             child.wait_with_output().unwrap()
         };
