@@ -10,7 +10,7 @@
 //! sorted, written to a temporary file renamed to `--output` only when the run succeeded.
 
 use crate::campaigns::Campaigns;
-use crate::input::{self, Events, Malformed, Record};
+use crate::input::{self, Malformed, Record};
 use crate::{event, WINDOW_MS};
 use serde::Serialize;
 use std::io::Write;
@@ -270,7 +270,7 @@ fn build(
 pub fn run(cfg: &YsbConfig) -> Result<YsbSummary, YsbError> {
     check(cfg)?;
     let table = Arc::new(Campaigns::read(&cfg.ad_campaigns).map_err(YsbError::Input)?);
-    let events = input::read(&cfg.input, cfg.lateness_ms, &table).map_err(YsbError::Input)?;
+    let mut events = input::read(&cfg.input, cfg.lateness_ms, &table).map_err(YsbError::Input)?;
     let leader = cfg.runtime.cluster.is_process_zero();
     let create = |p: &std::path::Path, what| PendingFile::create(p, what).map_err(YsbError::Output);
     let output = leader.then(|| create(&cfg.output, "output")).transpose()?;
@@ -292,9 +292,10 @@ pub fn run(cfg: &YsbConfig) -> Result<YsbSummary, YsbError> {
     let df = Dataflow::new(runtime)?;
     let parse_errors = Arc::new(AtomicU64::new(0));
     let t0 = events.records.iter().map(|r| r.time).min().unwrap_or(0);
+    let emitted = events.records.len() as u64;
     build(
         &df,
-        shares(cfg.sources, &events),
+        shares(cfg.sources, std::mem::take(&mut events.records)),
         cfg.speed.map(|s| (t0, s)),
         table.clone(),
         Collected(rows.clone()),
@@ -311,11 +312,11 @@ pub fn run(cfg: &YsbConfig) -> Result<YsbSummary, YsbError> {
         malformed_examples: events.malformed_examples,
         late: events.late,
         unknown_ad_views: events.unknown_ad_views,
-        events: events.records.len() as u64,
+        events: emitted,
         views: 0,
         windows: 0,
         elapsed_s,
-        events_per_s: events.records.len() as f64 / elapsed_s.max(1e-9),
+        events_per_s: emitted as f64 / elapsed_s.max(1e-9),
         elements_below_frontier: report.below_frontier(),
         parse_errors_in_dataflow: parse_errors.load(Ordering::Relaxed),
         checkpoints_completed: report.checkpoints.as_ref().map(|c| c.completed),
@@ -354,10 +355,11 @@ pub fn run(cfg: &YsbConfig) -> Result<YsbSummary, YsbError> {
 }
 
 /// Splits the lines round-robin over `n` instances: instance k gets lines k, k + n, ...
-fn shares(n: usize, events: &Events) -> Vec<Arc<Vec<Record>>> {
+/// (moved, not copied: the file's lines are the job's largest allocation).
+fn shares(n: usize, records: Vec<Record>) -> Vec<Arc<Vec<Record>>> {
     let mut parts = vec![Vec::new(); n];
-    for (i, r) in events.records.iter().enumerate() {
-        parts[i % n].push(r.clone());
+    for (i, r) in records.into_iter().enumerate() {
+        parts[i % n].push(r);
     }
     parts.into_iter().map(Arc::new).collect()
 }

@@ -312,13 +312,14 @@ mod tests {
     use std::time::Duration;
     use tokio::io::AsyncReadExt;
 
-    /// A connected pair on loopback: (the writing end, the reading end), non-blocking.
+    /// Every write mode: each test runs in all of them.
     const MODES: [NetWrites; 3] = [
         NetWrites::Adaptive,
         NetWrites::Sender,
         NetWrites::NetworkThread,
     ];
 
+    /// A connected pair on loopback: (the writing end, the reading end), non-blocking.
     fn pair() -> (std::net::TcpStream, std::net::TcpStream) {
         let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
         let a = std::net::TcpStream::connect(l.local_addr().unwrap()).unwrap();
