@@ -1,0 +1,1 @@
+//! Event-log channels and their handlers (seed 002, section 3).
