@@ -1,0 +1,46 @@
+package xorflow.peer.storm;
+
+import java.util.concurrent.ConcurrentLinkedQueue;
+import java.util.concurrent.atomic.LongAccumulator;
+import java.util.concurrent.atomic.LongAdder;
+import org.HdrHistogram.ConcurrentHistogram;
+
+/** What the YSB job's tasks measure, shared through statics: the LocalCluster runs in this JVM. */
+final class YsbStats {
+    private YsbStats() {}
+
+    /** Histograms hold microseconds, up to an hour. */
+    static ConcurrentHistogram histogram() {
+        return new ConcurrentHistogram(3_600_000_000L, 3);
+    }
+
+    static final LongAdder EMITTED = new LongAdder();
+    /** First and last emission by any source, epoch ns. */
+    static final LongAccumulator FIRST_EMIT_NS = new LongAccumulator(Long::min, Long.MAX_VALUE);
+    static final LongAccumulator LAST_EMIT_NS = new LongAccumulator(Long::max, Long.MIN_VALUE);
+    /** Largest lateness of an emission behind its due time, ns. */
+    static final LongAccumulator LAG_MAX_NS = new LongAccumulator(Long::max, 0);
+    /** now - largest event time of the window, at emission. */
+    static final ConcurrentHistogram WINDOW = histogram();
+    /** now - window start, at emission (the original YSB's time_updated - window start). */
+    static final ConcurrentHistogram UPDATED = histogram();
+    /** now - event time, per view arriving at the window bolt's executor. */
+    static final ConcurrentHistogram PREWINDOW = histogram();
+    static final ConcurrentLinkedQueue<Row> ROWS = new ConcurrentLinkedQueue<>();
+    /** Views dropped by the window as late (beyond --lateness-ms); must be 0. */
+    static final LongAdder LATE = new LongAdder();
+    /** Views whose ad the table lacks (dropped by the join). */
+    static final LongAdder UNKNOWN_AD = new LongAdder();
+    /** Lines the deserialize bolt could not parse (0: the template was checked when loaded). */
+    static final LongAdder PARSE_ERRORS = new LongAdder();
+    /** Window bolt tasks that fired the window of the first end marker: all their windows fired. */
+    static final java.util.concurrent.atomic.AtomicInteger DONE_TASKS = new java.util.concurrent.atomic.AtomicInteger();
+
+    /** One emitted window. */
+    record Row(String campaign, long windowStartMs, long views) {}
+
+    /** Records a duration in ns, as microseconds (negative: 0). */
+    static void record(ConcurrentHistogram h, long ns) {
+        h.recordValue(Math.max(0, ns / 1000));
+    }
+}
