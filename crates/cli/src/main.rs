@@ -113,6 +113,9 @@ enum Bench {
     Snapshots(StandArgs),
     /// Every experiment above, one after the other.
     All(StandArgs),
+    /// The Yahoo Streaming Benchmark with its generator inside the job at a fixed rate:
+    /// throughput, window latency p50/p90/p99, pre-window latency, counts checked (docs/ysb.md).
+    Ysb(ysb::BenchYsbArgs),
     /// xorflow next to timely dataflow, Apache Flink and Apache Storm on the chain (builds the
     /// peer engines in peers/).
     Peers(PeersArgs),
@@ -816,6 +819,7 @@ fn run_stand(b: Bench) -> ExitCode {
         Bench::Snapshots(a) => (vec![experiments::Experiment::Snapshots], a),
         Bench::All(a) => (experiments::ALL.to_vec(), a),
         Bench::Peers(_)
+        | Bench::Ysb(_)
         | Bench::Restore(_)
         | Bench::StoreIo(_)
         | Bench::Changelog(_)
@@ -875,6 +879,9 @@ fn main() -> ExitCode {
         Command::Bench {
             bench: Bench::Peers(a),
         } => run_peers(a),
+        Command::Bench {
+            bench: Bench::Ysb(a),
+        } => ysb::bench(a),
         Command::Bench {
             bench: Bench::Restore(a),
         } => print_results(

@@ -195,3 +195,137 @@ pub fn tool(cmd: YsbCmd) -> ExitCode {
         Err(code) => code,
     }
 }
+
+/// `xorflow bench ysb`.
+#[derive(Args)]
+pub struct BenchYsbArgs {
+    /// Events per second, all sources together.
+    #[arg(long, default_value_t = 100_000)]
+    rate: u64,
+    /// How long the generator runs, in whole seconds (e.g. 60s, 2m).
+    #[arg(long, default_value = "60s", value_parser = humantime::parse_duration)]
+    duration: Duration,
+    /// Template events (pre-serialized; their event_time is replaced by the schedule's), e.g.
+    /// from `xorflow ysb generate`; default: 100,000 generated in memory with seed 1.
+    #[arg(long, requires = "ad_campaigns")]
+    events: Option<PathBuf>,
+    /// The ad -> campaign table of --events.
+    #[arg(long, requires = "events")]
+    ad_campaigns: Option<PathBuf>,
+    /// Due time of the first event, ms since the epoch (needed with --hostfile; default: the
+    /// next whole second 2 s from now).
+    #[arg(long)]
+    start_ms: Option<u64>,
+    /// Source instances (default: one per worker of every process).
+    #[arg(long)]
+    sources: Option<usize>,
+    /// Write the counts (campaign_id,window_start_ms,views) here.
+    #[arg(long)]
+    output: Option<PathBuf>,
+    /// Tracking granularity (substream length), a whole number of ms.
+    #[arg(long, default_value = "1s", value_parser = humantime::parse_duration)]
+    granularity: Duration,
+    /// Print the result as one JSON object (the peers' shape: peers/ysb-contract.md).
+    #[arg(long)]
+    json: bool,
+    #[command(flatten)]
+    engine: EngineArgs,
+}
+
+/// `xorflow bench ysb`.
+pub fn bench(a: BenchYsbArgs) -> ExitCode {
+    let parsed = (|| {
+        a.engine.validate()?;
+        if a.duration.subsec_nanos() != 0 {
+            return Err("--duration must be a whole number of seconds".to_string());
+        }
+        millis(a.granularity, "granularity", 1)
+    })();
+    let granularity_ms = match parsed {
+        Ok(g) => g,
+        Err(e) => {
+            say!("error: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    let cfg = xorflow_ysb::bench::BenchConfig {
+        events: a.events.clone(),
+        ad_campaigns: a.ad_campaigns.clone(),
+        rate: a.rate,
+        duration_s: a.duration.as_secs(),
+        start_ms: a.start_ms,
+        sources: a.sources,
+        output: a.output.clone(),
+        runtime: a.engine.runtime(granularity_ms),
+    };
+    let r = match xorflow_ysb::bench::run(&cfg) {
+        Ok(Some(r)) => r,
+        Ok(None) => return ExitCode::SUCCESS,
+        Err(e) => {
+            say!("error: {e}");
+            return ExitCode::from(e.exit_code() as u8);
+        }
+    };
+    let text = if a.json {
+        serde_json::to_string(&r).expect("result serializes") + "\n"
+    } else {
+        describe_bench(&r)
+    };
+    let code = match print_out(&text) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(code) => code,
+    };
+    if r.counts_match_oracle == Some(false) {
+        say!("error: the counts differ from the oracle's (examples/ysb/src/oracle.rs)");
+        return ExitCode::from(1);
+    }
+    code
+}
+
+fn describe_bench(r: &xorflow_ysb::bench::BenchResult) -> String {
+    let l = |x: &xorflow_ysb::bench::latency::Latency| {
+        format!(
+            "p50 {:.1} / p90 {:.1} / p99 {:.1} / max {:.1} ms ({} samples)",
+            x.p50, x.p90, x.p99, x.max, x.count
+        )
+    };
+    let mut t = String::new();
+    let _ = writeln!(
+        t,
+        "ysb bench: {} events/s for {} s, {} sources, {} process(es) x {} workers",
+        r.rate, r.duration_s, r.sources, r.processes, r.workers
+    );
+    let _ = writeln!(
+        t,
+        "emitted {} events at {:.0} events/s (generator lag max {:.1} ms); {} views in {} windows; counts {}",
+        r.events_emitted,
+        r.throughput_events_per_s,
+        r.generator_lag_ms_max,
+        r.views_counted,
+        r.windows,
+        match r.counts_match_oracle {
+            Some(true) => "match the oracle",
+            Some(false) => "DIFFER from the oracle",
+            None => "not checked",
+        }
+    );
+    let _ = writeln!(
+        t,
+        "window latency (last event -> emission): {}",
+        l(&r.window_latency_ms)
+    );
+    let _ = writeln!(
+        t,
+        "updated - window start (original YSB):   {}",
+        l(&r.updated_latency_ms)
+    );
+    let _ = writeln!(
+        t,
+        "pre-window latency:                      {}",
+        l(&r.prewindow_latency_ms)
+    );
+    if let Some(n) = &r.notification_latency_ms {
+        let _ = writeln!(t, "trAcker notification at the window:      {}", l(n));
+    }
+    t
+}

@@ -21,6 +21,7 @@ use xorflow_core::WindowResult;
 use xorflow_runtime::connectors::output_file::{check_distinct, PendingFile};
 use xorflow_runtime::{
     Aggregate, Dataflow, Element, RunError, RuntimeConfig, Sink, Source, SourceOutput, SourcePoll,
+    Stream,
 };
 
 /// Header of the output CSV.
@@ -239,27 +240,40 @@ fn build(
     parse_errors: Arc<AtomicU64>,
 ) {
     let start_ns = Arc::new(OnceLock::new());
-    df.source("events", shares.len(), move |k| LinesSource {
+    let lines = df.source("events", shares.len(), move |k| LinesSource {
         records: shares[k].clone(),
         next: 0,
         speed,
         start_ns: start_ns.clone(),
-    })
-    .flat_map("parse", move |line: String| {
-        let e = event::parse(&line).ok();
-        if e.is_none() {
-            parse_errors.fetch_add(1, Ordering::Relaxed);
-        }
-        e
-    })
-    .filter("view", |e| e.event_type == event::EventType::View)
-    .map("project", |e| (e.ad_id, e.event_time))
-    .flat_map("join", move |(ad, t): (String, u64)| {
-        table.of(&ad).map(|c| (c, t))
-    })
-    .tumbling_window("count", WINDOW_MS, |&(c, _): &(u32, u64)| c, CountViews)
-    .gather()
-    .sink("counts", move |_| sink.clone());
+    });
+    stateless(&lines, table, parse_errors)
+        .tumbling_window("count", WINDOW_MS, |&(c, _): &(u32, u64)| c, CountViews)
+        .gather()
+        .sink("counts", move |_| sink.clone());
+}
+
+/// The pipeline's stateless part, as the original's: parse the JSON line, keep the views,
+/// project (ad id, event time), join the ad to its campaign (an index into `table.ids`). Lines
+/// that do not parse are counted in `parse_errors`; views of unknown ads are dropped (the input
+/// reader counts them, `input.rs`).
+pub fn stateless(
+    lines: &Stream<String>,
+    table: Arc<Campaigns>,
+    parse_errors: Arc<AtomicU64>,
+) -> Stream<(u32, u64)> {
+    lines
+        .flat_map("parse", move |line: String| {
+            let e = event::parse(&line).ok();
+            if e.is_none() {
+                parse_errors.fetch_add(1, Ordering::Relaxed);
+            }
+            e
+        })
+        .filter("view", |e| e.event_type == event::EventType::View)
+        .map("project", |e| (e.ad_id, e.event_time))
+        .flat_map("join", move |(ad, t): (String, u64)| {
+            table.of(&ad).map(|c| (c, t))
+        })
 }
 
 /// Runs the job: reads both files, counts in the dataflow, writes the rows (and the summary if

@@ -8,8 +8,10 @@
 //! - [`generate`]: the original's generator (`xorflow ysb generate`);
 //! - [`input`]: reading and checking the events file, lateness;
 //! - [`job`]: the dataflow (`xorflow run ysb`);
-//! - [`oracle`]: the same counts without the engine.
+//! - [`oracle`]: the same counts without the engine;
+//! - [`bench`]: the generator inside the job at a fixed rate, measured (`xorflow bench ysb`).
 
+pub mod bench;
 pub mod campaigns;
 pub mod event;
 pub mod generate;

@@ -20,20 +20,7 @@ pub fn counts(
     lateness_ms: u64,
     window_ms: u64,
 ) -> Result<Counts, String> {
-    let mut table = BTreeMap::new();
-    for line in ad_campaigns.lines().filter(|l| !l.trim().is_empty()) {
-        let v: serde_json::Value = serde_json::from_str(line).map_err(|e| e.to_string())?;
-        let o = v
-            .as_object()
-            .filter(|o| o.len() == 1)
-            .ok_or("not a one-entry object")?;
-        for (ad, c) in o {
-            table.insert(
-                ad.clone(),
-                c.as_str().ok_or("campaign not a string")?.to_string(),
-            );
-        }
-    }
+    let table = table(ad_campaigns)?;
     let mut out = Counts::new();
     let mut max: Option<u64> = None;
     for line in events.lines() {
@@ -77,6 +64,70 @@ pub fn counts(
             *out.entry((c.clone(), t / window_ms * window_ms))
                 .or_default() += 1;
         }
+    }
+    Ok(out)
+}
+
+/// The ad -> campaign table.
+///
+/// # Errors
+/// A line that is not a one-entry JSON object of strings.
+fn table(ad_campaigns: &str) -> Result<BTreeMap<String, String>, String> {
+    let mut table = BTreeMap::new();
+    for line in ad_campaigns.lines().filter(|l| !l.trim().is_empty()) {
+        let v: serde_json::Value = serde_json::from_str(line).map_err(|e| e.to_string())?;
+        let o = v
+            .as_object()
+            .filter(|o| o.len() == 1)
+            .ok_or("not a one-entry object")?;
+        for (ad, c) in o {
+            table.insert(
+                ad.clone(),
+                c.as_str().ok_or("campaign not a string")?.to_string(),
+            );
+        }
+    }
+    Ok(table)
+}
+
+/// The counts of a bench run (`xorflow bench ysb`, `peers/ysb-contract.md`): event `k` of
+/// `rate * duration_s` is template line `k mod N` (empty lines skipped) at event time
+/// `start_ms + floor(k * 1000 / rate)` ms; nothing is late. Computed here from that formula, not
+/// from the bench's [`crate::bench::schedule::Schedule`].
+///
+/// # Errors
+/// As [`counts`]; a template line that is not an event.
+pub fn scheduled(
+    templates: &str,
+    ad_campaigns: &str,
+    rate: u64,
+    duration_s: u64,
+    start_ms: u64,
+    window_ms: u64,
+) -> Result<Counts, String> {
+    let table = table(ad_campaigns)?;
+    let mut campaign_of = Vec::new();
+    for line in templates.lines().filter(|l| !l.trim().is_empty()) {
+        let v: serde_json::Value = serde_json::from_str(line).map_err(|e| e.to_string())?;
+        let view = v["event_type"].as_str() == Some("view");
+        let c = v["ad_id"].as_str().and_then(|ad| table.get(ad));
+        campaign_of.push(c.filter(|_| view).cloned());
+    }
+    let n = campaign_of.len() as u64;
+    let mut per = std::collections::HashMap::<(usize, u64), u64>::new();
+    for k in 0..rate * duration_s {
+        let i = (k % n) as usize;
+        if campaign_of[i].is_some() {
+            let t = start_ms + (u128::from(k) * 1000 / u128::from(rate)) as u64;
+            *per.entry((i, t / window_ms * window_ms)).or_default() += 1;
+        }
+    }
+    let mut out = Counts::new();
+    for ((i, w), v) in per {
+        let c = campaign_of[i]
+            .clone()
+            .expect("only views of known ads are counted");
+        *out.entry((c, w)).or_default() += v;
     }
     Ok(out)
 }

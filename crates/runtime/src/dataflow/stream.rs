@@ -158,6 +158,24 @@ impl<T: Data> Stream<T> {
         })
     }
 
+    /// A pass-through vertex: `f` sees every batch's elements (in arrival order) and the
+    /// instance's [`crate::VertexStats`] (counters and histograms, merged over instances and
+    /// processes in the run report), then the elements go on unchanged. For measuring a point
+    /// of the graph, e.g. a latency histogram in us: `stats.histogram_mut("latency_us")`.
+    pub fn inspect(
+        &self,
+        name: &str,
+        f: impl Fn(&[Element<T>], &mut crate::VertexStats) + Send + Sync + 'static,
+    ) -> Stream<T> {
+        let f = Arc::new(f);
+        self.one_to_one(name, Role::Plain, self, move |_, _, _| {
+            let f = f.clone();
+            crate::operators::inspect::Inspect::new(
+                move |b: &[Element<T>], s: &mut crate::VertexStats| f(b, s),
+            )
+        })
+    }
+
     /// A vertex keeping the elements for which `p` is true.
     pub fn filter(&self, name: &str, p: impl Fn(&T) -> bool + Send + Sync + 'static) -> Stream<T> {
         let p = Arc::new(p);

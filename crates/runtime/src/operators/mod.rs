@@ -11,11 +11,12 @@
 //!            snapshot(epoch) / restore(state) at any point between steps
 //! ```
 //!
-//! The kinds: [`source`], [`unary`] (map, filter, flat_map), [`window`], [`sink`], [`iterate`]
-//! (a cycle) and [`epoch_snapshot`].
+//! The kinds: [`source`], [`unary`] (map, filter, flat_map), [`inspect`], [`window`], [`sink`],
+//! [`iterate`] (a cycle) and [`epoch_snapshot`].
 
 pub mod driver;
 pub mod epoch_snapshot;
+pub mod inspect;
 pub mod iterate;
 pub mod outputs;
 pub mod sink;

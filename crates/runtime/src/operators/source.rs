@@ -48,6 +48,11 @@ pub trait Source<T>: Send {
             "this source cannot resume (asked to seek to '{position}')"
         ))
     }
+
+    /// Adds the instance's own measurements (a generator's lag behind its schedule) to its
+    /// vertex's statistics at the end of the run ([`VertexStats::count`],
+    /// [`VertexStats::histogram_mut`]); merged over instances and processes like a sink's.
+    fn report(&mut self, _stats: &mut VertexStats) {}
 }
 
 /// The emitting side a source sees during one poll.
@@ -359,5 +364,11 @@ impl<T: Clone + Send + 'static> Operator for Sources<T> {
             }
         }
         Ok(())
+    }
+
+    fn report(&mut self, stats: &mut VertexStats) {
+        for inst in &mut self.instances {
+            inst.source.report(stats);
+        }
     }
 }

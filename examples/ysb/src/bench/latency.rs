@@ -1,0 +1,115 @@
+//! The bench's latencies, in us on the wall clock (event times are epoch ms, as the original's):
+//!
+//! - pre-window (seed 003's Enrich task): from an event's event time to its arrival at the
+//!   vertex just before the window's key exchange, per view;
+//! - window (seeds 003/004): from the window's last event's event time to the window's
+//!   emission, per (campaign, window);
+//! - updated (the original YSB's figure): emission minus window start, per (campaign, window);
+//!   it includes the 10 s of the window itself.
+//!
+//! Only windows wholly inside the generation count ([`Schedule::covers`]). Across hosts these
+//! compare wall clocks of different machines (as the original does); on one machine they share
+//! one clock.
+
+use super::schedule::Schedule;
+use crate::WINDOW_MS;
+use hdrhistogram::Histogram;
+use serde::Serialize;
+use std::time::{SystemTime, UNIX_EPOCH};
+use xorflow_core::{Aggregate, Element, WindowResult};
+use xorflow_runtime::VertexStats;
+
+/// Histogram of the pre-window latency, us.
+pub const PREWINDOW_US: &str = "prewindow_latency_us";
+/// Histogram of the window latency (seed 003/004), us.
+pub const WINDOW_US: &str = "window_latency_us";
+/// Histogram of the original's `time_updated - window_start`, us.
+pub const UPDATED_US: &str = "updated_latency_us";
+
+/// Now on the wall clock, us since the epoch.
+pub fn epoch_us() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_micros() as u64)
+}
+
+/// The bench's window aggregate: (views, the largest event time among them in ms).
+pub struct CountAndLast;
+
+impl Aggregate<(u32, u64)> for CountAndLast {
+    type Acc = (u64, u64);
+    type Out = (u64, u64);
+    fn init(&self) -> (u64, u64) {
+        (0, 0)
+    }
+    fn add(&self, acc: &mut (u64, u64), x: &(u32, u64)) {
+        acc.0 += 1;
+        acc.1 = acc.1.max(x.1);
+    }
+    fn finish(&self, acc: (u64, u64)) -> (u64, u64) {
+        acc
+    }
+}
+
+/// Records the pre-window latency of every (campaign, event time) of a batch (one clock read
+/// per batch: its elements arrived together).
+pub fn record_prewindow(batch: &[Element<(u32, u64)>], stats: &mut VertexStats) {
+    let now = epoch_us();
+    let h = stats.histogram_mut(PREWINDOW_US);
+    for e in batch {
+        h.saturating_record(now.saturating_sub(e.data.1 * 1000));
+    }
+}
+
+/// Records the window and updated latencies of the windows of a batch that `schedule` covers.
+pub fn record_emission(
+    schedule: &Schedule,
+    batch: &[Element<WindowResult<u32, (u64, u64)>>],
+    stats: &mut VertexStats,
+) {
+    let now = epoch_us();
+    for w in batch
+        .iter()
+        .filter(|w| schedule.covers(w.data.start, WINDOW_MS))
+    {
+        let last_ms = w.data.value.1;
+        stats
+            .histogram_mut(WINDOW_US)
+            .saturating_record(now.saturating_sub(last_ms * 1000));
+        stats
+            .histogram_mut(UPDATED_US)
+            .saturating_record(now.saturating_sub(w.data.start * 1000));
+    }
+}
+
+/// A latency distribution in ms (the peers' JSON uses the same shape: `peers/ysb-contract.md`).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, serde::Deserialize)]
+pub struct Latency {
+    /// Median, ms.
+    pub p50: f64,
+    /// 90th percentile, ms.
+    pub p90: f64,
+    /// 99th percentile, ms.
+    pub p99: f64,
+    /// Largest, ms.
+    pub max: f64,
+    /// Samples.
+    pub count: u64,
+}
+
+impl Latency {
+    /// The distribution of a histogram in us (all zeros when empty).
+    pub fn of_us(h: Option<&Histogram<u64>>) -> Self {
+        let Some(h) = h.filter(|h| !h.is_empty()) else {
+            return Latency::default();
+        };
+        let ms = |us: u64| us as f64 / 1000.0;
+        Latency {
+            p50: ms(h.value_at_quantile(0.5)),
+            p90: ms(h.value_at_quantile(0.9)),
+            p99: ms(h.value_at_quantile(0.99)),
+            max: ms(h.max()),
+            count: h.len(),
+        }
+    }
+}
