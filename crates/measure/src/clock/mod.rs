@@ -1,15 +1,38 @@
-//! Clock reading and alignment across processes (seed 002, sections 5-6).
+//! Clock reading and alignment across processes (seed 002, sections 3, 5 and 6: Cloudprofiler's
+//! reference TSC).
+//!
+//! One concept per file:
+//! * [`source`]: this process's tick source ([`now`]: the TSC when it is invariant, else
+//!   `CLOCK_MONOTONIC_RAW`) and its calibration ([`ticks_per_ns`]);
+//! * [`skew`]: a synthetic per-process offset and rate error, a test option
+//!   ([`skew::SKEW_ENV`]);
+//! * [`sample`]: one ping-pong round trip and the minimum-round-trip (MinRTT) choice;
+//! * [`exchange`]: the ping-pong protocol between two processes, without I/O;
+//! * [`map`]: the linear map between two clocks from the before and after round trips, with the
+//!   error bound of every converted value;
+//! * [`alignment`]: a run's clocks aligned to process 0, and the four duration cases;
+//! * [`ret`]: the return-trip (ReT) baseline.
+//!
+//! docs/measurement.md ("Clock alignment") gives the method, its limits and the validation.
 
-/// This process's clock, in ticks (placeholder: `CLOCK_MONOTONIC_RAW` ns; the TSC replaces it).
-#[inline]
-pub fn now() -> u64 {
-    let mut ts = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: clock_gettime writes one timespec into the valid, exclusively borrowed `ts`.
-    unsafe {
-        libc::clock_gettime(libc::CLOCK_MONOTONIC_RAW, &mut ts);
+pub mod alignment;
+pub mod exchange;
+pub mod map;
+pub mod ret;
+pub mod sample;
+pub mod skew;
+pub mod source;
+
+pub use alignment::{Alignment, Case, PairAlignment, PairSamples, ProcessClock, Span, Stamp};
+pub use source::{clock, init, kind, now, now_ordered, now_raw, skew, ticks_per_ns, ClockKind};
+
+/// This process's [`ProcessClock`] (kind, calibrated ticks per ns, synthetic skew) as `process`.
+/// May wait up to 10 ms the first time (calibration, [`ticks_per_ns`]).
+pub fn process_clock(process: usize) -> ProcessClock {
+    ProcessClock {
+        process,
+        kind: kind(),
+        ticks_per_ns: ticks_per_ns(),
+        skew: skew(),
     }
-    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
 }
