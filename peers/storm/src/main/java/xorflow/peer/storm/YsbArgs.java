@@ -23,6 +23,8 @@ final class YsbArgs {
     long latenessMs = 0;
     /** The window bolt's watermark interval, ms (Storm's default is 1000; 200 as Flink's). */
     long watermarkIntervalMs = 200;
+    /** The window: "processor" (the original YSB's CampaignProcessor) or "bolt" (Storm's windowed bolt). */
+    String window = "processor";
     boolean json = false;
 
     /** Events of the run, R * D. */
@@ -60,6 +62,7 @@ final class YsbArgs {
                     case "--start-ms" -> a.startMs = Long.parseLong(v);
                     case "--lateness-ms" -> a.latenessMs = Long.parseLong(v);
                     case "--watermark-interval-ms" -> a.watermarkIntervalMs = Long.parseLong(v);
+                    case "--window" -> a.window = v;
                     default -> throw new IllegalArgumentException("unknown option " + k);
                 }
             } catch (NumberFormatException e) {
@@ -98,6 +101,9 @@ final class YsbArgs {
         }
         if (startMs != 0 && (startMs < 1_000_000_000_000L || startMs + durationS * 1000 > 9_999_999_999_999L)) {
             throw new IllegalArgumentException("--start-ms " + startMs + ": event times must stay 13-digit ms");
+        }
+        if (!window.equals("processor") && !window.equals("bolt")) {
+            throw new IllegalArgumentException("--window must be processor or bolt, got '" + window + "'");
         }
         if (latenessMs < 0 || latenessMs > 3_600_000 || watermarkIntervalMs < 1 || watermarkIntervalMs > 60_000) {
             throw new IllegalArgumentException("--lateness-ms in 0..=3600000, --watermark-interval-ms in 1..=60000");

@@ -31,6 +31,8 @@ final class YsbStats {
     static final LongAdder LATE = new LongAdder();
     /** Views whose ad the table lacks (dropped by the join). */
     static final LongAdder UNKNOWN_AD = new LongAdder();
+    /** Views that arrived at the window bolt's executor. */
+    static final LongAdder ARRIVED = new LongAdder();
     /** Lines the deserialize bolt could not parse (0: the template was checked when loaded). */
     static final LongAdder PARSE_ERRORS = new LongAdder();
     /** Window bolt tasks that fired the window of the first end marker: all their windows fired. */

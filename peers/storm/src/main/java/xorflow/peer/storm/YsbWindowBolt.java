@@ -74,6 +74,7 @@ final class YsbWindowBolt extends BaseWindowedBolt {
         @Override
         public void execute(Tuple t) {
             if (t.getLong(4) == 0) {
+                YsbStats.ARRIVED.increment();
                 YsbStats.record(YsbStats.PREWINDOW, YsbClock.nowNs() - t.getLong(3) * 1_000_000L);
             }
             super.execute(t);
