@@ -18,15 +18,23 @@ import org.apache.storm.topology.base.BaseWindowedBolt;
  *
  * <pre>
  * spout "events" (S tasks) -> deserialize -> filter view -> projection -> join   (S tasks each,
- *   grouped by source) -> window (P tasks, by campaign; Storm's windowed bolt, event time) -> sink
+ *   grouped by source; one join output stream per source) -> window (P tasks, by campaign) -> sink
  * </pre>
  *
- * Windows: {@code withTumblingWindow(10 s)}, event time from event_time + 1 (Storm's windows are
- * (end - 10 s, end]), {@code withLag(--lateness-ms + 1)} (Storm accepts a tuple whose time equals
- * the watermark although the window ending there has fired; one more ms keeps such a tuple out of
- * a fired window, the counterpart of Flink's bounded out-of-orderness), watermarks every
- * --watermark-interval-ms, late views counted on the late-tuple stream. One join output stream per
- * source, so the watermark is the least over the sources, as Flink's.
+ * The window, --window:
+ * <ul>
+ *   <li>{@code processor} (default): the original YSB's CampaignProcessor
+ *       ({@link YsbCampaignProcessor}), buckets flushed every second. Exact at any load.
+ *   <li>{@code bolt}: Storm's windowed bolt ({@link YsbWindowBolt}): {@code withTumblingWindow(10 s)},
+ *       event time from event_time + 1 (Storm's windows are (end - 10 s, end]),
+ *       {@code withLag(--lateness-ms + 1)} (Storm accepts a tuple whose time equals the watermark
+ *       although the window ending there has fired; one more ms keeps it out of a fired window, the
+ *       counterpart of Flink's bounded out-of-orderness), watermarks every --watermark-interval-ms
+ *       (the least over the per-source streams, as Flink's), late views counted on the late-tuple
+ *       stream. Exact only while the sources stay within the lag of each other: Storm's window scan
+ *       stops at the first tuple (in arrival order) more than the lag past the window's end, and
+ *       the views queued behind it expire uncounted. The run detects that and exits 1.
+ * </ul>
  * Output: counts.csv (--output) and one JSON object (--json). Exit 2 on bad input or options
  * (naming what and where), 1 when the run fails.
  */
