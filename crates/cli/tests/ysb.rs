@@ -342,3 +342,139 @@ fn killed_runs_restart_or_resume_with_the_oracle_counts() {
         assert_eq!(std::fs::read_to_string(&c).unwrap(), want, "{label}");
     }
 }
+
+/// `bench ysb` on files from `ysb generate`, 3 s across a window boundary: its counts file equals
+/// the oracle's recount of the schedule (an independent formula), and its JSON says so.
+fn bench_run(dir: &Path, extra: &[&str]) -> (serde_json::Value, String) {
+    let (k, a) = (dir.join("t.txt"), dir.join("a.txt"));
+    if !k.exists() {
+        let out = xorflow(&[
+            "ysb",
+            "generate",
+            "--events",
+            "997",
+            "--seed",
+            "5",
+            "--output",
+            s(&k),
+            "--ad-campaigns",
+            s(&a),
+        ]);
+        assert!(out.status.success(), "{out:?}");
+    }
+    let c = dir.join("bench-counts.csv");
+    let _ = std::fs::remove_file(&c);
+    // A window boundary 1.5 s into the run: events on either side of it must land right.
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_millis() as u64;
+    let boundary = (now + 2500).div_ceil(10_000) * 10_000;
+    let start = boundary - 1500;
+    let start = start.to_string();
+    let base = [
+        "bench",
+        "ysb",
+        "--rate",
+        "4000",
+        "--duration",
+        "3s",
+        "--events",
+        s(&k),
+        "--ad-campaigns",
+        s(&a),
+        "--start-ms",
+        &start,
+        "--output",
+        s(&c),
+        "--json",
+    ];
+    let out = xorflow(&[&base[..], extra].concat());
+    assert!(out.status.success(), "{extra:?}: {out:?}");
+    let json: serde_json::Value = serde_json::from_slice(&out.stdout).expect("one JSON object");
+    let counts = xorflow_ysb::oracle::scheduled(
+        &std::fs::read_to_string(&k).unwrap(),
+        &std::fs::read_to_string(&a).unwrap(),
+        4000,
+        3,
+        start.parse().unwrap(),
+        xorflow_ysb::WINDOW_MS,
+    )
+    .unwrap();
+    let mut want = String::from("campaign_id,window_start_ms,views\n");
+    for ((c, w), v) in counts {
+        want.push_str(&format!("{c},{w},{v}\n"));
+    }
+    assert_eq!(std::fs::read_to_string(&c).unwrap(), want, "{extra:?}");
+    (json, want)
+}
+
+#[test]
+fn bench_counts_match_the_oracle_in_one_and_two_processes() {
+    let dir = tempfile::tempdir().unwrap();
+    for extra in [
+        &["--workers", "2"][..],
+        &["--processes", "2", "--workers", "1", "--sources", "3"],
+    ] {
+        let (j, want) = bench_run(dir.path(), extra);
+        let views: u64 = want
+            .lines()
+            .skip(1)
+            .map(|l| l.rsplit(',').next().unwrap().parse::<u64>().unwrap())
+            .sum();
+        assert_eq!(j["events_emitted"], 12_000, "{j}");
+        assert_eq!(j["views_counted"], views, "{j}");
+        assert_eq!(j["counts_match_oracle"], true, "{j}");
+        assert!(want.lines().count() > 150, "both windows of most campaigns: {want}");
+        assert_eq!(j["elements_below_frontier"], 0, "{j}");
+        assert!(
+            j["prewindow_latency_ms"]["count"].as_u64() == Some(views),
+            "{j}"
+        );
+        let tput = j["throughput_events_per_s"].as_f64().unwrap();
+        assert!(
+            (3000.0..5000.0).contains(&tput),
+            "the generator holds its rate: {j}"
+        );
+    }
+}
+
+#[test]
+fn bench_bad_inputs_exit_2_naming_what_is_wrong() {
+    let dir = tempfile::tempdir().unwrap();
+    let bad = dir.path().join("bad.txt");
+    std::fs::write(&bad, "{\"user_id\": \"u\"}\n").unwrap();
+    let table = dir.path().join("a.txt");
+    std::fs::write(&table, "{ \"a\": \"c\"}\n").unwrap();
+    for (args, says) in [
+        (
+            vec!["--events", s(&bad), "--ad-campaigns", s(&table)],
+            "--events line 1: ",
+        ),
+        (
+            vec![
+                "--events",
+                "/nonexistent/t.txt",
+                "--ad-campaigns",
+                s(&table),
+            ],
+            "cannot read --events '/nonexistent/t.txt'",
+        ),
+        (vec!["--rate", "0"], "--rate and --duration"),
+        (
+            vec!["--rate", "10", "--start-ms", "1"],
+            "whole number of seconds",
+        ),
+        (vec!["--sources", "0"], "--sources must be between 1"),
+    ] {
+        let duration = if args.contains(&"--start-ms") {
+            "1500ms"
+        } else {
+            "1s"
+        };
+        let out = xorflow(&[&["bench", "ysb", "--duration", duration][..], &args].concat());
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+        assert!(err.contains(says), "{args:?}: {err}");
+    }
+}
