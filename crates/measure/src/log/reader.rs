@@ -160,6 +160,9 @@ pub fn read_file(path: &Path) -> Result<LogFile, ReadError> {
         let records = u32_at(h, 4) as usize;
         let stored_len = u32_at(h, 8);
         let crc = u32_at(h, 12);
+        if h[1..4] != [0, 0, 0] {
+            return Err(c.error_at(frame_at, "frame header with non-zero padding (corrupt)"));
+        }
         if stored_len > MAX_FRAME_BYTES || records * width * 8 > MAX_FRAME_BYTES as usize {
             return Err(c.error_at(frame_at, "implausible frame size (corrupt)"));
         }
@@ -169,6 +172,9 @@ pub fn read_file(path: &Path) -> Result<LogFile, ReadError> {
         }
         match codec {
             CODEC_TRAILER => {
+                if records != 0 {
+                    return Err(c.error_at(frame_at, "trailer with a record count (corrupt)"));
+                }
                 let total = u64::from_le_bytes(
                     stored
                         .try_into()
@@ -260,6 +266,9 @@ fn read_header(c: &mut Cursor<'_>) -> Result<Header, ReadError> {
     let version = u16::from_le_bytes([fixed[0], fixed[1]]);
     if version != VERSION {
         return Err(c.error_at(8, &format!("format version {version}, expected {VERSION}")));
+    }
+    if fixed[3] != 0 {
+        return Err(c.error_at(11, "header with non-zero padding (corrupt)"));
     }
     let record_kind = RecordKind::from_u8(fixed[2])
         .ok_or_else(|| c.error_at(10, &format!("unknown record kind {}", fixed[2])))?;
