@@ -100,6 +100,10 @@ final class YsbArgs {
         if (rate < 1 || durationS < 1) {
             throw new IllegalArgumentException("--rate and --duration-s must be >= 1");
         }
+        // The per-second latency series has D entries.
+        if (durationS > 1_000_000) {
+            throw new IllegalArgumentException("--duration-s " + durationS + " is too large (at most 1000000)");
+        }
         // k * 1e9 must fit a long for every k < R * D.
         if (rate > Long.MAX_VALUE / 1_000_000_000L / durationS) {
             throw new IllegalArgumentException("--rate * --duration-s is too large (at most 9.2e9 events)");

@@ -91,6 +91,7 @@ public final class YsbJob {
             a = YsbArgs.parse(argv);
             TEMPLATE = YsbTemplate.load(a.events);
             CAMPAIGNS = YsbCampaigns.load(a.adCampaigns);
+            YsbStats.PREWINDOW_BY_SECOND = new YsbSeries(a.durationS);
         } catch (IllegalArgumentException e) {
             System.err.println("error: " + e.getMessage());
             System.exit(2);
@@ -127,14 +128,15 @@ public final class YsbJob {
                 + ",\"window_parallelism\":" + a.parallelism()
                 + ",\"lateness_ms\":" + a.latenessMs + ",\"watermark_interval_ms\":" + a.watermarkIntervalMs
                 + ",\"buffer_timeout_ms\":" + a.bufferTimeoutMs
-                + ",\"start_ms\":" + YsbClock.startMsIfFixed() + ",\"events_emitted\":" + emitted
+                + ",\"start_ms\":" + YsbClock.startMsIfFixed() + ",\"events_expected\":" + a.events() + ",\"events_emitted\":" + emitted
                 + ",\"views_counted\":" + views + ",\"windows\":" + rows.size()
                 + ",\"late_views\":" + YsbStats.LATE.sum() + ",\"unknown_ad_views\":" + YsbStats.UNKNOWN_AD.sum()
                 + ",\"generator_lag_ms_max\":" + YsbReport.num(YsbStats.LAG_MAX_NS.get() / 1e6)
                 + ",\"throughput_events_per_s\":" + YsbReport.num(span > 0 ? emitted / span : 0)
                 + ",\"window_latency_ms\":" + YsbReport.latency(w)
                 + ",\"updated_latency_ms\":" + YsbReport.latency(u)
-                + ",\"prewindow_latency_ms\":" + YsbReport.latency(p) + "}";
+                + ",\"prewindow_latency_ms\":" + YsbReport.latency(p)
+                + ",\"prewindow_p99_ms_by_second\":" + YsbStats.PREWINDOW_BY_SECOND.p99Json() + "}";
     }
 
     static String text(YsbArgs a, List<YsbStats.Row> rows) {

@@ -69,7 +69,7 @@ final class YsbOperators {
 
         @Override
         public long[] add(Tuple3<String, String, Long> v, long[] acc) {
-            YsbStats.record(YsbStats.PREWINDOW, YsbClock.nowNs() - v.f2 * 1_000_000L);
+            YsbStats.prewindow(v.f2);
             acc[0]++;
             acc[1] = Math.max(acc[1], v.f2);
             return acc;

@@ -26,6 +26,8 @@ final class YsbStats {
     static final ConcurrentHistogram UPDATED = histogram();
     /** now - event time, per view arriving at the window operator. */
     static final ConcurrentHistogram PREWINDOW = histogram();
+    /** The same latency per second of event time; set by main before the run (D is known then). */
+    static volatile YsbSeries PREWINDOW_BY_SECOND;
     static final ConcurrentLinkedQueue<Row> ROWS = new ConcurrentLinkedQueue<>();
     /** Views dropped by the window as late (beyond --lateness-ms); must be 0. */
     static final LongAdder LATE = new LongAdder();
@@ -34,6 +36,16 @@ final class YsbStats {
 
     /** One emitted window. */
     record Row(String campaign, long windowStartMs, long views) {}
+
+    /**
+     * Records a view's pre-window latency, now - its event time {@code eventTimeMs} (epoch ms), in
+     * {@link #PREWINDOW} and in its second of {@link #PREWINDOW_BY_SECOND}.
+     */
+    static void prewindow(long eventTimeMs) {
+        long ns = YsbClock.nowNs() - eventTimeMs * 1_000_000L;
+        record(PREWINDOW, ns);
+        PREWINDOW_BY_SECOND.record(YsbClock.startMsIfFixed(), eventTimeMs, ns);
+    }
 
     /** Records a duration in ns, as microseconds (negative: 0). */
     static void record(ConcurrentHistogram h, long ns) {

@@ -67,7 +67,7 @@ final class YsbCampaignProcessor extends BaseRichBolt {
         }
         long time = t.getLong(3);
         YsbStats.ARRIVED.increment();
-        YsbStats.record(YsbStats.PREWINDOW, YsbClock.nowNs() - time * 1_000_000L);
+        YsbStats.prewindow(time);
         long start = Math.floorDiv(time, YsbTopology.WINDOW_MS) * YsbTopology.WINDOW_MS;
         String campaign = t.getString(1);
         long[] b = buckets.computeIfAbsent(campaign + "," + start, k -> new long[] {0, Long.MIN_VALUE, start, 0, 0});

@@ -110,6 +110,7 @@ public final class YsbTopology {
             a = YsbArgs.parse(argv);
             TEMPLATE = YsbTemplate.load(a.events);
             CAMPAIGNS = YsbCampaigns.load(a.adCampaigns);
+            YsbStats.PREWINDOW_BY_SECOND = new YsbSeries(a.durationS);
         } catch (IllegalArgumentException e) {
             System.err.println("error: " + e.getMessage());
             System.exit(2);
@@ -165,7 +166,7 @@ public final class YsbTopology {
                 + ",\"workers\":" + a.workers + ",\"window\":\"" + a.window + "\""
                 + ",\"lateness_ms\":" + a.latenessMs + ",\"storm_lag_ms\":" + stormLagMs(a)
                 + ",\"watermark_interval_ms\":" + a.watermarkIntervalMs
-                + ",\"start_ms\":" + YsbClock.startMsIfFixed() + ",\"events_emitted\":" + emitted
+                + ",\"start_ms\":" + YsbClock.startMsIfFixed() + ",\"events_expected\":" + a.events() + ",\"events_emitted\":" + emitted
                 + ",\"views_counted\":" + views + ",\"windows\":" + rows.size()
                 + ",\"late_views\":" + YsbStats.LATE.sum() + ",\"unknown_ad_views\":" + YsbStats.UNKNOWN_AD.sum()
                 + ",\"parse_errors\":" + YsbStats.PARSE_ERRORS.sum() + ",\"views_dropped_by_window\":" + dropped(rows)
@@ -173,7 +174,8 @@ public final class YsbTopology {
                 + ",\"throughput_events_per_s\":" + YsbReport.num(span > 0 ? emitted / span : 0)
                 + ",\"window_latency_ms\":" + YsbReport.latency(w)
                 + ",\"updated_latency_ms\":" + YsbReport.latency(u)
-                + ",\"prewindow_latency_ms\":" + YsbReport.latency(p) + "}";
+                + ",\"prewindow_latency_ms\":" + YsbReport.latency(p)
+                + ",\"prewindow_p99_ms_by_second\":" + YsbStats.PREWINDOW_BY_SECOND.p99Json() + "}";
     }
 
     static String text(YsbArgs a, List<YsbStats.Row> rows) {

@@ -75,7 +75,7 @@ final class YsbWindowBolt extends BaseWindowedBolt {
         public void execute(Tuple t) {
             if (t.getLong(4) == 0) {
                 YsbStats.ARRIVED.increment();
-                YsbStats.record(YsbStats.PREWINDOW, YsbClock.nowNs() - t.getLong(3) * 1_000_000L);
+                YsbStats.prewindow(t.getLong(3));
             }
             super.execute(t);
         }
