@@ -106,6 +106,12 @@ pub struct RunReport {
     pub checkpoints: Option<crate::checkpoint::coordinator::CheckpointStats>,
     /// The logical graph that ran.
     pub graph: GraphDesc,
+    /// Every process's clock aligned to process 0's by MinRTT ping-pongs before and after the
+    /// run (seed 002, sections 3 and 5): per ordered pair of processes the MinRTTs, offset, rate
+    /// and error bound, and the conversion of any process's ticks into process 0's time
+    /// ([`xorflow_measure::clock::Alignment::to_reference`], `duration`). Process 0 of a
+    /// multi-process run only; `None` elsewhere or when the alignment after the run failed.
+    pub clock: Option<xorflow_measure::clock::Alignment>,
 }
 
 impl RunReport {

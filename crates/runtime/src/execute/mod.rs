@@ -364,6 +364,7 @@ fn finish(
         tracker: m.tracker,
         checkpoints: None,
         graph,
+        clock: m.clock,
     })
 }
 

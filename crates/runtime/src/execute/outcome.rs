@@ -54,6 +54,8 @@ pub(crate) struct Merged {
     pub vertices: Vec<VertexStats>,
     pub traffic: Traffic,
     pub tracker: Option<TrackerStats>,
+    /// The clock alignment process 0's transport made (`net/clock_phase.rs`).
+    pub clock: Option<xorflow_measure::clock::Alignment>,
 }
 
 /// Merges this process's workers' statistics per vertex, with its shards' and acker's traffic.
@@ -94,6 +96,7 @@ pub(crate) fn merge_local(
         vertices,
         traffic,
         tracker,
+        clock: None,
     }
 }
 
@@ -140,6 +143,7 @@ pub(crate) fn gather(
     let outcome = transport.finish(payload).map_err(RunError::Cluster)?;
     local.traffic += outcome.traffic;
     m.traffic += outcome.traffic;
+    m.clock = outcome.clock;
     let mut per_process = vec![local];
     if me != 0 {
         return Ok((per_process, elapsed));

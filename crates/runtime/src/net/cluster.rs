@@ -72,6 +72,12 @@ pub struct ClusterConfig {
     /// Environment variables process 0 of a local launch gives its children (the checkpoint a
     /// resumed job restores: `checkpoint/resume.rs`). Not part of the job's identity.
     pub child_env: Vec<(String, String)>,
+    /// Clock-alignment pings per pair of processes and phase (seed 002: 100); 0 exchanges no
+    /// round trips and leaves the run without clock maps.
+    pub clock_rounds: u32,
+    /// The clock the transport stamps with: `None` for this process's
+    /// ([`super::clock_phase::ClockSource::process`]); tests give simulated processes their own.
+    pub clock: Option<super::clock_phase::ClockSource>,
 }
 
 impl Default for ClusterConfig {
@@ -85,6 +91,8 @@ impl Default for ClusterConfig {
             net_writes: super::outbox::NetWrites::Adaptive,
             tracker_processes: 0,
             child_env: Vec::new(),
+            clock_rounds: super::clock_phase::ROUNDS,
+            clock: None,
         }
     }
 }

@@ -13,6 +13,11 @@
 //! | Ping | (nothing: liveness while idle) |
 //! | Done | JSON of the process's report (to process 0; empty to the others) |
 //! | Abort | UTF-8 reason: the sender failed and the job must stop |
+//! | Checkpoint | postcard `checkpoint::Message` |
+//! | ClockPing | phase u8, seq u32 (clock alignment, `clock_phase.rs`) |
+//! | ClockPong | phase u8, seq u32, the answering side's clock u64 (ticks) |
+//! | ClockDone | phase u8: the sender's pings of this phase are all answered |
+//! | ClockReport | JSON of the sender's clock and MinRTT samples (to process 0, after the run) |
 
 use bytes::{Buf, BufMut, Bytes, BytesMut};
 use xorflow_tracking::FrontierUpdate;
@@ -20,7 +25,7 @@ use xorflow_tracking::FrontierUpdate;
 /// First bytes of every handshake.
 pub const MAGIC: [u8; 4] = *b"XFLW";
 /// Bumped on every incompatible change of this format.
-pub const PROTOCOL_VERSION: u16 = 1;
+pub const PROTOCOL_VERSION: u16 = 2;
 
 /// Message kinds on the wire.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -46,6 +51,14 @@ pub enum Kind {
     Abort = 9,
     /// A checkpoint report the sender filed, for process 0's coordinator (`checkpoint/`).
     Checkpoint = 10,
+    /// A clock-alignment ping (seed 002's MinRTT).
+    ClockPing = 11,
+    /// The answer to a clock-alignment ping, stamped.
+    ClockPong = 12,
+    /// The sender's clock pings of a phase are all answered.
+    ClockDone = 13,
+    /// The sender's clock and samples, for process 0.
+    ClockReport = 14,
 }
 
 impl Kind {
@@ -65,6 +78,10 @@ impl Kind {
             8 => Kind::Done,
             9 => Kind::Abort,
             10 => Kind::Checkpoint,
+            11 => Kind::ClockPing,
+            12 => Kind::ClockPong,
+            13 => Kind::ClockDone,
+            14 => Kind::ClockReport,
             other => return Err(format!("unknown frame kind {other}")),
         })
     }
@@ -260,6 +277,63 @@ pub fn simple(kind: Kind, payload: &[u8]) -> Bytes {
     v.freeze()
 }
 
+/// A clock-alignment message of `phase` (0 before the run, 1 after).
+pub fn clock(phase: u8, m: &xorflow_measure::clock::exchange::Message) -> Bytes {
+    use xorflow_measure::clock::exchange::Message;
+    let mut v = BytesMut::with_capacity(14);
+    match *m {
+        Message::Ping { seq } => {
+            v.put_u8(Kind::ClockPing as u8);
+            v.put_u8(phase);
+            v.put_u32_le(seq);
+        }
+        Message::Pong { seq, stamp } => {
+            v.put_u8(Kind::ClockPong as u8);
+            v.put_u8(phase);
+            v.put_u32_le(seq);
+            v.put_u64_le(stamp);
+        }
+        Message::Done => {
+            v.put_u8(Kind::ClockDone as u8);
+            v.put_u8(phase);
+        }
+    }
+    v.freeze()
+}
+
+/// Decodes a ClockPing, ClockPong or ClockDone frame: its phase and message.
+///
+/// # Errors
+/// Another kind, or the wrong length for its kind.
+pub fn read_clock(f: &[u8]) -> Result<(u8, xorflow_measure::clock::exchange::Message), String> {
+    use xorflow_measure::clock::exchange::Message;
+    let kind = Kind::of(*f.first().ok_or("empty frame")?)?;
+    let want = match kind {
+        Kind::ClockPing => 6,
+        Kind::ClockPong => 14,
+        Kind::ClockDone => 2,
+        other => return Err(format!("{other:?} frame where a clock frame was expected")),
+    };
+    if f.len() != want {
+        return Err(format!(
+            "{kind:?} frame of {} bytes, expected {want}",
+            f.len()
+        ));
+    }
+    let mut b = &f[2..];
+    let m = match kind {
+        Kind::ClockPing => Message::Ping {
+            seq: b.get_u32_le(),
+        },
+        Kind::ClockPong => Message::Pong {
+            seq: b.get_u32_le(),
+            stamp: b.get_u64_le(),
+        },
+        _ => Message::Done,
+    };
+    Ok((f[1], m))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -301,5 +375,26 @@ mod tests {
             .push(xorflow_tracking::ack::Heartbeat { source: 1, time: 5 });
         assert_eq!(read_acks(&shard_frame(Kind::Acks, 3, &f)).unwrap(), (3, f));
         assert!(Kind::of(200).is_err());
+    }
+
+    #[test]
+    fn clock_frames_round_trip_and_refuse_bad_lengths() {
+        use xorflow_measure::clock::exchange::Message;
+        for m in [
+            Message::Ping { seq: 7 },
+            Message::Pong {
+                seq: 99,
+                stamp: u64::MAX - 3,
+            },
+            Message::Done,
+        ] {
+            let f = clock(1, &m);
+            assert_eq!(read_clock(&f).unwrap(), (1, m));
+            let mut long = f.to_vec();
+            long.push(0);
+            assert!(read_clock(&long).unwrap_err().contains("expected"));
+        }
+        assert!(read_clock(&simple(Kind::Ping, &[])).is_err());
+        assert!(read_clock(&[]).is_err());
     }
 }

@@ -1,11 +1,16 @@
 //! Running one job across processes and hosts: cluster launch ([`cluster`]), the wire format
 //! ([`frame`], [`batch_codec`]), remote channels with credit-based backpressure ([`link`]) and the TCP transport
-//! ([`transport`]). Serialization happens only here, at the process boundary.
+//! ([`transport`]), with seed 002's clock alignment on the same connections ([`clock_phase`]).
+//! Serialization happens only here, at the process boundary.
 
 pub mod batch_codec;
+pub mod clock_phase;
 pub mod cluster;
 pub mod frame;
 mod gather;
 pub mod link;
 pub mod outbox;
 pub mod transport;
+
+#[cfg(test)]
+mod clock_tests;

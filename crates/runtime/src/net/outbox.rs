@@ -161,6 +161,16 @@ impl Outbox {
         true
     }
 
+    /// The connection's socket once the writer task is done with it: the end frame (Done) is
+    /// out and nothing is left to write. The clock alignment after the run writes there
+    /// directly (`clock_phase.rs`). `None` while frames wait or when the connection failed.
+    pub fn finished_socket(&self) -> Option<Arc<TcpStream>> {
+        let s = self.lock();
+        (s.ended && s.closed && !s.buf.has_remaining())
+            .then(|| s.sock.clone())
+            .flatten()
+    }
+
     fn lock(&self) -> std::sync::MutexGuard<'_, State> {
         self.state.lock().unwrap_or_else(PoisonError::into_inner)
     }

@@ -15,11 +15,17 @@
 //! arrives: batches into the receiving worker's inbound queue, credits to the sender's counter,
 //! ack pieces to the shard hosted here, frontiers to every local worker's inbox.
 //!
+//! Clock alignment (`clock_phase.rs`): once every connection is up, and again once every process
+//! said Done, every process runs ping-pongs against every other on these connections; the
+//! transport is ready only after the first, and process 0 gets everyone's results after the
+//! second ([`Outcome::clock`]).
+//!
 //! End: when this process's workers are done it sends Done (process 0 gets the report) and waits for
 //! Done from everyone. A process whose connection closes before its Done, that sends Abort, or that
 //! stays silent longer than the peer timeout fails the job: the error names the process and its
 //! address, and the workers are stopped.
 
+use super::clock_phase::{self, ClockReport, ClockSource, PeerIo, AFTER, BEFORE};
 use super::cluster::ClusterConfig;
 use super::frame::{self, ChannelId, Hello, Kind, PROTOCOL_VERSION};
 use super::link::Routes;
@@ -39,6 +45,8 @@ use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::mpsc::{unbounded_channel, UnboundedReceiver, UnboundedSender};
 use tokio::time::{sleep, timeout, Instant};
 use tokio_util::codec::{Framed, FramedRead, LengthDelimitedCodec};
+use xorflow_measure::clock::sample::MinRtt;
+use xorflow_measure::clock::{Alignment, PairSamples};
 
 /// How long a new connection may take to present its handshake.
 const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(5);
@@ -84,8 +92,11 @@ pub enum Control {
 pub struct Outcome {
     /// Reports received in Done frames, by process (process 0 only).
     pub reports: Vec<Option<Vec<u8>>>,
-    /// Control frames this process sent (handshakes, keep-alives, Done, Abort).
+    /// Control frames this process sent (handshakes, keep-alives, clock alignment, Done, Abort).
     pub traffic: Traffic,
+    /// Every process's clock aligned to process 0's (process 0 only; `None` when the after-run
+    /// alignment failed, which is logged and does not fail the run).
+    pub clock: Option<xorflow_measure::clock::Alignment>,
 }
 
 /// A running transport.
@@ -207,7 +218,15 @@ pub fn start(
                 let listener =
                     TcpListener::from_std(listener).map_err(|e| format!("listener: {e}"))?;
                 let mut traffic = Traffic::default();
-                let links = match connect_all(&id, &listener, &cfg, &mut traffic).await {
+                let clock = cfg.clock.clone().unwrap_or_else(ClockSource::process);
+                let connected = connect_all(&id, &listener, &cfg, &mut traffic).await;
+                let aligned = match connected {
+                    Ok(mut links) => align_before(&id, &cfg, &clock, &mut links, &mut traffic)
+                        .await
+                        .map(|before| (links, before)),
+                    Err(e) => Err(e),
+                };
+                let (links, before) = match aligned {
                     Ok(c) => {
                         let _ = ready_tx.send(Ok(()));
                         c
@@ -227,6 +246,7 @@ pub fn start(
                     failure.clone(),
                     control_rx,
                     traffic,
+                    (clock, before),
                 )
                 .await;
                 if let Err(e) = &served {
@@ -519,9 +539,17 @@ impl AcceptPacer {
     }
 }
 
+/// The frames arriving from one process (on the connection it made).
+type Reader = FramedRead<TcpStream, LengthDelimitedCodec>;
+
+/// The readers handed back with each Done, by process.
+type Readers = Vec<Option<Box<Reader>>>;
+
 /// What reader and writer tasks tell the serving loop.
 enum Event {
-    Done(usize, Vec<u8>),
+    /// Process `j` said Done (with its report); its reader comes back for the clock alignment
+    /// after the run.
+    Done(usize, Vec<u8>, Box<Reader>),
     Failed(usize, String),
     Aborted(usize, String),
 }
@@ -539,29 +567,213 @@ async fn serve(
     failure: Failure,
     mut control: UnboundedReceiver<Control>,
     traffic: Traffic,
+    (clock, before): (ClockSource, Vec<MinRtt>),
 ) -> Result<Outcome, String> {
     let refuser = spawn_refuser(listener, id.clone());
     let (events_tx, mut events) = unbounded_channel::<Event>();
     let writers = spawn_links(&id, &cfg, links, &outboxes, Arc::new(delivery), &events_tx);
     let mut broadcast = Broadcast { outboxes, traffic };
     let mut reports = vec![None; id.addrs.len()];
+    let mut readers = (0..id.addrs.len()).map(|_| None).collect();
     let result = run_to_end(
         &id,
         &failure,
         &mut control,
         &mut events,
         &mut broadcast,
-        &mut reports,
+        (&mut reports, &mut readers),
     )
     .await;
     drop(events_tx);
     // Let the writers put out what is queued (Done or Abort), briefly.
-    let traffic = broadcast.traffic;
+    let Broadcast {
+        outboxes,
+        mut traffic,
+    } = broadcast;
     for w in writers {
         let _ = timeout(Duration::from_secs(2), w).await;
     }
+    let clock = match result {
+        Ok(()) => {
+            let after = AfterRun {
+                outboxes: &outboxes,
+                readers,
+                before,
+            };
+            align_after(&id, &cfg, &clock, after, &mut traffic).await
+        }
+        Err(_) => None,
+    };
     refuser.abort();
-    result.map(|()| Outcome { reports, traffic })
+    result.map(|()| Outcome {
+        reports,
+        traffic,
+        clock,
+    })
+}
+
+/// Counts a clock phase's frames to one peer in `traffic` (as control frames).
+fn count_clock_frames(traffic: &mut Traffic, r: &clock_phase::PeerResult) {
+    traffic.record_n(MessageKind::Control, r.frames, r.bytes);
+}
+
+/// What the clock alignment after the run works with.
+struct AfterRun<'a> {
+    /// The outboxes, whose sockets are free once their writers wrote Done.
+    outboxes: &'a [Option<Arc<Outbox>>],
+    /// The readers handed back with each Done, by process.
+    readers: Readers,
+    /// This process's MinRTT before the run, by peer.
+    before: Vec<MinRtt>,
+}
+
+/// The clock alignment before the run: every peer, until the start-up timeout. Returns this
+/// process's MinRTT per peer (by process; empty at its own index).
+///
+/// # Errors
+/// A peer failed or stayed silent, naming it.
+async fn align_before(
+    id: &Identity,
+    cfg: &ClusterConfig,
+    clock: &ClockSource,
+    links: &mut Links,
+    traffic: &mut Traffic,
+) -> Result<Vec<MinRtt>, String> {
+    let deadline = Instant::now() + cfg.startup_timeout;
+    let peers = (links.outgoing.iter())
+        .zip(links.incoming.iter_mut())
+        .enumerate()
+        .filter_map(|(j, (o, i))| {
+            Some(PeerIo {
+                process: j,
+                sock: o.as_ref()?.get_ref(),
+                reader: i.as_mut()?,
+            })
+        })
+        .collect();
+    let rounds = cfg.clock_rounds;
+    let results = clock_phase::run(BEFORE, rounds, &clock.ticks, peers, false, deadline).await;
+    let mut before = vec![MinRtt::default(); id.addrs.len()];
+    for r in results {
+        count_clock_frames(traffic, &r);
+        before[r.process] = r.min.map_err(|e| {
+            format!(
+                "process {}: clock alignment before the run failed: {e}",
+                id.process
+            )
+        })?;
+    }
+    Ok(before)
+}
+
+/// The clock alignment after the run, until the peer timeout: the others send their samples to
+/// process 0, which aligns every clock to its own. A failure is logged and leaves no
+/// alignment: the run itself succeeded.
+async fn align_after(
+    id: &Identity,
+    cfg: &ClusterConfig,
+    clock: &ClockSource,
+    mut after: AfterRun<'_>,
+    traffic: &mut Traffic,
+) -> Option<Alignment> {
+    let (me, n) = (id.process, id.addrs.len());
+    let deadline = Instant::now() + cfg.peer_timeout;
+    let socks: Vec<Option<Arc<TcpStream>>> = (after.outboxes.iter())
+        .map(|o| o.as_ref().and_then(|o| o.finished_socket()))
+        .collect();
+    let peers: Vec<_> = (socks.iter())
+        .zip(after.readers.iter_mut())
+        .enumerate()
+        .filter_map(|(j, (s, r))| {
+            Some(PeerIo {
+                process: j,
+                sock: s.as_deref()?,
+                reader: r.as_deref_mut()?,
+            })
+        })
+        .collect();
+    if peers.len() + 1 < n {
+        tracing::warn!("process {me}: no clock alignment after the run: a connection is gone");
+        return None;
+    }
+    let rounds = cfg.clock_rounds;
+    let results = clock_phase::run(AFTER, rounds, &clock.ticks, peers, me == 0, deadline).await;
+    let mut mine = ClockReport {
+        clock: clock.describe(me),
+        samples: Vec::new(),
+    };
+    let mut reports = Vec::new();
+    for r in results {
+        count_clock_frames(traffic, &r);
+        let after_min = r.min.unwrap_or_else(|e| {
+            tracing::warn!("process {me}: clock alignment after the run: {e}");
+            MinRtt::default()
+        });
+        mine.samples.push(PairSamples {
+            initiator: me,
+            responder: r.process,
+            before: after.before[r.process],
+            after: after_min,
+        });
+        reports.extend(r.report);
+    }
+    if me != 0 {
+        let f = clock_phase::report_frame(&mine);
+        traffic.record_frame(MessageKind::Control, 4 + f.len() as u64);
+        let sent = match &socks[0] {
+            Some(s) => tokio::time::timeout_at(deadline, clock_phase::write_frame(s, &f)).await,
+            None => Ok(Ok(())),
+        };
+        if !matches!(sent, Ok(Ok(()))) {
+            tracing::warn!("process {me}: could not send the clock report to process 0");
+        }
+        return None;
+    }
+    align_at_zero(n, rounds, mine, reports)
+}
+
+/// Process 0 puts its own and the others' clock reports together.
+fn align_at_zero(
+    n: usize,
+    rounds: u32,
+    mine: ClockReport,
+    reports: Vec<ClockReport>,
+) -> Option<Alignment> {
+    let mut clocks = vec![None; n];
+    let mut samples = Vec::new();
+    for r in std::iter::once(mine).chain(reports) {
+        if let Some(c) = clocks.get_mut(r.clock.process) {
+            *c = Some(r.clock);
+        }
+        samples.extend(r.samples);
+    }
+    let missing: Vec<usize> = (0..n).filter(|&p| clocks[p].is_none()).collect();
+    if !missing.is_empty() {
+        tracing::warn!("no clock alignment: no clock report from processes {missing:?}");
+        return None;
+    }
+    let clocks = clocks.into_iter().flatten().collect();
+    match Alignment::new(0, rounds, clocks, samples) {
+        Ok(a) => {
+            for p in &a.pairs {
+                tracing::debug!(
+                    "clock {} -> {}: MinRTT {:?} / {:?} ns, offset {:?} ns, rate {:?} ppm, bound {:?} ns",
+                    p.samples.responder,
+                    p.samples.initiator,
+                    p.before_min_rtt_ns,
+                    p.after_min_rtt_ns,
+                    p.offset_ns,
+                    p.rate_ppm,
+                    p.bound_ns
+                );
+            }
+            Some(a)
+        }
+        Err(e) => {
+            tracing::warn!("no clock alignment: {e}");
+            None
+        }
+    }
 }
 
 /// Strangers after the start are refused for the whole run: the task accepting them.
@@ -668,7 +880,7 @@ async fn run_to_end(
     control: &mut UnboundedReceiver<Control>,
     events: &mut UnboundedReceiver<Event>,
     broadcast: &mut Broadcast,
-    reports: &mut [Option<Vec<u8>>],
+    (reports, readers): (&mut [Option<Vec<u8>>], &mut Readers),
 ) -> Result<(), String> {
     let mut done_from = vec![false; reports.len()];
     done_from[id.process] = true;
@@ -690,9 +902,10 @@ async fn run_to_end(
                 None => return Err("runtime stopped without finishing".into()),
             },
             e = events.recv() => match e {
-                Some(Event::Done(j, report)) => {
+                Some(Event::Done(j, report, reader)) => {
                     done_from[j] = true;
                     reports[j] = Some(report);
+                    readers[j] = Some(reader);
                 }
                 Some(Event::Failed(j, why)) => {
                     let msg = format!("process {j} ({}) {why}", id.addrs[j]);
@@ -718,7 +931,7 @@ async fn accept_handshake_check(stream: TcpStream, id: &Identity) -> Result<usiz
 async fn read_loop(
     process: usize,
     addr: SocketAddr,
-    mut r: FramedRead<TcpStream, LengthDelimitedCodec>,
+    mut r: Reader,
     d: Arc<Delivery>,
     events: UnboundedSender<Event>,
     peer_timeout: Duration,
@@ -758,7 +971,7 @@ async fn read_loop(
         match route(&d, f) {
             Ok(Routed::More) => {}
             Ok(Routed::Done(report)) => {
-                let _ = events.send(Event::Done(process, report));
+                let _ = events.send(Event::Done(process, report, Box::new(r)));
                 return;
             }
             Ok(Routed::Abort(why)) => {
@@ -842,6 +1055,10 @@ fn route(d: &Delivery, f: Bytes) -> Result<Routed, String> {
             return Ok(Routed::Abort(String::from_utf8_lossy(&f[1..]).into_owned()));
         }
         Kind::Hello => return Err("second handshake".into()),
+        // Clock frames come only before the sender's workers start and after its Done.
+        k @ (Kind::ClockPing | Kind::ClockPong | Kind::ClockDone | Kind::ClockReport) => {
+            return Err(format!("{k:?} frame during the run"));
+        }
     }
     Ok(Routed::More)
 }
