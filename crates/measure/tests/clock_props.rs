@@ -165,7 +165,7 @@ proptest! {
 /// Symmetric, quiet round trips of 10 us: the bound is half of that, and the estimate exact.
 #[test]
 fn quiet_symmetric_round_trips_give_half_the_rtt() {
-    let cs = vec![
+    let cs = [
         SimClock {
             offset: 5e12,
             rate: 2.4,
