@@ -1,7 +1,8 @@
 //! # xorflow-bench: the bench stand
 //!
 //! Workloads and experiments that reproduce the papers' measurements. Issue by issue this grows into
-//! one command per experiment; for now it holds seed 000's chain workload.
+//! one command per experiment: seed 000's chain, seed 001's state experiments, and the YSB
+//! (`ysb`: the peers side by side and sustainable throughput).
 
 pub mod alignment;
 pub mod chain;
@@ -12,3 +13,4 @@ pub mod restore;
 pub mod stand;
 pub mod store_io;
 pub mod subprocess;
+pub mod ysb;

@@ -26,6 +26,49 @@ pub fn stdout_of(exe: &Path, args: &[String]) -> anyhow::Result<String> {
     Ok(String::from_utf8_lossy(&o.stdout).into_owned())
 }
 
+/// Runs `exe args` to the end, killing it after `timeout`; returns its stdout. Its stderr goes
+/// to ours (the peers' progress and warnings stay visible).
+///
+/// # Errors
+/// It cannot start, exits unsuccessfully (naming the command and its exit status), or runs
+/// past `timeout` (killed).
+pub fn stdout_within(
+    exe: &str,
+    args: &[String],
+    timeout: std::time::Duration,
+) -> anyhow::Result<String> {
+    use std::io::Read;
+    let line = || format!("`{exe} {}`", args.join(" "));
+    let mut child = Command::new(exe)
+        .args(args)
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .with_context(|| format!("cannot start {}", line()))?;
+    let mut out = child.stdout.take().expect("piped stdout");
+    let reader = std::thread::spawn(move || {
+        let mut s = String::new();
+        let _ = out.read_to_string(&mut s);
+        s
+    });
+    let t0 = std::time::Instant::now();
+    let status = loop {
+        if let Some(st) = child.try_wait()? {
+            break st;
+        }
+        if t0.elapsed() > timeout {
+            let _ = child.kill();
+            let _ = child.wait();
+            bail!("{} ran past {timeout:?} and was killed", line());
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    };
+    let stdout = reader.join().unwrap_or_default();
+    if !status.success() {
+        bail!("{} failed ({status})", line());
+    }
+    Ok(stdout)
+}
+
 /// Runs `exe args`, which prints one JSON object (`bench chain --json`), and parses it.
 ///
 /// # Errors

@@ -113,6 +113,9 @@ enum Bench {
     Snapshots(StandArgs),
     /// Every experiment above, one after the other.
     All(StandArgs),
+    /// The highest rate each engine sustains (seed 002, section 4.4): the rate rises in steps; a
+    /// step is sustainable when every event is counted and latency does not grow over it.
+    Sustainable(ysb::SustainableArgs),
     /// The Yahoo Streaming Benchmark with its generator inside the job at a fixed rate:
     /// throughput, window latency p50/p90/p99, pre-window latency, counts checked (docs/ysb.md).
     Ysb(ysb::BenchYsbArgs),
@@ -159,9 +162,15 @@ struct PeersArgs {
     #[arg(long)]
     no_storm: bool,
     /// Run only these sweeps (comma-separated: stages, granularity, latency, latency-storm,
-    /// cluster-throughput, cluster-latency); default: all.
+    /// cluster-throughput, cluster-latency); default: all. Chain workload only.
     #[arg(long, value_delimiter = ',')]
     sweeps: Vec<String>,
+    /// The workload: seed 000's chain, or the Yahoo Streaming Benchmark (xorflow, Flink and
+    /// Storm under peers/ysb-contract.md; writes <out>/ysb-peers-<UTC>/).
+    #[arg(long, default_value = "chain", value_parser = ["chain", "ysb"])]
+    workload: String,
+    #[command(flatten)]
+    ysb: ysb::YsbStandArgs,
 }
 
 /// Options of a bench-stand experiment.
@@ -788,6 +797,18 @@ fn run_peers(a: PeersArgs) -> ExitCode {
             return ExitCode::from(1);
         }
     };
+    if a.workload == "ysb" {
+        let engines = ysb::engines(!a.no_flink, !a.no_storm);
+        let cfg = xorflow_bench::ysb::peers::PeersConfig {
+            point: a.ysb.point(a.ysb.rate.first().copied().unwrap_or(100_000)),
+            reps: a.ysb.reps,
+            engines,
+            out: a.stand.out.clone(),
+            peers_dir: a.peers_dir.clone(),
+            xorflow: exe,
+        };
+        return ysb::finish_stand(xorflow_bench::ysb::peers::run(&cfg));
+    }
     let profile = profile_of(&a.stand);
     match xorflow_bench::stand::peers::run(
         profile,
@@ -820,6 +841,7 @@ fn run_stand(b: Bench) -> ExitCode {
         Bench::All(a) => (experiments::ALL.to_vec(), a),
         Bench::Peers(_)
         | Bench::Ysb(_)
+        | Bench::Sustainable(_)
         | Bench::Restore(_)
         | Bench::StoreIo(_)
         | Bench::Changelog(_)
@@ -882,6 +904,9 @@ fn main() -> ExitCode {
         Command::Bench {
             bench: Bench::Ysb(a),
         } => ysb::bench(a),
+        Command::Bench {
+            bench: Bench::Sustainable(a),
+        } => ysb::sustainable(a),
         Command::Bench {
             bench: Bench::Restore(a),
         } => print_results(

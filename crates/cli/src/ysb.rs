@@ -329,3 +329,110 @@ fn describe_bench(r: &xorflow_ysb::bench::BenchResult) -> String {
     }
     t
 }
+
+/// The YSB's settings on the bench stand (`bench peers --workload ysb`, `bench sustainable`).
+#[derive(Args)]
+pub struct YsbStandArgs {
+    /// Events/s (`bench peers`: the first; `bench sustainable`: the steps, ascending),
+    /// comma-separated.
+    #[arg(long = "rate", value_delimiter = ',')]
+    pub rate: Vec<u64>,
+    /// Seconds of generation per run (at least 20 s, so two windows lie wholly inside).
+    #[arg(long = "duration", default_value = "60s", value_parser = humantime::parse_duration)]
+    pub duration: Duration,
+    /// Repetitions, engines alternating (`bench peers`).
+    #[arg(long, default_value_t = 3)]
+    pub reps: usize,
+    /// Processes of xorflow, TaskManagers of Flink (Storm: always one process).
+    #[arg(long = "ysb-processes", default_value_t = 1)]
+    pub processes: usize,
+    /// Workers per process.
+    #[arg(long = "ysb-workers", default_value_t = 2)]
+    pub workers: usize,
+}
+
+impl YsbStandArgs {
+    /// The point at `rate`: one source per worker.
+    pub fn point(&self, rate: u64) -> xorflow_bench::ysb::Point {
+        xorflow_bench::ysb::Point {
+            rate,
+            duration_s: self.duration.as_secs(),
+            processes: self.processes,
+            workers: self.workers,
+            sources: self.processes * self.workers,
+        }
+    }
+}
+
+/// The engines: xorflow, then the JVM peers not left out.
+pub fn engines(flink: bool, storm: bool) -> Vec<xorflow_bench::ysb::Engine> {
+    use xorflow_bench::ysb::Engine;
+    let mut e = vec![Engine::Xorflow];
+    e.extend(flink.then_some(Engine::Flink));
+    e.extend(storm.then_some(Engine::Storm));
+    e
+}
+
+/// Prints a results folder, or the error (exit 1).
+pub fn finish_stand(r: anyhow::Result<PathBuf>) -> ExitCode {
+    match r {
+        Ok(dir) => {
+            say!("{}", dir.join("REPORT.md").display());
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            say!("error: {e:#}");
+            ExitCode::from(1)
+        }
+    }
+}
+
+/// `xorflow bench sustainable`.
+#[derive(Args)]
+pub struct SustainableArgs {
+    /// The workload (only ysb so far).
+    #[arg(long, default_value = "ysb", value_parser = ["ysb"])]
+    workload: String,
+    #[command(flatten)]
+    ysb: YsbStandArgs,
+    /// Leave Apache Flink out.
+    #[arg(long)]
+    no_flink: bool,
+    /// Leave Apache Storm out.
+    #[arg(long)]
+    no_storm: bool,
+    /// Where the peer engines' projects are.
+    #[arg(long, default_value = "peers")]
+    peers_dir: PathBuf,
+    /// Results root: writes <out>/ysb-sustainable-<UTC>/.
+    #[arg(long, default_value = "bench/results")]
+    out: PathBuf,
+}
+
+/// `xorflow bench sustainable`.
+pub fn sustainable(a: SustainableArgs) -> ExitCode {
+    let exe = match std::env::current_exe() {
+        Ok(e) => e,
+        Err(e) => {
+            say!("error: cannot find own executable: {e}");
+            return ExitCode::from(1);
+        }
+    };
+    let mut rates = a.ysb.rate.clone();
+    if rates.is_empty() {
+        rates = vec![25_000, 50_000, 100_000, 200_000, 400_000, 800_000];
+    }
+    if !rates.is_sorted() || a.ysb.duration.as_secs() < 3 {
+        say!("error: --rate must be ascending and --duration at least 3s");
+        return ExitCode::from(2);
+    }
+    let cfg = xorflow_bench::ysb::sustainable::SustainableConfig {
+        rates,
+        point: a.ysb.point(0),
+        engines: engines(!a.no_flink, !a.no_storm),
+        out: a.out.clone(),
+        peers_dir: a.peers_dir.clone(),
+        xorflow: exe,
+    };
+    finish_stand(xorflow_bench::ysb::sustainable::run(&cfg))
+}

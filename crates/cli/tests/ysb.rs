@@ -425,7 +425,10 @@ fn bench_counts_match_the_oracle_in_one_and_two_processes() {
         assert_eq!(j["events_emitted"], 12_000, "{j}");
         assert_eq!(j["views_counted"], views, "{j}");
         assert_eq!(j["counts_match_oracle"], true, "{j}");
-        assert!(want.lines().count() > 150, "both windows of most campaigns: {want}");
+        assert!(
+            want.lines().count() > 150,
+            "both windows of most campaigns: {want}"
+        );
         assert_eq!(j["elements_below_frontier"], 0, "{j}");
         assert!(
             j["prewindow_latency_ms"]["count"].as_u64() == Some(views),

@@ -51,14 +51,56 @@ impl Aggregate<(u32, u64)> for CountAndLast {
     }
 }
 
-/// Records the pre-window latency of every (campaign, event time) of a batch (one clock read
-/// per batch: its elements arrived together).
-pub fn record_prewindow(batch: &[Element<(u32, u64)>], stats: &mut VertexStats) {
+/// Name of the histogram of the pre-window latency of the views of second `i` of the
+/// generation (event times in `[start + 1000 i, start + 1000 (i + 1))`), us.
+pub fn prewindow_second(i: u64) -> String {
+    format!("{PREWINDOW_US}/{i:06}")
+}
+
+/// A per-second histogram: 1 us to 100 s at 2 significant digits (about 40 KB; a run of D
+/// seconds keeps D of them per instance).
+fn second_histogram() -> Histogram<u64> {
+    Histogram::new_with_bounds(1, 100_000_000, 2).expect("valid histogram bounds")
+}
+
+/// Records the pre-window latency of every (campaign, event time) of a batch, overall and per
+/// second of the generation (one clock read per batch: its elements arrived together).
+pub fn record_prewindow(
+    schedule: &Schedule,
+    batch: &[Element<(u32, u64)>],
+    stats: &mut VertexStats,
+) {
     let now = epoch_us();
+    let latency = |e: &Element<(u32, u64)>| now.saturating_sub(e.data.1 * 1000);
     let h = stats.histogram_mut(PREWINDOW_US);
     for e in batch {
-        h.saturating_record(now.saturating_sub(e.data.1 * 1000));
+        h.saturating_record(latency(e));
     }
+    // Per second: one map lookup per run of equal seconds (a batch is mostly one second).
+    let second = |e: &Element<(u32, u64)>| e.data.1.saturating_sub(schedule.start_ms) / 1000;
+    for run in batch.chunk_by(|a, b| second(a) == second(b)) {
+        let name = prewindow_second(second(&run[0]));
+        let h = stats
+            .histograms
+            .entry(name)
+            .or_insert_with(second_histogram);
+        for e in run {
+            h.saturating_record(latency(e).min(100_000_000));
+        }
+    }
+}
+
+/// The p99 of each second's pre-window latency, ms (0 for a second without views): whether
+/// latency grows over a run (`xorflow bench sustainable`).
+pub fn prewindow_by_second(stats: Option<&VertexStats>, duration_s: u64) -> Vec<f64> {
+    (0..duration_s)
+        .map(|i| {
+            stats
+                .and_then(|s| s.histograms.get(&prewindow_second(i)))
+                .filter(|h| !h.is_empty())
+                .map_or(0.0, |h| h.value_at_quantile(0.99) as f64 / 1000.0)
+        })
+        .collect()
 }
 
 /// Records the window and updated latencies of the windows of a batch that `schedule` covers.

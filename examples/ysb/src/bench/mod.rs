@@ -71,10 +71,14 @@ pub struct BenchResult {
     pub sources: usize,
     /// Workers per process.
     pub workers: usize,
-    /// Processes (TaskManagers for Flink).
+    /// Processes (Flink: TaskManagers, `task_managers` in its JSON; Storm: 1).
+    #[serde(default = "one", alias = "task_managers")]
     pub processes: usize,
     /// Due time of event 0, ms since the epoch.
     pub start_ms: u64,
+    /// Events the schedule holds: `rate * duration_s`.
+    #[serde(default)]
+    pub events_expected: u64,
     /// Events the generator emitted.
     pub events_emitted: u64,
     /// Views counted over all windows.
@@ -91,6 +95,10 @@ pub struct BenchResult {
     pub updated_latency_ms: Latency,
     /// From event time to the vertex before the window (seed 003's Enrich).
     pub prewindow_latency_ms: Latency,
+    /// The pre-window latency's p99 per second of the generation (by event time), ms; 0 for a
+    /// second without views.
+    #[serde(default)]
+    pub prewindow_p99_ms_by_second: Vec<f64>,
     /// Whether the counts equal [`crate::oracle::scheduled`]'s (xorflow checks every run).
     #[serde(default)]
     pub counts_match_oracle: Option<bool>,
@@ -100,6 +108,10 @@ pub struct BenchResult {
     /// Elements that reached the window below its frontier (must be 0).
     #[serde(default)]
     pub elements_below_frontier: u64,
+}
+
+fn one() -> usize {
+    1
 }
 
 /// The templates' and the table's text.
@@ -291,7 +303,9 @@ fn build(
         generator::RateSource::new(templates.clone(), schedule, k, sources)
     });
     job::stateless(&lines, table, Arc::new(AtomicU64::new(0)))
-        .inspect("prewindow", latency::record_prewindow)
+        .inspect("prewindow", move |b, s| {
+            latency::record_prewindow(&schedule, b, s)
+        })
         .tumbling_window("count", WINDOW_MS, |&(c, _): &(u32, u64)| c, CountAndLast)
         .inspect("emitted", move |b, s| {
             latency::record_emission(&schedule, b, s)
@@ -320,6 +334,7 @@ fn result(
         workers: report.workers,
         processes: report.processes,
         start_ms: schedule.start_ms,
+        events_expected: schedule.events(),
         events_emitted: src.map_or(0, |s| s.elements_out),
         views_counted: rows.iter().map(|r| r.2).sum(),
         windows: rows.len() as u64,
@@ -328,6 +343,10 @@ fn result(
         window_latency_ms: Latency::of_us(hist("emitted", latency::WINDOW_US)),
         updated_latency_ms: Latency::of_us(hist("emitted", latency::UPDATED_US)),
         prewindow_latency_ms: Latency::of_us(hist("prewindow", latency::PREWINDOW_US)),
+        prewindow_p99_ms_by_second: latency::prewindow_by_second(
+            report.vertex("prewindow"),
+            schedule.duration_s,
+        ),
         counts_match_oracle: Some(matches),
         notification_latency_ms: window.map(|w| {
             let mut l = Latency::of_us(None);

@@ -31,7 +31,7 @@
 //! credit-based channels, Flink's credit-based network stack, the timely peer's bound on elements
 //! in flight) when its sources emit as fast as they can.
 
-pub(crate) mod build;
+pub mod build;
 mod points;
 mod report;
 

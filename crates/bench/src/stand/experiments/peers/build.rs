@@ -63,6 +63,20 @@ pub(crate) fn flink_command(dir: &Path, main_class: &str) -> Result<Vec<String>>
     jvm_peer(dir, "flink", "--no-flink", main_class, &FLINK_OPENS)
 }
 
+/// Builds `dir/storm` and returns the java command that runs its class `main_class`
+/// (`bench peers --workload ysb` runs `YsbTopology`).
+///
+/// # Errors
+/// As the build of the Storm peer.
+pub(crate) fn storm_command(dir: &Path, main_class: &str) -> Result<Vec<String>> {
+    let opens = [
+        "java.base/java.lang",
+        "java.base/java.util",
+        "java.base/java.nio",
+    ];
+    jvm_peer(dir, "storm", "--no-storm", main_class, &opens)
+}
+
 /// Builds the Maven project `dir/<name>` (`mvn package`, incremental) and returns the java
 /// command that runs `main_class` on its classes and dependencies with `opens`.
 fn jvm_peer(
@@ -154,19 +168,7 @@ pub fn build(dir: &Path, jvm: JvmPeers) -> Result<Peers> {
         .transpose()?;
     let storm = jvm
         .storm
-        .then(|| {
-            jvm_peer(
-                dir,
-                "storm",
-                "--no-storm",
-                "xorflow.peer.storm.ChainTopology",
-                &[
-                    "java.base/java.lang",
-                    "java.base/java.util",
-                    "java.base/java.nio",
-                ],
-            )
-        })
+        .then(|| storm_command(dir, "xorflow.peer.storm.ChainTopology"))
         .transpose()?;
     Ok(Peers {
         timely,
