@@ -802,10 +802,12 @@ fn run_peers(a: PeersArgs) -> ExitCode {
         let cfg = xorflow_bench::ysb::peers::PeersConfig {
             point: a.ysb.point(a.ysb.rate.first().copied().unwrap_or(100_000)),
             reps: a.ysb.reps,
-            engines,
-            out: a.stand.out.clone(),
-            peers_dir: a.peers_dir.clone(),
-            xorflow: exe,
+            stand: xorflow_bench::ysb::StandConfig {
+                engines,
+                out: a.stand.out.clone(),
+                peers_dir: a.peers_dir.clone(),
+                xorflow: exe,
+            },
         };
         return ysb::finish_stand(xorflow_bench::ysb::peers::run(&cfg));
     }

@@ -429,10 +429,12 @@ pub fn sustainable(a: SustainableArgs) -> ExitCode {
     let cfg = xorflow_bench::ysb::sustainable::SustainableConfig {
         rates,
         point: a.ysb.point(0),
-        engines: engines(!a.no_flink, !a.no_storm),
-        out: a.out.clone(),
-        peers_dir: a.peers_dir.clone(),
-        xorflow: exe,
+        stand: xorflow_bench::ysb::StandConfig {
+            engines: engines(!a.no_flink, !a.no_storm),
+            out: a.out.clone(),
+            peers_dir: a.peers_dir.clone(),
+            xorflow: exe,
+        },
     };
     finish_stand(xorflow_bench::ysb::sustainable::run(&cfg))
 }

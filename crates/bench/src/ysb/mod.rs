@@ -36,6 +36,38 @@ pub fn start_dir(root: &Path, kind: &str) -> Result<(PathBuf, PathBuf, PathBuf)>
     Ok((dir, e, t))
 }
 
+/// What both YSB experiments share: the engines, where results go, where the peers are.
+#[derive(Clone, Debug)]
+pub struct StandConfig {
+    /// The engines, xorflow first.
+    pub engines: Vec<Engine>,
+    /// Results root.
+    pub out: PathBuf,
+    /// Where the JVM peers' Maven projects are.
+    pub peers_dir: PathBuf,
+    /// This binary.
+    pub xorflow: PathBuf,
+}
+
+impl StandConfig {
+    /// Makes the results folder `<out>/<kind>-<UTC>/` with the inputs ([`start_dir`]) and builds
+    /// the engines.
+    ///
+    /// # Errors
+    /// A folder or file cannot be written, or a build fails.
+    pub fn start(&self, kind: &str) -> Result<(PathBuf, Engines)> {
+        let (dir, events, table) = start_dir(&self.out, kind)?;
+        let e = Engines::build(
+            self.xorflow.clone(),
+            &self.peers_dir,
+            &self.engines,
+            events,
+            table,
+        )?;
+        Ok((dir, e))
+    }
+}
+
 /// Appends one result line to `<dir>/raw.jsonl` (written as each run ends, so an interrupted
 /// sweep keeps what it measured).
 ///

@@ -2,7 +2,7 @@
 //! by side at one rate, repeated with the engines alternating (the machine is shared and noisy:
 //! only ratios measured in one run are reported), into `<out>/ysb-peers-<UTC>/`.
 
-use super::{append_raw, command_line, start_dir, Engine, Engines, Point};
+use super::{append_raw, command_line, Engine, Point, StandConfig};
 use crate::subprocess::median;
 use anyhow::Result;
 use std::fmt::Write as _;
@@ -16,14 +16,8 @@ pub struct PeersConfig {
     pub point: Point,
     /// Repetitions (each runs every engine once, in order).
     pub reps: usize,
-    /// The engines, xorflow first.
-    pub engines: Vec<Engine>,
-    /// Results root.
-    pub out: PathBuf,
-    /// Where the JVM peers' Maven projects are.
-    pub peers_dir: PathBuf,
-    /// This binary.
-    pub xorflow: PathBuf,
+    /// The engines and where results go.
+    pub stand: StandConfig,
 }
 
 /// Runs the comparison; returns the results folder.
@@ -31,17 +25,10 @@ pub struct PeersConfig {
 /// # Errors
 /// A build or a run fails, or a file cannot be written.
 pub fn run(cfg: &PeersConfig) -> Result<PathBuf> {
-    let (dir, events, table) = start_dir(&cfg.out, "ysb-peers")?;
-    let e = Engines::build(
-        cfg.xorflow.clone(),
-        &cfg.peers_dir,
-        &cfg.engines,
-        events,
-        table,
-    )?;
+    let (dir, e) = cfg.stand.start("ysb-peers")?;
     let mut results: Vec<(Engine, BenchResult)> = Vec::new();
     for rep in 0..cfg.reps {
-        for &engine in &cfg.engines {
+        for &engine in &cfg.stand.engines {
             eprintln!("ysb peers: {} rep {}/{}", engine.name(), rep + 1, cfg.reps);
             let counts = dir.join(format!("counts-{}-{rep}.csv", engine.name()));
             let r = e.run(engine, cfg.point, &counts)?;
@@ -86,7 +73,7 @@ pub fn report(cfg: &PeersConfig, results: &[(Engine, BenchResult)]) -> String {
          updated - start p50 / p99, ms | pre-window p50 / p99, ms | counts = oracle |"
     );
     let _ = writeln!(t, "|---|---:|---:|---:|---:|---:|---|");
-    for &e in &cfg.engines {
+    for &e in &cfg.stand.engines {
         let m = |f: &dyn Fn(&BenchResult) -> f64| med(results, e, f);
         let ok = results
             .iter()
@@ -118,7 +105,7 @@ pub fn report(cfg: &PeersConfig, results: &[(Engine, BenchResult)]) -> String {
         "| engine | window latency p50 | window latency p99 | pre-window p99 |"
     );
     let _ = writeln!(t, "|---|---:|---:|---:|");
-    for &e in cfg.engines.iter().filter(|&&e| e != Engine::Xorflow) {
+    for &e in cfg.stand.engines.iter().filter(|&&e| e != Engine::Xorflow) {
         let r = |f: &dyn Fn(&BenchResult) -> f64| med(results, e, f) / x(f).max(1e-9);
         let _ = writeln!(
             t,
@@ -145,6 +132,9 @@ Each engine closes windows its own way: xorflow by trAcker's frontier (1 s subst
 periodic watermarks (200 ms, bounded out-of-orderness 0), Storm with the original YSB's
 CampaignProcessor (time buckets flushed every second; its event-time windowed bolt loses views at
 high rates: `peers/ysb-contract.md`).
+
+Inputs: 100,000 template events and the table as `xorflow ysb generate --events 100000 --seed 1`
+draws them (event times replaced by the schedule), in this folder with each engine's counts.
 ";
 
 /// Reads a folder's raw.jsonl back (for tests and re-reports).

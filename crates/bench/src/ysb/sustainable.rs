@@ -4,7 +4,7 @@
 //! event-time latency does not grow over it ([`judge`]). An engine leaves the ladder after its
 //! first unsustainable step; the engines alternate within a step.
 
-use super::{append_raw, command_line, start_dir, Engine, Engines, Point};
+use super::{append_raw, command_line, Engine, Point, StandConfig};
 use crate::subprocess::median;
 use anyhow::Result;
 use std::fmt::Write as _;
@@ -68,14 +68,8 @@ pub struct SustainableConfig {
     pub rates: Vec<u64>,
     /// Each step's settings but the rate.
     pub point: Point,
-    /// The engines.
-    pub engines: Vec<Engine>,
-    /// Results root.
-    pub out: PathBuf,
-    /// The JVM peers' projects.
-    pub peers_dir: PathBuf,
-    /// This binary.
-    pub xorflow: PathBuf,
+    /// The engines and where results go.
+    pub stand: StandConfig,
 }
 
 /// One step's outcome for one engine.
@@ -96,15 +90,8 @@ pub struct Step {
 /// # Errors
 /// A build fails or a file cannot be written (a failed run is an unsustainable step).
 pub fn run(cfg: &SustainableConfig) -> Result<PathBuf> {
-    let (dir, events, table) = start_dir(&cfg.out, "ysb-sustainable")?;
-    let e = Engines::build(
-        cfg.xorflow.clone(),
-        &cfg.peers_dir,
-        &cfg.engines,
-        events,
-        table,
-    )?;
-    let mut live = cfg.engines.clone();
+    let (dir, e) = cfg.stand.start("ysb-sustainable")?;
+    let mut live = cfg.stand.engines.clone();
     let mut steps = Vec::new();
     for &rate in &cfg.rates {
         for engine in live.clone() {
@@ -185,7 +172,7 @@ fn report(cfg: &SustainableConfig, steps: &[Step]) -> String {
         t,
         "| engine | highest sustainable rate, events/s |\n|---|---:|"
     );
-    for &e in &cfg.engines {
+    for &e in &cfg.stand.engines {
         let best = steps
             .iter()
             .filter(|s| s.engine == e && s.verdict.ok)
