@@ -92,6 +92,11 @@ pub struct EngineArgs {
     /// Do not measure notification latency per slot at sinks (pure throughput runs).
     #[arg(long)]
     pub no_latency_probe: bool,
+    /// Which slots the sinks' latency probe measures: X/Y keeps slots with slot mod Y < X (Y a
+    /// power of two; the same slots on every instance), `all` every slot. Default: 1 slot in
+    /// 64 / granularity, every slot from granularity 64 up.
+    #[arg(long)]
+    pub latency_sample: Option<crate::measure::probe::Sampling>,
     /// Where keyed state lives: memory, or disk (a redb file per operator instance behind a
     /// write-back cache, for state larger than memory; docs/state.md).
     #[arg(long, default_value = "memory")]
@@ -190,6 +195,7 @@ impl EngineArgs {
                     crate::config::TrackerLayout::Replicated
                 }),
             latency_probe: !self.no_latency_probe,
+            latency_sample: self.latency_sample,
             cluster: ClusterConfig {
                 launch,
                 token: self.cluster_token.clone(),
@@ -289,6 +295,7 @@ impl EngineArgs {
         );
         a.value("ack-multiplier", self.ack_multiplier, d.ack_multiplier);
         a.switch("no-latency-probe", self.no_latency_probe);
+        a.option("latency-sample", self.latency_sample);
         a.value(
             "state-backend",
             self.state_backend.name(),
@@ -504,6 +511,7 @@ mod tests {
             ack_flush_on_idle in any::<bool>(),
             ack_multiplier in 0usize..2000,
             no_latency_probe in any::<bool>(),
+            latency_sample in proptest::option::of((0u32..7, 0u32..7)),
             (state_disk, state_dir, retain, no_local_recovery) in
                 (any::<bool>(), proptest::option::of("[a-z]{1,8}"), any::<bool>(), any::<bool>()),
             versioned in any::<bool>(),
@@ -541,6 +549,11 @@ mod tests {
                 ack_flush_on_idle,
                 ack_multiplier,
                 no_latency_probe,
+                latency_sample: latency_sample.map(|(a, b)| {
+                    let y = 1u64 << a.max(b);
+                    crate::measure::probe::Sampling::new((1u64 << a.min(b)).min(y), y)
+                        .expect("x <= y, y a power of two")
+                }),
                 state_backend: if state_disk {
                     xorflow_state::BackendKind::Disk
                 } else {

@@ -137,6 +137,9 @@ pub struct RuntimeConfig {
     /// Sinks record every slot's last arrival to measure notification latency (a compare and a
     /// store per element; windows measure per window and always do). Off for pure throughput runs.
     pub latency_probe: bool,
+    /// Which slots the probe measures (`None`: [`crate::measure::probe::Sampling::auto`] for
+    /// the granularity).
+    pub latency_sample: Option<crate::measure::probe::Sampling>,
     /// Warm-up: elements with a smaller time (time units) are processed like any other but left
     /// out of measurements (notification latency at sinks, the measured spans of sources and
     /// sinks). 0: everything is measured.
@@ -188,6 +191,7 @@ impl Default for RuntimeConfig {
             cluster: crate::net::cluster::ClusterConfig::default(),
             job_key: String::new(),
             latency_probe: true,
+            latency_sample: None,
             warmup_until: 0,
             snapshot_work: None,
             state: xorflow_state::StateConfig::default(),

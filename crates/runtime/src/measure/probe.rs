@@ -23,6 +23,8 @@ pub struct ArrivalProbe {
     pub below_frontier: u64,
     /// Per-slot records for [`SlotLog::settle`], kept when set (sinks with the latency probe on).
     pub log: Option<SlotLog>,
+    /// Which slots are measured (all by default).
+    pub sampling: Sampling,
 }
 
 /// One slot as one instance saw it: when its last element arrived and when the instance learnt the
@@ -137,6 +139,97 @@ impl SlotLog {
 
 const SPAN: u64 = 1 << 24;
 
+/// Which slots the probe measures: XoY sampling over slot numbers (seed 002, section 3: keep an
+/// id when `id mod y < x`), so every instance of every process samples the same slots and the
+/// latency from the last arrival anywhere ([`SlotLog::settle`]) still lines up. `y` is a power of
+/// two (the test is a mask and a compare per element).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Sampling {
+    x: u64,
+    mask: u64,
+}
+
+impl Default for Sampling {
+    fn default() -> Self {
+        Sampling::ALL
+    }
+}
+
+impl Sampling {
+    /// Every slot.
+    pub const ALL: Sampling = Sampling { x: 1, mask: 0 };
+
+    /// Slots per second the automatic choice aims to keep at granularity 1, as a divisor: one
+    /// slot in 64 (at 20 M elements/s still 300,000 samples/s).
+    const AUTO_Y: u64 = 64;
+
+    /// `x` of every `y` slots.
+    ///
+    /// # Errors
+    /// `y` not a power of two, or `x` not in `1..=y`.
+    pub fn new(x: u64, y: u64) -> Result<Self, String> {
+        if !y.is_power_of_two() || x == 0 || x > y {
+            return Err(format!(
+                "latency sampling {x}/{y}: Y must be a power of two and X between 1 and Y"
+            ));
+        }
+        Ok(Sampling { x, mask: y - 1 })
+    }
+
+    /// The default for granularity `g` (time units per slot): 1 slot in `64 / g` (rounded up to a
+    /// power of two), every slot from g = 64 up. Measuring then costs the same per element at
+    /// any granularity, and coarse slots, which are few, are all measured.
+    pub fn auto(g: u64) -> Self {
+        let y = (Self::AUTO_Y / g.max(1)).max(1).next_power_of_two();
+        Sampling { x: 1, mask: y - 1 }
+    }
+
+    /// Whether `slot` is measured.
+    #[inline(always)]
+    pub fn keeps(&self, slot: Slot) -> bool {
+        slot & self.mask < self.x
+    }
+
+    /// (x, y).
+    pub fn ratio(&self) -> (u64, u64) {
+        (self.x, self.mask + 1)
+    }
+
+    /// Calls `f` for every kept slot in `lo..hi`, in order.
+    #[inline]
+    fn for_each(&self, lo: Slot, hi: Slot, mut f: impl FnMut(Slot)) {
+        let y = self.mask + 1;
+        let mut block = lo & !self.mask;
+        while block < hi {
+            for s in block.max(lo)..(block + self.x).min(hi) {
+                f(s);
+            }
+            block += y;
+        }
+    }
+}
+
+impl std::fmt::Display for Sampling {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let (x, y) = self.ratio();
+        write!(f, "{x}/{y}")
+    }
+}
+
+impl std::str::FromStr for Sampling {
+    type Err = String;
+    /// `X/Y`, e.g. `1/64`; `all` for every slot.
+    fn from_str(s: &str) -> Result<Self, String> {
+        if s == "all" {
+            return Ok(Sampling::ALL);
+        }
+        let bad = || format!("latency sampling '{s}': expected X/Y (e.g. 1/64) or all");
+        let (x, y) = s.split_once('/').ok_or_else(bad)?;
+        let n = |v: &str| v.trim().parse::<u64>().map_err(|_| bad());
+        Sampling::new(n(x)?, n(y)?)
+    }
+}
+
 /// Records a completed slot in `log`, if one is kept.
 #[inline]
 fn log_slot(log: &mut Option<SlotLog>, slot: Slot, last_arrival_ns: u64, notified_ns: u64) {
@@ -198,8 +291,9 @@ impl ArrivalProbe {
     ) {
         let now = now.max(1);
         let mut top = self.top;
+        let sampling = self.sampling;
         if g.get() == 1 {
-            for t in times {
+            for t in times.filter(|&t| sampling.keeps(t)) {
                 let off = t.wrapping_sub(self.base);
                 if off < self.ring.len() as u64 {
                     let mask = self.ring.len() - 1;
@@ -220,7 +314,9 @@ impl ArrivalProbe {
                     let s = g.slot(t);
                     lo = g.start(s);
                     hi = g.start(s.saturating_add(1));
-                    self.record(s, now);
+                    if sampling.keeps(s) {
+                        self.record(s, now);
+                    }
                 }
             }
         }
@@ -236,18 +332,20 @@ impl ArrivalProbe {
         let (mut run_v, mut run_n) = (0u64, 0u64);
         if !self.ring.is_empty() {
             let mask = self.ring.len() - 1;
-            for s in self.base..frontier.min(self.top) {
-                let v = std::mem::take(&mut self.ring[s as usize & mask]);
-                if v != 0 {
-                    log_slot(&mut self.log, s, v, seen_ns);
-                    if v != run_v && run_n > 0 {
-                        sample(seen_ns.saturating_sub(run_v), run_n);
-                        run_n = 0;
+            let (ring, log) = (&mut self.ring, &mut self.log);
+            self.sampling
+                .for_each(self.base, frontier.min(self.top), |s| {
+                    let v = std::mem::take(&mut ring[s as usize & mask]);
+                    if v != 0 {
+                        log_slot(log, s, v, seen_ns);
+                        if v != run_v && run_n > 0 {
+                            sample(seen_ns.saturating_sub(run_v), run_n);
+                            run_n = 0;
+                        }
+                        run_v = v;
+                        run_n += 1;
                     }
-                    run_v = v;
-                    run_n += 1;
-                }
-            }
+                });
         }
         if run_n > 0 {
             sample(seen_ns.saturating_sub(run_v), run_n);
@@ -323,6 +421,32 @@ mod tests {
         // Slot 0: a notified at 1100, b at 1120, last arrival anywhere 1070. Slot 1: a only.
         assert_eq!(any, vec![30, 50, 0]);
         assert!(log.records.is_empty());
+    }
+
+    #[test]
+    fn sampling_keeps_x_of_every_y_slots_and_the_probe_measures_only_those() {
+        let s: Sampling = "2/8".parse().unwrap();
+        let kept: Vec<u64> = (0..20).filter(|&t| s.keeps(t)).collect();
+        assert_eq!(kept, [0, 1, 8, 9, 16, 17]);
+        let mut seen = vec![];
+        s.for_each(1, 17, |t| seen.push(t));
+        assert_eq!(seen, [1, 8, 9, 16]);
+        for bad in ["3/6", "0/4", "5/4", "x", "1/"] {
+            assert!(bad.parse::<Sampling>().is_err(), "{bad}");
+        }
+        assert_eq!(Sampling::auto(1).ratio(), (1, 64));
+        assert_eq!(Sampling::auto(3).ratio(), (1, 32));
+        assert_eq!(Sampling::auto(1000).ratio(), (1, 1));
+        let mut p = ArrivalProbe {
+            sampling: "1/4".parse().unwrap(),
+            ..ArrivalProbe::default()
+        };
+        let g = xorflow_tracking::Granularity::new(1);
+        p.record_batch(0..10, g, 100);
+        let mut samples = vec![];
+        p.complete(10, 130, |x, n| samples.push((x, n)));
+        // Slots 0, 4 and 8 of ten, one batch: one run of three samples.
+        assert_eq!(samples, [(30, 3)]);
     }
 
     #[test]

@@ -294,7 +294,10 @@ impl<T: Data, S: Sink<T> + 'static> Operator for SinkOp<T, S> {
     ) -> Result<Receipt, String> {
         let warm = ctx.warmup_until;
         if ctx.latency_probe && ctx.frontiers.live() {
-            self.probe.log.get_or_insert_with(SlotLog::default);
+            if self.probe.log.is_none() {
+                self.probe.log = Some(SlotLog::default());
+                self.probe.sampling = ctx.latency_sampling;
+            }
             self.probe.record_batch(
                 b.data.iter().map(|e| e.time).filter(|&t| t >= warm),
                 ctx.granularity,

@@ -75,6 +75,9 @@ pub struct WorkerCtx {
     pub flush_timeout_ns: u64,
     /// Sinks measure notification latency per slot ([`RuntimeConfig::latency_probe`]).
     pub latency_probe: bool,
+    /// Which slots the probe measures ([`RuntimeConfig::latency_sample`], or the default for the
+    /// granularity).
+    pub latency_sampling: crate::measure::probe::Sampling,
     /// Times below this are warm-up, not measured ([`RuntimeConfig::warmup_until`]).
     pub warmup_until: u64,
     /// trAcker's cut keeps versions instead of buffering (`--checkpoint-cut versioned`).
@@ -146,6 +149,9 @@ impl WorkerCtx {
             batch_size: config.batch_size,
             flush_timeout_ns: config.flush_timeout.as_nanos() as u64,
             latency_probe: config.latency_probe,
+            latency_sampling: config
+                .latency_sample
+                .unwrap_or_else(|| crate::measure::probe::Sampling::auto(config.granularity)),
             warmup_until: config.warmup_until,
             snapshot_work: config.snapshot_work,
             versioned_cut: config.checkpoint_cut == crate::config::CheckpointCut::Versioned
