@@ -1,10 +1,7 @@
 package xorflow.peer.flink;
 
 import java.time.Duration;
-import java.util.HashMap;
 import java.util.List;
-import java.util.Locale;
-import org.HdrHistogram.Histogram;
 import org.apache.flink.api.common.eventtime.WatermarkStrategy;
 import org.apache.flink.api.common.typeinfo.PrimitiveArrayTypeInfo;
 import org.apache.flink.api.common.typeinfo.Types;
@@ -18,6 +15,9 @@ import org.apache.flink.streaming.api.environment.StreamExecutionEnvironment;
 import org.apache.flink.streaming.api.functions.sink.SinkFunction;
 import org.apache.flink.streaming.api.windowing.assigners.TumblingEventTimeWindows;
 import org.apache.flink.util.OutputTag;
+import xorflow.peer.ysb.YsbMain;
+import xorflow.peer.ysb.YsbReport;
+import xorflow.peer.ysb.YsbStats;
 
 /**
  * The Yahoo Streaming Benchmark on Apache Flink (MiniCluster in this JVM), with the generator
@@ -33,19 +33,32 @@ import org.apache.flink.util.OutputTag;
  * to the window's P = --workers * --task-managers subtasks (through Flink's network stack between
  * TaskManagers when there are several). Watermarks: {@code forBoundedOutOfOrderness(--lateness-ms)},
  * emitted every --watermark-interval-ms. Output: counts.csv (--output) and one JSON object
- * (--json). Exit 2 on bad input or options (naming what and where), 1 when the run fails.
+ * (--json), by {@link YsbMain}: exit 2 on bad input or options (naming what and where), 1 when
+ * the run fails.
  */
-public final class YsbJob {
+public final class YsbJob implements YsbMain.Job<YsbFlinkArgs> {
     private YsbJob() {}
 
     /** Tumbling window length, ms. */
     static final long WINDOW_MS = 10_000;
-    /** The template, loaded before the run; the sources read it (same JVM). */
-    static volatile YsbTemplate TEMPLATE;
-    /** Ad id -> campaign id, loaded before the run; the join reads it (same JVM). */
-    static volatile HashMap<String, String> CAMPAIGNS;
 
-    static void run(YsbArgs a) throws Exception {
+    /** The command line of {@code peers/ysb-contract.md} (Flink's options: {@link YsbFlinkArgs}). */
+    public static void main(String[] argv) {
+        YsbMain.main(new YsbJob(), argv);
+    }
+
+    @Override
+    public String engine() {
+        return "flink";
+    }
+
+    @Override
+    public YsbFlinkArgs parse(String[] argv) {
+        return YsbFlinkArgs.parse(argv);
+    }
+
+    @Override
+    public void run(YsbFlinkArgs a) throws Exception {
         Configuration conf = new Configuration();
         conf.set(TaskManagerOptions.MINI_CLUSTER_NUM_TASK_MANAGERS, a.taskManagers);
         conf.set(TaskManagerOptions.NUM_TASK_SLOTS, a.workers);
@@ -85,68 +98,12 @@ public final class YsbJob {
         env.execute("xorflow-peer-ysb");
     }
 
-    public static void main(String[] argv) {
-        YsbArgs a;
-        try {
-            a = YsbArgs.parse(argv);
-            TEMPLATE = YsbTemplate.load(a.events);
-            CAMPAIGNS = YsbCampaigns.load(a.adCampaigns);
-            YsbStats.PREWINDOW_BY_SECOND = new YsbSeries(a.durationS);
-        } catch (IllegalArgumentException e) {
-            System.err.println("error: " + e.getMessage());
-            System.exit(2);
-            return;
-        }
-        try {
-            run(a);
-            List<YsbStats.Row> rows = YsbReport.sorted(YsbStats.ROWS);
-            long emitted = YsbStats.EMITTED.sum();
-            if (emitted != a.events()) {
-                throw new IllegalStateException(emitted + " of " + a.events() + " events emitted");
-            }
-            if (a.output != null) {
-                YsbReport.writeCsv(a.output, rows);
-            }
-            System.out.println(a.json ? json(a, rows) : text(a, rows));
-        } catch (Exception e) {
-            System.err.println("error: the run failed: " + e);
-            System.exit(1);
-        }
-        System.exit(0);
-    }
-
-    static String json(YsbArgs a, List<YsbStats.Row> rows) {
-        long views = rows.stream().mapToLong(YsbStats.Row::views).sum();
-        long emitted = YsbStats.EMITTED.sum();
-        double span = (YsbStats.LAST_EMIT_NS.get() - YsbStats.FIRST_EMIT_NS.get()) / 1e9;
-        Histogram w = YsbStats.WINDOW.copy();
-        Histogram u = YsbStats.UPDATED.copy();
-        Histogram p = YsbStats.PREWINDOW.copy();
-        return "{\"engine\":\"flink\",\"version\":\"" + org.apache.flink.runtime.util.EnvironmentInformation.getVersion() + "\""
-                + ",\"rate\":" + a.rate + ",\"duration_s\":" + a.durationS + ",\"sources\":" + a.sources
-                + ",\"workers\":" + a.workers + ",\"task_managers\":" + a.taskManagers
-                + ",\"window_parallelism\":" + a.parallelism()
-                + ",\"lateness_ms\":" + a.latenessMs + ",\"watermark_interval_ms\":" + a.watermarkIntervalMs
-                + ",\"buffer_timeout_ms\":" + a.bufferTimeoutMs
-                + ",\"start_ms\":" + YsbClock.startMsIfFixed() + ",\"events_expected\":" + a.events() + ",\"events_emitted\":" + emitted
-                + ",\"views_counted\":" + views + ",\"windows\":" + rows.size()
-                + ",\"late_views\":" + YsbStats.LATE.sum() + ",\"unknown_ad_views\":" + YsbStats.UNKNOWN_AD.sum()
-                + ",\"generator_lag_ms_max\":" + YsbReport.num(YsbStats.LAG_MAX_NS.get() / 1e6)
-                + ",\"throughput_events_per_s\":" + YsbReport.num(span > 0 ? emitted / span : 0)
-                + ",\"window_latency_ms\":" + YsbReport.latency(w)
-                + ",\"updated_latency_ms\":" + YsbReport.latency(u)
-                + ",\"prewindow_latency_ms\":" + YsbReport.latency(p)
-                + ",\"prewindow_p99_ms_by_second\":" + YsbStats.PREWINDOW_BY_SECOND.p99Json() + "}";
-    }
-
-    static String text(YsbArgs a, List<YsbStats.Row> rows) {
-        Histogram w = YsbStats.WINDOW.copy();
-        return String.format(Locale.ROOT, "flink ysb: %d events at %d/s from T0 %d, %d windows, %d views; "
-                        + "window latency p50 %.3f ms p99 %.3f ms; generator lag max %.3f ms",
-                YsbStats.EMITTED.sum(), a.rate, YsbClock.startMsIfFixed(), rows.size(),
-                rows.stream().mapToLong(YsbStats.Row::views).sum(),
-                w.getTotalCount() == 0 ? Double.NaN : w.getValueAtPercentile(50) / 1e3,
-                w.getTotalCount() == 0 ? Double.NaN : w.getValueAtPercentile(99) / 1e3,
-                YsbStats.LAG_MAX_NS.get() / 1e6);
+    @Override
+    public String json(YsbFlinkArgs a, List<YsbStats.Row> rows) {
+        return YsbReport.json("flink", org.apache.flink.runtime.util.EnvironmentInformation.getVersion(), a, rows,
+                ",\"task_managers\":" + a.taskManagers + ",\"window_parallelism\":" + a.parallelism()
+                        + ",\"lateness_ms\":" + a.latenessMs + ",\"watermark_interval_ms\":" + a.watermarkIntervalMs
+                        + ",\"buffer_timeout_ms\":" + a.bufferTimeoutMs,
+                "");
     }
 }

@@ -14,6 +14,9 @@ import org.apache.flink.streaming.api.functions.sink.SinkFunction;
 import org.apache.flink.streaming.api.functions.windowing.ProcessWindowFunction;
 import org.apache.flink.streaming.api.windowing.windows.TimeWindow;
 import org.apache.flink.util.Collector;
+import xorflow.peer.ysb.YsbClock;
+import xorflow.peer.ysb.YsbInputs;
+import xorflow.peer.ysb.YsbStats;
 
 /** The YSB job's operators on Flink, in pipeline order (as the original's Flink job). */
 final class YsbOperators {
@@ -43,7 +46,7 @@ final class YsbOperators {
 
         @Override
         public void open(OpenContext ctx) {
-            table = YsbJob.CAMPAIGNS;
+            table = YsbInputs.CAMPAIGNS;
         }
 
         @Override

@@ -3,12 +3,16 @@ package xorflow.peer.flink;
 import java.nio.charset.StandardCharsets;
 import java.util.concurrent.locks.LockSupport;
 import org.apache.flink.streaming.api.functions.source.RichParallelSourceFunction;
+import xorflow.peer.ysb.YsbClock;
+import xorflow.peer.ysb.YsbInputs;
+import xorflow.peer.ysb.YsbStats;
+import xorflow.peer.ysb.YsbTemplate;
 
 /**
  * The generator inside the job (seed 002's ingestion): instance s of S emits events
  * k = s, s + S, ... below R * D, event k at epoch ns {@code T0 * 1e6 + k * 1e9 / R} (parked until
  * due, never a relative sleep), as template line {@code k mod N} with event_time
- * {@code T0 + (k * 1e9 / R) / 1e6}. The template is {@link YsbJob#TEMPLATE}, loaded once before
+ * {@code T0 + (k * 1e9 / R) / 1e6}. The template is {@link YsbInputs#TEMPLATE}, loaded once before
  * the run (this JVM's MiniCluster shares it instead of shipping it in the job graph). Returning
  * ends the stream, and Flink then sends the final watermark that fires every window.
  */
@@ -28,7 +32,7 @@ final class YsbSource extends RichParallelSourceFunction<String> {
 
     @Override
     public void run(SourceContext<String> ctx) {
-        YsbTemplate template = YsbJob.TEMPLATE;
+        YsbTemplate template = YsbInputs.TEMPLATE;
         int s = getRuntimeContext().getTaskInfo().getIndexOfThisSubtask();
         int sources = getRuntimeContext().getTaskInfo().getNumberOfParallelSubtasks();
         long t0 = YsbClock.startMs(startMs);

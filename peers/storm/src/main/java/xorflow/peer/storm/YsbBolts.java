@@ -10,6 +10,8 @@ import org.apache.storm.topology.base.BaseRichBolt;
 import org.apache.storm.tuple.Fields;
 import org.apache.storm.tuple.Tuple;
 import org.apache.storm.tuple.Values;
+import xorflow.peer.ysb.YsbInputs;
+import xorflow.peer.ysb.YsbStats;
 
 /**
  * The pre-window bolts, as the original YSB's Storm topology (DeserializeBolt, EventFilterBolt,
@@ -57,7 +59,7 @@ final class YsbBolts {
             try {
                 e = json.readTree(t.getString(1));
             } catch (Exception ex) {
-                YsbStats.PARSE_ERRORS.increment();
+                YsbStormStats.PARSE_ERRORS.increment();
                 return;
             }
             out.emit(new Values(source, e.path("user_id").asText(), e.path("page_id").asText(), e.path("ad_id").asText(),
@@ -122,7 +124,7 @@ final class YsbBolts {
         @Override
         public void prepare(Map<String, Object> conf, TopologyContext ctx, OutputCollector out) {
             super.prepare(conf, ctx, out);
-            table = YsbTopology.CAMPAIGNS;
+            table = YsbInputs.CAMPAIGNS;
         }
 
         @Override

@@ -11,6 +11,8 @@ import org.apache.storm.topology.OutputFieldsDeclarer;
 import org.apache.storm.topology.base.BaseRichBolt;
 import org.apache.storm.tuple.Tuple;
 import org.apache.storm.utils.TupleUtils;
+import xorflow.peer.ysb.YsbClock;
+import xorflow.peer.ysb.YsbStats;
 
 /**
  * The original YSB's window on Storm (CampaignProcessorCommon): a count per (campaign, 10 s
@@ -66,7 +68,7 @@ final class YsbCampaignProcessor extends BaseRichBolt {
             return;
         }
         long time = t.getLong(3);
-        YsbStats.ARRIVED.increment();
+        YsbStormStats.ARRIVED.increment();
         YsbStats.prewindow(time);
         long start = Math.floorDiv(time, YsbTopology.WINDOW_MS) * YsbTopology.WINDOW_MS;
         String campaign = t.getString(1);
@@ -101,7 +103,7 @@ final class YsbCampaignProcessor extends BaseRichBolt {
                 YsbStats.record(YsbStats.UPDATED, b[3] - b[2] * 1_000_000L);
             }
         }
-        YsbStats.DONE_TASKS.incrementAndGet();
+        YsbStormStats.DONE_TASKS.incrementAndGet();
     }
 
     @Override

@@ -9,13 +9,17 @@ import org.apache.storm.topology.OutputFieldsDeclarer;
 import org.apache.storm.topology.base.BaseRichSpout;
 import org.apache.storm.tuple.Fields;
 import org.apache.storm.tuple.Values;
+import xorflow.peer.ysb.YsbClock;
+import xorflow.peer.ysb.YsbInputs;
+import xorflow.peer.ysb.YsbStats;
+import xorflow.peer.ysb.YsbTemplate;
 
 /**
  * The generator inside the topology (seed 002's ingestion): spout task s of S emits events
  * k = s, s + S, ... below R * D, event k at epoch ns {@code T0 * 1e6 + k * 1e9 / R} (parked until
  * due, never a relative sleep), as template line {@code k mod N} with event_time
  * {@code T0 + (k * 1e9 / R) / 1e6}; tuples (source, line, end_ms = 0). The template is
- * {@link YsbTopology#TEMPLATE}, loaded once before the run (same JVM).
+ * {@link YsbInputs#TEMPLATE}, loaded once before the run (same JVM).
  *
  * <p>After its last event it emits two end markers (line "", end_ms = their event time): the
  * first lies in the window after the run's last, the second far enough beyond it that the window
@@ -56,7 +60,7 @@ final class YsbSpout extends BaseRichSpout {
     @Override
     public void open(Map<String, Object> conf, TopologyContext ctx, SpoutOutputCollector out) {
         this.out = out;
-        this.template = YsbTopology.TEMPLATE;
+        this.template = YsbInputs.TEMPLATE;
         this.source = ctx.getThisTaskIndex();
         this.sources = ctx.getComponentTasks(ctx.getThisComponentId()).size();
         this.next = source;

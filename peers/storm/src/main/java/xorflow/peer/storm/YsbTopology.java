@@ -1,15 +1,15 @@
 package xorflow.peer.storm;
 
-import java.util.HashMap;
 import java.util.List;
-import java.util.Locale;
-import org.HdrHistogram.Histogram;
 import org.apache.storm.Config;
 import org.apache.storm.LocalCluster;
 import org.apache.storm.generated.KillOptions;
 import org.apache.storm.topology.BoltDeclarer;
 import org.apache.storm.topology.TopologyBuilder;
 import org.apache.storm.topology.base.BaseWindowedBolt;
+import xorflow.peer.ysb.YsbMain;
+import xorflow.peer.ysb.YsbReport;
+import xorflow.peer.ysb.YsbStats;
 
 /**
  * The Yahoo Streaming Benchmark on Apache Storm (LocalCluster, one worker, in this JVM), with the
@@ -35,25 +35,37 @@ import org.apache.storm.topology.base.BaseWindowedBolt;
  *       stops at the first tuple (in arrival order) more than the lag past the window's end, and
  *       the views queued behind it expire uncounted. The run detects that and exits 1.
  * </ul>
- * Output: counts.csv (--output) and one JSON object (--json). Exit 2 on bad input or options
- * (naming what and where), 1 when the run fails.
+ * Output: counts.csv (--output) and one JSON object (--json), by {@link YsbMain}: exit 2 on bad
+ * input or options (naming what and where), 1 when the run fails.
  */
-public final class YsbTopology {
+public final class YsbTopology implements YsbMain.Job<YsbStormArgs> {
     private YsbTopology() {}
 
     /** Tumbling window length, ms. */
     static final long WINDOW_MS = 10_000;
-    /** The template, loaded before the run; the spouts read it (same JVM). */
-    static volatile YsbTemplate TEMPLATE;
-    /** Ad id -> campaign id, loaded before the run; the join reads it (same JVM). */
-    static volatile HashMap<String, String> CAMPAIGNS;
+
+    /** The command line of {@code peers/ysb-contract.md} (Storm's options: {@link YsbStormArgs}). */
+    public static void main(String[] argv) {
+        YsbMain.main(new YsbTopology(), argv);
+    }
+
+    @Override
+    public String engine() {
+        return "storm";
+    }
+
+    @Override
+    public YsbStormArgs parse(String[] argv) {
+        return YsbStormArgs.parse(argv);
+    }
 
     /** Storm's lag for --lateness-ms (see the class comment). */
-    static long stormLagMs(YsbArgs a) {
+    static long stormLagMs(YsbStormArgs a) {
         return a.latenessMs + 1;
     }
 
-    static void run(YsbArgs a) throws Exception {
+    @Override
+    public void run(YsbStormArgs a) throws Exception {
         int s = a.sources;
         TopologyBuilder b = new TopologyBuilder();
         b.setSpout("events", new YsbSpout(a.rate, a.durationS, a.startMs, stormLagMs(a)), s);
@@ -79,9 +91,9 @@ public final class YsbTopology {
             cluster.submitTopology("ysb", conf, b.createTopology());
             // The spouts fix T0 when they open; the run ends at T0 + D plus the windows' firing.
             long deadline = System.nanoTime() + (a.durationS + 600) * 1_000_000_000L;
-            while (YsbStats.DONE_TASKS.get() < a.workers) {
+            while (YsbStormStats.DONE_TASKS.get() < a.workers) {
                 if (System.nanoTime() > deadline) {
-                    throw new IllegalStateException("timed out: " + YsbStats.DONE_TASKS.get() + " of " + a.workers
+                    throw new IllegalStateException("timed out: " + YsbStormStats.DONE_TASKS.get() + " of " + a.workers
                             + " window tasks saw the end of the run");
                 }
                 Thread.sleep(10);
@@ -95,7 +107,7 @@ public final class YsbTopology {
     }
 
     /** Storm's windowed bolt as the window (--window bolt). */
-    static BaseWindowedBolt windowedBolt(YsbArgs a) {
+    static BaseWindowedBolt windowedBolt(YsbStormArgs a) {
         return new YsbWindowBolt(a.durationS * 1000)
                 .withTumblingWindow(BaseWindowedBolt.Duration.of((int) WINDOW_MS))
                 .withTimestampExtractor(t -> t.getLongByField("event_time") + 1)
@@ -104,45 +116,17 @@ public final class YsbTopology {
                 .withLateTupleStream("late");
     }
 
-    public static void main(String[] argv) {
-        YsbArgs a;
-        try {
-            a = YsbArgs.parse(argv);
-            TEMPLATE = YsbTemplate.load(a.events);
-            CAMPAIGNS = YsbCampaigns.load(a.adCampaigns);
-            YsbStats.PREWINDOW_BY_SECOND = new YsbSeries(a.durationS);
-        } catch (IllegalArgumentException e) {
-            System.err.println("error: " + e.getMessage());
-            System.exit(2);
-            return;
+    /** Fails the run (after printing its figures) when the window bolt lost views. */
+    @Override
+    public void check(YsbStormArgs a, List<YsbStats.Row> rows) {
+        long dropped = dropped(rows);
+        if (dropped != 0) {
+            System.out.println(YsbMain.output(this, a, rows));
+            throw new IllegalStateException(dropped + " views reached the window bolt but were neither counted nor "
+                    + "reported late: Storm's window scan stops at the first tuple more than its lag ("
+                    + stormLagMs(a) + " ms) past the window's end, so the sources drifted further apart than that; "
+                    + "raise --lateness-ms");
         }
-        try {
-            run(a);
-            List<YsbStats.Row> rows = YsbReport.sorted(YsbStats.ROWS);
-            long emitted = YsbStats.EMITTED.sum();
-            if (emitted != a.events()) {
-                throw new IllegalStateException(emitted + " of " + a.events() + " events emitted");
-            }
-            long dropped = dropped(rows);
-            if (dropped != 0) {
-                System.out.println(a.json ? json(a, rows) : text(a, rows));
-                throw new IllegalStateException(dropped + " views reached the window bolt but were neither counted nor "
-                        + "reported late: Storm's window scan stops at the first tuple more than its lag ("
-                        + stormLagMs(a) + " ms) past the window's end, so the sources drifted further apart than that; "
-                        + "raise --lateness-ms");
-            }
-            if (a.output != null) {
-                YsbReport.writeCsv(a.output, rows);
-            }
-            System.out.println(a.json ? json(a, rows) : text(a, rows));
-        } catch (Exception e) {
-            System.err.println("error: the run failed: " + e);
-            System.out.flush();
-            System.exit(1);
-        }
-        System.out.flush();
-        // LocalCluster leaves non-daemon threads behind.
-        System.exit(0);
     }
 
     /**
@@ -151,41 +135,14 @@ public final class YsbTopology {
      * lag past the window's end, in arrival order; tuples behind it expire unseen).
      */
     static long dropped(List<YsbStats.Row> rows) {
-        return YsbStats.ARRIVED.sum() - rows.stream().mapToLong(YsbStats.Row::views).sum() - YsbStats.LATE.sum();
+        return YsbStormStats.ARRIVED.sum() - rows.stream().mapToLong(YsbStats.Row::views).sum() - YsbStats.LATE.sum();
     }
 
-    static String json(YsbArgs a, List<YsbStats.Row> rows) {
-        long views = rows.stream().mapToLong(YsbStats.Row::views).sum();
-        long emitted = YsbStats.EMITTED.sum();
-        double span = (YsbStats.LAST_EMIT_NS.get() - YsbStats.FIRST_EMIT_NS.get()) / 1e9;
-        Histogram w = YsbStats.WINDOW.copy();
-        Histogram u = YsbStats.UPDATED.copy();
-        Histogram p = YsbStats.PREWINDOW.copy();
-        return "{\"engine\":\"storm\",\"version\":\"" + org.apache.storm.utils.VersionInfo.getVersion() + "\""
-                + ",\"rate\":" + a.rate + ",\"duration_s\":" + a.durationS + ",\"sources\":" + a.sources
-                + ",\"workers\":" + a.workers + ",\"window\":\"" + a.window + "\""
-                + ",\"lateness_ms\":" + a.latenessMs + ",\"storm_lag_ms\":" + stormLagMs(a)
-                + ",\"watermark_interval_ms\":" + a.watermarkIntervalMs
-                + ",\"start_ms\":" + YsbClock.startMsIfFixed() + ",\"events_expected\":" + a.events() + ",\"events_emitted\":" + emitted
-                + ",\"views_counted\":" + views + ",\"windows\":" + rows.size()
-                + ",\"late_views\":" + YsbStats.LATE.sum() + ",\"unknown_ad_views\":" + YsbStats.UNKNOWN_AD.sum()
-                + ",\"parse_errors\":" + YsbStats.PARSE_ERRORS.sum() + ",\"views_dropped_by_window\":" + dropped(rows)
-                + ",\"generator_lag_ms_max\":" + YsbReport.num(YsbStats.LAG_MAX_NS.get() / 1e6)
-                + ",\"throughput_events_per_s\":" + YsbReport.num(span > 0 ? emitted / span : 0)
-                + ",\"window_latency_ms\":" + YsbReport.latency(w)
-                + ",\"updated_latency_ms\":" + YsbReport.latency(u)
-                + ",\"prewindow_latency_ms\":" + YsbReport.latency(p)
-                + ",\"prewindow_p99_ms_by_second\":" + YsbStats.PREWINDOW_BY_SECOND.p99Json() + "}";
-    }
-
-    static String text(YsbArgs a, List<YsbStats.Row> rows) {
-        Histogram w = YsbStats.WINDOW.copy();
-        return String.format(Locale.ROOT, "storm ysb: %d events at %d/s from T0 %d, %d windows, %d views; "
-                        + "window latency p50 %.3f ms p99 %.3f ms; generator lag max %.3f ms",
-                YsbStats.EMITTED.sum(), a.rate, YsbClock.startMsIfFixed(), rows.size(),
-                rows.stream().mapToLong(YsbStats.Row::views).sum(),
-                w.getTotalCount() == 0 ? Double.NaN : w.getValueAtPercentile(50) / 1e3,
-                w.getTotalCount() == 0 ? Double.NaN : w.getValueAtPercentile(99) / 1e3,
-                YsbStats.LAG_MAX_NS.get() / 1e6);
+    @Override
+    public String json(YsbStormArgs a, List<YsbStats.Row> rows) {
+        return YsbReport.json("storm", org.apache.storm.utils.VersionInfo.getVersion(), a, rows,
+                ",\"window\":\"" + a.window + "\"" + ",\"lateness_ms\":" + a.latenessMs + ",\"storm_lag_ms\":" + stormLagMs(a)
+                        + ",\"watermark_interval_ms\":" + a.watermarkIntervalMs,
+                ",\"parse_errors\":" + YsbStormStats.PARSE_ERRORS.sum() + ",\"views_dropped_by_window\":" + dropped(rows));
     }
 }

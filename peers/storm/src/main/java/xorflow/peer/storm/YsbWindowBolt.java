@@ -8,6 +8,8 @@ import org.apache.storm.topology.WindowedBoltExecutor;
 import org.apache.storm.topology.base.BaseWindowedBolt;
 import org.apache.storm.tuple.Tuple;
 import org.apache.storm.windowing.TupleWindow;
+import xorflow.peer.ysb.YsbClock;
+import xorflow.peer.ysb.YsbStats;
 
 /**
  * The 10 s tumbling event-time window per campaign on Storm's windowed bolt, and the sink: Storm
@@ -56,7 +58,7 @@ final class YsbWindowBolt extends BaseWindowedBolt {
             }
         }
         if (marker) {
-            YsbStats.DONE_TASKS.incrementAndGet();
+            YsbStormStats.DONE_TASKS.incrementAndGet();
         }
     }
 
@@ -74,7 +76,7 @@ final class YsbWindowBolt extends BaseWindowedBolt {
         @Override
         public void execute(Tuple t) {
             if (t.getLong(4) == 0) {
-                YsbStats.ARRIVED.increment();
+                YsbStormStats.ARRIVED.increment();
                 YsbStats.prewindow(t.getLong(3));
             }
             super.execute(t);

@@ -1,4 +1,4 @@
-package xorflow.peer.storm;
+package xorflow.peer.ysb;
 
 import java.io.IOException;
 import java.nio.file.Files;
@@ -16,7 +16,7 @@ import com.fasterxml.jackson.databind.ObjectMapper;
  * The ad -> campaign table (the original's {@code ad-to-campaign-ids.txt}, one
  * {@code { "AD": "CAMPAIGN"}} a line), in memory: the original job reads it from Redis.
  */
-final class YsbCampaigns {
+public final class YsbCampaigns {
     private YsbCampaigns() {}
 
     /**
@@ -26,7 +26,7 @@ final class YsbCampaigns {
      * @throws IllegalArgumentException naming the file and the 1-based line: unreadable, a line
      *     not a one-entry string -> string object, an ad mapped to two campaigns, or no ad at all
      */
-    static HashMap<String, String> load(Path path) {
+    public static HashMap<String, String> load(Path path) {
         List<String> lines;
         try {
             lines = Files.readAllLines(path);

@@ -1,4 +1,4 @@
-package xorflow.peer.storm;
+package xorflow.peer.ysb;
 
 import java.util.Locale;
 import java.util.concurrent.atomic.AtomicReferenceArray;
@@ -14,14 +14,14 @@ import org.HdrHistogram.ConcurrentHistogram;
  * the recorded one; ~50 KB each), made when the second's first view arrives. Recording is
  * lock-free, as for the whole-run histogram beside it.
  */
-final class YsbSeries {
+public final class YsbSeries {
     /** Largest value, µs (an hour), as the other histograms. */
     private static final long MAX_US = 3_600_000_000L;
 
     private final AtomicReferenceArray<ConcurrentHistogram> seconds;
 
     /** A series of {@code durationS} seconds (1..=1_000_000, checked by {@link YsbArgs}). */
-    YsbSeries(long durationS) {
+    public YsbSeries(long durationS) {
         seconds = new AtomicReferenceArray<>(Math.toIntExact(durationS));
     }
 
@@ -30,7 +30,7 @@ final class YsbSeries {
      * event time {@code eventTimeMs} (epoch ms) after T0 {@code t0Ms}. A view outside
      * [T0, T0 + D s) is left out: the generator makes none.
      */
-    void record(long t0Ms, long eventTimeMs, long latencyNs) {
+    public void record(long t0Ms, long eventTimeMs, long latencyNs) {
         long i = Math.floorDiv(eventTimeMs - t0Ms, 1000);
         if (i < 0 || i >= seconds.length()) {
             return;
@@ -44,7 +44,7 @@ final class YsbSeries {
     }
 
     /** The JSON array of the D seconds' 99th percentiles, ms with 3 decimals; 0 for a second without views. */
-    String p99Json() {
+    public String p99Json() {
         StringBuilder b = new StringBuilder("[");
         for (int i = 0; i < seconds.length(); i++) {
             ConcurrentHistogram h = seconds.get(i);

@@ -1,9 +1,9 @@
-package xorflow.peer.flink;
+package xorflow.peer.ysb;
 
-import org.apache.flink.shaded.jackson2.com.fasterxml.jackson.core.JsonProcessingException;
-import org.apache.flink.shaded.jackson2.com.fasterxml.jackson.databind.DeserializationFeature;
-import org.apache.flink.shaded.jackson2.com.fasterxml.jackson.databind.JsonNode;
-import org.apache.flink.shaded.jackson2.com.fasterxml.jackson.databind.ObjectMapper;
+import com.fasterxml.jackson.core.JsonProcessingException;
+import com.fasterxml.jackson.databind.DeserializationFeature;
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
@@ -16,10 +16,10 @@ import java.util.List;
  * line, held in memory with the offset of each line's 13-digit {@code event_time} value so an
  * event is a copy of its line with those 13 bytes patched (see {@code peers/ysb-contract.md}).
  */
-final class YsbTemplate implements java.io.Serializable {
+public final class YsbTemplate implements java.io.Serializable {
     private static final long serialVersionUID = 1L;
     /** Digits of an event time in ms (epoch ms from 2001 to 2286). */
-    static final int TIME_DIGITS = 13;
+    public static final int TIME_DIGITS = 13;
     private static final byte[] KEY = "\"event_time\"".getBytes(StandardCharsets.US_ASCII);
 
     /** The lines, without their line ends. */
@@ -40,7 +40,7 @@ final class YsbTemplate implements java.io.Serializable {
      * @throws IllegalArgumentException naming the file and the 1-based line, when it cannot be read
      *     or a line is malformed, or the file has no line.
      */
-    static YsbTemplate load(Path path) {
+    public static YsbTemplate load(Path path) {
         byte[] all;
         try {
             all = Files.readAllBytes(path);
@@ -120,7 +120,7 @@ final class YsbTemplate implements java.io.Serializable {
     }
 
     /** Event {@code k}'s bytes: line {@code k mod N} with its event time set to {@code timeMs}. */
-    byte[] event(long k, long timeMs) {
+    public byte[] event(long k, long timeMs) {
         int n = (int) (k % lines.length);
         byte[] b = lines[n].clone();
         int end = timeAt[n] + TIME_DIGITS;

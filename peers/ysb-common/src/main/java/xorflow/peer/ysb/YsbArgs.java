@@ -1,56 +1,69 @@
-package xorflow.peer.flink;
+package xorflow.peer.ysb;
 
 import java.nio.file.Files;
 import java.nio.file.Path;
 
-/** {@link YsbJob}'s command line (see {@code peers/ysb-contract.md}). */
-final class YsbArgs {
-    Path events;
-    Path adCampaigns;
+/**
+ * The command-line options every YSB peer takes (see {@code peers/ysb-contract.md}); an engine's
+ * subclass adds its own through {@link #option} and checks them in {@link #checkEngine}.
+ */
+public abstract class YsbArgs {
+    /** The template (--events FILE). */
+    public Path events;
+    /** The ad -> campaign table (--ad-campaigns FILE). */
+    public Path adCampaigns;
     /** counts.csv; none: not written. */
-    Path output;
+    public Path output;
     /** Events/s over all source instances. */
-    long rate;
+    public long rate;
     /** Seconds of events: R * D events in all. */
-    long durationS;
+    public long durationS;
     /** Source instances. */
-    int sources = 1;
-    /** Slots per TaskManager; the window's parallelism is workers * taskManagers. */
-    int workers = 1;
-    /** TaskManagers of the MiniCluster (more than one: the keyBy crosses Flink's network stack). */
-    int taskManagers = 1;
+    public int sources = 1;
+    /** The window's tasks (Flink: slots per TaskManager; Storm: tasks of the window bolt). */
+    public int workers = 1;
     /** T0, ms since the epoch; 0: chosen when the first source starts. */
-    long startMs = 0;
+    public long startMs = 0;
     /** Bounded out-of-orderness of the watermarks, ms. */
-    long latenessMs = 0;
-    /** Flink's auto-watermark interval, ms. */
-    long watermarkIntervalMs = 200;
-    /** Flink's network buffer timeout, ms (Flink's default 100). */
-    long bufferTimeoutMs = 100;
-    boolean json = false;
-
-    /** The window's parallelism. */
-    int parallelism() {
-        return workers * taskManagers;
-    }
+    public long latenessMs = 0;
+    /** The watermark interval, ms (Flink's auto-watermark interval; Storm's window bolt's, 200 as Flink's). */
+    public long watermarkIntervalMs = 200;
+    /** Print one JSON object instead of a line of text. */
+    public boolean json = false;
 
     /** Events of the run, R * D. */
-    long events() {
+    public long events() {
         return rate * durationS;
     }
 
     /**
-     * Parses {@code argv}.
+     * Sets the engine's option {@code k} to {@code v}.
+     *
+     * @return false if {@code k} is not an option of the engine
+     * @throws NumberFormatException if {@code v} is not the integer {@code k} needs
+     * @throws IllegalArgumentException if {@code v} is not a value of {@code k}
+     */
+    protected abstract boolean option(String k, String v);
+
+    /**
+     * Checks the engine's options, after the common checks passed.
+     *
+     * @throws IllegalArgumentException naming the option out of range
+     */
+    protected abstract void checkEngine();
+
+    /**
+     * Parses {@code argv} into this (the common options here, the engine's by {@link #option}) and
+     * checks the result.
      *
      * @throws IllegalArgumentException naming the option: unknown, without a value, not a number,
      *     out of range, or a missing input file
      */
-    static YsbArgs parse(String[] argv) {
-        YsbArgs a = new YsbArgs();
+    protected final void parseOptions(String[] argv) {
         for (int i = 0; i < argv.length; i++) {
             String k = argv[i];
             if (k.equals("--json")) {
-                a.json = true;
+                json = true;
                 continue;
             }
             if (i + 1 >= argv.length) {
@@ -59,26 +72,28 @@ final class YsbArgs {
             String v = argv[++i];
             try {
                 switch (k) {
-                    case "--events" -> a.events = Path.of(v);
-                    case "--ad-campaigns" -> a.adCampaigns = Path.of(v);
-                    case "--output" -> a.output = Path.of(v);
-                    case "--rate" -> a.rate = Long.parseLong(v);
-                    case "--duration-s" -> a.durationS = Long.parseLong(v);
-                    case "--sources" -> a.sources = Integer.parseInt(v);
-                    case "--workers" -> a.workers = Integer.parseInt(v);
-                    case "--task-managers" -> a.taskManagers = Integer.parseInt(v);
-                    case "--start-ms" -> a.startMs = Long.parseLong(v);
-                    case "--lateness-ms" -> a.latenessMs = Long.parseLong(v);
-                    case "--watermark-interval-ms" -> a.watermarkIntervalMs = Long.parseLong(v);
-                    case "--buffer-timeout-ms" -> a.bufferTimeoutMs = Long.parseLong(v);
-                    default -> throw new IllegalArgumentException("unknown option " + k);
+                    case "--events" -> events = Path.of(v);
+                    case "--ad-campaigns" -> adCampaigns = Path.of(v);
+                    case "--output" -> output = Path.of(v);
+                    case "--rate" -> rate = Long.parseLong(v);
+                    case "--duration-s" -> durationS = Long.parseLong(v);
+                    case "--sources" -> sources = Integer.parseInt(v);
+                    case "--workers" -> workers = Integer.parseInt(v);
+                    case "--start-ms" -> startMs = Long.parseLong(v);
+                    case "--lateness-ms" -> latenessMs = Long.parseLong(v);
+                    case "--watermark-interval-ms" -> watermarkIntervalMs = Long.parseLong(v);
+                    default -> {
+                        if (!option(k, v)) {
+                            throw new IllegalArgumentException("unknown option " + k);
+                        }
+                    }
                 }
             } catch (NumberFormatException e) {
                 throw new IllegalArgumentException("option " + k + ": '" + v + "' is not an integer");
             }
         }
-        a.check();
-        return a;
+        check();
+        checkEngine();
     }
 
     private void check() {
@@ -108,18 +123,8 @@ final class YsbArgs {
         if (rate > Long.MAX_VALUE / 1_000_000_000L / durationS) {
             throw new IllegalArgumentException("--rate * --duration-s is too large (at most 9.2e9 events)");
         }
-        if (sources < 1 || workers < 1 || taskManagers < 1) {
-            throw new IllegalArgumentException("--sources, --workers and --task-managers must be >= 1");
-        }
-        if (sources > parallelism()) {
-            throw new IllegalArgumentException("--sources " + sources + " exceeds the slots (--workers * --task-managers = "
-                    + parallelism() + ")");
-        }
         if (startMs != 0 && (startMs < 1_000_000_000_000L || startMs + durationS * 1000 > 9_999_999_999_999L)) {
             throw new IllegalArgumentException("--start-ms " + startMs + ": event times must stay 13-digit ms");
-        }
-        if (latenessMs < 0 || watermarkIntervalMs < 1 || bufferTimeoutMs < -1) {
-            throw new IllegalArgumentException("--lateness-ms >= 0, --watermark-interval-ms >= 1, --buffer-timeout-ms >= -1");
         }
     }
 }
