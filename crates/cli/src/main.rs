@@ -187,6 +187,15 @@ struct StandArgs {
     out: PathBuf,
 }
 
+/// A job's result, or its error printed and the exit status for it (2: configuration, input or
+/// output; 1: the engine).
+fn job_outcome<T>(r: Result<T, xorflow_runtime::JobError>) -> Result<T, ExitCode> {
+    r.map_err(|e| {
+        say!("error: {e}");
+        ExitCode::from(e.exit_code() as u8)
+    })
+}
+
 /// True when this process must not print results: a child of a local launch (process 0 reports)
 /// or a non-zero process of a hostfile run.
 fn quiet(e: &EngineArgs) -> bool {
@@ -311,12 +320,9 @@ fn run_flights_weather(a: FlightsWeatherArgs) -> ExitCode {
             return ExitCode::from(2);
         }
     }
-    let s = match xorflow_flights::join::run(&cfg) {
+    let s = match job_outcome(xorflow_flights::join::run(&cfg)) {
         Ok(s) => s,
-        Err(e) => {
-            say!("error: {e}");
-            return ExitCode::from(e.exit_code() as u8);
-        }
+        Err(code) => return code,
     };
     if quiet(&a.engine) {
         return ExitCode::SUCCESS;
@@ -539,13 +545,10 @@ fn run_flights(a: FlightsArgs) -> ExitCode {
             return ExitCode::from(2);
         }
     }
-    match xorflow_flights::run(&cfg) {
+    match job_outcome(xorflow_flights::run(&cfg)) {
         Ok(_) if quiet(&a.engine) => ExitCode::SUCCESS,
         Ok(s) => report_flights(&a, &s),
-        Err(e) => {
-            say!("error: {e}");
-            ExitCode::from(e.exit_code() as u8)
-        }
+        Err(code) => code,
     }
 }
 

@@ -1,6 +1,6 @@
 //! `xorflow run ysb` and `xorflow ysb ...`: the Yahoo Streaming Benchmark (examples/ysb).
 
-use crate::{print_out, quiet};
+use crate::{job_outcome, print_out, quiet};
 use clap::{Args, Subcommand};
 use std::fmt::Write as _;
 use std::io::Write as _;
@@ -110,12 +110,9 @@ pub fn run(a: YsbArgs) -> ExitCode {
     cfg.lateness_ms = lateness_ms;
     cfg.speed = a.speed;
     cfg.runtime = a.engine.runtime(granularity_ms);
-    let s = match xorflow_ysb::run(&cfg) {
+    let s = match job_outcome(xorflow_ysb::run(&cfg)) {
         Ok(s) => s,
-        Err(e) => {
-            say!("error: {e}");
-            return ExitCode::from(e.exit_code() as u8);
-        }
+        Err(code) => return code,
     };
     if quiet(&a.engine) {
         return ExitCode::SUCCESS;
@@ -258,13 +255,10 @@ pub fn bench(a: BenchYsbArgs) -> ExitCode {
         output: a.output.clone(),
         runtime: a.engine.runtime(granularity_ms),
     };
-    let r = match xorflow_ysb::bench::run(&cfg) {
+    let r = match job_outcome(xorflow_ysb::bench::run(&cfg)) {
         Ok(Some(r)) => r,
         Ok(None) => return ExitCode::SUCCESS,
-        Err(e) => {
-            say!("error: {e}");
-            return ExitCode::from(e.exit_code() as u8);
-        }
+        Err(code) => return code,
     };
     let text = if a.json {
         serde_json::to_string(&r).expect("result serializes") + "\n"

@@ -29,6 +29,7 @@ pub mod connectors;
 pub mod dataflow;
 pub mod execute;
 pub mod job_error;
+pub mod job_options;
 pub mod measure;
 pub mod net;
 pub mod operators;

@@ -10,6 +10,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 use xorflow_kafka::{KafkaSink, KafkaSource, KafkaUri, SourceConfig, SourceCounters, Watermark};
+use xorflow_runtime::job_options;
 use xorflow_runtime::{
     Dataflow, MessageKind, PartFiles, RunError, RuntimeConfig, Sink, Source, SourceOutput,
     SourcePoll, Staging, WindowResult,
@@ -492,22 +493,11 @@ fn parts_dir(cfg: &FlightsConfig, output: &std::path::Path) -> Option<PathBuf> {
 
 /// Checks what the configuration says on its own, before anything is read or written.
 fn check_config(cfg: &FlightsConfig) -> Result<(), FlightsError> {
-    if !(1..=MAX_SOURCES).contains(&cfg.sources) {
-        return Err(FlightsError::Config(format!(
-            "--sources must be between 1 and {MAX_SOURCES}, got {}",
-            cfg.sources
-        )));
-    }
+    job_options::check_sources(cfg.sources, MAX_SOURCES)?;
     if cfg.window_s == 0 {
         return Err(FlightsError::Config("--window must be at least 1s".into()));
     }
-    if let Some(s) = cfg.speed {
-        if !(s.is_finite() && s > 0.0) {
-            return Err(FlightsError::Config(format!(
-                "--speed must be a positive number, got {s}"
-            )));
-        }
-    }
+    job_options::check_speed(cfg.speed)?;
     if cfg.lateness_s > MAX_SECONDS || cfg.window_s > MAX_SECONDS {
         return Err(FlightsError::Config(format!(
             "--lateness and --window must be at most {MAX_SECONDS} s (100 years)"

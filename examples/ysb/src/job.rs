@@ -18,7 +18,8 @@ use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 use xorflow_core::WindowResult;
-use xorflow_runtime::connectors::output_file::{check_distinct, PendingFile};
+use xorflow_runtime::connectors::output_file::PendingFile;
+use xorflow_runtime::job_options;
 use xorflow_runtime::{
     Aggregate, Dataflow, Element, RunError, RuntimeConfig, Sink, Source, SourceOutput, SourcePoll,
     Stream,
@@ -203,22 +204,8 @@ impl Sink<WindowResult<u32, u64>> for Collected {
 }
 
 fn check(cfg: &YsbConfig) -> Result<(), YsbError> {
-    if !(1..=MAX_SOURCES).contains(&cfg.sources) {
-        return Err(YsbError::Config(format!(
-            "--sources must be between 1 and {MAX_SOURCES}, got {}",
-            cfg.sources
-        )));
-    }
-    if cfg.speed.is_some_and(|s| !(s.is_finite() && s > 0.0)) {
-        return Err(YsbError::Config(format!(
-            "--speed must be a positive number, got {:?}",
-            cfg.speed
-        )));
-    }
-    cfg.runtime.validate().map_err(YsbError::Config)?;
-    if !cfg.runtime.cluster.is_process_zero() {
-        return Ok(());
-    }
+    job_options::check_sources(cfg.sources, MAX_SOURCES)?;
+    job_options::check_speed(cfg.speed)?;
     let mut paths = vec![
         ("--input", cfg.input.as_path()),
         ("--ad-campaigns", cfg.ad_campaigns.as_path()),
@@ -227,7 +214,7 @@ fn check(cfg: &YsbConfig) -> Result<(), YsbError> {
     if let Some(p) = &cfg.summary {
         paths.push(("--summary", p));
     }
-    check_distinct(&paths).map_err(YsbError::Config)
+    job_options::check_engine_and_paths(&cfg.runtime, &paths)
 }
 
 /// Builds the dataflow on `df`: the YSB pipeline from `shares` to `sink`.

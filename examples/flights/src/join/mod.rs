@@ -12,13 +12,14 @@
 pub mod input;
 pub mod oracle;
 
-use crate::files::{check_distinct, PendingFile};
+use crate::files::PendingFile;
 use crate::job::{checkpoint_summary, CheckpointSummary, FlightsError};
 use input::{JoinRecord, Side};
 use serde::Serialize;
 use std::io::Write;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex, OnceLock};
+use xorflow_runtime::job_options;
 use xorflow_runtime::{
     Aggregate, Dataflow, Element, RunError, RuntimeConfig, Sink, Source, SourceOutput, SourcePoll,
     WindowResult,
@@ -230,23 +231,8 @@ fn shares(
 }
 
 fn check(cfg: &JoinConfig) -> Result<(), FlightsError> {
-    if !(1..=crate::job::MAX_SOURCES).contains(&cfg.sources) {
-        return Err(FlightsError::Config(format!(
-            "--sources must be between 1 and {}, got {}",
-            crate::job::MAX_SOURCES,
-            cfg.sources
-        )));
-    }
-    if cfg.speed.is_some_and(|s| !(s.is_finite() && s > 0.0)) {
-        return Err(FlightsError::Config(format!(
-            "--speed must be a positive number, got {:?}",
-            cfg.speed
-        )));
-    }
-    cfg.runtime.validate().map_err(FlightsError::Config)?;
-    if !cfg.runtime.cluster.is_process_zero() {
-        return Ok(());
-    }
+    job_options::check_sources(cfg.sources, crate::job::MAX_SOURCES)?;
+    job_options::check_speed(cfg.speed)?;
     let mut paths = vec![
         ("--input", cfg.input.as_path()),
         ("--weather", cfg.weather.as_path()),
@@ -255,7 +241,7 @@ fn check(cfg: &JoinConfig) -> Result<(), FlightsError> {
     if let Some(p) = &cfg.summary {
         paths.push(("--summary", p));
     }
-    check_distinct(&paths).map_err(FlightsError::Config)
+    job_options::check_engine_and_paths(&cfg.runtime, &paths)
 }
 
 /// Runs the job: reads both files, joins them in the dataflow, and writes the rows (and the

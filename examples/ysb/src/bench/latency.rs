@@ -63,6 +63,25 @@ fn second_histogram() -> Histogram<u64> {
     Histogram::new_with_bounds(1, 100_000_000, 2).expect("valid histogram bounds")
 }
 
+/// The histogram of second `i`, created on first use. The name is written into a stack buffer,
+/// so a lookup allocates nothing (this runs once per batch).
+fn second_histogram_mut(stats: &mut VertexStats, i: u64) -> &mut Histogram<u64> {
+    use std::io::Write as _;
+    let mut buf = [0u8; 64];
+    let free = {
+        let mut w = &mut buf[..];
+        let _ = write!(w, "{PREWINDOW_US}/{i:06}");
+        w.len()
+    };
+    let name = std::str::from_utf8(&buf[..64 - free]).expect("an ASCII name");
+    if !stats.histograms.contains_key(name) {
+        stats
+            .histograms
+            .insert(name.to_string(), second_histogram());
+    }
+    stats.histograms.get_mut(name).expect("inserted above")
+}
+
 /// Records the pre-window latency of every (campaign, event time) of a batch, overall and per
 /// second of the generation (one clock read per batch: its elements arrived together).
 pub fn record_prewindow(
@@ -79,11 +98,7 @@ pub fn record_prewindow(
     // Per second: one map lookup per run of equal seconds (a batch is mostly one second).
     let second = |e: &Element<(u32, u64)>| e.data.1.saturating_sub(schedule.start_ms) / 1000;
     for run in batch.chunk_by(|a, b| second(a) == second(b)) {
-        let name = prewindow_second(second(&run[0]));
-        let h = stats
-            .histograms
-            .entry(name)
-            .or_insert_with(second_histogram);
+        let h = second_histogram_mut(stats, second(&run[0]));
         for e in run {
             h.saturating_record(latency(e).min(100_000_000));
         }
@@ -142,10 +157,15 @@ pub struct Latency {
 impl Latency {
     /// The distribution of a histogram in us (all zeros when empty).
     pub fn of_us(h: Option<&Histogram<u64>>) -> Self {
+        Self::of(h, 1e3)
+    }
+
+    /// The distribution of a histogram whose unit is `1 / per_ms` ms (1e3: us, 1e6: ns).
+    pub fn of(h: Option<&Histogram<u64>>, per_ms: f64) -> Self {
         let Some(h) = h.filter(|h| !h.is_empty()) else {
             return Latency::default();
         };
-        let ms = |us: u64| us as f64 / 1000.0;
+        let ms = |v: u64| v as f64 / per_ms;
         Latency {
             p50: ms(h.value_at_quantile(0.5)),
             p90: ms(h.value_at_quantile(0.9)),

@@ -194,14 +194,8 @@ fn check(cfg: &BenchConfig) -> Result<(), JobError> {
     {
         return bad("--rate x --duration is too many events".into());
     }
-    if cfg
-        .sources
-        .is_some_and(|s| !(1..=job::MAX_SOURCES).contains(&s))
-    {
-        return bad(format!(
-            "--sources must be between 1 and {}",
-            job::MAX_SOURCES
-        ));
+    if let Some(s) = cfg.sources {
+        xorflow_runtime::job_options::check_sources(s, job::MAX_SOURCES)?;
     }
     cfg.runtime.validate().map_err(JobError::Config)
 }
@@ -348,21 +342,7 @@ fn result(
             schedule.duration_s,
         ),
         counts_match_oracle: Some(matches),
-        notification_latency_ms: window.map(|w| {
-            let mut l = Latency::of_us(None);
-            let h = &w.notification_latency_ns;
-            if !h.is_empty() {
-                let ms = |ns: u64| ns as f64 / 1e6;
-                l = Latency {
-                    p50: ms(h.value_at_quantile(0.5)),
-                    p90: ms(h.value_at_quantile(0.9)),
-                    p99: ms(h.value_at_quantile(0.99)),
-                    max: ms(h.max()),
-                    count: h.len(),
-                };
-            }
-            l
-        }),
+        notification_latency_ms: window.map(|w| Latency::of(Some(&w.notification_latency_ns), 1e6)),
         elements_below_frontier: report.below_frontier(),
     }
 }
