@@ -19,6 +19,7 @@ macro_rules! say {
 
 // After `say!`, which they use.
 mod kafka;
+mod sustainable;
 mod ysb;
 
 /// Writes `text` to stdout and flushes it. A closed stdout (the reader of a pipe is gone) ends the
@@ -115,7 +116,7 @@ enum Bench {
     All(StandArgs),
     /// The highest rate each engine sustains (seed 002, section 4.4): the rate rises in steps; a
     /// step is sustainable when every event is counted and latency does not grow over it.
-    Sustainable(ysb::SustainableArgs),
+    Sustainable(sustainable::SustainableArgs),
     /// The Yahoo Streaming Benchmark with its generator inside the job at a fixed rate:
     /// throughput, window latency p50/p90/p99, pre-window latency, counts checked (docs/ysb.md).
     Ysb(ysb::BenchYsbArgs),
@@ -911,7 +912,7 @@ fn main() -> ExitCode {
         } => ysb::bench(a),
         Command::Bench {
             bench: Bench::Sustainable(a),
-        } => ysb::sustainable(a),
+        } => sustainable::sustainable(a),
         Command::Bench {
             bench: Bench::Restore(a),
         } => print_results(
