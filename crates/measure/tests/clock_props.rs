@@ -84,6 +84,7 @@ fn align(cs: &[SimClock], before: &[(f64, f64)], after: &[(f64, f64)], span: f64
             kind: ClockKind::Tsc,
             ticks_per_ns: c.rate,
             skew: None,
+            monotonic: None,
         })
         .collect();
     Alignment::new(0, 100, clocks, samples).unwrap()
@@ -191,6 +192,7 @@ fn quiet_symmetric_round_trips_give_half_the_rtt() {
             kind: ClockKind::Tsc,
             ticks_per_ns: cs[p].rate,
             skew: None,
+            monotonic: None,
         })
         .collect();
     let a = Alignment::new(0, 100, clocks, samples).unwrap();
@@ -232,6 +234,7 @@ fn opposite_asymmetries_reach_the_bound_and_never_pass_it() {
             kind: ClockKind::Tsc,
             ticks_per_ns: cs[p].rate,
             skew: None,
+            monotonic: None,
         })
         .collect();
     let a = Alignment::new(0, 1, clocks, samples).unwrap();

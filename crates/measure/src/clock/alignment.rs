@@ -8,6 +8,7 @@
 //! scaled into reference time by q's rate, which costs about one e instead of the 2e of two
 //! conversions to the reference ([`Alignment::duration_naive`] is that naive way).
 
+use super::anchor::AnchorMap;
 use super::map::{Bounded, LinearMap};
 use super::sample::MinRtt;
 use super::skew::Skew;
@@ -26,6 +27,10 @@ pub struct ProcessClock {
     /// The synthetic skew it ran with (tests only).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub skew: Option<Skew>,
+    /// Its `CLOCK_MONOTONIC_RAW` ns tied to its ticks, one anchor per alignment phase (the
+    /// runtime's stamps convert through it: [`Alignment::monotonic_duration`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub monotonic: Option<AnchorMap>,
 }
 
 /// What process `initiator` measured against `responder`: its MinRTT before and after the run.
@@ -276,6 +281,49 @@ impl Alignment {
             bound_ns: b.bound / tpn,
             case,
         })
+    }
+
+    /// Process `p`'s `CLOCK_MONOTONIC_RAW` reading `ns` in its own ticks through its anchors
+    /// ([`ProcessClock::monotonic`]), with that conversion's error in reference ns.
+    fn monotonic_ticks(&self, (p, ns): (usize, u64)) -> Result<(u64, f64), String> {
+        let c = (self.clocks.get(p))
+            .ok_or_else(|| format!("process {p} is not in this run ({})", self.clocks.len()))?;
+        let m = (c.monotonic).ok_or_else(|| format!("process {p} reported no clock anchors"))?;
+        let b = m.ticks(ns);
+        // Rounding to a whole tick adds half a tick.
+        Ok((
+            b.value.max(0.0).round() as u64,
+            (b.bound + 0.5) / c.ticks_per_ns,
+        ))
+    }
+
+    /// Process `p`'s `CLOCK_MONOTONIC_RAW` reading `ns` (a runtime stamp) in reference time:
+    /// through `p`'s anchors to its ticks, then as [`Alignment::to_reference`].
+    ///
+    /// # Errors
+    /// An unknown process, a missing map, or a process without anchors.
+    pub fn monotonic_stamp(&self, p: usize, ns: u64) -> Result<Stamp, String> {
+        let (ticks, anchor_bound) = self.monotonic_ticks((p, ns))?;
+        let mut s = self.to_reference(p, ticks)?;
+        s.bound_ns += anchor_bound;
+        Ok(s)
+    }
+
+    /// Like [`Alignment::duration`], for readings of the processes' `CLOCK_MONOTONIC_RAW` ns (the
+    /// runtime's stamps): each end goes to its process's ticks through the process's anchors
+    /// ([`ProcessClock::monotonic`]), whose error adds to the bound.
+    ///
+    /// # Errors
+    /// An unknown process, a missing map, or a process without anchors.
+    pub fn monotonic_duration(
+        &self,
+        start: (usize, u64),
+        end: (usize, u64),
+    ) -> Result<Span, String> {
+        let (s, e) = (self.monotonic_ticks(start)?, self.monotonic_ticks(end)?);
+        let mut span = self.duration((start.0, s.0), (end.0, e.0))?;
+        span.bound_ns += s.1 + e.1;
+        Ok(span)
     }
 
     /// The naive way, for comparison: both ends converted to the reference separately, so the

@@ -6,6 +6,7 @@
 //!   `CLOCK_MONOTONIC_RAW`) and its calibration ([`ticks_per_ns`]);
 //! * [`skew`]: a synthetic per-process offset and rate error, a test option
 //!   ([`skew::SKEW_ENV`]);
+//! * [`anchor`]: pairs of readings tying the runtime's `CLOCK_MONOTONIC_RAW` ns to the ticks;
 //! * [`sample`]: one ping-pong round trip and the minimum-round-trip (MinRTT) choice;
 //! * [`exchange`]: the ping-pong protocol between two processes, without I/O;
 //! * [`map`]: the linear map between two clocks from the before and after round trips, with the
@@ -16,6 +17,7 @@
 //! docs/measurement.md ("Clock alignment") gives the method, its limits and the validation.
 
 pub mod alignment;
+pub mod anchor;
 pub mod exchange;
 pub mod map;
 pub mod ret;
@@ -34,5 +36,6 @@ pub fn process_clock(process: usize) -> ProcessClock {
         kind: kind(),
         ticks_per_ns: ticks_per_ns(),
         skew: skew(),
+        monotonic: None,
     }
 }

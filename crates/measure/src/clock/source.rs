@@ -222,17 +222,8 @@ fn paired_reading(c: &Clock) -> (u64, u64) {
         None => read_raw(c.kind, true),
         Some(s) => s.apply(read_raw(c.kind, true)),
     };
-    let mut best = (u64::MAX, 0, 0);
-    for _ in 0..5 {
-        let a = read();
-        let m = monotonic_raw_ns();
-        let b = read();
-        let width = b.wrapping_sub(a);
-        if width < best.0 {
-            best = (width, a + width / 2, m);
-        }
-    }
-    (best.1, best.2)
+    let a = super::anchor::Anchor::read(read, monotonic_raw_ns);
+    (a.ticks, a.ns)
 }
 
 #[inline]

@@ -104,7 +104,7 @@ pub(crate) fn merge_local(
 /// arrival anywhere (on process 0 after [`gather`]: every process's; elsewhere: this one's).
 pub(crate) fn settle(m: &mut Merged) {
     for v in &mut m.vertices {
-        v.settle_slot_log();
+        v.settle_slot_log(m.clock.as_ref());
     }
 }
 
@@ -156,6 +156,7 @@ pub(crate) fn gather(
         m.traffic += pr.traffic;
         for (v, w) in m.vertices.iter_mut().zip(&pr.vertices) {
             let mut s = VertexStats::from_wire(w);
+            s.slot_log.tag(pr.process);
             v.slot_log.append(&mut s.slot_log);
             v.merge(&s);
         }

@@ -1,12 +1,16 @@
 //! The machine's monotonic clock in nanoseconds, so arrival times fit in plain u64 arrays.
 
-/// Nanoseconds on the machine-wide monotonic clock (`CLOCK_MONOTONIC`, read through the vDSO in
-/// about 20 ns). Unlike an [`std::time::Instant`] it is a plain number every process of one
-/// machine agrees on, so an element stamped in one process can be timed in another (the bench
-/// stand's end-to-end latency). Hosts do not share it.
+/// Nanoseconds on the machine-wide raw monotonic clock (`CLOCK_MONOTONIC_RAW`, read through the
+/// vDSO in about 27 ns here, as `CLOCK_MONOTONIC`). Unlike an [`std::time::Instant`] it is a
+/// plain number every process of one machine agrees on, so an element stamped in one process can
+/// be timed in another (the bench stand's end-to-end latency). Hosts do not share it: the run
+/// report's clock alignment converts stamps of different processes
+/// ([`xorflow_measure::clock::Alignment::monotonic_duration`]). Raw rather than `CLOCK_MONOTONIC`
+/// because NTP does not slew it: it stays a fixed linear function of the TSC, so two anchors per
+/// run map it onto the alignment's ticks exactly (`crates/measure/src/clock/anchor.rs`).
 #[inline]
 pub fn now_ns() -> u64 {
-    read_ns(libc::CLOCK_MONOTONIC)
+    read_ns(libc::CLOCK_MONOTONIC_RAW)
 }
 
 #[inline]

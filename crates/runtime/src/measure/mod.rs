@@ -1,7 +1,8 @@
-//! Measurement: clocks ([`clock`]), notification-latency probes ([`probe`]), per-vertex counters
+//! Measurement: clocks ([`clock`]), notification-latency probes ([`probe`]) and their per-slot records ([`slot_log`]), per-vertex counters
 //! and histograms ([`stats`]) and traffic by message kind ([`traffic`]).
 
 pub mod clock;
 pub mod probe;
+pub mod slot_log;
 pub mod stats;
 pub mod traffic;

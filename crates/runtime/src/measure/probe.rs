@@ -1,5 +1,6 @@
 //! Notification-latency measurement at the vertices that consume frontiers.
 
+use crate::measure::slot_log::{SlotLog, SlotRecord};
 use xorflow_tracking::Slot;
 
 /// Arrival times per slot at a vertex instance, to measure notification latency: the time from the
@@ -25,116 +26,6 @@ pub struct ArrivalProbe {
     pub log: Option<SlotLog>,
     /// Which slots are measured (all by default).
     pub sampling: Sampling,
-}
-
-/// One slot as one instance saw it: when its last element arrived and when the instance learnt the
-/// slot was complete (ns from [`crate::measure::clock::now_ns`]).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct SlotRecord {
-    /// The slot.
-    pub slot: Slot,
-    /// Arrival of the slot's last element at this instance, ns.
-    pub last_arrival_ns: u64,
-    /// The notification covering the slot, ns.
-    pub notified_ns: u64,
-}
-
-/// Per-slot records of the instances of one vertex, to measure notification latency as seed 000
-/// (section 5.2.1) defines it: from the substream's last element arriving *anywhere* (its bench
-/// stand received all sink output) to the notification. [`ArrivalProbe`]'s own samples start at the
-/// last arrival at the same instance, so they also contain the skew between partitions: how much
-/// later the slot's last element reached another instance. The difference between the two is data
-/// path jitter, not tracking.
-///
-/// 24 bytes per slot and instance, at most [`SlotLog::CAP`] records per instance (the rest are
-/// counted in `dropped`).
-#[derive(Clone, Debug, Default)]
-pub struct SlotLog {
-    /// Records, in slot order per instance.
-    pub records: Vec<SlotRecord>,
-    /// Records not kept because the log was full.
-    pub dropped: u64,
-}
-
-impl SlotLog {
-    /// Records kept per instance (24 MiB).
-    pub const CAP: usize = 1 << 20;
-
-    #[inline]
-    fn push(&mut self, r: SlotRecord) {
-        if self.records.len() < Self::CAP {
-            self.records.push(r);
-        } else {
-            self.dropped += 1;
-        }
-    }
-
-    /// Appends another instance's records.
-    pub fn append(&mut self, o: &mut SlotLog) {
-        self.records.append(&mut o.records);
-        self.dropped += o.dropped;
-    }
-
-    /// Most records a process sends to process 0 (24 bytes each, 32 in base64: 8 MiB of its
-    /// report); the rest are counted in `dropped`. The first ones are kept, so every process
-    /// keeps the same early slots.
-    pub const SHIP_CAP: usize = 1 << 18;
-
-    /// The records for another process's report: base64 of `slot, last arrival, notified` as
-    /// little-endian u64s, at most [`SlotLog::SHIP_CAP`] records; returns the text and how
-    /// many records did not fit.
-    pub fn encode(&self) -> (String, u64) {
-        use base64::Engine as _;
-        let kept = &self.records[..self.records.len().min(Self::SHIP_CAP)];
-        let mut b = Vec::with_capacity(kept.len() * 24);
-        for r in kept {
-            for x in [r.slot, r.last_arrival_ns, r.notified_ns] {
-                b.extend_from_slice(&x.to_le_bytes());
-            }
-        }
-        let cut = (self.records.len() - kept.len()) as u64;
-        (base64::engine::general_purpose::STANDARD.encode(b), cut)
-    }
-
-    /// Back from [`SlotLog::encode`]'s text, with `dropped` records not kept.
-    ///
-    /// # Errors
-    /// Text that is not base64 of whole records.
-    pub fn decode(text: &str, dropped: u64) -> Result<SlotLog, String> {
-        use base64::Engine as _;
-        let b = base64::engine::general_purpose::STANDARD
-            .decode(text)
-            .map_err(|e| format!("slot log: {e}"))?;
-        if b.len() % 24 != 0 {
-            return Err(format!("slot log: {} bytes, not whole records", b.len()));
-        }
-        let word = |c: &[u8]| u64::from_le_bytes(c.try_into().expect("8 bytes"));
-        let records = b
-            .chunks_exact(24)
-            .map(|c| SlotRecord {
-                slot: word(&c[0..8]),
-                last_arrival_ns: word(&c[8..16]),
-                notified_ns: word(&c[16..24]),
-            })
-            .collect();
-        Ok(SlotLog { records, dropped })
-    }
-
-    /// Consumes the records of all instances and feeds `sample(ns)` once per record: its
-    /// notification minus the latest last arrival of the same slot over all instances. A
-    /// notification cannot precede that arrival under trAcker; if it did, the sample is 0 and
-    /// [`ArrivalProbe::below_frontier`] counts the element.
-    pub fn settle(&mut self, mut sample: impl FnMut(u64)) {
-        let mut r = std::mem::take(&mut self.records);
-        // Stable: records of one slot keep their instance order.
-        r.sort_by_key(|x| x.slot);
-        for group in r.chunk_by(|a, b| a.slot == b.slot) {
-            let last = group.iter().map(|x| x.last_arrival_ns).max().unwrap_or(0);
-            for x in group {
-                sample(x.notified_ns.saturating_sub(last));
-            }
-        }
-    }
 }
 
 const SPAN: u64 = 1 << 24;
@@ -238,6 +129,7 @@ fn log_slot(log: &mut Option<SlotLog>, slot: Slot, last_arrival_ns: u64, notifie
             slot,
             last_arrival_ns,
             notified_ns,
+            process: 0,
         });
     }
 }
@@ -399,30 +291,6 @@ mod tests {
         assert_eq!(p.below_frontier, 1);
     }
 
-    /// Two instances of a sink; slot 0's last element reaches instance b 70 ns after instance a's.
-    /// Per instance, a waited 100 and b 30; from the last arrival anywhere both waited 30 and 50.
-    #[test]
-    fn slot_log_measures_from_the_last_arrival_at_any_instance() {
-        let (mut a, mut b) = (ArrivalProbe::default(), ArrivalProbe::default());
-        a.log = Some(SlotLog::default());
-        b.log = Some(SlotLog::default());
-        a.record(0, 1000);
-        b.record(0, 1070);
-        a.record(1, 1100); // slot 1 only at a
-        let (mut sa, mut sb) = (vec![], vec![]);
-        a.complete(2, 1100, |x, _| sa.push(x));
-        b.complete(2, 1120, |x, _| sb.push(x));
-        assert_eq!(sa, vec![100, 0]);
-        assert_eq!(sb, vec![50]);
-        let mut log = a.log.take().unwrap();
-        log.append(b.log.as_mut().unwrap());
-        let mut any = vec![];
-        log.settle(|x| any.push(x));
-        // Slot 0: a notified at 1100, b at 1120, last arrival anywhere 1070. Slot 1: a only.
-        assert_eq!(any, vec![30, 50, 0]);
-        assert!(log.records.is_empty());
-    }
-
     #[test]
     fn sampling_keeps_x_of_every_y_slots_and_the_probe_measures_only_those() {
         let s: Sampling = "2/8".parse().unwrap();
@@ -447,18 +315,5 @@ mod tests {
         p.complete(10, 130, |x, n| samples.push((x, n)));
         // Slots 0, 4 and 8 of ten, one batch: one run of three samples.
         assert_eq!(samples, [(30, 3)]);
-    }
-
-    #[test]
-    fn slot_log_counts_what_it_cannot_keep() {
-        let mut log = SlotLog::default();
-        for slot in 0..SlotLog::CAP as u64 + 3 {
-            log.push(SlotRecord {
-                slot,
-                last_arrival_ns: 1,
-                notified_ns: 2,
-            });
-        }
-        assert_eq!((log.records.len(), log.dropped), (SlotLog::CAP, 3));
     }
 }

@@ -1,6 +1,6 @@
 //! Per-vertex counters and the notification-latency histogram.
 
-use crate::measure::probe::SlotLog;
+use crate::measure::slot_log::SlotLog;
 use hdrhistogram::serialization::{Deserializer, Serializer, V2Serializer};
 use hdrhistogram::Histogram;
 use serde::{Deserialize, Serialize};
@@ -126,10 +126,25 @@ pub struct VertexStats {
 }
 
 /// Histogram of a sink's notification latency in ns measured from the substream's last arrival at
-/// any instance of any process (seed 000's definition; see [`SlotLog`]). Across processes it
-/// compares CLOCK_MONOTONIC stamps of different processes (`measure/clock.rs`), which is exact on
-/// one machine only, like the element latency.
+/// any instance of any process (seed 000's definition; see [`SlotLog`]). Across processes the
+/// stamps are converted into process 0's time by the run's clock alignment (seed 002), each
+/// sample within [`NOTIFICATION_LATENCY_ANY_BOUND`] of the truth.
 pub const NOTIFICATION_LATENCY_ANY: &str = "notification_latency_any_ns";
+
+/// Counter: the largest error bound of a [`NOTIFICATION_LATENCY_ANY`] sample, ns (rounded up;
+/// absent in a run of one process, whose stamps share one clock).
+pub const NOTIFICATION_LATENCY_ANY_BOUND: &str = "notification_latency_any_bound_ns_max";
+
+/// Counter: [`NOTIFICATION_LATENCY_ANY`] samples converted through the clock alignment.
+pub const CLOCK_CONVERTED: &str = "clock_converted_samples";
+
+/// Counter: converted samples that differ from the plain difference of the two stamps by more
+/// than their bound. The plain difference is the truth when every process runs on one host
+/// (they share `CLOCK_MONOTONIC_RAW`), so there it must stay 0; across hosts it is no check.
+pub const CLOCK_BOUND_EXCEEDED: &str = "clock_bound_exceeded_same_host";
+
+/// Counter: samples of a multi-process run left unconverted (a process without a clock map).
+pub const CLOCK_UNCONVERTED: &str = "clock_unconverted_samples";
 
 /// Counter of slot records a sink could not keep for [`NOTIFICATION_LATENCY_ANY`].
 pub const SLOT_LOG_DROPPED: &str = "slot_log_dropped";
@@ -155,14 +170,35 @@ impl VertexStats {
 
     /// Turns the per-slot records of all instances merged so far into the
     /// [`NOTIFICATION_LATENCY_ANY`] histogram (and [`SLOT_LOG_DROPPED`]); call once every instance
-    /// of the process is merged.
-    pub fn settle_slot_log(&mut self) {
+    /// of the process is merged. `clock`: the run's alignment (runs of several processes), which
+    /// converts the samples and fills the clock counters ([`NOTIFICATION_LATENCY_ANY_BOUND`],
+    /// [`CLOCK_CONVERTED`], [`CLOCK_BOUND_EXCEEDED`], [`CLOCK_UNCONVERTED`]).
+    pub fn settle_slot_log(&mut self, clock: Option<&xorflow_measure::clock::Alignment>) {
         if self.slot_log.records.is_empty() && self.slot_log.dropped == 0 {
             return;
         }
         let mut log = std::mem::take(&mut self.slot_log);
+        let (mut bound, mut converted, mut exceeded, mut unconverted) = (0f64, 0, 0, 0);
         let h = self.histogram_mut(NOTIFICATION_LATENCY_ANY);
-        log.settle(|ns| h.saturating_record(ns.max(1)));
+        log.settle(clock, |s| {
+            h.saturating_record(s.ns.max(1));
+            if s.converted {
+                converted += 1;
+                bound = bound.max(s.bound_ns);
+                // Both clamp a negative duration to 0 the same way.
+                if (s.ns as f64 - s.raw_ns.max(0) as f64).abs() > s.bound_ns {
+                    exceeded += 1;
+                }
+            } else if clock.is_some() {
+                unconverted += 1;
+            }
+        });
+        if clock.is_some() {
+            self.count(NOTIFICATION_LATENCY_ANY_BOUND, bound.ceil() as u64);
+            self.count(CLOCK_CONVERTED, converted);
+            self.count(CLOCK_BOUND_EXCEEDED, exceeded);
+            self.count(CLOCK_UNCONVERTED, unconverted);
+        }
         if log.dropped > 0 {
             self.count(SLOT_LOG_DROPPED, log.dropped);
         }
@@ -338,11 +374,12 @@ mod tests {
         slot: u64,
         last_arrival_ns: u64,
         notified_ns: u64,
-    ) -> crate::measure::probe::SlotRecord {
-        crate::measure::probe::SlotRecord {
+    ) -> crate::measure::slot_log::SlotRecord {
+        crate::measure::slot_log::SlotRecord {
             slot,
             last_arrival_ns,
             notified_ns,
+            process: 0,
         }
     }
 
@@ -365,7 +402,7 @@ mod tests {
         assert_eq!(arrived.slot_log.dropped, 2);
         p0.slot_log.append(&mut arrived.slot_log);
         p0.merge(&arrived);
-        p0.settle_slot_log();
+        p0.settle_slot_log(None);
         let any = &p0.histograms[NOTIFICATION_LATENCY_ANY];
         assert_eq!((any.len(), any.min(), any.max()), (2, 100, 100));
         assert_eq!(p0.counter(SLOT_LOG_DROPPED), 2);

@@ -72,6 +72,7 @@ impl ClockSource {
                 kind: xorflow_measure::clock::ClockKind::Tsc,
                 ticks_per_ns: tpn,
                 skew: self.skew,
+                monotonic: None,
             },
         }
     }

@@ -31,7 +31,7 @@ fn process(
     listener: std::net::TcpListener,
     addrs: Vec<std::net::SocketAddr>,
     clock: ClockSource,
-) -> (Outcome, Vec<u64>) {
+) -> (Outcome, Vec<u64>, Vec<u64>) {
     let cfg = ClusterConfig {
         clock: Some(clock),
         ..ClusterConfig::default()
@@ -61,9 +61,10 @@ fn process(
     let t0 = std::time::Instant::now();
     let t = transport::start(id, listener, &cfg, outboxes, delivery, failure).unwrap();
     let started = t0.elapsed();
-    let mut raw = Vec::new();
+    let (mut raw, mut mono) = (Vec::new(), Vec::new());
     for _ in 0..20 {
         raw.push(mclock::now_raw());
+        mono.push(crate::measure::clock::now_ns());
         std::thread::sleep(Duration::from_millis(5));
     }
     let t1 = std::time::Instant::now();
@@ -73,7 +74,7 @@ fn process(
         "process {me}: start {started:?}, finish (Done + second phase) {:?}",
         t1.elapsed()
     );
-    (outcome, raw)
+    (outcome, raw, mono)
 }
 
 #[test]
@@ -126,7 +127,7 @@ fn three_transports_align_within_their_bounds() {
     }
     let truth = |t: u64| skews[0].apply(t) as f64;
     let tpn0 = a.clocks[0].ticks_per_ns;
-    for (q, (_, raw)) in results.iter().enumerate() {
+    for (q, (_, raw, _)) in results.iter().enumerate() {
         for &t in raw {
             let got = a.to_reference(q, skews[q].apply(t)).unwrap();
             let err = (got.ticks - truth(t)).abs() / tpn0;
@@ -153,4 +154,20 @@ fn three_transports_align_within_their_bounds() {
         }
     }
     assert!(r1.len() == 20 && r2.len() == 20);
+    // The runtime's stamps (CLOCK_MONOTONIC_RAW ns, shared by the three "processes" here, so
+    // their plain difference is the truth) convert through each process's anchors.
+    for (s, e) in [(0, 0), (1, 1), (0, 2), (1, 2), (2, 1), (2, 0)] {
+        let (ns_s, ns_e) = (results[s].2[2], results[e].2[17]);
+        let d = a.monotonic_duration((s, ns_s), (e, ns_e)).unwrap();
+        let want = ns_e as f64 - ns_s as f64;
+        // Slack: the calibration of process 0's ticks per ns, a few ppm of the duration.
+        assert!(
+            (d.ns - want).abs() <= d.bound_ns + 2.0 + want.abs() * 1e-5,
+            "monotonic {s}->{e}: {d:?} vs {want}"
+        );
+        assert!(d.bound_ns < 1e6, "{d:?}");
+        let st = a.monotonic_stamp(s, ns_s).unwrap();
+        assert!(st.bound_ns >= 0.0 && st.bound_ns < 1e6, "{st:?}");
+    }
+    assert!(a.clocks.iter().all(|c| c.monotonic.is_some()));
 }

@@ -45,6 +45,7 @@ use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::mpsc::{unbounded_channel, UnboundedReceiver, UnboundedSender};
 use tokio::time::{sleep, timeout, Instant};
 use tokio_util::codec::{Framed, FramedRead, LengthDelimitedCodec};
+use xorflow_measure::clock::anchor::{Anchor, AnchorMap};
 use xorflow_measure::clock::sample::MinRtt;
 use xorflow_measure::clock::{Alignment, PairSamples};
 
@@ -567,7 +568,7 @@ async fn serve(
     failure: Failure,
     mut control: UnboundedReceiver<Control>,
     traffic: Traffic,
-    (clock, before): (ClockSource, Vec<MinRtt>),
+    (clock, before): (ClockSource, Before),
 ) -> Result<Outcome, String> {
     let refuser = spawn_refuser(listener, id.clone());
     let (events_tx, mut events) = unbounded_channel::<Event>();
@@ -623,12 +624,24 @@ struct AfterRun<'a> {
     outboxes: &'a [Option<Arc<Outbox>>],
     /// The readers handed back with each Done, by process.
     readers: Readers,
-    /// This process's MinRTT before the run, by peer.
-    before: Vec<MinRtt>,
+    /// What the alignment before the run gave.
+    before: Before,
 }
 
-/// The clock alignment before the run: every peer, until the start-up timeout. Returns this
-/// process's MinRTT per peer (by process; empty at its own index).
+/// What the clock alignment before the run gave this process.
+struct Before {
+    /// Its MinRTT per peer, by process (empty at its own index).
+    min: Vec<MinRtt>,
+    /// Its runtime clock (`measure/clock.rs`) tied to its ticks as the phase began.
+    anchor: Anchor,
+}
+
+/// The runtime clock's ns tied to `clock`'s ticks now.
+fn anchor(clock: &ClockSource) -> Anchor {
+    Anchor::read(|| (clock.ticks)(), crate::measure::clock::now_ns)
+}
+
+/// The clock alignment before the run: every peer, until the start-up timeout.
 ///
 /// # Errors
 /// A peer failed or stayed silent, naming it.
@@ -638,7 +651,8 @@ async fn align_before(
     clock: &ClockSource,
     links: &mut Links,
     traffic: &mut Traffic,
-) -> Result<Vec<MinRtt>, String> {
+) -> Result<Before, String> {
+    let anchor = anchor(clock);
     let deadline = Instant::now() + cfg.startup_timeout;
     let peers = (links.outgoing.iter())
         .zip(links.incoming.iter_mut())
@@ -663,7 +677,10 @@ async fn align_before(
             )
         })?;
     }
-    Ok(before)
+    Ok(Before {
+        min: before,
+        anchor,
+    })
 }
 
 /// The clock alignment after the run, until the peer timeout: the others send their samples to
@@ -702,6 +719,9 @@ async fn align_after(
         clock: clock.describe(me),
         samples: Vec::new(),
     };
+    mine.clock.monotonic = AnchorMap::new(after.before.anchor, anchor(clock))
+        .inspect_err(|e| tracing::warn!("process {me}: {e}"))
+        .ok();
     let mut reports = Vec::new();
     for r in results {
         count_clock_frames(traffic, &r);
@@ -712,7 +732,7 @@ async fn align_after(
         mine.samples.push(PairSamples {
             initiator: me,
             responder: r.process,
-            before: after.before[r.process],
+            before: after.before.min[r.process],
             after: after_min,
         });
         reports.extend(r.report);

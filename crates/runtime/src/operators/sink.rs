@@ -20,7 +20,8 @@
 
 use super::{Operator, OperatorState, Receipt};
 use crate::batch::Batch;
-use crate::measure::probe::{ArrivalProbe, SlotLog};
+use crate::measure::probe::ArrivalProbe;
+use crate::measure::slot_log::SlotLog;
 use crate::measure::stats::VertexStats;
 use crate::worker::ctx::WorkerCtx;
 use std::marker::PhantomData;
