@@ -113,6 +113,31 @@ pub fn create_topic(
     Ok(created)
 }
 
+/// A topic to load records into: creates `uri`'s topic with `partitions` partitions and the
+/// settings `configs` ([`create_topic`]), or takes an existing one that has as many partitions
+/// (the loaders' `--partitions`).
+///
+/// # Errors
+/// As [`create_topic`]; `partitions` is 0; the topic exists with another partition count.
+pub fn topic_for_loading(
+    uri: &KafkaUri,
+    partitions: usize,
+    configs: &[(&str, &str)],
+) -> Result<Created, String> {
+    if partitions == 0 {
+        return Err("--partitions must be at least 1".into());
+    }
+    let created = create_topic(uri, partitions, configs)?;
+    let have = self::partitions(uri, BROKER_TIMEOUT)?;
+    if have != partitions {
+        return Err(format!(
+            "{uri}: the topic exists with {have} partitions, and --partitions asks for \
+             {partitions}: choose another topic or --partitions {have}"
+        ));
+    }
+    Ok(created)
+}
+
 /// Waits until the metadata of `uri`'s topic names a leader for every partition.
 ///
 /// # Errors

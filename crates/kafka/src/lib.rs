@@ -5,7 +5,7 @@
 //! * [`uri`]: `kafka://HOST:PORT/TOPIC?key=value` addresses.
 //! * [`settings`]: the client settings that matter, and why.
 //! * [`admin`]: partitions of a topic, creating topics with settings.
-//! * [`source`]: the source, [`KafkaSource`].
+//! * [`source`]: the source, [`KafkaSource`]; [`input`]: a job's input-topic options and counts.
 //! * [`sink`]: the sink, [`KafkaSink`].
 //! * [`producer`]: loading records into a topic; [`dump`]: reading one back.
 //! * [`changelog`]: changelog state (seed 001) in compacted topics.
@@ -16,14 +16,17 @@ pub mod broker;
 pub mod changelog;
 pub mod context;
 pub mod dump;
+pub mod input;
 pub mod producer;
 pub mod settings;
 pub mod sink;
 pub mod source;
 pub mod uri;
 
+pub use input::{InputCounts, InputOptions};
 pub use sink::{Encoder, KafkaSink};
 pub use source::{
-    Decoded, Decoder, KafkaSource, RecordView, SourceConfig, SourceCounters, Watermark,
+    Decoded, Decoder, KafkaSource, RecordView, SkippedRecord, SourceConfig, SourceCounters,
+    Watermark,
 };
 pub use uri::KafkaUri;

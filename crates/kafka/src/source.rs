@@ -135,8 +135,8 @@ impl SourceConfig {
     }
 }
 
-/// A record the source skipped, for reports.
-#[derive(Clone, Debug, PartialEq, Eq)]
+/// A record the source skipped, for reports (serialized as `{partition, offset, reason}`).
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
 pub struct SkippedRecord {
     /// Its partition.
     pub partition: i32,

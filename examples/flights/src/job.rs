@@ -65,6 +65,16 @@ pub struct KafkaOptions {
     pub follow: bool,
 }
 
+impl KafkaOptions {
+    /// The options of the input topic.
+    fn input_options(&self) -> xorflow_kafka::InputOptions {
+        xorflow_kafka::InputOptions {
+            idle_timeout: self.idle_timeout,
+            follow: self.follow,
+        }
+    }
+}
+
 impl Default for KafkaOptions {
     fn default() -> Self {
         KafkaOptions {
@@ -180,16 +190,8 @@ pub struct Summary {
     pub checkpoints: Option<CheckpointSummary>,
 }
 
-/// A record a Kafka source skipped.
-#[derive(Clone, Debug, Serialize)]
-pub struct SkippedRecord {
-    /// Its partition.
-    pub partition: i32,
-    /// Its offset.
-    pub offset: i64,
-    /// Why.
-    pub reason: String,
-}
+/// A record a Kafka source skipped: `{partition, offset, reason}`.
+pub use xorflow_kafka::SkippedRecord;
 
 /// What checkpointing did in a run.
 #[derive(Clone, Debug, Serialize)]
@@ -524,13 +526,9 @@ fn check_kafka(cfg: &FlightsConfig) -> Result<(), FlightsError> {
              records are counted and named by partition and offset in the report instead",
         );
     }
-    if k.follow && k.input.is_none() {
-        return refuse("--kafka-follow needs --input kafka://...");
-    }
-    if k.idle_timeout.is_zero() {
-        return refuse("--kafka-idle-timeout must be positive");
-    }
-    Ok(())
+    k.input_options()
+        .check(k.input.as_ref())
+        .map_err(FlightsError::Config)
 }
 
 /// The files process 0 writes, each pending (a temporary file beside its final path) until the
@@ -644,22 +642,16 @@ impl Feed {
                 late,
             });
         };
-        let partitions = xorflow_kafka::admin::partitions(uri, Duration::from_secs(10))
+        let watermark = Watermark::RecordTimestamp {
+            ms_per_unit: 1000,
+            lateness: cfg.lateness_s,
+        };
+        // Paced by the record timestamps (the rows' arrival times).
+        let source = (cfg.kafka.input_options())
+            .source(uri, cfg.sources, watermark, cfg.speed)
             .map_err(FlightsError::Input)?;
         Ok(Feed::Kafka {
-            source: Arc::new(SourceConfig {
-                uri: uri.clone(),
-                partitions,
-                instances: cfg.sources,
-                watermark: Watermark::RecordTimestamp {
-                    ms_per_unit: 1000,
-                    lateness: cfg.lateness_s,
-                },
-                idle_timeout: cfg.kafka.idle_timeout,
-                bounded: !cfg.kafka.follow,
-                // Paced by the record timestamps (the rows' arrival times).
-                speed: cfg.speed,
-            }),
+            source: Arc::new(source),
             counters: Arc::default(),
         })
     }
@@ -780,22 +772,9 @@ fn input_counts(feed: &Feed) -> (u64, u64, u64, Vec<Malformed>, Vec<SkippedRecor
             input.malformed_examples.clone(),
             Vec::new(),
         ),
-        Feed::Kafka { counters: c, .. } => {
-            let examples = c.examples.lock().map(|e| e.clone()).unwrap_or_default();
-            (
-                c.read.load(Ordering::Relaxed),
-                c.malformed.load(Ordering::Relaxed),
-                c.late.load(Ordering::Relaxed),
-                Vec::new(),
-                examples
-                    .into_iter()
-                    .map(|r| SkippedRecord {
-                        partition: r.partition,
-                        offset: r.offset,
-                        reason: r.reason,
-                    })
-                    .collect(),
-            )
+        Feed::Kafka { counters, .. } => {
+            let c = counters.snapshot();
+            (c.read, c.malformed, c.late, Vec::new(), c.examples)
         }
     }
 }

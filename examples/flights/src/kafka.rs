@@ -147,9 +147,6 @@ pub fn produce_flights(
     uri: &KafkaUri,
     partitions: usize,
 ) -> Result<Produced, String> {
-    if partitions == 0 {
-        return Err("--partitions must be at least 1".into());
-    }
     let flights = read_flights(input)?;
     let text =
         std::fs::read(input).map_err(|e| format!("cannot read '{}': {e}", input.display()))?;
@@ -157,15 +154,8 @@ pub fn produce_flights(
     let header = header.strip_suffix(b"\r").unwrap_or(header);
     // Rows are stamped with their 2013 arrival times: time-based retention (7 days by default)
     // would delete them at the broker's next check.
-    let created =
-        admin::create_topic(uri, partitions, &[("retention.ms", "-1")])? == admin::Created::Created;
-    let have = admin::partitions(uri, xorflow_kafka::settings::BROKER_TIMEOUT)?;
-    if have != partitions {
-        return Err(format!(
-            "{uri}: the topic exists with {have} partitions, and --partitions asks for \
-             {partitions}: choose another topic or --partitions {have}"
-        ));
-    }
+    let created = admin::topic_for_loading(uri, partitions, &[("retention.ms", "-1")])?
+        == admin::Created::Created;
     let mut loader = Loader::new(uri)?;
     let first_ms = flights
         .records
