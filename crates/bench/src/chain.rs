@@ -11,6 +11,7 @@
 //! The first `warmup` elements are processed but not measured.
 
 use crate::generator::Schedule;
+use crate::sustainable::series::PerSecond;
 use clap::{Args, Parser};
 use serde::{Deserialize, Serialize};
 use std::sync::{Arc, OnceLock};
@@ -30,6 +31,9 @@ use xorflow_runtime::{
 pub const ELEMENT_LATENCY: &str = "element_latency_ns";
 /// Sink histogram: the same for the elements right after the snapshot boundary.
 pub const POST_SNAPSHOT_LATENCY: &str = "post_snapshot_latency_ns";
+/// Sink histograms `<this>/<second>`: element latency per second of the schedule, us
+/// (`--latency-by-second`, [`crate::sustainable::series`]).
+pub const ELEMENT_LATENCY_BY_SECOND: &str = "element_latency_us_by_second";
 
 /// Seed 000's snapshot experiment on the chain: every stage is a snapshot vertex with one epoch
 /// boundary ([`xorflow_runtime::Stream::epoch_snapshots`]).
@@ -67,6 +71,8 @@ pub struct ChainParams {
     pub snapshot: Option<SnapshotParams>,
     /// A keyed stateful stage before the sink.
     pub keyed: Option<KeyedStage>,
+    /// The sink also records element latency per second of the schedule.
+    pub latency_by_second: bool,
     /// Runtime configuration (workers, granularity, tracking, batching).
     pub runtime: RuntimeConfig,
 }
@@ -117,6 +123,12 @@ pub struct ChainConfig {
     /// (a synchronous snapshot of a larger state: `bench alignment`).
     #[arg(long, value_parser = humantime::parse_duration)]
     pub snapshot_work: Option<Duration>,
+    /// The sink also records the element latency of each second of the schedule (the elements
+    /// due in it): `element_p99_ms_by_second` and `element_count_by_second` in the result, what
+    /// `bench sustainable --workload chain` judges growth by. Costs a second histogram record per
+    /// element and about 0.4 MB per second of run at the end.
+    #[arg(long)]
+    pub latency_by_second: bool,
     /// The engine's options.
     #[command(flatten)]
     pub engine: EngineArgs,
@@ -164,6 +176,7 @@ impl ChainConfig {
         if let Some(w) = self.snapshot_work {
             a.duration("snapshot-work", w, Duration::ZERO);
         }
+        a.switch("latency-by-second", self.latency_by_second);
         a.extend(self.engine.to_argv());
         a.into_vec()
     }
@@ -188,6 +201,7 @@ impl ChainConfig {
                 window,
                 keys: self.keys.max(1),
             }),
+            latency_by_second: self.latency_by_second,
             runtime: RuntimeConfig {
                 snapshot_work: self.snapshot_work,
                 ..self.engine.runtime(self.granularity)
@@ -347,6 +361,18 @@ pub struct ChainMeasures {
     pub elapsed_s: f64,
     /// Elements/s achieved (emitted / elapsed).
     pub elements_per_s: f64,
+    /// Elements that reached the sink, warm-up included (None: a peer's, which fails instead
+    /// when any is missing; the keyed stage's, whose sink gets window results).
+    #[serde(default)]
+    pub elements_received: Option<u64>,
+    /// End-to-end latency p99 of the measured elements due in each second of the schedule, ms
+    /// (0 for a second without any): `--latency-by-second` (xorflow) or a peer's own series;
+    /// empty otherwise.
+    #[serde(default)]
+    pub element_p99_ms_by_second: Vec<f64>,
+    /// The measured elements due in each second of the same series.
+    #[serde(default)]
+    pub element_count_by_second: Vec<u64>,
 }
 
 /// Messages and bytes by kind, and the service kinds' sum.
@@ -589,6 +615,8 @@ struct LatencySink {
     post: (u64, u64),
     latency: hdrhistogram::Histogram<u64>,
     post_latency: hdrhistogram::Histogram<u64>,
+    /// Per second of the schedule (`--latency-by-second`).
+    by_second: Option<PerSecond>,
 }
 
 impl Sink<u64> for LatencySink {
@@ -606,6 +634,9 @@ impl Sink<u64> for LatencySink {
                 if e.time >= self.post.0 && e.time < self.post.1 {
                     self.post_latency.saturating_record(l);
                 }
+                if let Some(s) = &mut self.by_second {
+                    s.record(e.data, l);
+                }
             }
         }
         Ok(())
@@ -616,6 +647,9 @@ impl Sink<u64> for LatencySink {
         let _ = stats
             .histogram_mut(POST_SNAPSHOT_LATENCY)
             .add(&self.post_latency);
+        if let Some(s) = &self.by_second {
+            s.report(stats, ELEMENT_LATENCY_BY_SECOND);
+        }
     }
 }
 
@@ -657,13 +691,14 @@ fn build(df: &Dataflow, p: &ChainParams, snapshot: Option<&SnapshotParams>) -> V
     let rate = p.rate / sources as f64;
     let numbered = p.keyed.is_some();
     let start = Arc::new(OnceLock::new());
+    let source_start = start.clone();
     let mut s = df.source("source", sources, move |k| ChainSource {
         next: k as u64,
         step: sources as u64,
         remaining: per_source + u64::from((k as u64) < extra),
         emitted: 0,
         rate: rate.max(0.0),
-        start: start.clone(),
+        start: source_start.clone(),
         schedule: None,
         numbered,
     });
@@ -688,11 +723,13 @@ fn build(df: &Dataflow, p: &ChainParams, snapshot: Option<&SnapshotParams>) -> V
     }
     let warmup = p.warmup;
     let post = snapshot.map_or((0, 0), |sp| (sp.at, sp.at.saturating_add(sp.post_elements)));
+    let by_second = p.latency_by_second;
     s.sink("sink", move |_| LatencySink {
         warmup,
         post,
         latency: xorflow_runtime::measure::stats::histogram(),
         post_latency: xorflow_runtime::measure::stats::histogram(),
+        by_second: by_second.then(|| PerSecond::new(start.clone())),
     });
     stage_names
 }
@@ -755,6 +792,8 @@ fn result(
         })
     };
     let service = report.traffic.service().messages;
+    let (element_p99_ms_by_second, element_count_by_second) =
+        crate::sustainable::series::read(sink, ELEMENT_LATENCY_BY_SECOND);
     ChainResult {
         measures: ChainMeasures {
             stages: p.stages,
@@ -772,6 +811,9 @@ fn result(
             notification_latency_any: Percentiles::of(sink, NOTIFICATION_LATENCY_ANY),
             elapsed_s,
             elements_per_s: report.elements_per_s(),
+            elements_received: p.keyed.is_none().then_some(sink.elements_in),
+            element_p99_ms_by_second,
+            element_count_by_second,
         },
         processes: report.processes,
         tracker_processes: report.tracker_processes,

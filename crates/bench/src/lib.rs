@@ -2,7 +2,8 @@
 //!
 //! Workloads and experiments that reproduce the papers' measurements. Issue by issue this grows into
 //! one command per experiment: seed 000's chain, seed 001's state experiments, and the YSB
-//! (`ysb`: the peers side by side and sustainable throughput).
+//! (`ysb`: the peers side by side), and sustainable throughput on the YSB and the chain
+//! (`sustainable`).
 
 pub mod alignment;
 pub mod chain;
@@ -13,4 +14,5 @@ pub mod restore;
 pub mod stand;
 pub mod store_io;
 pub mod subprocess;
+pub mod sustainable;
 pub mod ysb;

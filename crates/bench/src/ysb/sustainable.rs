@@ -1,64 +1,33 @@
 //! `xorflow bench sustainable --workload ysb`: the highest rate each engine sustains (seed 002,
 //! section 4.4, after Karimov et al.): the rate rises in steps, each step a bounded run; a step
 //! is sustainable when every emitted event is received and counted (the oracle's counts) and
-//! event-time latency does not grow over it ([`judge`]). An engine leaves the ladder after its
-//! first unsustainable step; the engines alternate within a step.
+//! event-time latency does not grow over it ([`judge`]). The ladder (engines alternating within a
+//! step, each leaving after its first unsustainable step) is the one every workload shares:
+//! [`crate::sustainable`].
 
-use super::{append_raw, command_line, Engine, Point, StandConfig};
-use crate::subprocess::median;
+use super::{command_line, Engine, Engines, Point, StandConfig};
+use crate::sustainable::{best_table, growth, ladder, Workload};
 use anyhow::Result;
 use std::fmt::Write as _;
 use std::path::PathBuf;
 use xorflow_ysb::bench::BenchResult;
 
-/// Latency grows when the last third's median per-second p99 exceeds the middle third's by this
-/// factor plus [`GROWTH_SLACK_MS`] (the first third is warm-up: JIT, connection set-up).
-pub const GROWTH_FACTOR: f64 = 1.25;
-/// See [`GROWTH_FACTOR`], ms.
-pub const GROWTH_SLACK_MS: f64 = 20.0;
-
-/// A step's verdict.
-#[derive(Clone, Debug, PartialEq)]
-pub struct Verdict {
-    /// Sustainable.
-    pub ok: bool,
-    /// Why not (or "ok").
-    pub why: String,
-}
+pub use crate::sustainable::{Verdict, GROWTH_FACTOR, GROWTH_SLACK_MS};
 
 /// Judges one step's result (see the module doc). Needs at least 3 s of per-second latency.
 pub fn judge(r: &BenchResult) -> Verdict {
-    let no = |why: String| Verdict { ok: false, why };
     let expected = if r.events_expected > 0 {
         r.events_expected
     } else {
         r.rate * r.duration_s
     };
     if r.events_emitted != expected {
-        return no(format!("emitted {} of {expected} events", r.events_emitted));
+        return Verdict::no(format!("emitted {} of {expected} events", r.events_emitted));
     }
     if r.counts_match_oracle != Some(true) {
-        return no("counts differ from the oracle's (events lost or counted twice)".into());
+        return Verdict::no("counts differ from the oracle's (events lost or counted twice)");
     }
-    let s = &r.prewindow_p99_ms_by_second;
-    if s.len() < 3 {
-        return no(format!(
-            "{} s of latency series: too short to judge",
-            s.len()
-        ));
-    }
-    let third = s.len() / 3;
-    let middle = median(s[third..2 * third].to_vec());
-    let last = median(s[2 * third..].to_vec());
-    if last > middle * GROWTH_FACTOR + GROWTH_SLACK_MS {
-        return no(format!(
-            "pre-window p99 grows: median {middle:.1} ms in the middle third, {last:.1} ms in the last"
-        ));
-    }
-    Verdict {
-        ok: true,
-        why: "ok".into(),
-    }
+    growth(&r.prewindow_p99_ms_by_second, "pre-window p99")
 }
 
 /// What to run.
@@ -73,16 +42,34 @@ pub struct SustainableConfig {
 }
 
 /// One step's outcome for one engine.
-#[derive(Clone, Debug)]
-pub struct Step {
-    /// Who.
-    pub engine: Engine,
-    /// The rate asked for, events/s.
-    pub rate: u64,
-    /// Its figures; `None` when the run failed.
-    pub result: Option<BenchResult>,
-    /// The verdict.
-    pub verdict: Verdict,
+pub type Step = crate::sustainable::Step<Engine, BenchResult>;
+
+/// The YSB on the ladder: each step's counts go to `<dir>/counts-<engine>-<rate>.csv`.
+struct Ysb<'a> {
+    engines: Engines,
+    point: Point,
+    dir: &'a std::path::Path,
+}
+
+impl Workload for Ysb<'_> {
+    type Engine = Engine;
+    type Result = BenchResult;
+
+    fn name(&self, engine: Engine) -> &'static str {
+        engine.name()
+    }
+
+    fn run(&mut self, engine: Engine, rate: u64) -> Result<BenchResult> {
+        let counts = self
+            .dir
+            .join(format!("counts-{}-{rate}.csv", engine.name()));
+        self.engines
+            .run(engine, Point { rate, ..self.point }, &counts)
+    }
+
+    fn judge(&self, _: Engine, _: u64, r: &BenchResult) -> Verdict {
+        judge(r)
+    }
 }
 
 /// Runs the ladder; returns the results folder (raw.jsonl, curve.csv, REPORT.md).
@@ -90,42 +77,13 @@ pub struct Step {
 /// # Errors
 /// A build fails or a file cannot be written (a failed run is an unsustainable step).
 pub fn run(cfg: &SustainableConfig) -> Result<PathBuf> {
-    let (dir, e) = cfg.stand.start("ysb-sustainable")?;
-    let mut live = cfg.stand.engines.clone();
-    let mut steps = Vec::new();
-    for &rate in &cfg.rates {
-        for engine in live.clone() {
-            eprintln!("sustainable: {} at {rate} events/s", engine.name());
-            let p = Point { rate, ..cfg.point };
-            let counts = dir.join(format!("counts-{}-{rate}.csv", engine.name()));
-            let (result, verdict) = match e.run(engine, p, &counts) {
-                Ok(r) => {
-                    let v = judge(&r);
-                    let mut line = serde_json::to_value(&r)?;
-                    line["sustainable"] = v.ok.into();
-                    line["why"] = v.why.clone().into();
-                    append_raw(&dir, &line)?;
-                    (Some(r), v)
-                }
-                Err(err) => (
-                    None,
-                    Verdict {
-                        ok: false,
-                        why: format!("run failed: {err:#}"),
-                    },
-                ),
-            };
-            if !verdict.ok {
-                live.retain(|&x| x != engine);
-            }
-            steps.push(Step {
-                engine,
-                rate,
-                result,
-                verdict,
-            });
-        }
-    }
+    let (dir, engines) = cfg.stand.start("ysb-sustainable")?;
+    let mut w = Ysb {
+        engines,
+        point: cfg.point,
+        dir: &dir,
+    };
+    let steps = ladder(&mut w, &cfg.rates, &cfg.stand.engines, &dir)?;
     crate::stand::files::write_whole(&dir.join("curve.csv"), curve(&steps).as_bytes())?;
     crate::stand::files::write_whole(&dir.join("REPORT.md"), report(cfg, &steps).as_bytes())?;
     Ok(dir)
@@ -168,23 +126,12 @@ fn report(cfg: &SustainableConfig, steps: &[Step]) -> String {
          middle third's + {GROWTH_SLACK_MS} ms (seed 002, section 4.4).\n",
         p.duration_s, p.sources, p.processes, p.workers
     );
-    let _ = writeln!(
-        t,
-        "| engine | highest sustainable rate, events/s |\n|---|---:|"
-    );
-    for &e in &cfg.stand.engines {
-        let best = steps
-            .iter()
-            .filter(|s| s.engine == e && s.verdict.ok)
-            .map(|s| s.rate)
-            .max();
-        let _ = writeln!(
-            t,
-            "| {} | {} |",
-            e.name(),
-            best.map_or("none of the steps".into(), |r| r.to_string())
-        );
-    }
+    t.push_str(&best_table(
+        steps,
+        &cfg.stand.engines,
+        Engine::name,
+        "events/s",
+    ));
     let _ = writeln!(
         t,
         "\n| engine | rate | events/s | pre-window p99, ms | window p99, ms | verdict |"
