@@ -16,6 +16,8 @@
 //!   observing the frontier pass it, us; and the same from the timestamp's last arrival at *any*
 //!   sink (seed 000's definition, as `xorflow bench chain` reports it too);
 //! - element latency: due time at the input to arrival at the sink, us (no coordinated omission);
+//!   and its p99 per second of the schedule (the ids due in it), what `xorflow bench sustainable
+//!   --workload chain` judges growth by;
 //! - elements/s: all emitted elements over the time from the start to every worker finishing.
 //!
 //! The input is flushed after every batch of sends (as xorflow's source sends partial batches):
@@ -195,17 +197,20 @@ fn run_process(a: &Args, comm: CommunicationConfig) -> anyhow::Result<Measured> 
         let probe = ProbeHandle::new();
         let notif = Arc::new(Mutex::new(report::hist()));
         let elem = Arc::new(Mutex::new(report::hist()));
+        let by_second = Arc::new(Mutex::new(Vec::new()));
         let slot_log = Arc::new(Mutex::new(Vec::new()));
         let time_of = {
             let g = a.granularity;
             move |id: u64| id.checked_div(g).unwrap_or(0)
         };
         {
-            let (notif, elem, arrived, slot_log) = (
+            let (notif, elem, arrived, slot_log, by_second, start) = (
                 notif.clone(),
                 elem.clone(),
                 arrived.clone(),
                 slot_log.clone(),
+                by_second.clone(),
+                start.clone(),
             );
             let warmup = a.warmup;
             let g = a.granularity;
@@ -244,11 +249,16 @@ fn run_process(a: &Args, comm: CommunicationConfig) -> anyhow::Result<Measured> 
                     input.for_each_time(|time, data| {
                         let now = now_ns();
                         let mut e = elem.lock().expect("histogram lock");
+                        let mut s = by_second.lock().expect("histogram lock");
                         for c in data {
                             for &(id, due) in c.iter() {
                                 n += 1;
                                 if id >= warmup {
-                                    let _ = e.record(now.saturating_sub(due).max(1));
+                                    let l = now.saturating_sub(due).max(1);
+                                    let _ = e.record(l);
+                                    // The sink runs after this process's start is set.
+                                    let t0 = start.get().copied().unwrap_or(due);
+                                    report::record_second(&mut s, t0, due, l);
                                 }
                             }
                         }
@@ -348,6 +358,7 @@ fn run_process(a: &Args, comm: CommunicationConfig) -> anyhow::Result<Measured> 
             .add(&*elem.lock().expect("lock"))
             .expect("same bounds");
         m.slot_log = std::mem::take(&mut *slot_log.lock().expect("lock"));
+        m.by_second = std::mem::take(&mut *by_second.lock().expect("lock"));
         m
     })
     .map_err(|e| anyhow::anyhow!("timely failed to start: {e}"))?;

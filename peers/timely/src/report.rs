@@ -12,6 +12,33 @@ pub fn hist() -> Histogram<u64> {
     Histogram::new_with_bounds(1, 3_600_000_000_000, 3).expect("histogram bounds")
 }
 
+/// A histogram of one second's element latencies: 1 us to 100 s, 2 significant digits (about
+/// 20 KB).
+fn second_hist() -> Histogram<u64> {
+    Histogram::new_with_bounds(1, 100_000_000, 2).expect("histogram bounds")
+}
+
+/// Seconds of schedule a per-second series keeps (ids due later are not in it).
+const MAX_SECONDS: usize = 3600;
+
+/// Records the latency `latency_ns` of an id due at `due_ns` in `series`, at its second of the
+/// schedule that started at `start_ns` (a histogram per second, made at its first id).
+pub fn record_second(
+    series: &mut Vec<Histogram<u64>>,
+    start_ns: u64,
+    due_ns: u64,
+    latency_ns: u64,
+) {
+    let i = (due_ns.saturating_sub(start_ns) / 1_000_000_000) as usize;
+    if i >= MAX_SECONDS {
+        return;
+    }
+    if i >= series.len() {
+        series.resize_with(i + 1, second_hist);
+    }
+    series[i].saturating_record((latency_ns / 1000).max(1));
+}
+
 /// One worker's or one process's measurements, merged with [`Measured::add`].
 pub struct Measured {
     /// Per sink and timestamp: arrival of its last element there to the sink seeing the frontier
@@ -21,6 +48,8 @@ pub struct Measured {
     pub slot_log: Vec<(u64, u64, u64)>,
     /// Due time at the input to arrival at a sink, ns.
     pub element: Histogram<u64>,
+    /// The same per second of the schedule (the ids due in it), us ([`record_second`]).
+    pub by_second: Vec<Histogram<u64>>,
     /// First and last measured emission, ns.
     pub span: Option<(u64, u64)>,
     /// Ids emitted after the warm-up.
@@ -39,6 +68,7 @@ impl Default for Measured {
             notification: hist(),
             slot_log: Vec::new(),
             element: hist(),
+            by_second: Vec::new(),
             span: None,
             measured_emitted: 0,
             start_ns: u64::MAX,
@@ -54,6 +84,12 @@ impl Measured {
     pub fn add(&mut self, o: Measured) {
         self.notification.add(&o.notification).expect("same bounds");
         self.element.add(&o.element).expect("same bounds");
+        if o.by_second.len() > self.by_second.len() {
+            self.by_second.resize_with(o.by_second.len(), second_hist);
+        }
+        for (mine, theirs) in self.by_second.iter_mut().zip(&o.by_second) {
+            mine.add(theirs).expect("same bounds");
+        }
         self.slot_log.extend(o.slot_log);
         self.span = match (self.span, o.span) {
             (Some((a, b)), Some((c, d))) => Some((a.min(c), b.max(d))),
@@ -70,6 +106,7 @@ impl Measured {
         ProcessReport {
             notification: encode(&self.notification),
             element: encode(&self.element),
+            by_second: self.by_second.iter().map(encode).collect(),
             slot_log: self.slot_log.clone(),
             span: self.span,
             measured_emitted: self.measured_emitted,
@@ -87,6 +124,11 @@ impl Measured {
         Ok(Measured {
             notification: decode(&r.notification)?,
             element: decode(&r.element)?,
+            by_second: r
+                .by_second
+                .iter()
+                .map(|b| decode(b))
+                .collect::<anyhow::Result<_>>()?,
             slot_log: r.slot_log,
             span: r.span,
             measured_emitted: r.measured_emitted,
@@ -103,6 +145,8 @@ impl Measured {
 pub struct ProcessReport {
     notification: Vec<u8>,
     element: Vec<u8>,
+    #[serde(default)]
+    by_second: Vec<Vec<u8>>,
     slot_log: Vec<(u64, u64, u64)>,
     span: Option<(u64, u64)>,
     measured_emitted: u64,
@@ -151,6 +195,10 @@ pub struct Output {
     /// Notification latency from the timestamp's last arrival at any sink.
     pub notification_latency_any: Percentiles,
     pub element_latency: Percentiles,
+    /// Element latency p99 per second of the schedule, ms (0 for a second without measured ids).
+    pub element_p99_ms_by_second: Vec<f64>,
+    /// Measured ids due in each second of the schedule.
+    pub element_count_by_second: Vec<u64>,
 }
 
 /// Quantiles of a latency histogram, us.
@@ -239,6 +287,12 @@ pub fn output(a: &crate::Args, mut m: Measured) -> anyhow::Result<Output> {
         notifications: n.len(),
         notification_latency_any: percentiles(&any),
         element_latency: percentiles(&m.element),
+        element_p99_ms_by_second: m
+            .by_second
+            .iter()
+            .map(|h| h.value_at_quantile(0.99) as f64 / 1e3)
+            .collect(),
+        element_count_by_second: m.by_second.iter().map(Histogram::len).collect(),
     })
 }
 
@@ -257,6 +311,8 @@ mod tests {
             ..Measured::default()
         };
         a.element.record(1_000).unwrap();
+        // Due 1.5 s after the start: second 1.
+        record_second(&mut a.by_second, 100, 1_500_000_100, 7_000_000);
         let b = Measured {
             start_ns: 90,
             finished_ns: 1_000,
@@ -271,7 +327,18 @@ mod tests {
         )
         .unwrap();
         assert_eq!(m.element.len(), 1);
+        assert_eq!(m.by_second.len(), 2);
+        assert_eq!(m.by_second[1].len(), 1);
+        // Recorded in us: 7 ms is 7000.
+        assert_eq!(m.by_second[1].value_at_quantile(0.99) / 10, 700);
+        // The per-second series: a's second 1, b's second 0.
+        let mut b = b;
+        record_second(&mut b.by_second, 100, 200, 3_000_000);
         m.add(b);
+        assert_eq!(
+            m.by_second.iter().map(Histogram::len).collect::<Vec<_>>(),
+            [1, 1]
+        );
         assert_eq!((m.start_ns, m.finished_ns, m.arrived), (90, 1_000, 5));
         assert_eq!(m.span, Some((140, 400)));
         // From the last arrival anywhere (510): 520 - 510 -> 10, 530 - 510 -> 20.
