@@ -19,6 +19,7 @@ macro_rules! say {
 
 // After `say!`, which they use.
 mod kafka;
+mod log;
 mod sustainable;
 mod ysb;
 
@@ -77,6 +78,11 @@ enum Command {
     Kafka {
         #[command(subcommand)]
         cmd: kafka::KafkaCmd,
+    },
+    /// Event-log tools (`--log`, docs/measurement.md).
+    Log {
+        #[command(subcommand)]
+        cmd: log::LogCmd,
     },
     /// Yahoo Streaming Benchmark tools (docs/ysb.md).
     Ysb {
@@ -954,6 +960,7 @@ fn main() -> ExitCode {
         }
         Command::Bench { bench } => run_stand(bench),
         Command::Kafka { cmd } => kafka::run(cmd),
+        Command::Log { cmd } => log::run(cmd),
         Command::Ysb { cmd } => ysb::tool(cmd),
     }
 }

@@ -97,6 +97,22 @@ pub struct EngineArgs {
     /// 64 / granularity, every slot from granularity 64 up.
     #[arg(long)]
     pub latency_sample: Option<crate::measure::probe::Sampling>,
+    /// Event logging (seed 002's handlers, docs/measurement.md): rules `PATTERN=HANDLER`,
+    /// comma-separated, over the runtime's channels `VERTEX.in` (every element reaching an
+    /// instance of VERTEX, id = its time) and `SOURCE.out` (every element a source emits), e.g.
+    /// `*.in=xoy:1/64,events.out=xoy:1/64`; a bare HANDLER is the default. Handlers: null, id,
+    /// buffered, counter[:PERIOD], xoy:X/Y, downsample:N, first-last. Off by default.
+    #[arg(long = "log", value_name = "SPEC")]
+    pub event_log: Option<String>,
+    /// Folder of the event-log files (`CHANNEL.pPROCESS.iINSTANCE.xflog`; with several
+    /// processes, process 0 also writes the run's clock alignment there as `clock.json`).
+    #[arg(
+        long = "log-dir",
+        value_name = "DIR",
+        default_value = "logs",
+        requires = "event_log"
+    )]
+    pub event_log_dir: PathBuf,
     /// Where keyed state lives: memory, or disk (a redb file per operator instance behind a
     /// write-back cache, for state larger than memory; docs/state.md).
     #[arg(long, default_value = "memory")]
@@ -196,6 +212,12 @@ impl EngineArgs {
                 }),
             latency_probe: !self.no_latency_probe,
             latency_sample: self.latency_sample,
+            event_log: self.event_log.as_deref().and_then(|s| {
+                // validate() reports a bad spec; a config built without it logs nothing.
+                xorflow_measure::log::LogConfig::parse(s)
+                    .ok()
+                    .map(|c| c.with_dir(&self.event_log_dir))
+            }),
             cluster: ClusterConfig {
                 launch,
                 token: self.cluster_token.clone(),
@@ -238,6 +260,9 @@ impl EngineArgs {
     pub fn validate(&self) -> Result<(), String> {
         if self.processes == 0 {
             return Err("--processes must be at least 1".into());
+        }
+        if let Some(spec) = &self.event_log {
+            xorflow_measure::log::LogConfig::parse(spec).map_err(|e| format!("--log: {e}"))?;
         }
         if self.checkpoint_dir.is_some() && self.checkpoint_interval.is_none() {
             return Err(
@@ -296,6 +321,14 @@ impl EngineArgs {
         a.value("ack-multiplier", self.ack_multiplier, d.ack_multiplier);
         a.switch("no-latency-probe", self.no_latency_probe);
         a.option("latency-sample", self.latency_sample);
+        a.option("log", self.event_log.as_deref());
+        if self.event_log.is_some() {
+            a.value(
+                "log-dir",
+                self.event_log_dir.to_string_lossy(),
+                d.event_log_dir.to_string_lossy(),
+            );
+        }
         a.value(
             "state-backend",
             self.state_backend.name(),
@@ -515,6 +548,7 @@ mod tests {
             (state_disk, state_dir, retain, no_local_recovery) in
                 (any::<bool>(), proptest::option::of("[a-z]{1,8}"), any::<bool>(), any::<bool>()),
             versioned in any::<bool>(),
+            (event_log, log_dir) in (proptest::option::of("[a-z]{1,6}\\.in=id"), "[a-z]{1,8}"),
         ) -> EngineArgs {
             // --processes conflicts with --hostfile: a hostfile run leaves it at its default.
             let processes = if hosts.is_some() { 1 } else { processes };
@@ -549,6 +583,9 @@ mod tests {
                 ack_flush_on_idle,
                 ack_multiplier,
                 no_latency_probe,
+                // --log-dir is only written (and only allowed) with --log.
+                event_log_dir: PathBuf::from(if event_log.is_some() { log_dir.as_str() } else { "logs" }),
+                event_log,
                 latency_sample: latency_sample.map(|(a, b)| {
                     let y = 1u64 << a.max(b);
                     crate::measure::probe::Sampling::new((1u64 << a.min(b)).min(y), y)

@@ -140,6 +140,9 @@ pub struct RuntimeConfig {
     /// Which slots the probe measures (`None`: [`crate::measure::probe::Sampling::auto`] for
     /// the granularity).
     pub latency_sample: Option<crate::measure::probe::Sampling>,
+    /// Event logging on the runtime's channels (`VERTEX.in`, `SOURCE.out`; seed 002's
+    /// handlers, `crates/measure/src/log`); `None`: off, nothing is checked per batch.
+    pub event_log: Option<xorflow_measure::log::LogConfig>,
     /// Warm-up: elements with a smaller time (time units) are processed like any other but left
     /// out of measurements (notification latency at sinks, the measured spans of sources and
     /// sinks). 0: everything is measured.
@@ -192,6 +195,7 @@ impl Default for RuntimeConfig {
             job_key: String::new(),
             latency_probe: true,
             latency_sample: None,
+            event_log: None,
             warmup_until: 0,
             snapshot_work: None,
             state: xorflow_state::StateConfig::default(),

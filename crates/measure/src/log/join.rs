@@ -34,6 +34,21 @@ impl<F: Fn(u32, u64) -> (f64, f64)> ToReference for F {
     }
 }
 
+/// A run's clock alignment converts by seed 002's four cases ([`crate::clock::Alignment::duration`]):
+/// one e for two non-reference processes instead of 2e. A process the alignment does not know
+/// (or has no map for) converts to NaN with an infinite bound, which shows in every summary.
+impl ToReference for crate::clock::Alignment {
+    fn to_ref(&self, process: u32, ticks: u64) -> (f64, f64) {
+        self.to_reference(process as usize, ticks)
+            .map_or((f64::NAN, f64::INFINITY), |s| (s.ns, s.bound_ns))
+    }
+
+    fn duration(&self, from: (u32, u64), to: (u32, u64)) -> (f64, f64) {
+        crate::clock::Alignment::duration(self, (from.0 as usize, from.1), (to.0 as usize, to.1))
+            .map_or((f64::NAN, f64::INFINITY), |s| (s.ns, s.bound_ns))
+    }
+}
+
 /// One event's duration over a hop (or a ReT measurement).
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct HopDuration {

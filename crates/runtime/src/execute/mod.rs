@@ -280,13 +280,16 @@ fn make_workers(
     let total_workers = place.worker_processes * config.workers;
     let tracking = config.tracking == TrackingMode::Tracker;
     let components = b.graph.components();
+    // One writer thread per process for every channel its workers open.
+    let logs =
+        (config.event_log.clone()).map(|c| xorflow_measure::log::Logs::new(c, place.me as u32));
     instances
         .into_iter()
         .zip(inboxes)
         .enumerate()
         .map(|(wl, (vertices, inbox))| {
             let w = place.me * place.local_workers + wl;
-            let ctx = WorkerCtx::new(
+            let mut ctx = WorkerCtx::new(
                 w,
                 wl,
                 total_workers,
@@ -295,6 +298,7 @@ fn make_workers(
                 b.sources,
                 unparkers.clone(),
             );
+            ctx.logs = logs.clone();
             let now = crate::measure::clock::now_ns();
             Worker {
                 ctx,
@@ -349,6 +353,10 @@ fn finish(
         }
     }
     outcome::settle(&mut m);
+    if let (Some(log), Some(clock), 0) = (&config.event_log, &m.clock, place.me) {
+        // The event logs' reader converts their ticks with it (`xorflow log hops`).
+        write_clock(log.dir(), clock)?;
+    }
     Ok(RunReport {
         elapsed,
         workers: place.local_workers,
@@ -369,3 +377,23 @@ fn finish(
 }
 
 type ThreadsRunArg = threads::ThreadsRun;
+
+/// Writes the run's clock alignment to `DIR/clock.json` (through a temporary file).
+///
+/// # Errors
+/// The file cannot be written, naming it.
+fn write_clock(
+    dir: &std::path::Path,
+    clock: &xorflow_measure::clock::Alignment,
+) -> Result<(), RunError> {
+    let path = dir.join(CLOCK_FILE);
+    let tmp = dir.join(format!("{CLOCK_FILE}.partial"));
+    let json = serde_json::to_vec_pretty(clock).expect("an alignment serializes");
+    std::fs::create_dir_all(dir)
+        .and_then(|()| std::fs::write(&tmp, json))
+        .and_then(|()| std::fs::rename(&tmp, &path))
+        .map_err(|e| RunError::Config(format!("cannot write '{}': {e}", path.display())))
+}
+
+/// The clock alignment's file in the event-log folder.
+pub const CLOCK_FILE: &str = "clock.json";

@@ -47,6 +47,8 @@ pub struct OperatorVertex<Op: Operator> {
     chain: Chain,
     /// The instance's name in checkpoints: `<vertex>/<worker>`.
     reporter: String,
+    /// Event-log channel `<vertex>.in`: every input element's time ([`WorkerCtx::open_log`]).
+    log_in: Option<xorflow_measure::log::Channel>,
 }
 
 /// Longest chain of snapshot files before a full snapshot (`xorflow_state::checkpoint::Chain`).
@@ -85,6 +87,7 @@ impl<Op: Operator> OperatorVertex<Op> {
                 Chain::new(MAX_CHAIN)
             },
             reporter: name.to_string(),
+            log_in: None,
         }
     }
 
@@ -97,8 +100,14 @@ impl<Op: Operator> OperatorVertex<Op> {
         out: &mut Op::Out,
         ctx: &mut WorkerCtx,
         stats: &mut VertexStats,
+        log: &mut Option<xorflow_measure::log::Channel>,
     ) -> Result<(), String> {
         let (lo, hi, epoch, tag) = (b.lo, b.hi, b.epoch, b.tag);
+        if let Some(ch) = log {
+            for e in &b.data {
+                ch.log(e.time);
+            }
+        }
         stats.elements_in += b.data.len() as u64;
         stats.batches_in += 1;
         // What the batch produces belongs to its epoch (a no-op without epochs).
@@ -185,6 +194,7 @@ impl<Op: Operator> OperatorVertex<Op> {
                     &mut self.out,
                     ctx,
                     &mut self.stats,
+                    &mut self.log_in,
                 )?;
             }
             if let Some(input) = &mut self.input {
@@ -321,6 +331,7 @@ impl<Op: Operator> OperatorVertex<Op> {
             forwarded,
             stats,
             cut,
+            log_in,
             ..
         } = self;
         let Some(input) = input else {
@@ -356,9 +367,9 @@ impl<Op: Operator> OperatorVertex<Op> {
                                 if c.starts_version(b.epoch) {
                                     op.begin_version(b.epoch, ctx)?;
                                 }
-                                Self::process(op, *component, b, out, ctx, stats)?;
+                                Self::process(op, *component, b, out, ctx, stats, log_in)?;
                             }
-                            None => Self::process(op, *component, b, out, ctx, stats)?,
+                            None => Self::process(op, *component, b, out, ctx, stats, log_in)?,
                         }
                     }
                     Self::observe_markers(input, out, *notified, forwarded, ch, markers, ctx);
@@ -407,6 +418,11 @@ impl<Op: Operator> Vertex for OperatorVertex<Op> {
             self.cut = Some(self.new_cut(0, ctx));
             self.reporter = format!("{}/{}", self.stats.name, ctx.index);
         }
+        if self.input.is_some() {
+            self.log_in = ctx.open_log(&format!("{}.in", self.stats.name))?;
+        } else if let Some(ch) = ctx.open_log(&format!("{}.out", self.stats.name))? {
+            self.op.take_event_log(ch);
+        }
         self.op.open(ctx)?;
         if let Some(r) = ctx.resume.clone() {
             self.resume(&r, ctx)?;
@@ -454,6 +470,9 @@ impl<Op: Operator> Vertex for OperatorVertex<Op> {
     }
 
     fn close(&mut self) -> Result<(), String> {
+        if let Some(ch) = self.log_in.take() {
+            ch.close().map_err(|e| format!("event log: {e}"))?;
+        }
         self.op.close()
     }
 

@@ -91,6 +91,10 @@ pub trait Operator: Send + Sized + 'static {
         Ok(())
     }
 
+    /// Takes the instance's event-log channel `<vertex>.out`, opened by the driver for sources
+    /// only (a source logs each element it emits); others ignore it.
+    fn take_event_log(&mut self, _channel: xorflow_measure::log::Channel) {}
+
     /// Processes one input batch: pushes outputs and commits them ([`Outputs`]), before the
     /// driver registers the batch's receive tag (unless [`Receipt::Kept`]).
     ///

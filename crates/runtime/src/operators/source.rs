@@ -65,6 +65,8 @@ pub struct SourceOutput<'a, T> {
     measured: u64,
     /// Why the source cannot go on ([`SourceOutput::fail`]).
     failure: Option<String>,
+    /// Event-log channel `<source>.out` (every element's time), when logging.
+    log: Option<&'a mut xorflow_measure::log::Channel>,
 }
 
 impl<T: Clone + Send> SourceOutput<'_, T> {
@@ -73,6 +75,9 @@ impl<T: Clone + Send> SourceOutput<'_, T> {
     pub fn emit(&mut self, time: Time, data: T) {
         self.emitted += 1;
         self.measured += u64::from(time >= self.ctx.warmup_until);
+        if let Some(ch) = &mut self.log {
+            ch.log(time);
+        }
         self.port.push(Element::new(time, data), self.ctx);
     }
 
@@ -129,6 +134,8 @@ pub struct Sources<T> {
     epoch: u64,
     /// When the next epoch starts, ns (`None` before the first step).
     next_epoch_ns: Option<u64>,
+    /// Event-log channel `<source>.out` ([`Operator::take_event_log`]).
+    log: Option<xorflow_measure::log::Channel>,
 }
 
 impl<T: Clone + Send> Sources<T> {
@@ -147,6 +154,7 @@ impl<T: Clone + Send> Sources<T> {
             marker: 0,
             epoch: 0,
             next_epoch_ns: None,
+            log: None,
         }
     }
 
@@ -210,6 +218,7 @@ impl<T: Clone + Send> Sources<T> {
         out: &mut OutputPort<T>,
         ctx: &mut WorkerCtx,
         stats: &mut VertexStats,
+        log: &mut Option<xorflow_measure::log::Channel>,
     ) -> Result<bool, String> {
         match inst.state {
             State::Done => return Ok(false),
@@ -226,6 +235,7 @@ impl<T: Clone + Send> Sources<T> {
             emitted: 0,
             measured: 0,
             failure: None,
+            log: log.as_mut(),
         };
         let poll = inst.source.poll(&mut so);
         let (emitted, measured, mut heartbeat) = (so.emitted, so.measured, so.heartbeat);
@@ -332,7 +342,7 @@ impl<T: Clone + Send + 'static> Operator for Sources<T> {
             if out.blocked() {
                 break;
             }
-            did |= Self::poll(inst, self.epoch, out, ctx, stats)?;
+            did |= Self::poll(inst, self.epoch, out, ctx, stats, &mut self.log)?;
         }
         if ctx.mode == TrackingMode::Markers {
             did |= self.send_markers(out, ctx);
@@ -369,6 +379,17 @@ impl<T: Clone + Send + 'static> Operator for Sources<T> {
     fn report(&mut self, stats: &mut VertexStats) {
         for inst in &mut self.instances {
             inst.source.report(stats);
+        }
+    }
+
+    fn take_event_log(&mut self, channel: xorflow_measure::log::Channel) {
+        self.log = Some(channel);
+    }
+
+    fn close(&mut self) -> Result<(), String> {
+        match self.log.take() {
+            Some(ch) => ch.close().map_err(|e| format!("event log: {e}")),
+            None => Ok(()),
         }
     }
 }

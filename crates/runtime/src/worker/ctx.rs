@@ -91,6 +91,8 @@ pub struct WorkerCtx {
     pub traffic: Traffic,
     /// Wakes other workers after sending to them.
     pub unparkers: Arc<Unparkers>,
+    /// The process's event-log channels ([`RuntimeConfig::event_log`]); `None`: logging off.
+    pub logs: Option<xorflow_measure::log::Logs>,
 }
 
 impl WorkerCtx {
@@ -159,7 +161,26 @@ impl WorkerCtx {
             wake_at_ns: u64::MAX,
             traffic: Traffic::default(),
             unparkers,
+            logs: None,
         }
+    }
+
+    /// Opens event-log channel `name` for this worker (one file per opening): `None` when
+    /// logging is off or the channel's handler is `null`, so a vertex without a channel checks
+    /// one `Option` per batch and nothing per element.
+    ///
+    /// # Errors
+    /// The file cannot be created (naming it) or the name is not a valid channel name.
+    pub fn open_log(&self, name: &str) -> Result<Option<xorflow_measure::log::Channel>, String> {
+        let Some(logs) = &self.logs else {
+            return Ok(None);
+        };
+        if *logs.config().handler_for(name) == xorflow_measure::log::HandlerSpec::Null {
+            return Ok(None);
+        }
+        logs.open(name)
+            .map(Some)
+            .map_err(|e| format!("event log '{name}': {e}"))
     }
 
     /// A context for unit tests: worker 0 of 1, default configuration, one component.
