@@ -16,8 +16,8 @@
 //!   observing the frontier pass it, us; and the same from the timestamp's last arrival at *any*
 //!   sink (seed 000's definition, as `xorflow bench chain` reports it too);
 //! - element latency: due time at the input to arrival at the sink, us (no coordinated omission);
-//!   and its p99 per second of the schedule (the ids due in it), what `xorflow bench sustainable
-//!   --workload chain` judges growth by;
+//!   and, with `--latency-by-second`, its p99 per second of the schedule (the ids due in it), what
+//!   `xorflow bench sustainable --workload chain` judges growth by;
 //! - elements/s: all emitted elements over the time from the start to every worker finishing.
 //!
 //! The input is flushed after every batch of sends (as xorflow's source sends partial batches):
@@ -83,6 +83,10 @@ pub struct Args {
     /// Print one JSON object instead of a line of text.
     #[arg(long)]
     pub json: bool,
+    /// Also record the element latency of each second of the schedule (a second histogram
+    /// record per id, as `xorflow bench chain --latency-by-second`).
+    #[arg(long)]
+    pub latency_by_second: bool,
     /// Set by `--processes N` for its copies: this copy's index.
     #[arg(long, hide = true, requires = "addresses")]
     pub process: Option<usize>,
@@ -214,6 +218,7 @@ fn run_process(a: &Args, comm: CommunicationConfig) -> anyhow::Result<Measured> 
             );
             let warmup = a.warmup;
             let g = a.granularity;
+            let per_second = a.latency_by_second;
             worker.dataflow::<u64, _, _>(|scope| {
                 // The input's own exchange would hold a flushed batch until the timestamp
                 // advances (it flushes its per-worker buffers only then); an operator's output
@@ -256,9 +261,11 @@ fn run_process(a: &Args, comm: CommunicationConfig) -> anyhow::Result<Measured> 
                                 if id >= warmup {
                                     let l = now.saturating_sub(due).max(1);
                                     let _ = e.record(l);
-                                    // The sink runs after this process's start is set.
-                                    let t0 = start.get().copied().unwrap_or(due);
-                                    report::record_second(&mut s, t0, due, l);
+                                    if per_second {
+                                        // The sink runs after this process's start is set.
+                                        let t0 = start.get().copied().unwrap_or(due);
+                                        report::record_second(&mut s, t0, due, l);
+                                    }
                                 }
                             }
                         }

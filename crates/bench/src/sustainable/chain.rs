@@ -218,13 +218,13 @@ impl Chain<'_> {
             return Ok(crate::stand::runner::chain_command(&c.xorflow, &cfg));
         }
         let peers = self.peers.as_ref().context("the peers were not built")?;
+        let mut a = Argv::default();
         let (base, warm) = match engine {
             Engine::Timely => (Some(vec![peers.timely.display().to_string()]), None),
             Engine::Flink => (peers.flink.clone(), Some(FLINK_WARMUP)),
             Engine::Storm => (peers.storm.clone(), Some(STORM_WARMUP)),
             Engine::Xorflow => unreachable!("handled above"),
         };
-        let mut a = Argv::default();
         a.extend(base.with_context(|| format!("{} was not built", engine.name()))?);
         a.switch("json", true);
         if let Some((runs, elements)) = warm {
@@ -237,6 +237,7 @@ impl Chain<'_> {
         a.option("elements", Some(c.elements(rate)));
         a.option("rate", Some(rate));
         a.option("warmup", Some(c.warmup(rate)));
+        a.switch("latency-by-second", engine == Engine::Timely);
         if engine == Engine::Flink {
             a.option("watermarks", (g > 0).then_some("punctuated"));
             a.option("buffer-timeout-ms", Some(c.flink_buffer_timeout_ms));
@@ -457,7 +458,7 @@ mod tests {
             "{f}"
         );
         let t = w.command(Engine::Timely, 2000).unwrap().join(" ");
-        assert_eq!(t, "timely --json --workers 2 --stages 10 --granularity 1000 --elements 18000 --rate 2000 --warmup 6000");
+        assert_eq!(t, "timely --json --workers 2 --stages 10 --granularity 1000 --elements 18000 --rate 2000 --warmup 6000 --latency-by-second");
         assert!(c.validate().is_ok());
         let bad = ChainLadderConfig {
             rates: vec![2000, 1000],
