@@ -357,6 +357,10 @@ pub struct ChainMeasures {
     /// results from before it was measured).
     #[serde(default)]
     pub notification_latency_any: Percentiles,
+    /// Across processes: how `notification_latency_any` went through the clock alignment (its
+    /// largest error bound; `None` in one process, whose stamps share one clock).
+    #[serde(default)]
+    pub notification_clock: Option<xorflow_runtime::measure::stats::ClockCheck>,
     /// Wall-clock seconds of the run.
     pub elapsed_s: f64,
     /// Elements/s achieved (emitted / elapsed).
@@ -809,6 +813,7 @@ fn result(
             latency_p95_us: sink.latency_us(0.95),
             latency_p99_us: sink.latency_us(0.99),
             notification_latency_any: Percentiles::of(sink, NOTIFICATION_LATENCY_ANY),
+            notification_clock: sink.clock_check(),
             elapsed_s,
             elements_per_s: report.elements_per_s(),
             elements_received: p.keyed.is_none().then_some(sink.elements_in),
@@ -851,6 +856,13 @@ pub fn describe(r: &ChainResult) -> String {
     let any = &m.notification_latency_any;
     if let (Some(a), Some(b)) = (any.p50_us, any.p99_us) {
         lat += &format!(" (from the last arrival at any instance: p50 {a:.1} us p99 {b:.1} us)");
+    }
+    if let Some(c) = &m.notification_clock {
+        lat += &format!(
+            " [clock-aligned across processes: bound <= {:.1} us, {} of {} samples off the \
+             same-host truth by more]",
+            c.bound_us_max, c.bound_exceeded_same_host, c.converted
+        );
     }
     if let (Some(a), Some(b)) = (m.element_latency.p50_us, m.element_latency.p99_us) {
         lat += &format!("; element latency p50 {a:.1} us p99 {b:.1} us");

@@ -89,8 +89,18 @@ fn one_process_logs_every_element_once_at_each_end() {
 #[test]
 fn two_processes_convert_through_the_clock_alignment() {
     let dir = tempfile::tempdir().unwrap();
-    ok(&chain(dir.path(), "*=xoy:3/8", "2"));
+    let run = chain(dir.path(), "*=xoy:3/8", "2");
+    ok(&run);
     assert!(dir.path().join("clock.json").exists());
+    // The sink's notification latency from the last arrival anywhere went through the same
+    // alignment: every sample converted, none off the same-host truth by more than its bound.
+    let text = String::from_utf8_lossy(&run.stdout);
+    let aligned = text
+        .split("[clock-aligned across processes: bound <= ")
+        .nth(1)
+        .unwrap_or_else(|| panic!("no clock-aligned figures in: {text}"));
+    assert!(aligned.contains(" us, 0 of "), "{text}");
+    assert!(!aligned.contains(" 0 of 0 samples"), "{text}");
     let (o, v) = hops(dir.path(), "source.out", "sink.in");
     ok(&o);
     // Times k with k mod 8 < 3 (both sources: k mod 2 is the source): the same ids at both ends.

@@ -146,6 +146,21 @@ pub const CLOCK_BOUND_EXCEEDED: &str = "clock_bound_exceeded_same_host";
 /// Counter: samples of a multi-process run left unconverted (a process without a clock map).
 pub const CLOCK_UNCONVERTED: &str = "clock_unconverted_samples";
 
+/// How a sink's [`NOTIFICATION_LATENCY_ANY`] samples went through the clock alignment (runs of
+/// several processes; docs/measurement.md, "The runtime's own stamps, converted").
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct ClockCheck {
+    /// The largest error bound of a sample, us.
+    pub bound_us_max: f64,
+    /// Samples converted.
+    pub converted: u64,
+    /// Samples left as the plain difference (a process without a clock map).
+    pub unconverted: u64,
+    /// Converted samples off the plain difference by more than their bound: must be 0 when every
+    /// process runs on one host.
+    pub bound_exceeded_same_host: u64,
+}
+
 /// Counter of slot records a sink could not keep for [`NOTIFICATION_LATENCY_ANY`].
 pub const SLOT_LOG_DROPPED: &str = "slot_log_dropped";
 
@@ -202,6 +217,17 @@ impl VertexStats {
         if log.dropped > 0 {
             self.count(SLOT_LOG_DROPPED, log.dropped);
         }
+    }
+
+    /// The clock counters [`VertexStats::settle_slot_log`] left, if it had an alignment.
+    pub fn clock_check(&self) -> Option<ClockCheck> {
+        let bound = *self.counters.get(NOTIFICATION_LATENCY_ANY_BOUND)?;
+        Some(ClockCheck {
+            bound_us_max: bound as f64 / 1e3,
+            converted: self.counter(CLOCK_CONVERTED),
+            unconverted: self.counter(CLOCK_UNCONVERTED),
+            bound_exceeded_same_host: self.counter(CLOCK_BOUND_EXCEEDED),
+        })
     }
 
     /// Adds `n` to counter `name`.
