@@ -47,9 +47,17 @@ pub struct GenerateArgs {
 /// `xorflow run ysb`.
 #[derive(Args)]
 pub struct YsbArgs {
-    /// The events file, one JSON event per line (`xorflow ysb generate` writes one).
+    /// The events file, one JSON event per line (`xorflow ysb generate` writes one), or a topic
+    /// kafka://HOST:PORT/TOPIC, one JSON event per record (`xorflow kafka produce-ysb` loads
+    /// one; lateness is then judged per partition).
     #[arg(long, default_value = "data/ysb/kafka-json.txt")]
     input: PathBuf,
+    #[command(flatten)]
+    kafka: crate::kafka::KafkaInputArgs,
+    /// Also write each window, as it closes, into this Redis in the original benchmark's layout
+    /// (campaign hash -> window -> seen_count, time_updated; docs/ysb.md).
+    #[arg(long, value_name = "redis://HOST:PORT")]
+    redis: Option<String>,
     /// The ad -> campaign table, one { "AD": "CAMPAIGN"} per line.
     #[arg(long, default_value = "data/ysb/ad-to-campaign-ids.txt")]
     ad_campaigns: PathBuf,
@@ -94,9 +102,10 @@ pub fn run(a: YsbArgs) -> ExitCode {
         Ok::<_, String>((
             millis(a.lateness, "lateness", 0)?,
             millis(a.granularity, "granularity", 1)?,
+            crate::kafka::topic_of("--input", &a.input)?,
         ))
     })();
-    let (lateness_ms, granularity_ms) = match parsed {
+    let (lateness_ms, granularity_ms, topic) = match parsed {
         Ok(p) => p,
         Err(e) => {
             say!("error: {e}");
@@ -110,6 +119,9 @@ pub fn run(a: YsbArgs) -> ExitCode {
     cfg.lateness_ms = lateness_ms;
     cfg.speed = a.speed;
     cfg.runtime = a.engine.runtime(granularity_ms);
+    cfg.kafka = topic;
+    cfg.kafka_options = a.kafka.options();
+    cfg.redis = a.redis.clone();
     let s = match job_outcome(xorflow_ysb::run(&cfg)) {
         Ok(s) => s,
         Err(code) => return code,
@@ -117,20 +129,18 @@ pub fn run(a: YsbArgs) -> ExitCode {
     if quiet(&a.engine) {
         return ExitCode::SUCCESS;
     }
-    for m in &s.malformed_examples {
-        say!(
-            "warning: skipped {} line {}: {}",
-            a.input.display(),
-            m.line,
-            m.reason
-        );
-    }
+    warn_skipped(&s);
     let mut text = String::new();
     let _ = writeln!(
         text,
-        "ysb: {} lines ({} malformed, {} late, {} views of unknown ads) -> {} views in {} \
+        "ysb: {} {} ({} malformed, {} late, {} views of unknown ads) -> {} views in {} \
          campaign windows in {}",
         s.lines,
+        if cfg.kafka.is_some() {
+            format!("records of {}", s.input)
+        } else {
+            "lines".into()
+        },
         s.malformed,
         s.late,
         s.unknown_ad_views,
@@ -138,6 +148,17 @@ pub fn run(a: YsbArgs) -> ExitCode {
         s.windows,
         a.output.display()
     );
+    if s.input_counts_cover != "the whole input" {
+        let _ = writeln!(
+            text,
+            "note: the input counts cover {}",
+            s.input_counts_cover
+        );
+    }
+    if let (Some(n), Some(url)) = (s.redis_windows, &a.redis) {
+        let url = xorflow_ysb::redis_sink::without_password(url);
+        let _ = writeln!(text, "redis: {n} windows written to {url}");
+    }
     let _ = writeln!(
         text,
         "engine: {:.3} s, {:.0} events/s",
@@ -155,6 +176,22 @@ pub fn run(a: YsbArgs) -> ExitCode {
     match print_out(&text) {
         Ok(()) => ExitCode::SUCCESS,
         Err(code) => code,
+    }
+}
+
+/// Warns of the skipped lines (a file) or records (a topic) the summary names.
+fn warn_skipped(s: &xorflow_ysb::YsbSummary) {
+    for m in &s.malformed_examples {
+        say!("warning: skipped {} line {}: {}", s.input, m.line, m.reason);
+    }
+    for r in &s.skipped_records {
+        say!(
+            "warning: skipped {} partition {} offset {}: {}",
+            s.input,
+            r.partition,
+            r.offset,
+            r.reason
+        );
     }
 }
 

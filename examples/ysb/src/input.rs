@@ -107,11 +107,12 @@ pub fn check(bytes: &[u8], lateness_ms: u64, campaigns: &Campaigns) -> Events {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use crate::event::Event;
 
-    fn line(ad: &str, t: u64, kind: EventType) -> String {
+    /// An event line of `kind` for `ad` at `t` (the other fields fixed).
+    pub(crate) fn line(ad: &str, t: u64, kind: EventType) -> String {
         Event {
             user_id: "u",
             page_id: "p",

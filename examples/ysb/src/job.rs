@@ -1,4 +1,5 @@
-//! The YSB job in catch-up mode: the events file replayed as fast as the engine takes it.
+//! The YSB job in catch-up mode: the events file (or a Kafka topic) replayed as fast as the
+//! engine takes it.
 //!
 //! ```text
 //! events (JSON lines) -> parse -> filter view -> project (ad_id, event_time)
@@ -6,11 +7,15 @@
 //! ```
 //!
 //! The windows close when trAcker's frontier passes their end (`--lateness` behind the largest
-//! event time read, see [`crate::input`]). Output rows `campaign_id,window_start_ms,views`,
-//! sorted, written to a temporary file renamed to `--output` only when the run succeeded.
+//! event time read, see [`crate::input`]; per partition with Kafka, see [`crate::kafka`]).
+//! Output rows `campaign_id,window_start_ms,views`, sorted, written to a temporary file renamed
+//! to `--output` only when the run succeeded; with `--redis` also each window as it closes, in
+//! the original's Redis layout ([`crate::redis_sink`]).
 
 use crate::campaigns::Campaigns;
 use crate::input::{self, Malformed, Record};
+use crate::kafka::KafkaFeed;
+use crate::redis_sink::RedisWindows;
 use crate::{event, WINDOW_MS};
 use serde::Serialize;
 use std::io::Write;
@@ -18,6 +23,7 @@ use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 use xorflow_core::WindowResult;
+use xorflow_kafka::{InputOptions, KafkaUri, SkippedRecord};
 use xorflow_runtime::connectors::output_file::PendingFile;
 use xorflow_runtime::job_options;
 use xorflow_runtime::{
@@ -51,6 +57,13 @@ pub struct YsbConfig {
     pub speed: Option<f64>,
     /// Workers, tracking, granularity (ms per slot), cluster.
     pub runtime: RuntimeConfig,
+    /// Read the events from this topic instead of `input` ([`crate::kafka`]).
+    pub kafka: Option<KafkaUri>,
+    /// How the topic is read (`--kafka-idle-timeout`, `--kafka-follow`).
+    pub kafka_options: InputOptions,
+    /// Also write every window to the Redis at this address, `redis://HOST:PORT`
+    /// ([`crate::redis_sink`]).
+    pub redis: Option<String>,
 }
 
 impl YsbConfig {
@@ -68,6 +81,9 @@ impl YsbConfig {
                 granularity: 1000,
                 ..RuntimeConfig::default()
             },
+            kafka: None,
+            kafka_options: InputOptions::default(),
+            redis: None,
         }
     }
 }
@@ -79,17 +95,25 @@ pub type YsbError = xorflow_runtime::JobError;
 /// What a run did.
 #[derive(Clone, Debug, Serialize)]
 pub struct YsbSummary {
-    /// Lines of the events file.
+    /// The events file, or the topic (`kafka://HOST:PORT/TOPIC`).
+    pub input: String,
+    /// What `lines`, `malformed`, `late` and `unknown_ad_views` cover: "the whole input" (a
+    /// file, which every process checks whole) or, with a Kafka input in a multi-process run,
+    /// "the records this process's sources read" (each process counts its own partitions').
+    pub input_counts_cover: String,
+    /// Lines of the events file (Kafka: records read).
     pub lines: u64,
-    /// Lines skipped as malformed, and the first few of them.
+    /// Lines (records) skipped as malformed, and the first few lines of them (a file).
     pub malformed: u64,
     /// See `malformed`.
     pub malformed_examples: Vec<Malformed>,
     /// Events skipped as late (beyond `--lateness`).
     pub late: u64,
+    /// With a Kafka input: the first malformed or late records, by partition and offset.
+    pub skipped_records: Vec<SkippedRecord>,
     /// Views whose ad the table does not have (dropped by the join).
     pub unknown_ad_views: u64,
-    /// Events emitted into the dataflow.
+    /// Events emitted into the dataflow (by every process).
     pub events: u64,
     /// Views counted (the sum of the output).
     pub views: u64,
@@ -110,6 +134,8 @@ pub struct YsbSummary {
     pub resumed_from: Option<u64>,
     /// Why the job was restarted from a checkpoint, per restart.
     pub restarts: Vec<String>,
+    /// Windows written to Redis (`--redis`).
+    pub redis_windows: Option<u64>,
 }
 
 /// One source instance: its share of the file's lines.
@@ -184,15 +210,27 @@ impl Aggregate<(u32, u64)> for CountViews {
 /// (campaign index, window start, views), on process 0.
 type Rows = Vec<(u32, u64, u64)>;
 
-/// Collects the windows on process 0 (results are gathered there).
+/// Collects the windows on process 0 (results are gathered there), and writes each to Redis as
+/// it arrives with `--redis`.
 #[derive(Clone)]
-struct Collected(Option<Arc<Mutex<Rows>>>);
+struct Collected {
+    rows: Option<Arc<Mutex<Rows>>>,
+    redis: Option<Arc<Mutex<RedisWindows>>>,
+    table: Arc<Campaigns>,
+}
 
 impl Sink<WindowResult<u32, u64>> for Collected {
     fn write(&mut self, batch: Vec<Element<WindowResult<u32, u64>>>) -> Result<(), String> {
-        let Some(rows) = &self.0 else {
+        let Some(rows) = &self.rows else {
             return Err("results reached a process without the output file".into());
         };
+        if let Some(redis) = &self.redis {
+            let mut redis = redis.lock().map_err(|_| "redis lock poisoned")?;
+            for w in batch.iter().map(|e| &e.data) {
+                let now = crate::redis_sink::now_ms();
+                redis.write(&self.table.ids[w.key as usize], w.start, w.value, now)?;
+            }
+        }
         let mut rows = rows.lock().map_err(|_| "output lock poisoned")?;
         rows.extend(
             batch
@@ -206,34 +244,94 @@ impl Sink<WindowResult<u32, u64>> for Collected {
 fn check(cfg: &YsbConfig) -> Result<(), YsbError> {
     job_options::check_sources(cfg.sources, MAX_SOURCES)?;
     job_options::check_speed(cfg.speed)?;
+    (cfg.kafka_options.check(cfg.kafka.as_ref())).map_err(YsbError::Config)?;
+    if cfg.kafka_options.follow && cfg.redis.is_none() {
+        return Err(YsbError::Config(
+            "--kafka-follow never ends, so --output would never be written: add --redis \
+             redis://HOST:PORT to get each window as it closes"
+                .into(),
+        ));
+    }
     let mut paths = vec![
-        ("--input", cfg.input.as_path()),
         ("--ad-campaigns", cfg.ad_campaigns.as_path()),
         ("--output", cfg.output.as_path()),
     ];
+    if cfg.kafka.is_none() {
+        paths.push(("--input", cfg.input.as_path()));
+    }
     if let Some(p) = &cfg.summary {
         paths.push(("--summary", p));
     }
     job_options::check_engine_and_paths(&cfg.runtime, &paths)
 }
 
-/// Builds the dataflow on `df`: the YSB pipeline from `shares` to `sink`.
+/// Where the events come from.
+enum Feed {
+    /// The file, checked (its records are moved to the sources when the dataflow is built).
+    File(input::Events),
+    /// A topic.
+    Kafka(KafkaFeed),
+}
+
+impl Feed {
+    /// Reads the file, or asks the broker for the topic's partitions (so that a missing topic
+    /// or broker is an input error before the job starts).
+    fn open(cfg: &YsbConfig, table: &Campaigns) -> Result<Self, YsbError> {
+        let feed = match &cfg.kafka {
+            None => input::read(&cfg.input, cfg.lateness_ms, table).map(Feed::File),
+            Some(uri) => KafkaFeed::open(
+                uri,
+                &cfg.kafka_options,
+                cfg.sources,
+                cfg.lateness_ms,
+                cfg.speed,
+            )
+            .map(Feed::Kafka),
+        };
+        feed.map_err(YsbError::Input)
+    }
+
+    /// What identifies the input in the job id (a resumed run must read the same).
+    fn key(&self) -> String {
+        match self {
+            Feed::File(e) => format!("lines={} on-time={}", e.lines, e.records.len()),
+            Feed::Kafka(k) => k.key(),
+        }
+    }
+
+    /// The source vertex over this input, `sources` instances; takes a file's records.
+    fn source(
+        &mut self,
+        df: &Dataflow,
+        sources: usize,
+        speed: Option<f64>,
+        table: &Arc<Campaigns>,
+    ) -> Stream<String> {
+        let events = match self {
+            Feed::Kafka(k) => return k.add_source(df, table.clone()),
+            Feed::File(events) => events,
+        };
+        let t0 = events.records.iter().map(|r| r.time).min().unwrap_or(0);
+        let speed = speed.map(|s| (t0, s));
+        let shares = shares(sources, std::mem::take(&mut events.records));
+        let start_ns = Arc::new(OnceLock::new());
+        df.source("events", sources, move |k| LinesSource {
+            records: shares[k].clone(),
+            next: 0,
+            speed,
+            start_ns: start_ns.clone(),
+        })
+    }
+}
+
+/// Builds the YSB pipeline from `lines` to `sink`.
 fn build(
-    df: &Dataflow,
-    shares: Vec<Arc<Vec<Record>>>,
-    speed: Option<(u64, f64)>,
+    lines: &Stream<String>,
     table: Arc<Campaigns>,
     sink: Collected,
     parse_errors: Arc<AtomicU64>,
 ) {
-    let start_ns = Arc::new(OnceLock::new());
-    let lines = df.source("events", shares.len(), move |k| LinesSource {
-        records: shares[k].clone(),
-        next: 0,
-        speed,
-        start_ns: start_ns.clone(),
-    });
-    stateless(&lines, table, parse_errors)
+    stateless(lines, table, parse_errors)
         .tumbling_window("count", WINDOW_MS, |&(c, _): &(u32, u64)| c, CountViews)
         .gather()
         .sink("counts", move |_| sink.clone());
@@ -263,16 +361,24 @@ pub fn stateless(
         })
 }
 
-/// Runs the job: reads both files, counts in the dataflow, writes the rows (and the summary if
-/// asked) to temporary files renamed to their paths only when everything succeeded.
+/// Runs the job: reads the table and the events (file or topic), counts in the dataflow, writes
+/// the rows (and the summary if asked) to temporary files renamed to their paths only when
+/// everything succeeded; with `--redis`, each window to Redis as it closes.
 ///
 /// # Errors
-/// [`YsbError`]: bad configuration, unreadable input, unwritable output, or an engine failure.
+/// [`YsbError`]: bad configuration; unreadable input, a missing topic or unreachable broker;
+/// unwritable output, an unreachable Redis or a Redis write that failed (the output files are
+/// then left as they were); an engine failure.
 pub fn run(cfg: &YsbConfig) -> Result<YsbSummary, YsbError> {
     check(cfg)?;
     let table = Arc::new(Campaigns::read(&cfg.ad_campaigns).map_err(YsbError::Input)?);
-    let mut events = input::read(&cfg.input, cfg.lateness_ms, &table).map_err(YsbError::Input)?;
+    let mut feed = Feed::open(cfg, &table)?;
     let leader = cfg.runtime.cluster.is_process_zero();
+    let redis = (cfg.redis.as_deref())
+        .filter(|_| leader)
+        .map(|url| RedisWindows::connect(url).map(|r| Arc::new(Mutex::new(r))))
+        .transpose()
+        .map_err(YsbError::Output)?;
     let create = |p: &std::path::Path, what| PendingFile::create(p, what).map_err(YsbError::Output);
     let output = leader.then(|| create(&cfg.output, "output")).transpose()?;
     let summary_file = (cfg.summary.as_deref())
@@ -282,9 +388,8 @@ pub fn run(cfg: &YsbConfig) -> Result<YsbSummary, YsbError> {
     let rows = leader.then(|| Arc::new(Mutex::new(Vec::new())));
     let mut runtime = cfg.runtime.clone();
     runtime.job_key = format!(
-        "ysb lines={} on-time={} sources={} lateness={} ads={} speed={:?}",
-        events.lines,
-        events.records.len(),
+        "ysb {} sources={} lateness={} ads={} speed={:?}",
+        feed.key(),
         cfg.sources,
         cfg.lateness_ms,
         table.ads(),
@@ -292,41 +397,20 @@ pub fn run(cfg: &YsbConfig) -> Result<YsbSummary, YsbError> {
     );
     let df = Dataflow::new(runtime)?;
     let parse_errors = Arc::new(AtomicU64::new(0));
-    let t0 = events.records.iter().map(|r| r.time).min().unwrap_or(0);
-    let emitted = events.records.len() as u64;
-    build(
-        &df,
-        shares(cfg.sources, std::mem::take(&mut events.records)),
-        cfg.speed.map(|s| (t0, s)),
-        table.clone(),
-        Collected(rows.clone()),
-        parse_errors.clone(),
-    );
-    let report = df.run().map_err(|e| match e {
-        RunError::Config(m) => YsbError::Config(m),
-        e => YsbError::Run(e),
-    })?;
-    let elapsed_s = report.elapsed.as_secs_f64();
-    let mut summary = YsbSummary {
-        lines: events.lines,
-        malformed: events.malformed,
-        malformed_examples: events.malformed_examples,
-        late: events.late,
-        unknown_ad_views: events.unknown_ad_views,
-        events: emitted,
-        views: 0,
-        windows: 0,
-        elapsed_s,
-        events_per_s: emitted as f64 / elapsed_s.max(1e-9),
-        elements_below_frontier: report.below_frontier(),
-        parse_errors_in_dataflow: parse_errors.load(Ordering::Relaxed),
-        checkpoints_completed: report.checkpoints.as_ref().map(|c| c.completed),
-        resumed_from: report.checkpoints.as_ref().and_then(|c| c.resumed_from),
-        restarts: report
-            .checkpoints
-            .as_ref()
-            .map_or_else(Vec::new, |c| c.restarts.clone()),
+    let lines = feed.source(&df, cfg.sources, cfg.speed, &table);
+    let sink = Collected {
+        rows: rows.clone(),
+        redis: redis.clone(),
+        table: table.clone(),
     };
+    build(&lines, table.clone(), sink, parse_errors.clone());
+    let report = df.run().map_err(|e| match (redis_failure(&redis), e) {
+        (Some(m), _) => YsbError::Output(m),
+        (None, RunError::Config(m)) => YsbError::Config(m),
+        (None, e) => YsbError::Run(e),
+    })?;
+    let mut summary = summarize(cfg, &feed, &report, parse_errors.load(Ordering::Relaxed));
+    summary.redis_windows = (redis.as_ref()).map(|r| r.lock().map_or(0, |r| r.written()));
     let (Some(out), Some(rows)) = (output, rows) else {
         return Ok(summary);
     };
@@ -353,6 +437,77 @@ pub fn run(cfg: &YsbConfig) -> Result<YsbSummary, YsbError> {
         s.commit().map_err(YsbError::Output)?;
     }
     Ok(summary)
+}
+
+/// Why the Redis sink failed, if it did (the run's error then names Redis, not the engine).
+fn redis_failure(redis: &Option<Arc<Mutex<RedisWindows>>>) -> Option<String> {
+    let r = redis.as_ref()?.lock().ok()?;
+    r.failure().map(str::to_string)
+}
+
+/// What the run did, from the input's counts and the engine's report (views and windows are
+/// filled in from the rows on process 0).
+fn summarize(
+    cfg: &YsbConfig,
+    feed: &Feed,
+    report: &xorflow_runtime::RunReport,
+    parse_errors: u64,
+) -> YsbSummary {
+    let elapsed_s = report.elapsed.as_secs_f64();
+    let (input, mut summary) = match feed {
+        Feed::File(e) => (
+            cfg.input.display().to_string(),
+            YsbSummary {
+                lines: e.lines,
+                malformed: e.malformed,
+                malformed_examples: e.malformed_examples.clone(),
+                late: e.late,
+                unknown_ad_views: e.unknown_ad_views,
+                // Every process checked the whole file; the records left it for the sources.
+                events: e.lines - e.malformed - e.late,
+                ..YsbSummary::empty("the whole input")
+            },
+        ),
+        Feed::Kafka(k) => (k.uri().to_string(), k.summary(report)),
+    };
+    summary.input = input;
+    summary.elapsed_s = elapsed_s;
+    summary.events_per_s = summary.events as f64 / elapsed_s.max(1e-9);
+    summary.elements_below_frontier = report.below_frontier();
+    summary.parse_errors_in_dataflow = parse_errors;
+    if let Some(c) = &report.checkpoints {
+        summary.checkpoints_completed = Some(c.completed);
+        summary.resumed_from = c.resumed_from;
+        summary.restarts = c.restarts.clone();
+    }
+    summary
+}
+
+impl YsbSummary {
+    /// Zero counts, covering `cover` ([`YsbSummary::input_counts_cover`]).
+    pub(crate) fn empty(cover: &str) -> Self {
+        YsbSummary {
+            input: String::new(),
+            input_counts_cover: cover.to_string(),
+            lines: 0,
+            malformed: 0,
+            malformed_examples: Vec::new(),
+            late: 0,
+            skipped_records: Vec::new(),
+            unknown_ad_views: 0,
+            events: 0,
+            views: 0,
+            windows: 0,
+            elapsed_s: 0.0,
+            events_per_s: 0.0,
+            elements_below_frontier: 0,
+            parse_errors_in_dataflow: 0,
+            checkpoints_completed: None,
+            resumed_from: None,
+            restarts: Vec::new(),
+            redis_windows: None,
+        }
+    }
 }
 
 /// Splits the lines round-robin over `n` instances: instance k gets lines k, k + n, ...

@@ -7,7 +7,9 @@
 //! - [`event`]: the event format; [`campaigns`]: the ad -> campaign table;
 //! - [`generate`]: the original's generator (`xorflow ysb generate`);
 //! - [`input`]: reading and checking the events file, lateness;
+//! - [`kafka`]: the events from a Kafka topic, and loading a file into one;
 //! - [`job`]: the dataflow (`xorflow run ysb`);
+//! - [`redis_sink`]: the windows written to Redis in the original's layout (`--redis`);
 //! - [`oracle`]: the same counts without the engine;
 //! - [`bench`]: the generator inside the job at a fixed rate, measured (`xorflow bench ysb`).
 
@@ -17,7 +19,9 @@ pub mod event;
 pub mod generate;
 pub mod input;
 pub mod job;
+pub mod kafka;
 pub mod oracle;
+pub mod redis_sink;
 
 pub use job::{run, YsbConfig, YsbError, YsbSummary};
 
