@@ -176,6 +176,12 @@ pub fn best<E: PartialEq, R>(steps: &[Step<E, R>], engine: E) -> Option<u64> {
         .max()
 }
 
+/// `x` (> 0) to 3 significant digits: 0.250, 0.000500.
+fn significant(x: f64) -> String {
+    let digits = (2 - x.log10().floor() as i32).max(0) as usize;
+    format!("{x:.digits$}")
+}
+
 /// The Markdown table of each engine's highest sustainable rate (`unit`, e.g. "events/s"), its
 /// first unsustainable step and its ratio to the first engine's (xorflow).
 pub fn best_table<E: Copy + PartialEq, R>(
@@ -199,7 +205,7 @@ pub fn best_table<E: Copy + PartialEq, R>(
                 format!("{}: {}", s.rate, s.verdict.why)
             });
         let ratio = match (b, first) {
-            (Some(b), Some(f)) => format!("{:.3}", b as f64 / f as f64),
+            (Some(b), Some(f)) => significant(b as f64 / f as f64),
             _ => "-".into(),
         };
         let _ = writeln!(
@@ -283,6 +289,11 @@ mod tests {
         assert!(raw.contains(r#""why":"run failed: boom""#), "{raw}");
         let t = best_table(&steps, &[0, 1, 2], |e| Fake.name(e), "elements/s");
         assert!(t.contains("| one | 20 | 30: too fast | 0.500 |"), "{t}");
+        assert!(
+            t.contains("| zero | 40 | none (every step passed) | 1.00 |"),
+            "{t}"
+        );
+        assert_eq!(significant(0.0005), "0.000500");
         assert!(
             t.contains("| two | 10 | 20: run failed: boom | 0.250 |"),
             "{t}"
