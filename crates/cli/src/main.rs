@@ -220,13 +220,8 @@ struct FlightsArgs {
     /// checkpoint).
     #[arg(long, default_value = "out/flights_hourly.csv")]
     output: PathBuf,
-    /// With a Kafka input: a partition without records for this long stops holding the
-    /// windows back (Flink's idleness).
-    #[arg(long, default_value = "10s", value_parser = humantime::parse_duration)]
-    kafka_idle_timeout: Duration,
-    /// With a Kafka input: keep reading at the end of the partitions (default: end there).
-    #[arg(long)]
-    kafka_follow: bool,
+    #[command(flatten)]
+    kafka_input: kafka::KafkaInputArgs,
     #[command(flatten)]
     changelog: ChangelogOpts,
     /// Summary JSON.
@@ -613,17 +608,12 @@ fn changelog_line(
 
 /// `--input`/`--output` that name topics, and the Kafka options.
 fn kafka_options(a: &FlightsArgs) -> Result<xorflow_flights::job::KafkaOptions, String> {
-    let topic = |p: &PathBuf| {
-        let text = p.to_string_lossy();
-        xorflow_kafka::KafkaUri::is_kafka(&text)
-            .then(|| xorflow_kafka::KafkaUri::parse(&text))
-            .transpose()
-    };
+    let input = a.kafka_input.options();
     Ok(xorflow_flights::job::KafkaOptions {
-        input: topic(&a.input).map_err(|e| format!("--input: {e}"))?,
-        output: topic(&a.output).map_err(|e| format!("--output: {e}"))?,
-        idle_timeout: a.kafka_idle_timeout,
-        follow: a.kafka_follow,
+        input: kafka::topic_of("--input", &a.input)?,
+        output: kafka::topic_of("--output", &a.output)?,
+        idle_timeout: input.idle_timeout,
+        follow: input.follow,
     })
 }
 

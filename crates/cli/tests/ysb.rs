@@ -13,8 +13,7 @@ use std::process::{Command, Output, Stdio};
 use std::thread;
 use std::time::{Duration, Instant};
 
-/// Due time of the first generated event, ms since the epoch.
-const START_MS: u64 = 1_700_000_000_000;
+use common::ysb::{view, START_MS};
 /// Longest a run may take before the test kills it and fails.
 const RUN_TIMEOUT: Duration = Duration::from_secs(60);
 
@@ -64,37 +63,8 @@ fn s(p: &Path) -> &str {
 /// malformed, a view 5 s behind the largest event time (late at 100 ms lateness) and a view of
 /// an ad the table lacks. Returns (events file, ad table).
 fn generate(dir: &Path, events: u64, rate: u64) -> (PathBuf, PathBuf) {
-    let (k, a) = (
-        dir.join("kafka-json.txt"),
-        dir.join("ad-to-campaign-ids.txt"),
-    );
-    let out = xorflow(&[
-        "ysb",
-        "generate",
-        "--events",
-        &events.to_string(),
-        "--rate",
-        &rate.to_string(),
-        "--with-skew",
-        "--seed",
-        "3",
-        "--start-ms",
-        &START_MS.to_string(),
-        "--output",
-        s(&k),
-        "--ad-campaigns",
-        s(&a),
-    ]);
-    assert!(out.status.success(), "{out:?}");
-    let table = std::fs::read_to_string(&a).unwrap();
-    let ad = table.split('"').nth(1).unwrap().to_string();
+    let (k, a, ad) = common::ysb::generate(dir, events, rate, 3);
     let end = START_MS + events * 1000 / rate;
-    let view = |ad: &str, t: u64| {
-        format!(
-            "{{\"user_id\": \"u\", \"page_id\": \"p\", \"ad_id\": \"{ad}\", \"ad_type\": \"mail\", \
-             \"event_type\": \"view\", \"event_time\": \"{t}\", \"ip_address\": \"1.2.3.4\"}}\n"
-        )
-    };
     let mut f = std::fs::OpenOptions::new().append(true).open(&k).unwrap();
     f.write_all(b"{\"user_id\": \"truncated\n").unwrap();
     f.write_all(view(&ad, end - 5000).as_bytes()).unwrap();

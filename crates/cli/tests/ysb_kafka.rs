@@ -23,8 +23,7 @@ use xorflow_kafka::broker::TestBroker;
 use xorflow_kafka::producer::Loader;
 use xorflow_kafka::KafkaUri;
 
-/// Due time of the first generated event, ms since the epoch.
-const START_MS: u64 = 1_700_000_000_000;
+use common::ysb::START_MS;
 /// Longest a command may take before the test kills it and fails.
 const RUN_TIMEOUT: Duration = Duration::from_secs(90);
 /// The job's default lateness, ms.
@@ -70,44 +69,18 @@ fn s(p: &Path) -> &str {
 /// behind the last event time (late with 100 ms lateness wherever it lands). Returns (events
 /// file, ad table).
 fn generate(dir: &Path, events: u64, rate: u64) -> (PathBuf, PathBuf) {
-    let (k, a) = (
-        dir.join("kafka-json.txt"),
-        dir.join("ad-to-campaign-ids.txt"),
-    );
-    let o = xorflow(&[
-        "ysb",
-        "generate",
-        "--events",
-        &events.to_string(),
-        "--rate",
-        &rate.to_string(),
-        "--with-skew",
-        "--seed",
-        "5",
-        "--start-ms",
-        &START_MS.to_string(),
-        "--output",
-        s(&k),
-        "--ad-campaigns",
-        s(&a),
-    ]);
-    assert!(o.status.success(), "{}", text(&o));
-    let table = std::fs::read_to_string(&a).unwrap();
-    let ad = table.split('"').nth(1).unwrap();
+    let (k, a, ad) = common::ysb::generate(dir, events, rate, 5);
     let mut f = std::fs::OpenOptions::new().append(true).open(&k).unwrap();
     f.write_all(b"{\"user_id\": \"truncated\n").unwrap();
-    f.write_all(view(ad, START_MS + events * 1000 / rate - 5000).as_bytes())
+    f.write_all(view(&ad, START_MS + events * 1000 / rate - 5000).as_bytes())
         .unwrap();
     f.write_all(b"\n").unwrap();
     (k, a)
 }
 
-/// A view of `ad` at `t` in the original's format.
+/// A view of `ad` at `t` in the original's format, without the newline (a record's value).
 fn view(ad: &str, t: u64) -> String {
-    format!(
-        "{{\"user_id\": \"u\", \"page_id\": \"p\", \"ad_id\": \"{ad}\", \"ad_type\": \"mail\", \
-         \"event_type\": \"view\", \"event_time\": \"{t}\", \"ip_address\": \"1.2.3.4\"}}"
-    )
+    common::ysb::view(ad, t).trim_end().to_string()
 }
 
 /// The topic's records, per partition in offset order: (offset, value), read back with

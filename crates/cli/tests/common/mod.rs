@@ -2,6 +2,7 @@
 #![allow(dead_code)]
 
 pub mod procs;
+pub mod ysb;
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
