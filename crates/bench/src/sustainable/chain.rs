@@ -14,7 +14,7 @@
 //! throttle their sources when their bounded buffers fill, so a backlog shows as a lower rate):
 //! at least [`MIN_ACHIEVED`] of the rate. REPORT.md says which engine was judged how.
 
-use super::{growth, ladder, Verdict, Workload};
+use super::{growth, ladder, load_average, Verdict, Workload};
 use crate::chain::{ChainConfig, ChainMeasures};
 use crate::stand::experiments::peers::{build, JvmPeers, PeerResult, Peers, WORKERS};
 use crate::subprocess::stdout_within;
@@ -146,8 +146,7 @@ impl ChainLadderConfig {
 /// One step's figures: what the engine printed, as it printed it, and the chain's measures in it.
 #[derive(Clone, Debug)]
 pub struct ChainStep {
-    /// The engine's JSON line, with `load_before` (the machine's 1-minute load average when the
-    /// step started) added.
+    /// The engine's JSON line.
     pub json: serde_json::Value,
     /// The measures in it.
     pub measures: ChainMeasures,
@@ -246,16 +245,6 @@ impl Chain<'_> {
     }
 }
 
-/// The machine's 1-minute load average (None where /proc is not there).
-pub fn load_average() -> Option<f64> {
-    std::fs::read_to_string("/proc/loadavg")
-        .ok()?
-        .split_whitespace()
-        .next()?
-        .parse()
-        .ok()
-}
-
 impl Workload for Chain<'_> {
     type Engine = Engine;
     type Result = ChainStep;
@@ -270,7 +259,6 @@ impl Workload for Chain<'_> {
         if matches!(engine, Engine::Flink | Engine::Storm) {
             timeout += JVM_SETUP_S;
         }
-        let load = load_average();
         let t0 = Instant::now();
         let out = match stdout_within(&cmd[0], &cmd[1..], Duration::from_secs(timeout)) {
             Ok(out) => out,
@@ -287,7 +275,7 @@ impl Workload for Chain<'_> {
             .rev()
             .find(|l| l.trim_start().starts_with('{'))
             .with_context(|| format!("{} printed no JSON result: {out}", engine.name()))?;
-        let mut json: serde_json::Value = serde_json::from_str(line)
+        let json: serde_json::Value = serde_json::from_str(line)
             .with_context(|| format!("{}'s result is not JSON: {line}", engine.name()))?;
         let r: PeerResult = serde_json::from_value(json.clone()).with_context(|| {
             format!(
@@ -295,7 +283,6 @@ impl Workload for Chain<'_> {
                 engine.name()
             )
         })?;
-        json["load_before"] = load.into();
         Ok(ChainStep {
             json,
             measures: r.measures,

@@ -2,7 +2,8 @@
 //! each step a bounded run per engine; a step is sustainable when everything emitted is received
 //! and latency does not grow over it. This module is the part every workload shares: the ladder
 //! ([`ladder`]: engines alternate within a step, an engine leaves after its first unsustainable
-//! step, every step is appended to `raw.jsonl` as it ends), the growth test on a per-second
+//! step, every step is appended to `raw.jsonl` as it ends, with the machine's load as it
+//! started), the growth test on a per-second
 //! latency series ([`growth`]) and the table of each engine's highest sustainable rate
 //! ([`best_table`]). The workloads: the YSB (`crate::ysb::sustainable`) and seed 000's chain
 //! ([`chain`]).
@@ -109,13 +110,15 @@ pub struct Step<E, R> {
     pub rate: u64,
     /// Its figures; `None` when the run failed.
     pub result: Option<R>,
+    /// The machine's 1-minute load average as the step started (the machine is shared).
+    pub load_before: Option<f64>,
     /// The verdict.
     pub verdict: Verdict,
 }
 
 /// Runs the ladder over `rates` (ascending) with `engines`, in order within each step: each
 /// step's result goes to `<dir>/raw.jsonl` as it ends (its JSON with `engine`, `rate`,
-/// `sustainable` and `why`; a failed run's line has only those), and an engine leaves after its
+/// `sustainable`, `why` and `load_before`; a failed run's line has only those), and an engine leaves after its
 /// first unsustainable step. Returns every step run, in order.
 ///
 /// # Errors
@@ -132,6 +135,7 @@ pub fn ladder<W: Workload>(
         for engine in live.clone() {
             let name = w.name(engine);
             eprintln!("sustainable: {name} at {rate}/s");
+            let load_before = load_average();
             let (result, verdict, mut line) = match w.run(engine, rate) {
                 Ok(r) => {
                     let v = w.judge(engine, rate, &r);
@@ -151,6 +155,7 @@ pub fn ladder<W: Workload>(
             line["rate"] = rate.into();
             line["sustainable"] = verdict.ok.into();
             line["why"] = verdict.why.clone().into();
+            line["load_before"] = load_before.into();
             crate::ysb::append_raw(dir, &line)?;
             eprintln!("sustainable: {name} at {rate}/s: {}", verdict.why);
             if !verdict.ok {
@@ -160,11 +165,22 @@ pub fn ladder<W: Workload>(
                 engine,
                 rate,
                 result,
+                load_before,
                 verdict,
             });
         }
     }
     Ok(steps)
+}
+
+/// The machine's 1-minute load average (None where /proc is not there).
+pub fn load_average() -> Option<f64> {
+    std::fs::read_to_string("/proc/loadavg")
+        .ok()?
+        .split_whitespace()
+        .next()?
+        .parse()
+        .ok()
 }
 
 /// The highest rate `engine` sustained (None: none of its steps).
@@ -287,6 +303,7 @@ mod tests {
         let raw = std::fs::read_to_string(dir.join("raw.jsonl")).unwrap();
         assert_eq!(raw.lines().count(), 9);
         assert!(raw.contains(r#""why":"run failed: boom""#), "{raw}");
+        assert_eq!(raw.matches(r#""load_before":"#).count(), 9, "{raw}");
         let t = best_table(&steps, &[0, 1, 2], |e| Fake.name(e), "elements/s");
         assert!(t.contains("| one | 20 | 30: too fast | 0.500 |"), "{t}");
         assert!(

@@ -41,6 +41,7 @@ fn cells(s: &Step, empty: &str) -> Vec<String> {
     let mut row = vec![s.engine.name().to_string(), s.rate.to_string()];
     let Some(r) = &s.result else {
         row.resize(COLUMNS.len(), empty.to_string());
+        row[COLUMNS.len() - 2] = num(s.load_before, 2);
         return row;
     };
     let m = &r.measures;
@@ -57,7 +58,7 @@ fn cells(s: &Step, empty: &str) -> Vec<String> {
             3,
         ),
         num(Some(m.elapsed_s), 2),
-        num(r.json["load_before"].as_f64(), 2),
+        num(s.load_before, 2),
         judged_by(m).to_string(),
     ]);
     row
