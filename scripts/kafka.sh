@@ -77,10 +77,14 @@ appender.file.layout.pattern=[%d] %p %m (%c)%n
 rootLogger.level=INFO
 rootLogger.appenderRef.file.ref=file
 LOG
-  local id; id=$(java -cp "$libs/*" kafka.tools.StorageTool random-uuid 2>/dev/null | tail -n 1)
+  # A cluster id as Kafka's `random-uuid` makes it (16 random bytes, URL-safe base64 without
+  # padding), without a JVM: under load (tests start several brokers at once) that JVM's failure
+  # went unnoticed and the format failed on an empty id.
+  local id; id=$(python3 -c 'import base64,uuid; print(base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("="))')
   java -Dlog4j2.configurationFile="$dir/log4j2.properties" -cp "$libs/*" kafka.tools.StorageTool \
     format -t "$id" -c "$dir/server.properties" >"$dir/format.log" 2>&1 \
-    || { echo "kafka.sh: formatting the storage failed: see $dir/format.log" >&2; rm -f "$dir/server.properties"; exit 1; }
+    || { echo "kafka.sh: formatting the storage failed (cluster id '$id'): $(tail -n 5 "$dir/format.log")" >&2
+         rm -f "$dir/server.properties"; exit 1; }
 }
 
 # Stops broker $1 (SIGTERM, then SIGKILL after 20 s) once $owner has exited; detached, with
