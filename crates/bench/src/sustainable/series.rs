@@ -7,14 +7,13 @@
 
 use hdrhistogram::Histogram;
 use std::sync::{Arc, OnceLock};
+use xorflow_runtime::measure::per_second::{self, MAX_US};
 use xorflow_runtime::VertexStats;
 
 /// Seconds a series keeps (one hour); elements due later are not in it. The run's report
 /// merges each second into a histogram of the runtime's (about 0.4 MB), so a series of D seconds
 /// costs about 0.4 D MB at the end of the run.
 pub const MAX_SECONDS: usize = 3600;
-/// Largest latency recorded, us (100 s); larger ones count as this.
-const MAX_US: u64 = 100_000_000;
 
 /// One sink instance's series.
 #[derive(Debug)]
@@ -26,10 +25,6 @@ pub struct PerSecond {
     base: Option<u64>,
     /// Second `i`'s latencies, us.
     seconds: Vec<Histogram<u64>>,
-}
-
-fn second_histogram() -> Histogram<u64> {
-    Histogram::new_with_bounds(1, MAX_US, 2).expect("valid histogram bounds")
 }
 
 impl PerSecond {
@@ -55,7 +50,7 @@ impl PerSecond {
             return;
         }
         if i >= self.seconds.len() {
-            self.seconds.resize_with(i + 1, second_histogram);
+            self.seconds.resize_with(i + 1, per_second::histogram);
         }
         self.seconds[i].saturating_record((latency_ns / 1000).clamp(1, MAX_US));
     }
@@ -67,36 +62,15 @@ impl PerSecond {
             let _ = stats
                 .histograms
                 .entry(name)
-                .or_insert_with(second_histogram)
+                .or_insert_with(per_second::histogram)
                 .add(h);
         }
     }
 }
 
 /// The series `prefix` of a finished run's (merged) `stats`: per second, the p99 in ms (0 for a
-/// second without elements) and the element count. Empty when none was recorded.
-pub fn read(stats: &VertexStats, prefix: &str) -> (Vec<f64>, Vec<u64>) {
-    let mut p99 = Vec::new();
-    let mut count = Vec::new();
-    let from = format!("{prefix}/");
-    for (name, h) in stats.histograms.range(from.clone()..) {
-        let Some(i) = name
-            .strip_prefix(&from)
-            .and_then(|s| s.parse::<usize>().ok())
-        else {
-            break;
-        };
-        if i >= p99.len() {
-            p99.resize(i + 1, 0.0);
-            count.resize(i + 1, 0);
-        }
-        if !h.is_empty() {
-            p99[i] = h.value_at_quantile(0.99) as f64 / 1000.0;
-        }
-        count[i] = h.len();
-    }
-    (p99, count)
-}
+/// second without elements) and the element count ([`per_second::read`]).
+pub use per_second::read;
 
 #[cfg(test)]
 mod tests {
@@ -116,7 +90,9 @@ mod tests {
         let mut stats = VertexStats::new("sink");
         a.report(&mut stats, "lat");
         b.report(&mut stats, "lat");
-        stats.histograms.insert("later".into(), second_histogram());
+        stats
+            .histograms
+            .insert("later".into(), per_second::histogram());
         let (p99, count) = read(&stats, "lat");
         assert_eq!(count, [2, 0, 2]);
         assert_eq!(p99[1], 0.0);

@@ -2,6 +2,7 @@
 //! and histograms ([`stats`]) and traffic by message kind ([`traffic`]).
 
 pub mod clock;
+pub mod per_second;
 pub mod probe;
 pub mod slot_log;
 pub mod stats;

@@ -17,6 +17,7 @@ use hdrhistogram::Histogram;
 use serde::Serialize;
 use std::time::{SystemTime, UNIX_EPOCH};
 use xorflow_core::{Aggregate, Element, WindowResult};
+use xorflow_runtime::measure::per_second;
 use xorflow_runtime::VertexStats;
 
 /// Histogram of the pre-window latency, us.
@@ -51,37 +52,6 @@ impl Aggregate<(u32, u64)> for CountAndLast {
     }
 }
 
-/// Name of the histogram of the pre-window latency of the views of second `i` of the
-/// generation (event times in `[start + 1000 i, start + 1000 (i + 1))`), us.
-pub fn prewindow_second(i: u64) -> String {
-    format!("{PREWINDOW_US}/{i:06}")
-}
-
-/// A per-second histogram: 1 us to 100 s at 2 significant digits (about 40 KB; a run of D
-/// seconds keeps D of them per instance).
-fn second_histogram() -> Histogram<u64> {
-    Histogram::new_with_bounds(1, 100_000_000, 2).expect("valid histogram bounds")
-}
-
-/// The histogram of second `i`, created on first use. The name is written into a stack buffer,
-/// so a lookup allocates nothing (this runs once per batch).
-fn second_histogram_mut(stats: &mut VertexStats, i: u64) -> &mut Histogram<u64> {
-    use std::io::Write as _;
-    let mut buf = [0u8; 64];
-    let free = {
-        let mut w = &mut buf[..];
-        let _ = write!(w, "{PREWINDOW_US}/{i:06}");
-        w.len()
-    };
-    let name = std::str::from_utf8(&buf[..64 - free]).expect("an ASCII name");
-    if !stats.histograms.contains_key(name) {
-        stats
-            .histograms
-            .insert(name.to_string(), second_histogram());
-    }
-    stats.histograms.get_mut(name).expect("inserted above")
-}
-
 /// Records the pre-window latency of every (campaign, event time) of a batch, overall and per
 /// second of the generation (one clock read per batch: its elements arrived together).
 pub fn record_prewindow(
@@ -98,9 +68,9 @@ pub fn record_prewindow(
     // Per second: one map lookup per run of equal seconds (a batch is mostly one second).
     let second = |e: &Element<(u32, u64)>| e.data.1.saturating_sub(schedule.start_ms) / 1000;
     for run in batch.chunk_by(|a, b| second(a) == second(b)) {
-        let h = second_histogram_mut(stats, second(&run[0]));
+        let h = per_second::histogram_mut(stats, PREWINDOW_US, second(&run[0]));
         for e in run {
-            h.saturating_record(latency(e).min(100_000_000));
+            h.saturating_record(latency(e).min(per_second::MAX_US));
         }
     }
 }
@@ -108,14 +78,9 @@ pub fn record_prewindow(
 /// The p99 of each second's pre-window latency, ms (0 for a second without views): whether
 /// latency grows over a run (`xorflow bench sustainable`).
 pub fn prewindow_by_second(stats: Option<&VertexStats>, duration_s: u64) -> Vec<f64> {
-    (0..duration_s)
-        .map(|i| {
-            stats
-                .and_then(|s| s.histograms.get(&prewindow_second(i)))
-                .filter(|h| !h.is_empty())
-                .map_or(0.0, |h| h.value_at_quantile(0.99) as f64 / 1000.0)
-        })
-        .collect()
+    let mut p99 = stats.map_or_else(Vec::new, |s| per_second::read(s, PREWINDOW_US).0);
+    p99.resize(duration_s as usize, 0.0);
+    p99
 }
 
 /// Records the window and updated latencies of the windows of a batch that `schedule` covers.
