@@ -34,8 +34,8 @@ pub struct Ids {
     pub pages: Vec<String>,
 }
 
-/// A random (version 4) UUID.
-fn uuid(rng: &mut SmallRng) -> String {
+/// A random (version 4) UUID, in the usual 8-4-4-4-12 hex form.
+pub(crate) fn uuid(rng: &mut impl rand::Rng) -> String {
     let v: u128 = rng.random();
     format!(
         "{:08x}-{:04x}-4{:03x}-{:x}{:03x}-{:012x}",

@@ -93,7 +93,7 @@ impl YsbConfig {
 pub type YsbError = xorflow_runtime::JobError;
 
 /// What a run did.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Default, Clone, Debug, Serialize)]
 pub struct YsbSummary {
     /// The events file, or the topic (`kafka://HOST:PORT/TOPIC`).
     pub input: String,
@@ -487,25 +487,8 @@ impl YsbSummary {
     /// Zero counts, covering `cover` ([`YsbSummary::input_counts_cover`]).
     pub(crate) fn empty(cover: &str) -> Self {
         YsbSummary {
-            input: String::new(),
             input_counts_cover: cover.to_string(),
-            lines: 0,
-            malformed: 0,
-            malformed_examples: Vec::new(),
-            late: 0,
-            skipped_records: Vec::new(),
-            unknown_ad_views: 0,
-            events: 0,
-            views: 0,
-            windows: 0,
-            elapsed_s: 0.0,
-            events_per_s: 0.0,
-            elements_below_frontier: 0,
-            parse_errors_in_dataflow: 0,
-            checkpoints_completed: None,
-            resumed_from: None,
-            restarts: Vec::new(),
-            redis_windows: None,
+            ..YsbSummary::default()
         }
     }
 }

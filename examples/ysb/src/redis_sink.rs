@@ -123,7 +123,7 @@ impl RedisWindows {
         let window = match window {
             Some(w) => w,
             None => {
-                let w = random_id();
+                let w = crate::generate::uuid(&mut rand::rng());
                 let list = self.list_of(campaign)?;
                 p.cmd("HSET").arg(campaign).arg(start).arg(&w);
                 p.cmd("LPUSH").arg(list).arg(start);
@@ -149,7 +149,7 @@ impl RedisWindows {
         let list = match found {
             Some(l) => l,
             None => {
-                let l = random_id();
+                let l = crate::generate::uuid(&mut rand::rng());
                 let mut p = redis::pipe();
                 p.cmd("HSET").arg(campaign).arg("windows").arg(&l);
                 p.cmd("SADD").arg("campaigns").arg(campaign);
@@ -160,21 +160,6 @@ impl RedisWindows {
         self.lists.insert(campaign.to_string(), list.clone());
         Ok(list)
     }
-}
-
-/// A random id in the UUID text form (version 4 bits set), as the original's window and list
-/// keys.
-fn random_id() -> String {
-    let v = rand::random::<u128>() & !(0xf << 76) & !(0x3 << 62) | (0x4 << 76) | (0x2 << 62);
-    let h = format!("{v:032x}");
-    format!(
-        "{}-{}-{}-{}-{}",
-        &h[..8],
-        &h[8..12],
-        &h[12..16],
-        &h[16..20],
-        &h[20..]
-    )
 }
 
 /// `url` with the password of `redis://user:password@host` replaced by `***`.
@@ -203,13 +188,13 @@ mod tests {
 
     #[test]
     fn ids_have_the_uuid_v4_form_and_passwords_are_not_shown() {
-        let id = random_id();
+        let id = crate::generate::uuid(&mut rand::rng());
         let parts: Vec<&str> = id.split('-').collect();
         let lens: Vec<usize> = parts.iter().map(|p| p.len()).collect();
         assert_eq!(lens, [8, 4, 4, 4, 12], "{id}");
         assert!(parts[2].starts_with('4'), "{id}");
         assert!(matches!(&parts[3][..1], "8" | "9" | "a" | "b"), "{id}");
-        assert_ne!(random_id(), id);
+        assert_ne!(crate::generate::uuid(&mut rand::rng()), id);
         assert_eq!(
             without_password("redis://:s3cret@10.0.0.1:6379/2"),
             "redis://:***@10.0.0.1:6379/2"
