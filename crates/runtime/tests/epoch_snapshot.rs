@@ -194,8 +194,12 @@ fn one_boundary(tracking: TrackingMode) {
         let (snaps, buffered, ns) = counters(&r, v);
         // One pause per instance.
         assert_eq!(snaps, 2, "{tracking:?} {v}: snapshots");
-        // The source runs unthrottled, so later elements pile up during the pause.
-        assert!(buffered > 0, "{tracking:?} {v}: nothing was buffered");
+        // The source runs unthrottled, so later elements pile up during s1's pause. s2 gets
+        // the next epoch only when s1's pause ends, which under load (CI running tests in
+        // parallel on 2 cores) can be after s2's own pause has ended: it may buffer nothing.
+        if v == "s1" {
+            assert!(buffered > 0, "{tracking:?} {v}: nothing was buffered");
+        }
         assert!(
             buffered <= s.elements - 60_130,
             "{tracking:?} {v}: buffered {buffered}"
@@ -208,7 +212,7 @@ fn one_boundary(tracking: TrackingMode) {
         );
         // Buffered elements wait for the pause to end: none longer than a run, on average
         // a sizeable part of the pause.
-        let avg = ns / buffered;
+        let avg = ns / buffered.max(1);
         assert!(avg <= 60_000_000_000, "{tracking:?} {v}: average {avg} ns");
         // The first vertex holds what arrives during its whole pause (the source is
         // unthrottled); the second pauses at about the same time, so what it holds arrives
