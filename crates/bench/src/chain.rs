@@ -17,6 +17,7 @@ use serde::{Deserialize, Serialize};
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 use xorflow_runtime::args::{Argv, EngineArgs};
+use xorflow_runtime::measure::span_log::SpanLog;
 use xorflow_runtime::measure::stats::NOTIFICATION_LATENCY_ANY;
 use xorflow_runtime::measure::traffic::Count;
 use xorflow_runtime::operators::epoch_snapshot::{
@@ -31,6 +32,10 @@ use xorflow_runtime::{
 pub const ELEMENT_LATENCY: &str = "element_latency_ns";
 /// Sink histogram: the same for the elements right after the snapshot boundary.
 pub const POST_SNAPSHOT_LATENCY: &str = "post_snapshot_latency_ns";
+/// Sink span measure, then histogram: element latency of a sample of the measured elements
+/// (1 in [`ChainSpans::every`]), each from its source's due time to the sink, settled through the
+/// clock alignment (seed 002): the element latency across hosts. Runs of several processes only.
+pub const ELEMENT_LATENCY_CLOCK: &str = "element_latency_clock_ns";
 /// Sink histograms `<this>/<second>`: element latency per second of the schedule, us
 /// (`--latency-by-second`, [`crate::sustainable::series`]).
 pub const ELEMENT_LATENCY_BY_SECOND: &str = "element_latency_us_by_second";
@@ -361,6 +366,15 @@ pub struct ChainMeasures {
     /// largest error bound; `None` in one process, whose stamps share one clock).
     #[serde(default)]
     pub notification_clock: Option<xorflow_runtime::measure::stats::ClockCheck>,
+    /// Across processes: the element latency of a sample of the measured elements (1 in 64 or
+    /// sparser), each converted through the clock alignment with its error bound; the truth
+    /// across hosts, where `element_latency` (the plain difference of two processes' clocks) is
+    /// not. `None` in one process.
+    #[serde(default)]
+    pub element_latency_clock: Option<Percentiles>,
+    /// How `element_latency_clock` went through the alignment.
+    #[serde(default)]
+    pub element_clock: Option<xorflow_runtime::measure::stats::ClockCheck>,
     /// Wall-clock seconds of the run.
     pub elapsed_s: f64,
     /// Elements/s achieved (emitted / elapsed).
@@ -621,6 +635,50 @@ struct LatencySink {
     post_latency: hdrhistogram::Histogram<u64>,
     /// Per second of the schedule (`--latency-by-second`).
     by_second: Option<PerSecond>,
+    /// The sampled spans of a run of several processes.
+    spans: Option<ChainSpans>,
+}
+
+/// Which measured elements a sink of a multi-process chain keeps as spans
+/// ([`ELEMENT_LATENCY_CLOCK`]), and the source process of each.
+#[derive(Clone, Debug)]
+struct ChainSpans {
+    /// Element `k` is kept when `(k / sources) % every == 0`: whole rounds of the sources, so
+    /// every source (and process) is sampled alike, and the same elements on every process.
+    every: u64,
+    /// Source instances: element `k` comes from instance `k % sources`.
+    sources: u64,
+    /// Workers per process: source instance `i` runs on global worker `i` (the runtime places
+    /// instance `i` on worker `i mod all workers`, `crates/runtime/src/dataflow/mod.rs`), in
+    /// process `i / workers`.
+    workers: u64,
+    log: SpanLog,
+}
+
+impl ChainSpans {
+    /// For `elements` measured elements from `sources` instances on processes of `workers`:
+    /// one in 64 or fewer, so at most half the log's capacity is used.
+    fn new(elements: u64, sources: usize, workers: usize) -> Self {
+        let cap = SpanLog::CAP as u64 / 2;
+        ChainSpans {
+            every: elements.div_ceil(cap).next_power_of_two().max(64),
+            sources: sources as u64,
+            workers: workers.max(1) as u64,
+            log: SpanLog::default(),
+        }
+    }
+
+    #[inline]
+    fn record(&mut self, time: u64, due_ns: u64, now_ns: u64) {
+        if (time / self.sources).is_multiple_of(self.every) {
+            self.log.push((self.source_process(time), due_ns), now_ns);
+        }
+    }
+
+    /// The process whose source emitted element `time`.
+    fn source_process(&self, time: u64) -> usize {
+        ((time % self.sources) / self.workers) as usize
+    }
 }
 
 impl Sink<u64> for LatencySink {
@@ -641,6 +699,9 @@ impl Sink<u64> for LatencySink {
                 if let Some(s) = &mut self.by_second {
                     s.record(e.data, l);
                 }
+                if let Some(s) = &mut self.spans {
+                    s.record(e.time, e.data, now);
+                }
             }
         }
         Ok(())
@@ -653,6 +714,9 @@ impl Sink<u64> for LatencySink {
             .add(&self.post_latency);
         if let Some(s) = &self.by_second {
             s.report(stats, ELEMENT_LATENCY_BY_SECOND);
+        }
+        if let Some(s) = &mut self.spans {
+            stats.span_mut(ELEMENT_LATENCY_CLOCK).append(&mut s.log);
         }
     }
 }
@@ -728,7 +792,11 @@ fn build(df: &Dataflow, p: &ChainParams, snapshot: Option<&SnapshotParams>) -> V
     let warmup = p.warmup;
     let post = snapshot.map_or((0, 0), |sp| (sp.at, sp.at.saturating_add(sp.post_elements)));
     let by_second = p.latency_by_second;
+    let processes = p.runtime.cluster.launch_processes();
+    let spans =
+        (processes > 1).then(|| ChainSpans::new(p.elements - p.warmup, sources, p.runtime.workers));
     s.sink("sink", move |_| LatencySink {
+        spans: spans.clone(),
         warmup,
         post,
         latency: xorflow_runtime::measure::stats::histogram(),
@@ -814,6 +882,9 @@ fn result(
             latency_p99_us: sink.latency_us(0.99),
             notification_latency_any: Percentiles::of(sink, NOTIFICATION_LATENCY_ANY),
             notification_clock: sink.clock_check(),
+            element_latency_clock: (sink.histograms.contains_key(ELEMENT_LATENCY_CLOCK))
+                .then(|| Percentiles::of(sink, ELEMENT_LATENCY_CLOCK)),
+            element_clock: sink.span_check(ELEMENT_LATENCY_CLOCK),
             elapsed_s,
             elements_per_s: report.elements_per_s(),
             elements_received: p.keyed.is_none().then_some(sink.elements_in),
@@ -866,6 +937,15 @@ pub fn describe(r: &ChainResult) -> String {
     }
     if let (Some(a), Some(b)) = (m.element_latency.p50_us, m.element_latency.p99_us) {
         lat += &format!("; element latency p50 {a:.1} us p99 {b:.1} us");
+    }
+    if let (Some(l), Some(c)) = (&m.element_latency_clock, &m.element_clock) {
+        if let (Some(a), Some(b)) = (l.p50_us, l.p99_us) {
+            lat += &format!(
+                " (clock-aligned, {} samples: p50 {a:.1} us p99 {b:.1} us, bound <= {:.1} us, {} \
+                 off the same-host truth by more)",
+                c.converted, c.bound_us_max, c.bound_exceeded_same_host
+            );
+        }
     }
     if m.rate > 0.0 {
         if let Some(a) = m.achieved_rate {
@@ -939,6 +1019,30 @@ fn traffic_line(t: &TrafficByKind) -> String {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn span_samples_take_whole_rounds_of_sources_and_name_each_ones_process() {
+        // 4 sources on 2 processes of 2 workers: sources 0, 1 in process 0; 2, 3 in process 1.
+        let mut s = super::ChainSpans::new(1_000, 4, 2);
+        assert_eq!(s.every, 64);
+        let processes: Vec<usize> = (0..8).map(|k| s.source_process(k)).collect();
+        assert_eq!(processes, vec![0, 0, 1, 1, 0, 0, 1, 1]);
+        for k in 0..1_000 {
+            s.record(k, k, k + 10);
+        }
+        // Rounds 0, 64, 128, 192 (elements 0..4, 256..260, 512..516, 768..772).
+        let kept: Vec<(u32, u64)> = s
+            .log
+            .records
+            .iter()
+            .map(|r| (r.start_process, r.start_ns))
+            .collect();
+        assert_eq!(kept.len(), 16);
+        assert_eq!(&kept[..4], &[(0, 0), (0, 1), (1, 2), (1, 3)]);
+        assert_eq!(kept[4], (0, 256));
+        // A long run is sampled more sparsely, so the log keeps half its capacity at most.
+        assert_eq!(super::ChainSpans::new(1 << 30, 4, 2).every, 8_192);
+    }
+
     use super::*;
 
     fn source(k: u64, start: &Arc<OnceLock<u64>>) -> ChainSource {

@@ -59,7 +59,7 @@ pub(crate) struct Merged {
 }
 
 /// Merges this process's workers' statistics per vertex, with its shards' and acker's traffic.
-/// Slot logs stay unsettled until every process's are in ([`settle`]).
+/// Slot and span logs stay unsettled until every process's are in ([`settle`]).
 pub(crate) fn merge_local(
     graph: &GraphDesc,
     mut ok: Vec<WorkerResult>,
@@ -76,7 +76,7 @@ pub(crate) fn merge_local(
         traffic += r.traffic;
         for (i, s) in r.vertices.iter_mut().enumerate() {
             // Moved, not copied: up to 24 MiB per instance.
-            vertices[i].slot_log.append(&mut s.slot_log);
+            vertices[i].take_logs(s, None);
             vertices[i].merge(s);
         }
     }
@@ -100,11 +100,12 @@ pub(crate) fn merge_local(
     }
 }
 
-/// Turns the slot logs gathered so far into each sink's notification latency from the last
-/// arrival anywhere (on process 0 after [`gather`]: every process's; elsewhere: this one's).
+/// Turns the slot and span logs gathered so far into their histograms, e.g. each sink's
+/// notification latency from the last arrival anywhere (on process 0 after [`gather`]: every
+/// process's; elsewhere: this one's).
 pub(crate) fn settle(m: &mut Merged) {
     for v in &mut m.vertices {
-        v.settle_slot_log(m.clock.as_ref());
+        v.settle_logs(m.clock.as_ref());
     }
 }
 
@@ -116,7 +117,7 @@ pub(crate) fn process_report(me: usize, run: &ThreadsRun, m: &Merged) -> Process
         cpu_s: run.cpu_ns as f64 * 1e-9,
         run_queue_wait_s: run.run_queue_wait_ns as f64 * 1e-9,
         traffic: m.traffic,
-        // Process 0 keeps its own slot logs; the others ship theirs for it to settle.
+        // Process 0 keeps its own slot and span logs; the others ship theirs for it to settle.
         vertices: m.vertices.iter().map(|v| v.to_wire(me != 0)).collect(),
         tracker: m.tracker.clone(),
     }
@@ -156,8 +157,7 @@ pub(crate) fn gather(
         m.traffic += pr.traffic;
         for (v, w) in m.vertices.iter_mut().zip(&pr.vertices) {
             let mut s = VertexStats::from_wire(w);
-            s.slot_log.tag(pr.process);
-            v.slot_log.append(&mut s.slot_log);
+            v.take_logs(&mut s, Some(pr.process));
             v.merge(&s);
         }
         if let Some(ts) = &pr.tracker {

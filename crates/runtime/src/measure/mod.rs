@@ -1,9 +1,13 @@
-//! Measurement: clocks ([`clock`]), notification-latency probes ([`probe`]) and their per-slot records ([`slot_log`]), per-vertex counters
-//! and histograms ([`stats`]) and traffic by message kind ([`traffic`]).
+//! Measurement: clocks ([`clock`]), notification-latency probes ([`probe`]) and their per-slot
+//! records ([`slot_log`]), sampled spans across processes ([`span_log`]) and how both settle
+//! through the clock alignment ([`settled`]), per-vertex counters and histograms ([`stats`]) and
+//! traffic by message kind ([`traffic`]).
 
 pub mod clock;
 pub mod per_second;
 pub mod probe;
+pub mod settled;
 pub mod slot_log;
+pub mod span_log;
 pub mod stats;
 pub mod traffic;

@@ -2,6 +2,7 @@
 //! last arrival *anywhere* (seed 000, section 5.2.1), across processes with seed 002's clock
 //! alignment (section 3.3).
 
+use super::settled::Settled;
 use xorflow_measure::clock::Alignment;
 use xorflow_tracking::Slot;
 
@@ -36,23 +37,6 @@ pub struct SlotLog {
     pub records: Vec<SlotRecord>,
     /// Records not kept because the log was full.
     pub dropped: u64,
-}
-
-/// One settled sample: a notification's latency from its slot's last arrival anywhere.
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub struct Settled {
-    /// The latency, ns: converted into process 0's time through the clock alignment when the
-    /// run has one, else the plain difference of the stamps. Never negative (0 when a
-    /// notification preceded the arrival, which [`super::probe::ArrivalProbe::below_frontier`]
-    /// also counts).
-    pub ns: u64,
-    /// |true - `ns`| is at most this, ns (0 without an alignment).
-    pub bound_ns: f64,
-    /// The plain difference of the two stamps, ns: exact when both processes run on one host,
-    /// whose `CLOCK_MONOTONIC_RAW` they share.
-    pub raw_ns: i64,
-    /// Whether `ns` went through the alignment.
-    pub converted: bool,
 }
 
 impl SlotLog {
@@ -141,24 +125,9 @@ impl SlotLog {
         for group in r.chunk_by(|a, b| a.slot == b.slot) {
             let last = latest(group, clock);
             for x in group {
-                let raw = (x.notified_ns as i128 - last.last_arrival_ns as i128) as i64;
                 let end = (x.process as usize, x.notified_ns);
                 let start = (last.process as usize, last.last_arrival_ns);
-                let span = clock.and_then(|a| a.monotonic_duration(start, end).ok());
-                sample(match span {
-                    Some(s) => Settled {
-                        ns: s.ns.max(0.0).round() as u64,
-                        bound_ns: s.bound_ns,
-                        raw_ns: raw,
-                        converted: true,
-                    },
-                    None => Settled {
-                        ns: raw.max(0) as u64,
-                        bound_ns: 0.0,
-                        raw_ns: raw,
-                        converted: false,
-                    },
-                });
+                sample(Settled::between(clock, start, end));
             }
         }
     }

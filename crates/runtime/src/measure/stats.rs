@@ -1,6 +1,8 @@
 //! Per-vertex counters and the notification-latency histogram.
 
+use crate::measure::settled::{ClockTally, TallyCounters};
 use crate::measure::slot_log::SlotLog;
+use crate::measure::span_log::SpanLog;
 use hdrhistogram::serialization::{Deserializer, Serializer, V2Serializer};
 use hdrhistogram::Histogram;
 use serde::{Deserialize, Serialize};
@@ -91,6 +93,10 @@ pub struct VertexStatsWire {
     /// Slot records this process did not keep or ship.
     #[serde(default)]
     slot_log_dropped: u64,
+    /// The unsettled span logs by measure ([`SpanLog::encode`], records not kept); empty when
+    /// not shipped.
+    #[serde(default)]
+    spans: BTreeMap<String, (String, u64)>,
 }
 
 /// Counters of one vertex (one instance, or merged over all instances).
@@ -123,6 +129,10 @@ pub struct VertexStats {
     /// in their reports ([`VertexStats::to_wire`]), and process 0 turns them into the
     /// [`NOTIFICATION_LATENCY_ANY`] histogram with [`VertexStats::settle_slot_log`].
     pub slot_log: SlotLog,
+    /// Sampled spans by measure (e.g. a sink's element latency from the source's due time),
+    /// handled as `slot_log`: moved, not merged, and settled on process 0 into histogram `name`
+    /// with [`VertexStats::settle_logs`].
+    pub spans: BTreeMap<String, SpanLog>,
 }
 
 /// Histogram of a sink's notification latency in ns measured from the substream's last arrival at
@@ -161,6 +171,39 @@ pub struct ClockCheck {
     pub bound_exceeded_same_host: u64,
 }
 
+/// The counters of the slot log's clock tally.
+const SLOT_COUNTERS: TallyCounters<'static> = TallyCounters {
+    bound: NOTIFICATION_LATENCY_ANY_BOUND,
+    converted: CLOCK_CONVERTED,
+    exceeded: CLOCK_BOUND_EXCEEDED,
+    unconverted: CLOCK_UNCONVERTED,
+};
+
+/// The counter names of span measure `name`'s clock tally: `name.bound_ns_max`,
+/// `name.clock_converted_samples`, `name.clock_bound_exceeded_same_host`,
+/// `name.clock_unconverted_samples`.
+struct SpanCounters([String; 4]);
+
+fn span_counters(name: &str) -> SpanCounters {
+    SpanCounters([
+        format!("{name}.bound_ns_max"),
+        format!("{name}.{CLOCK_CONVERTED}"),
+        format!("{name}.{CLOCK_BOUND_EXCEEDED}"),
+        format!("{name}.{CLOCK_UNCONVERTED}"),
+    ])
+}
+
+impl SpanCounters {
+    fn as_names(&self) -> TallyCounters<'_> {
+        TallyCounters {
+            bound: &self.0[0],
+            converted: &self.0[1],
+            exceeded: &self.0[2],
+            unconverted: &self.0[3],
+        }
+    }
+}
+
 /// Counter of slot records a sink could not keep for [`NOTIFICATION_LATENCY_ANY`].
 pub const SLOT_LOG_DROPPED: &str = "slot_log_dropped";
 
@@ -180,7 +223,56 @@ impl VertexStats {
             counters: BTreeMap::new(),
             histograms: BTreeMap::new(),
             slot_log: SlotLog::default(),
+            spans: BTreeMap::new(),
         }
+    }
+
+    /// Moves `o`'s unsettled logs (slot log, span logs) into this vertex's; `o`'s end stamps
+    /// were taken by `process` when it is another process's (`None`: this one's, untagged).
+    pub fn take_logs(&mut self, o: &mut VertexStats, process: Option<usize>) {
+        if let Some(p) = process {
+            o.slot_log.tag(p);
+            o.spans.values_mut().for_each(|l| l.tag(p));
+        }
+        self.slot_log.append(&mut o.slot_log);
+        for (name, log) in &mut o.spans {
+            self.span_mut(name).append(log);
+        }
+    }
+
+    /// The span log of measure `name`, created empty on first use.
+    pub fn span_mut(&mut self, name: &str) -> &mut SpanLog {
+        if !self.spans.contains_key(name) {
+            self.spans.insert(name.to_string(), SpanLog::default());
+        }
+        self.spans.get_mut(name).expect("inserted above")
+    }
+
+    /// Settles every unsettled log: the slot log ([`VertexStats::settle_slot_log`]) and each
+    /// span log `name` into histogram `name` (ns), with its clock counters `name.*`
+    /// ([`VertexStats::span_check`]) when `clock` is given and `name.dropped` for records not
+    /// kept. Call on process 0 once every process's logs are in.
+    pub fn settle_logs(&mut self, clock: Option<&xorflow_measure::clock::Alignment>) {
+        self.settle_slot_log(clock);
+        for (name, mut log) in std::mem::take(&mut self.spans) {
+            let mut tally = ClockTally::default();
+            let h = self.histogram_mut(&name);
+            log.settle(clock, |s| {
+                h.saturating_record(s.ns.max(1));
+                tally.add(&s, clock);
+            });
+            if clock.is_some() {
+                tally.write(self, span_counters(&name).as_names());
+            }
+            if log.dropped > 0 {
+                self.count(&format!("{name}.dropped"), log.dropped);
+            }
+        }
+    }
+
+    /// How span measure `name` went through the clock alignment (None in a run of one process).
+    pub fn span_check(&self, name: &str) -> Option<ClockCheck> {
+        ClockTally::read(self, span_counters(name).as_names())
     }
 
     /// Turns the per-slot records of all instances merged so far into the
@@ -193,26 +285,14 @@ impl VertexStats {
             return;
         }
         let mut log = std::mem::take(&mut self.slot_log);
-        let (mut bound, mut converted, mut exceeded, mut unconverted) = (0f64, 0, 0, 0);
+        let mut tally = ClockTally::default();
         let h = self.histogram_mut(NOTIFICATION_LATENCY_ANY);
         log.settle(clock, |s| {
             h.saturating_record(s.ns.max(1));
-            if s.converted {
-                converted += 1;
-                bound = bound.max(s.bound_ns);
-                // Both clamp a negative duration to 0 the same way.
-                if (s.ns as f64 - s.raw_ns.max(0) as f64).abs() > s.bound_ns {
-                    exceeded += 1;
-                }
-            } else if clock.is_some() {
-                unconverted += 1;
-            }
+            tally.add(&s, clock);
         });
         if clock.is_some() {
-            self.count(NOTIFICATION_LATENCY_ANY_BOUND, bound.ceil() as u64);
-            self.count(CLOCK_CONVERTED, converted);
-            self.count(CLOCK_BOUND_EXCEEDED, exceeded);
-            self.count(CLOCK_UNCONVERTED, unconverted);
+            tally.write(self, SLOT_COUNTERS);
         }
         if log.dropped > 0 {
             self.count(SLOT_LOG_DROPPED, log.dropped);
@@ -221,13 +301,7 @@ impl VertexStats {
 
     /// The clock counters [`VertexStats::settle_slot_log`] left, if it had an alignment.
     pub fn clock_check(&self) -> Option<ClockCheck> {
-        let bound = *self.counters.get(NOTIFICATION_LATENCY_ANY_BOUND)?;
-        Some(ClockCheck {
-            bound_us_max: bound as f64 / 1e3,
-            converted: self.counter(CLOCK_CONVERTED),
-            unconverted: self.counter(CLOCK_UNCONVERTED),
-            bound_exceeded_same_host: self.counter(CLOCK_BOUND_EXCEEDED),
-        })
+        ClockTally::read(self, SLOT_COUNTERS)
     }
 
     /// Adds `n` to counter `name`.
@@ -286,11 +360,11 @@ impl VertexStats {
         }
     }
 
-    /// The wire form; with `slot_log`, the unsettled slot log goes along (see
+    /// The wire form; with `logs`, the unsettled slot and span logs go along (see
     /// [`VertexStatsWire`]).
-    pub fn to_wire(&self, slot_log: bool) -> VertexStatsWire {
+    pub fn to_wire(&self, logs: bool) -> VertexStatsWire {
         let latency_v2 = to_v2(&self.notification_latency_ns);
-        let (log, cut) = if slot_log {
+        let (log, cut) = if logs {
             self.slot_log.encode()
         } else {
             (String::new(), 0)
@@ -298,6 +372,10 @@ impl VertexStats {
         VertexStatsWire {
             slot_log: log,
             slot_log_dropped: self.slot_log.dropped + cut,
+            spans: (self.spans.iter())
+                .filter(|_| logs)
+                .map(|(k, l)| (k.clone(), (l.encode(), l.dropped)))
+                .collect(),
             name: self.name.clone(),
             elements_in: self.elements_in,
             batches_in: self.batches_in,
@@ -325,6 +403,16 @@ impl VertexStats {
                 dropped: w.slot_log_dropped + 1,
             }
         });
+        for (k, (text, dropped)) in &w.spans {
+            let log = SpanLog::decode(text, *dropped).unwrap_or_else(|e| {
+                tracing::warn!("vertex {}, {k}: {e}", w.name);
+                SpanLog {
+                    records: Vec::new(),
+                    dropped: dropped + 1,
+                }
+            });
+            s.spans.insert(k.clone(), log);
+        }
         s.elements_in = w.elements_in;
         s.batches_in = w.batches_in;
         s.elements_out = w.elements_out;
@@ -446,5 +534,29 @@ mod tests {
         assert_eq!(back.records[5], record(5, 5, 6));
         assert!(SlotLog::decode("not base64!", 0).is_err());
         assert!(SlotLog::decode("AAAA", 0).is_err(), "3 bytes are no record");
+    }
+
+    #[test]
+    fn span_logs_travel_with_another_process_report_and_settle_into_a_histogram() {
+        let mut p0 = VertexStats::new("sink");
+        p0.span_mut("lat").push((1, 1_000), 1_400);
+        let mut p1 = VertexStats::new("sink");
+        p1.span_mut("lat").push((0, 2_000), 2_100);
+        p1.span_mut("lat").dropped = 3;
+        assert!(VertexStats::from_wire(&p1.to_wire(false)).spans.is_empty());
+        let mut arrived = VertexStats::from_wire(&p1.to_wire(true));
+        let mut merged = VertexStats::new("sink");
+        merged.take_logs(&mut p0, None);
+        merged.take_logs(&mut arrived, Some(1));
+        let log = &merged.spans["lat"];
+        let ends: Vec<u32> = log.records.iter().map(|r| r.end_process).collect();
+        assert_eq!((ends, log.dropped), (vec![0, 1], 3));
+        merged.settle_logs(None);
+        let h = &merged.histograms["lat"];
+        assert_eq!((h.len(), h.min(), h.max()), (2, 100, 400));
+        assert_eq!(merged.counter("lat.dropped"), 3);
+        // Without an alignment there is no clock check.
+        assert!(merged.span_check("lat").is_none());
+        assert!(merged.spans.is_empty());
     }
 }
