@@ -45,7 +45,8 @@ import org.apache.flink.util.Collector;
  *
  * <p>Measured after the first {@code --warmup} ids: notification latency (arrival of a window's
  * last element at the window operator to the window firing, per key and window), element latency
- * (due time to arrival at the last operator), elements/s (all elements over the start to the last
+ * (due time to arrival at the last operator), with {@code --latency-by-second} also per second of
+ * the schedule ({@link LatencyBySecond}), elements/s (all elements over the start to the last
  * event). The JVM is warmed by {@code --warmup-runs} earlier runs of the same job in this JVM.
  */
 public final class ChainJob {
@@ -56,6 +57,8 @@ public final class ChainJob {
         static final AtomicLong START_NS = new AtomicLong();
         static final ConcurrentHistogram NOTIFICATION = new ConcurrentHistogram(3_600_000_000_000L, 3);
         static final ConcurrentHistogram ELEMENT = new ConcurrentHistogram(3_600_000_000_000L, 3);
+        /** {@link #ELEMENT} per second of the schedule ({@code --latency-by-second}). */
+        static final LatencyBySecond ELEMENT_BY_SECOND = new LatencyBySecond();
         static final LongAccumulator LAST_EVENT_NS = new LongAccumulator(Long::max, 0);
         static final LongAccumulator FIRST_MEASURED_EMIT_NS = new LongAccumulator(Long::min, Long.MAX_VALUE);
         static final LongAccumulator LAST_MEASURED_EMIT_NS = new LongAccumulator(Long::max, 0);
@@ -73,6 +76,7 @@ public final class ChainJob {
             START_NS.set(0);
             NOTIFICATION.reset();
             ELEMENT.reset();
+            ELEMENT_BY_SECOND.reset();
             LAST_EVENT_NS.reset();
             FIRST_MEASURED_EMIT_NS.reset();
             LAST_MEASURED_EMIT_NS.reset();
@@ -108,6 +112,8 @@ public final class ChainJob {
         int warmupRuns = 2;
         long warmupRunElements = 0;
         boolean json = false;
+        /** Element latency per second of the schedule too ({@link LatencyBySecond}). */
+        boolean latencyBySecond = false;
 
         static Args parse(String[] argv) {
             Args a = new Args();
@@ -115,6 +121,10 @@ public final class ChainJob {
                 String k = argv[i];
                 if (k.equals("--json")) {
                     a.json = true;
+                    continue;
+                }
+                if (k.equals("--latency-by-second")) {
+                    a.latencyBySecond = true;
                     continue;
                 }
                 if (i + 1 >= argv.length) {
@@ -237,9 +247,13 @@ public final class ChainJob {
         }
     }
 
-    static void arrived(Tuple2<Long, Long> e, long now, long warmup) {
+    static void arrived(Tuple2<Long, Long> e, long now, long warmup, boolean bySecond) {
         if (e.f0 >= warmup) {
-            Stats.ELEMENT.recordValue(Math.max(1, now - e.f1));
+            long l = Math.max(1, now - e.f1);
+            Stats.ELEMENT.recordValue(l);
+            if (bySecond) {
+                Stats.ELEMENT_BY_SECOND.record(Stats.START_NS.get(), e.f1, l);
+            }
         }
         Stats.ARRIVED.increment();
         Stats.LAST_EVENT_NS.accumulate(now);
@@ -248,23 +262,27 @@ public final class ChainJob {
     /** The end of a run without completeness tracking. */
     static final class MeasureSink implements SinkFunction<Tuple2<Long, Long>> {
         private final long warmup;
+        private final boolean bySecond;
 
-        MeasureSink(long warmup) {
+        MeasureSink(long warmup, boolean bySecond) {
             this.warmup = warmup;
+            this.bySecond = bySecond;
         }
 
         @Override
         public void invoke(Tuple2<Long, Long> e, Context ctx) {
-            arrived(e, System.nanoTime(), warmup);
+            arrived(e, System.nanoTime(), warmup, bySecond);
         }
     }
 
     /** A window's accumulator: the arrival of its latest element, nanoTime. */
     static final class LastArrival implements AggregateFunction<Tuple2<Long, Long>, long[], Long> {
         private final long warmup;
+        private final boolean bySecond;
 
-        LastArrival(long warmup) {
+        LastArrival(long warmup, boolean bySecond) {
             this.warmup = warmup;
+            this.bySecond = bySecond;
         }
 
         @Override
@@ -275,7 +293,7 @@ public final class ChainJob {
         @Override
         public long[] add(Tuple2<Long, Long> e, long[] acc) {
             long now = System.nanoTime();
-            arrived(e, now, warmup);
+            arrived(e, now, warmup, bySecond);
             acc[0] = Math.max(acc[0], now);
             return acc;
         }
@@ -354,12 +372,12 @@ public final class ChainJob {
             s = s.rebalance().map(new Identity()).returns(type).name("stage-" + k);
         }
         if (w == 0) {
-            s.addSink(new MeasureSink(a.warmup)).name("sink");
+            s.addSink(new MeasureSink(a.warmup, a.latencyBySecond)).name("sink");
         } else {
             final int[] keys = keysPerSubtask(p, maxParallelism);
             s.keyBy(e -> keys[(int) (e.f0 % p)], Types.INT)
                     .window(TumblingEventTimeWindows.of(Duration.ofMillis(w)))
-                    .aggregate(new LastArrival(a.warmup), new Notify(a.warmup), PrimitiveArrayTypeInfo.LONG_PRIMITIVE_ARRAY_TYPE_INFO, Types.LONG, Types.LONG)
+                    .aggregate(new LastArrival(a.warmup, a.latencyBySecond), new Notify(a.warmup), PrimitiveArrayTypeInfo.LONG_PRIMITIVE_ARRAY_TYPE_INFO, Types.LONG, Types.LONG)
                     .addSink(new SinkFunction<Long>() {})
                     .name("sink");
         }
@@ -444,7 +462,7 @@ public final class ChainJob {
                 + ",\"latency_p99_us\":" + num(us(n, 0.99)) + ",\"notifications\":" + n.getTotalCount()
                 + ",\"notification_latency_any\":" + percentiles(fromLastArrivalAnywhere())
                 + ",\"slot_log_dropped\":" + Math.max(0, Stats.SLOT_LOG_SIZE.get() - Stats.SLOT_LOG_CAP)
-                + ",\"element_latency\":" + percentiles(e) + "}";
+                + ",\"element_latency\":" + percentiles(e) + "," + Stats.ELEMENT_BY_SECOND.json() + "}";
         if (a.json) {
             System.out.println(json);
         } else {

@@ -43,7 +43,8 @@ import org.apache.storm.tuple.Values;
  * the sink (any sink task) of a spout task's ids of a substream to that spout task learning they are
  * complete (the {@code notification_latency_any} of the other systems; there is no per-instance
  * figure, because the notified spout receives nothing); element latency (due time to arrival at the
- * sink); elements/s over the time from the first emission to the last arrival or completion.
+ * sink), with {@code --latency-by-second} also per second of the schedule ({@link LatencyBySecond});
+ * elements/s over the time from the first emission to the last arrival or completion.
  */
 public final class ChainTopology {
     private ChainTopology() {}
@@ -53,6 +54,8 @@ public final class ChainTopology {
         static final AtomicLong START_NS = new AtomicLong();
         static final ConcurrentHistogram NOTIFICATION = new ConcurrentHistogram(3_600_000_000_000L, 3);
         static final ConcurrentHistogram ELEMENT = new ConcurrentHistogram(3_600_000_000_000L, 3);
+        /** {@link #ELEMENT} per second of the schedule ({@code --latency-by-second}). */
+        static final LatencyBySecond ELEMENT_BY_SECOND = new LatencyBySecond();
         static final LongAccumulator LAST_EVENT_NS = new LongAccumulator(Long::max, 0);
         static final LongAccumulator FIRST_MEASURED_EMIT_NS = new LongAccumulator(Long::min, Long.MAX_VALUE);
         static final LongAccumulator LAST_MEASURED_EMIT_NS = new LongAccumulator(Long::max, 0);
@@ -67,6 +70,7 @@ public final class ChainTopology {
             START_NS.set(0);
             NOTIFICATION.reset();
             ELEMENT.reset();
+            ELEMENT_BY_SECOND.reset();
             LAST_EVENT_NS.reset();
             FIRST_MEASURED_EMIT_NS.reset();
             LAST_MEASURED_EMIT_NS.reset();
@@ -96,6 +100,8 @@ public final class ChainTopology {
         int warmupRuns = 1;
         long warmupRunElements = 0;
         boolean json = false;
+        /** Element latency per second of the schedule too ({@link LatencyBySecond}). */
+        boolean latencyBySecond = false;
 
         static Args parse(String[] argv) {
             Args a = new Args();
@@ -103,6 +109,10 @@ public final class ChainTopology {
                 String k = argv[i];
                 if (k.equals("--json")) {
                     a.json = true;
+                    continue;
+                }
+                if (k.equals("--latency-by-second")) {
+                    a.latencyBySecond = true;
                     continue;
                 }
                 if (i + 1 >= argv.length) {
@@ -267,12 +277,14 @@ public final class ChainTopology {
         private final long warmup;
         private final long w;
         private final int p;
+        private final boolean bySecond;
         private OutputCollector out;
 
-        Sink(long warmup, long w, int p) {
+        Sink(long warmup, long w, int p, boolean bySecond) {
             this.warmup = warmup;
             this.w = w;
             this.p = p;
+            this.bySecond = bySecond;
         }
 
         @Override
@@ -285,7 +297,12 @@ public final class ChainTopology {
             long now = System.nanoTime();
             long id = t.getLong(0);
             if (id >= warmup) {
-                Stats.ELEMENT.recordValue(Math.max(1, now - t.getLong(1)));
+                long due = t.getLong(1);
+                long l = Math.max(1, now - due);
+                Stats.ELEMENT.recordValue(l);
+                if (bySecond) {
+                    Stats.ELEMENT_BY_SECOND.record(Stats.START_NS.get(), due, l);
+                }
             }
             if (w > 0) {
                 // Recorded before the ack, so it is in place when the tree completes.
@@ -312,7 +329,7 @@ public final class ChainTopology {
             b.setBolt("stage-" + k, new Stage(acking), a.workers).shuffleGrouping(prev);
             prev = "stage-" + k;
         }
-        b.setBolt("sink", new Sink(a.warmup, a.granularity, a.workers), a.workers).shuffleGrouping(prev);
+        b.setBolt("sink", new Sink(a.warmup, a.granularity, a.workers, a.latencyBySecond), a.workers).shuffleGrouping(prev);
         Config conf = new Config();
         conf.setNumWorkers(1);
         conf.setNumAckers(acking ? a.workers : 0);
@@ -397,7 +414,7 @@ public final class ChainTopology {
                 + ",\"latency_p50_us\":null,\"latency_p95_us\":null,\"latency_p99_us\":null"
                 + ",\"notifications\":" + n.getTotalCount()
                 + ",\"notification_latency_any\":" + percentiles(n)
-                + ",\"element_latency\":" + percentiles(e) + "}";
+                + ",\"element_latency\":" + percentiles(e) + "," + Stats.ELEMENT_BY_SECOND.json() + "}";
         if (a.json) {
             System.out.println(json);
         } else {
