@@ -7,10 +7,12 @@
 //! carries its due time, so a source held back by the engine shows as latency), K stages,
 //! [`WORKERS`] workers in one process, the first third of the elements as warm-up. A step is
 //! sustainable ([`judge`]) when every element the schedule emitted is received within the step
-//! (a run still going `grace` after the schedule ends is stopped and fails), and the end-to-end
-//! element latency does not grow over it: the per-second p99 series ([`super::series`]; xorflow
-//! and timely print one) passes [`super::growth`]. Flink and Storm print no series: they are
-//! judged by what they report, the rate their sources achieved against the schedule (both
+//! (a run still going `grace` after the schedule ends is stopped and fails; the JVM peers, whose
+//! process also starts a JVM and runs warm-up jobs, by the `elapsed_s` of their measured run),
+//! and the end-to-end element latency does not grow over it: the per-second p99 series by due
+//! time ([`super::series`]; every engine prints one, asked with `--latency-by-second`) passes
+//! [`super::growth`]. A peer whose output has no series (a Flink or Storm peer from before it
+//! printed one) is judged by the rate its sources achieved against the schedule instead (both
 //! throttle their sources when their bounded buffers fill, so a backlog shows as a lower rate):
 //! at least [`MIN_ACHIEVED`] of the rate. REPORT.md says which engine was judged how.
 
@@ -27,7 +29,8 @@ use xorflow_runtime::TrackingMode;
 
 mod report;
 
-/// The least fraction of the asked rate a source without a latency series must achieve.
+/// The least fraction of the asked rate a source must achieve when its engine printed no latency
+/// series (the fallback of [`judge`]).
 pub const MIN_ACHIEVED: f64 = 0.99;
 /// Seconds the JVM peers get on top of the step and its grace: the JVM, their cluster's start
 /// and their warm-up runs.
@@ -167,6 +170,17 @@ pub fn judge(cfg: &ChainLadderConfig, rate: u64, m: &ChainMeasures) -> Verdict {
     if let Some(r) = m.elements_received.filter(|&r| r != m.elements) {
         return Verdict::no(format!("received {r} of {} elements", m.elements));
     }
+    // The step's time limit: what stops xorflow and timely, for the JVM peers' measured run.
+    let limit = (cfg.duration_s + cfg.grace_s()) as f64;
+    if m.elapsed_s > limit {
+        return Verdict::no(format!(
+            "not every element received within the step: the run took {:.1} s, over its {} s \
+             schedule + {} s",
+            m.elapsed_s,
+            cfg.duration_s,
+            cfg.grace_s()
+        ));
+    }
     if m.element_p99_ms_by_second.is_empty() {
         let achieved = m.achieved_rate.unwrap_or(0.0);
         if achieved < MIN_ACHIEVED * rate as f64 {
@@ -236,7 +250,7 @@ impl Chain<'_> {
         a.option("elements", Some(c.elements(rate)));
         a.option("rate", Some(rate));
         a.option("warmup", Some(c.warmup(rate)));
-        a.switch("latency-by-second", engine == Engine::Timely);
+        a.switch("latency-by-second", true);
         if engine == Engine::Flink {
             a.option("watermarks", (g > 0).then_some("punctuated"));
             a.option("buffer-timeout-ms", Some(c.flink_buffer_timeout_ms));
@@ -401,6 +415,22 @@ mod tests {
     }
 
     #[test]
+    fn a_run_past_the_steps_time_limit_is_unsustainable() {
+        // 9 s of schedule + 5 s of grace; a JVM peer's process is not stopped then, its
+        // measured run's elapsed time decides.
+        let c = cfg();
+        let mut m = measures(&[1.0; 9]);
+        m.elapsed_s = 14.0;
+        assert!(judge(&c, 1000, &m).ok);
+        m.elapsed_s = 18.5;
+        let v = judge(&c, 1000, &m);
+        assert!(
+            v.why.contains("took 18.5 s, over its 9 s schedule + 5 s"),
+            "{v:?}"
+        );
+    }
+
+    #[test]
     fn without_a_series_the_achieved_rate_decides() {
         let c = cfg();
         let mut m = measures(&[]);
@@ -441,9 +471,11 @@ mod tests {
         }
         let f = w.command(Engine::Flink, 2000).unwrap().join(" ");
         assert!(
-            f.starts_with("java Flink --json --warmup-runs 2 --warmup-run-elements 500000 --workers 2 --stages 10 --granularity 1000 --elements 18000 --rate 2000 --warmup 6000 --watermarks punctuated --buffer-timeout-ms 100"),
+            f.starts_with("java Flink --json --warmup-runs 2 --warmup-run-elements 500000 --workers 2 --stages 10 --granularity 1000 --elements 18000 --rate 2000 --warmup 6000 --latency-by-second --watermarks punctuated --buffer-timeout-ms 100"),
             "{f}"
         );
+        let s = w.command(Engine::Storm, 2000).unwrap().join(" ");
+        assert_eq!(s, "java Storm --json --warmup-runs 1 --warmup-run-elements 20000 --workers 2 --stages 10 --granularity 1000 --elements 18000 --rate 2000 --warmup 6000 --latency-by-second");
         let t = w.command(Engine::Timely, 2000).unwrap().join(" ");
         assert_eq!(t, "timely --json --workers 2 --stages 10 --granularity 1000 --elements 18000 --rate 2000 --warmup 6000 --latency-by-second");
         assert!(c.validate().is_ok());
