@@ -358,6 +358,15 @@ fn describe_bench(r: &xorflow_ysb::bench::BenchResult) -> String {
     if let Some(n) = &r.notification_latency_ms {
         let _ = writeln!(t, "trAcker notification at the window:      {}", l(n));
     }
+    if let Some(s) = &r.schedule_spread {
+        let _ = writeln!(
+            t,
+            "generators' schedules across {} other process(es), clock-aligned: spread {:.1} us, \
+             bound <= {:.1} us ({} off the same-host truth by more); the latencies are exact to \
+             within their sum",
+            s.processes, s.spread_us, s.bound_us_max, s.bound_exceeded_same_host
+        );
+    }
     t
 }
 

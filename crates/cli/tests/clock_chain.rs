@@ -3,7 +3,8 @@
 //! different synthetic clock skew (`XORFLOW_CLOCK_SKEW`, an offset and a rate error on the
 //! alignment's clock only). The runtime's stamps share the host's `CLOCK_MONOTONIC_RAW`, so the
 //! plain difference of two stamps is the truth; a conversion that mishandled the skew (25 ms and
-//! 45 ppm apart) would miss it by far more than its bound.
+//! 45 ppm apart) would miss it by far more than its bound. The YSB bench's generators, which run
+//! one schedule on each process's wall clock, are compared the same way.
 
 mod common;
 use common::bin;
@@ -22,27 +23,30 @@ impl Drop for Killed {
     }
 }
 
-/// Process `index` of the two-process chain run on `hosts`, with synthetic clock `skew`.
-fn process(hosts: &std::path::Path, index: usize, skew: &str) -> Killed {
+/// The arguments of the two-process chain run.
+const CHAIN: &[&str] = &[
+    "bench",
+    "chain",
+    "--json",
+    "--workers",
+    "1",
+    "--stages",
+    "3",
+    "--elements",
+    "300000",
+    "--rate",
+    "100000",
+    "--warmup",
+    "60000",
+    "--granularity",
+    "100",
+];
+
+/// Process `index` of a two-process run of `args` on `hosts`, with synthetic clock `skew`.
+fn process(args: &[&str], hosts: &std::path::Path, index: usize, skew: &str) -> Killed {
     let child = Command::new(bin())
-        .args([
-            "bench",
-            "chain",
-            "--json",
-            "--workers",
-            "1",
-            "--stages",
-            "3",
-        ])
-        .args([
-            "--elements",
-            "300000",
-            "--rate",
-            "100000",
-            "--warmup",
-            "60000",
-        ])
-        .args(["--granularity", "100", "--cluster-token", "clock-chain"])
+        .args(args)
+        .args(["--cluster-token", "clock-chain"])
         .arg("--hostfile")
         .arg(hosts)
         .args(["--process", &index.to_string()])
@@ -86,8 +90,8 @@ fn assert_within_bounds(c: &Value, what: &str) {
     assert!(bound > 0.0 && bound < 2_000.0, "{what}: bound {bound} us");
 }
 
-#[test]
-fn element_and_notification_latency_across_skewed_processes_stay_within_their_bounds() {
+/// Runs `args` as two processes with skewed clocks; process 0's JSON.
+fn two_skewed_processes(args: &[&str]) -> Value {
     let dir = tempfile::tempdir().unwrap();
     let hosts = dir.path().join("hosts");
     let lines: Vec<String> = free_ports(2)
@@ -95,13 +99,49 @@ fn element_and_notification_latency_across_skewed_processes_stay_within_their_bo
         .map(|p| format!("127.0.0.1:{p}"))
         .collect();
     std::fs::write(&hosts, lines.join("\n") + "\n").unwrap();
-    let p0 = process(&hosts, 0, "0:0");
-    let p1 = process(&hosts, 1, "25000000:-28");
+    let p0 = process(args, &hosts, 0, "0:0");
+    let p1 = process(args, &hosts, 1, "25000000:-28");
     let deadline = Instant::now() + Duration::from_secs(120);
     let out = finish(p0, deadline, "process 0");
     finish(p1, deadline, "process 1");
-    let r: Value = serde_json::from_str(out.lines().last().unwrap_or(""))
-        .unwrap_or_else(|e| panic!("process 0 printed no JSON ({e}): {out}"));
+    serde_json::from_str(out.lines().last().unwrap_or(""))
+        .unwrap_or_else(|e| panic!("process 0 printed no JSON ({e}): {out}"))
+}
+
+#[test]
+fn ysb_generators_schedules_compare_within_their_bounds() {
+    let now_ms = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_millis() as u64;
+    let start = (now_ms + 3_000).to_string();
+    let args = [
+        "bench",
+        "ysb",
+        "--json",
+        "--workers",
+        "1",
+        "--rate",
+        "2000",
+        "--duration",
+        "2s",
+        "--start-ms",
+        &start,
+    ];
+    let r = two_skewed_processes(&args);
+    assert_eq!(r["counts_match_oracle"], true, "{r}");
+    let s = &r["schedule_spread"];
+    assert_eq!(s["processes"], 1, "{r}");
+    assert_eq!(s["bound_exceeded_same_host"], 0, "{r}");
+    let bound = s["bound_us_max"].as_f64().unwrap();
+    assert!(bound > 0.0 && bound < 2_000.0, "bound {bound} us: {r}");
+    // One host, one wall clock: the schedules coincide (the skew is 25 ms).
+    assert!(s["spread_us"].as_f64().unwrap() < 100.0, "{r}");
+}
+
+#[test]
+fn element_and_notification_latency_across_skewed_processes_stay_within_their_bounds() {
+    let r = two_skewed_processes(CHAIN);
     let m = &r;
     assert_eq!(m["elements_received"], 300_000, "{m}");
     assert_within_bounds(&m["element_clock"], "element latency");

@@ -409,6 +409,16 @@ fn bench_counts_match_the_oracle_in_one_and_two_processes() {
             (3000.0..5000.0).contains(&tput),
             "the generator holds its rate: {j}"
         );
+        // Two processes: their schedules compared through the clock alignment (one host: the
+        // same wall clock, so a few us apart at most).
+        let spread = &j["schedule_spread"];
+        if extra.contains(&"--processes") {
+            assert_eq!(spread["processes"], 1, "{j}");
+            assert_eq!(spread["bound_exceeded_same_host"], 0, "{j}");
+            assert!(spread["spread_us"].as_f64().unwrap() < 100.0, "{j}");
+        } else {
+            assert!(spread.is_null(), "{j}");
+        }
     }
 }
 

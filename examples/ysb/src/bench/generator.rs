@@ -29,10 +29,13 @@ pub struct RateSource {
 }
 
 impl RateSource {
-    /// Instance `instance` of `instances`.
+    /// Instance `instance` of `instances`; `start_mono_ns` is `schedule.start_ms` on this
+    /// process's monotonic clock ([`mono_of_epoch_ms`], read once per process so that every
+    /// instance of a process runs the same schedule).
     pub fn new(
         templates: Arc<Templates>,
         schedule: Schedule,
+        start_mono_ns: u64,
         instance: usize,
         instances: usize,
     ) -> Self {
@@ -41,7 +44,7 @@ impl RateSource {
             schedule,
             next: instance as u64,
             stride: instances as u64,
-            start_mono_ns: mono_of_epoch_ms(schedule.start_ms),
+            start_mono_ns,
             lag_us: stats::histogram(),
         }
     }
@@ -49,12 +52,25 @@ impl RateSource {
 
 /// The monotonic clock's reading (`clock::now_ns`) at epoch ms `ms`: the schedule is in wall
 /// time (event times are epoch ms, as the original's), the workers wait on the monotonic clock.
+/// The wall clock is read between two monotonic readings and paired with their midpoint; of up
+/// to 5 tries the tightest pair is kept (a preemption between the reads would shift the whole
+/// schedule, and across processes the shift shows in [`super::schedule_clock`]'s spread).
 pub fn mono_of_epoch_ms(ms: u64) -> u64 {
-    let mono = clock::now_ns();
-    let wall = SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |d| d.as_nanos() as u64);
-    (mono + ms * 1_000_000).saturating_sub(wall)
+    let mut best = (u64::MAX, 0, 0);
+    for _ in 0..5 {
+        let before = clock::now_ns();
+        let wall = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map_or(0, |d| d.as_nanos() as u64);
+        let after = clock::now_ns();
+        if after - before < best.0 {
+            best = (after - before, before + (after - before) / 2, wall);
+        }
+        if best.0 < 1_000 {
+            break;
+        }
+    }
+    (best.1 + ms * 1_000_000).saturating_sub(best.2)
 }
 
 impl Source<String> for RateSource {
@@ -86,5 +102,6 @@ impl Source<String> for RateSource {
 
     fn report(&mut self, stats: &mut VertexStats) {
         let _ = stats.histogram_mut(GENERATOR_LAG_US).add(&self.lag_us);
+        super::schedule_clock::record(stats, self.start_mono_ns);
     }
 }

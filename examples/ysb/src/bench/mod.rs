@@ -14,6 +14,7 @@
 pub mod generator;
 pub mod latency;
 pub mod schedule;
+pub mod schedule_clock;
 
 use crate::campaigns::Campaigns;
 use crate::generate::{self, Ids};
@@ -108,6 +109,11 @@ pub struct BenchResult {
     /// Elements that reached the window below its frontier (must be 0).
     #[serde(default)]
     pub elements_below_frontier: u64,
+    /// Across processes: how far apart the processes' generators ran the schedule, through the
+    /// clock alignment; the latencies above are exact to within its spread plus its bound
+    /// ([`schedule_clock`]). `None` in one process and in the peers' results.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub schedule_spread: Option<schedule_clock::ScheduleSpread>,
 }
 
 fn one() -> usize {
@@ -293,8 +299,9 @@ fn build(
     table: Arc<Campaigns>,
     rows: Option<Arc<Mutex<Rows>>>,
 ) {
+    let start_mono = generator::mono_of_epoch_ms(schedule.start_ms);
     let lines = df.source("events", sources, move |k| {
-        generator::RateSource::new(templates.clone(), schedule, k, sources)
+        generator::RateSource::new(templates.clone(), schedule, start_mono, k, sources)
     });
     job::stateless(&lines, table, Arc::new(AtomicU64::new(0)))
         .inspect("prewindow", move |b, s| {
@@ -344,6 +351,7 @@ fn result(
         counts_match_oracle: Some(matches),
         notification_latency_ms: window.map(|w| Latency::of(Some(&w.notification_latency_ns), 1e6)),
         elements_below_frontier: report.below_frontier(),
+        schedule_spread: schedule_clock::spread(report, "events"),
     }
 }
 
