@@ -1,6 +1,7 @@
 package xorflow.peer.flink;
 
 import java.time.Duration;
+import xorflow.peer.common.LatencyBySecond;
 import java.util.Locale;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.atomic.LongAccumulator;

@@ -10,6 +10,7 @@ import java.util.concurrent.atomic.LongAdder;
 import org.HdrHistogram.ConcurrentHistogram;
 import org.HdrHistogram.Histogram;
 import org.apache.storm.Config;
+import xorflow.peer.common.LatencyBySecond;
 import org.apache.storm.LocalCluster;
 import org.apache.storm.generated.KillOptions;
 import org.apache.storm.spout.SpoutOutputCollector;

@@ -1,4 +1,4 @@
-package xorflow.peer.storm;
+package xorflow.peer.common;
 
 import java.util.Locale;
 import java.util.concurrent.atomic.AtomicReferenceArray;
@@ -14,16 +14,16 @@ import org.HdrHistogram.ConcurrentHistogram;
  * significant digits, made when the second's first element arrives: a record is O(1), lock-free
  * and allocates nothing but that. Seconds from the hour on are left out.
  */
-final class LatencyBySecond {
+public final class LatencyBySecond {
     /** Seconds kept (one hour), as the timely peer's. */
-    static final int MAX_SECONDS = 3600;
+    public static final int MAX_SECONDS = 3600;
     /** Largest value, µs (100 s). */
     static final long MAX_US = 100_000_000L;
 
     private final AtomicReferenceArray<ConcurrentHistogram> seconds = new AtomicReferenceArray<>(MAX_SECONDS);
 
     /** Records an element due at {@code dueNs} (nanoTime) that took {@code latencyNs} to arrive. */
-    void record(long startNs, long dueNs, long latencyNs) {
+    public void record(long startNs, long dueNs, long latencyNs) {
         long i = Math.floorDiv(dueNs - startNs, 1_000_000_000L);
         if (i < 0 || i >= MAX_SECONDS) {
             return;
@@ -37,7 +37,7 @@ final class LatencyBySecond {
     }
 
     /** Forgets every second (before the measured run). */
-    void reset() {
+    public void reset() {
         for (int i = 0; i < MAX_SECONDS; i++) {
             seconds.set(i, null);
         }
@@ -57,7 +57,7 @@ final class LatencyBySecond {
      * (the timely peer's names): per second the p99 in ms (0 for a second without elements) and
      * the element count; both empty when nothing was recorded.
      */
-    String json() {
+    public String json() {
         StringBuilder p99 = new StringBuilder("\"element_p99_ms_by_second\":[");
         StringBuilder count = new StringBuilder("\"element_count_by_second\":[");
         for (int i = 0, n = length(); i < n; i++) {
