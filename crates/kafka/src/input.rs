@@ -88,6 +88,27 @@ pub struct InputCounts {
     pub examples: Vec<SkippedRecord>,
 }
 
+impl InputCounts {
+    /// The counts of a finished run whose Kafka source vertex is `vertex`: on process 0 of a
+    /// run of several processes, every process's (the source's counters in the run report,
+    /// [`crate::source::RECORDS_READ`] and the others); elsewhere `local`'s, this process's.
+    /// The examples stay `local`'s: each process logs its own skipped records.
+    pub fn of_run(report: &xorflow_runtime::RunReport, vertex: &str, local: InputCounts) -> Self {
+        let Some(v) = report
+            .vertex(vertex)
+            .filter(|_| report.per_process.len() > 1)
+        else {
+            return local;
+        };
+        InputCounts {
+            read: v.counter(crate::source::RECORDS_READ),
+            malformed: v.counter(crate::source::RECORDS_MALFORMED),
+            late: v.counter(crate::source::RECORDS_LATE),
+            examples: local.examples,
+        }
+    }
+}
+
 impl SourceCounters {
     /// The counts so far.
     pub fn snapshot(&self) -> InputCounts {

@@ -164,7 +164,17 @@ pub struct SourceCounters {
     pub examples: Mutex<Vec<SkippedRecord>>,
     /// Per partition, the offset below which records are counted.
     counted_to: Mutex<HashMap<i32, i64>>,
+    /// `read`, `malformed`, `late` as far as instances have reported them into the run's
+    /// statistics ([`SourceCounters::take_unreported`]).
+    reported: Mutex<[u64; 3]>,
 }
+
+/// Source counter (summed over instances and processes in the run report): records read.
+pub const RECORDS_READ: &str = "kafka_records_read";
+/// Source counter: records that did not decode.
+pub const RECORDS_MALFORMED: &str = "kafka_records_malformed";
+/// Source counter: records behind their partition's progress or the heartbeat.
+pub const RECORDS_LATE: &str = "kafka_records_late";
 
 impl SourceCounters {
     /// The offset below which `partition`'s records were counted by this process.
@@ -187,6 +197,20 @@ impl SourceCounters {
             let to = m.entry(p.id).or_insert(0);
             *to = (*to).max(p.counted_to);
         }
+    }
+
+    /// `[read, malformed, late]` counted since the last call: every instance of the process
+    /// reports through one shared set of counters, so each hands the run report only what no
+    /// other instance has (and the run report sums them over processes).
+    pub fn take_unreported(&self) -> [u64; 3] {
+        let mut done = self
+            .reported
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let now = [&self.read, &self.malformed, &self.late].map(|c| c.load(Ordering::Relaxed));
+        let delta = [0, 1, 2].map(|i| now[i] - done[i]);
+        *done = now;
+        delta
     }
 
     fn skipped(&self, counter: &AtomicU64, topic: &str, r: SkippedRecord) {
@@ -556,6 +580,16 @@ impl<T: Clone + Send, D: Decoder<T>> Source<T> for KafkaSource<T, D> {
         }
     }
 
+    /// Adds what this process's instances counted and no instance reported yet, as
+    /// [`RECORDS_READ`], [`RECORDS_MALFORMED`] and [`RECORDS_LATE`]: summed over processes, the
+    /// run report holds the whole input's counts.
+    fn report(&mut self, stats: &mut xorflow_runtime::VertexStats) {
+        let [read, malformed, late] = self.counters.take_unreported();
+        stats.count(RECORDS_READ, read);
+        stats.count(RECORDS_MALFORMED, malformed);
+        stats.count(RECORDS_LATE, late);
+    }
+
     /// `partition:next_offset,...` (`partition:start` for a partition not read yet), then
     /// `|` and the decoder's [`Decoder::state`] if it has one.
     fn position(&self) -> Option<String> {
@@ -598,6 +632,19 @@ impl<T: Clone + Send, D: Decoder<T>> Source<T> for KafkaSource<T, D> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn counts_are_reported_once_whichever_instance_reports() {
+        let c = SourceCounters::default();
+        c.read.fetch_add(10, Ordering::Relaxed);
+        c.malformed.fetch_add(2, Ordering::Relaxed);
+        assert_eq!(c.take_unreported(), [10, 2, 0]);
+        // A second instance of the process reports nothing twice.
+        assert_eq!(c.take_unreported(), [0, 0, 0]);
+        c.read.fetch_add(5, Ordering::Relaxed);
+        c.late.fetch_add(1, Ordering::Relaxed);
+        assert_eq!(c.take_unreported(), [5, 0, 1]);
+    }
     use xorflow_runtime::Source;
 
     /// A decoder whose state is the text of the last header record.

@@ -9,7 +9,9 @@ use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
-use xorflow_kafka::{KafkaSink, KafkaSource, KafkaUri, SourceConfig, SourceCounters, Watermark};
+use xorflow_kafka::{
+    InputCounts, KafkaSink, KafkaSource, KafkaUri, SourceConfig, SourceCounters, Watermark,
+};
 use xorflow_runtime::job_options;
 use xorflow_runtime::{
     Dataflow, MessageKind, PartFiles, RunError, RuntimeConfig, Sink, Source, SourceOutput,
@@ -762,8 +764,11 @@ fn run_dataflow(
 }
 
 /// The input's counts: rows read, malformed, late; the first malformed rows (file) or skipped
-/// records (Kafka: counted by this process's sources).
-fn input_counts(feed: &Feed) -> (u64, u64, u64, Vec<Malformed>, Vec<SkippedRecord>) {
+/// records (Kafka: on process 0 every process's counts, with process 0's examples).
+fn input_counts(
+    feed: &Feed,
+    report: &xorflow_runtime::RunReport,
+) -> (u64, u64, u64, Vec<Malformed>, Vec<SkippedRecord>) {
     match feed {
         Feed::File { input, late, .. } => (
             input.rows,
@@ -773,7 +778,7 @@ fn input_counts(feed: &Feed) -> (u64, u64, u64, Vec<Malformed>, Vec<SkippedRecor
             Vec::new(),
         ),
         Feed::Kafka { counters, .. } => {
-            let c = counters.snapshot();
+            let c = InputCounts::of_run(report, "departures", counters.snapshot());
             (c.read, c.malformed, c.late, Vec::new(), c.examples)
         }
     }
@@ -789,7 +794,7 @@ fn summarize(
     let window = report.vertex("hourly").expect("window vertex");
     let elapsed_s = report.elapsed.as_secs_f64();
     let emitted = report.source_elements();
-    let (read, malformed, late, malformed_examples, skipped_records) = input_counts(feed);
+    let (read, malformed, late, malformed_examples, skipped_records) = input_counts(feed, report);
     Summary {
         input: match &cfg.kafka.input {
             Some(u) => u.to_string(),

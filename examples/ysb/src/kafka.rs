@@ -26,7 +26,7 @@ use std::sync::Arc;
 use xorflow_kafka::admin;
 use xorflow_kafka::producer::Loader;
 use xorflow_kafka::{
-    Decoded, Decoder, InputOptions, KafkaSource, KafkaUri, RecordView, SourceConfig,
+    Decoded, Decoder, InputCounts, InputOptions, KafkaSource, KafkaUri, RecordView, SourceConfig,
     SourceCounters, Watermark,
 };
 use xorflow_runtime::{Dataflow, RunReport, Stream};
@@ -84,16 +84,18 @@ impl KafkaFeed {
         })
     }
 
-    /// The input's part of the summary: this process's sources' counts, the events every
-    /// process emitted ([`RunReport::source_elements`], on process 0).
+    /// The input's part of the summary: on process 0 every process's counts (the source's
+    /// counters in the run report), elsewhere this process's; the events every process emitted
+    /// ([`RunReport::source_elements`], on process 0).
     pub fn summary(&self, report: &RunReport) -> YsbSummary {
-        let c = self.counters.snapshot();
-        let cover = if report.processes - report.tracker_processes > 1 {
+        let c = InputCounts::of_run(report, "events", self.counters.snapshot());
+        let cover = if report.per_process.len() == 1 {
             format!(
-                "the records process {}'s sources read (each process counts its own \
-                 partitions' records)",
+                "the records process {}'s sources read (process 0 reports the whole input)",
                 report.process
             )
+        } else if report.per_process.len() > 1 {
+            "the whole input (the examples: process 0's; each process logs its own)".to_string()
         } else {
             "the whole input".to_string()
         };
