@@ -94,7 +94,7 @@ pub struct EngineArgs {
     pub no_latency_probe: bool,
     /// Which slots the sinks' latency probe measures: X/Y keeps slots with slot mod Y < X (Y a
     /// power of two; the same slots on every instance), `all` every slot. Default: 1 slot in
-    /// 64 / granularity, every slot from granularity 64 up.
+    /// 256 / granularity, every slot from granularity 256 up.
     #[arg(long)]
     pub latency_sample: Option<crate::measure::probe::Sampling>,
     /// Event logging (seed 002's handlers, docs/measurement.md): rules `PATTERN=HANDLER`,

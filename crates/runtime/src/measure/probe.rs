@@ -51,8 +51,10 @@ impl Sampling {
     pub const ALL: Sampling = Sampling { x: 1, mask: 0 };
 
     /// Slots per second the automatic choice aims to keep at granularity 1, as a divisor: one
-    /// slot in 64 (at 20 M elements/s still 300,000 samples/s).
-    const AUTO_Y: u64 = 64;
+    /// slot in 256 (at 20 M elements/s still 78,000 samples/s). One in 64 cost 4.7 % of the
+    /// chain's throughput at g = 1, one in 256 0.9 % (bench/results/chain-probe-sampling-256.txt):
+    /// each kept slot costs a cache miss in the ring and one in the notification's walk.
+    const AUTO_Y: u64 = 256;
 
     /// `x` of every `y` slots.
     ///
@@ -67,8 +69,8 @@ impl Sampling {
         Ok(Sampling { x, mask: y - 1 })
     }
 
-    /// The default for granularity `g` (time units per slot): 1 slot in `64 / g` (rounded up to a
-    /// power of two), every slot from g = 64 up. Measuring then costs the same per element at
+    /// The default for granularity `g` (time units per slot): 1 slot in `256 / g` (rounded up to
+    /// a power of two), every slot from g = 256 up. Measuring then costs the same per element at
     /// any granularity, and coarse slots, which are few, are all measured.
     pub fn auto(g: u64) -> Self {
         let y = (Self::AUTO_Y / g.max(1)).max(1).next_power_of_two();
@@ -302,8 +304,9 @@ mod tests {
         for bad in ["3/6", "0/4", "5/4", "x", "1/"] {
             assert!(bad.parse::<Sampling>().is_err(), "{bad}");
         }
-        assert_eq!(Sampling::auto(1).ratio(), (1, 64));
-        assert_eq!(Sampling::auto(3).ratio(), (1, 32));
+        assert_eq!(Sampling::auto(1).ratio(), (1, 256));
+        assert_eq!(Sampling::auto(3).ratio(), (1, 128));
+        assert_eq!(Sampling::auto(256).ratio(), (1, 1));
         assert_eq!(Sampling::auto(1000).ratio(), (1, 1));
         let mut p = ArrivalProbe {
             sampling: "1/4".parse().unwrap(),
