@@ -21,6 +21,11 @@ use std::path::Path;
 pub const GROWTH_FACTOR: f64 = 1.25;
 /// See [`GROWTH_FACTOR`], ms.
 pub const GROWTH_SLACK_MS: f64 = 20.0;
+/// Latency also grows when the last third's median exceeds the middle third's by more than
+/// this many ms per second between them: a backlog, whose latency rises by (rate / capacity - 1)
+/// s per s, 50 ms/s at 5 % over capacity. The factor alone passes a backlog that is already
+/// seconds deep when the middle third starts (Storm at twice its capacity: 7.4 s -> 8.8 s).
+pub const GROWTH_SLOPE_MS_PER_S: f64 = 50.0;
 
 /// A step's verdict.
 #[derive(Clone, Debug, PartialEq)]
@@ -63,8 +68,9 @@ pub fn thirds(series: &[f64]) -> Option<(f64, f64)> {
 
 /// Whether a per-second latency series `series` (ms, one entry per second of the step, the
 /// first third warm-up) grows: not sustainable when the last third's median exceeds
-/// [`GROWTH_FACTOR`] x the middle third's + [`GROWTH_SLACK_MS`], or when it has fewer than 3
-/// seconds. `what` names the latency in the reason ("pre-window p99").
+/// [`GROWTH_FACTOR`] x the middle third's + [`GROWTH_SLACK_MS`], or the middle third's by more
+/// than [`GROWTH_SLOPE_MS_PER_S`] per second of a third, or when it has fewer than 3 seconds.
+/// `what` names the latency in the reason ("pre-window p99").
 pub fn growth(series: &[f64], what: &str) -> Verdict {
     let Some((middle, last)) = thirds(series) else {
         return Verdict::no(format!(
@@ -72,9 +78,12 @@ pub fn growth(series: &[f64], what: &str) -> Verdict {
             series.len()
         ));
     };
-    if last > middle * GROWTH_FACTOR + GROWTH_SLACK_MS {
+    let third_s = (series.len() / 3) as f64;
+    let slope = (last - middle) / third_s;
+    if last > middle * GROWTH_FACTOR + GROWTH_SLACK_MS || slope > GROWTH_SLOPE_MS_PER_S {
         return Verdict::no(format!(
-            "{what} grows: median {middle:.1} ms in the middle third, {last:.1} ms in the last"
+            "{what} grows: median {middle:.1} ms in the middle third, {last:.1} ms in the last \
+             ({slope:.0} ms per s)"
         ));
     }
     Verdict::ok()
@@ -252,6 +261,16 @@ mod tests {
         assert!(growth(&edge, "p99").ok);
         let over = [0.0, 0.0, 0.0, 100.0, 100.0, 100.0, 146.0, 146.0, 146.0];
         assert!(!growth(&over, "p99").ok);
+        // A deep backlog: within 1.25x, but 100 ms more every second.
+        let deep = [
+            0.0, 0.0, 0.0, 5000.0, 5000.0, 5000.0, 5300.0, 5300.0, 5300.0,
+        ];
+        let v = growth(&deep, "p99");
+        assert!(!v.ok && v.why.contains("100 ms per s"), "{v:?}");
+        let steady = [
+            0.0, 0.0, 0.0, 5000.0, 5000.0, 5000.0, 5140.0, 5140.0, 5140.0,
+        ];
+        assert!(growth(&steady, "p99").ok);
         assert!(growth(&[1.0, 1.0], "p99").why.contains("too short"));
     }
 
