@@ -457,6 +457,9 @@ pub struct ChainResult {
     pub sink_rate: Option<f64>,
     /// The sink measured notification latency per slot.
     pub latency_probe: bool,
+    /// CPU by operator and by task (in-engine accounting, issue 17).
+    #[serde(default)]
+    pub cpu: xorflow_runtime::measure::cpu_report::CpuReport,
     /// Service messages (all kinds but data) per 1000 elements.
     pub service_messages_per_1000: f64,
     /// Messages and bytes by kind.
@@ -899,6 +902,7 @@ fn result(
         ack_multiplier: p.runtime.ack_multiplier,
         sink_rate: sink.measured.rate(),
         latency_probe: p.runtime.latency_probe,
+        cpu: xorflow_runtime::measure::cpu_report::CpuReport::of(report),
         service_messages_per_1000: service as f64 * 1000.0 / n.max(1) as f64,
         traffic: (&report.traffic).into(),
         traffic_per_process: report

@@ -749,7 +749,12 @@ fn run_chain(a: ChainArgs) -> ExitCode {
                 let line = if a.json {
                     serde_json::to_string(&r).expect("serializable")
                 } else {
-                    xorflow_bench::chain::describe(&r)
+                    // The result's line stays last: scripts read it.
+                    format!(
+                        "{}\n{}",
+                        r.cpu.describe(),
+                        xorflow_bench::chain::describe(&r)
+                    )
                 };
                 if let Err(code) = print_out(&format!("{line}\n")) {
                     return code;

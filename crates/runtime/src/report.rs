@@ -72,6 +72,9 @@ pub struct ProcessReport {
     pub vertices: Vec<VertexStatsWire>,
     /// Its tracker shards' statistics.
     pub tracker: Option<TrackerStats>,
+    /// Its worker threads' CPU by task (`measure/cpu.rs`).
+    #[serde(default)]
+    pub workers_cpu: crate::measure::cpu::WorkerCpu,
 }
 
 /// Counters, traffic and latency of a finished run. In a multi-process run, process 0's report
@@ -112,6 +115,22 @@ pub struct RunReport {
     /// ([`xorflow_measure::clock::Alignment::to_reference`], `duration`). Process 0 of a
     /// multi-process run only; `None` elsewhere or when the alignment after the run failed.
     pub clock: Option<xorflow_measure::clock::Alignment>,
+    /// CPU of every process the report covers (this one; on process 0 of a multi-process run,
+    /// all), by process: its total and its worker threads' by task (issue 17's in-engine
+    /// accounting; [`crate::measure::cpu_report::CpuReport`] puts it together with the
+    /// vertices' CPU).
+    pub cpu: Vec<ProcessCpu>,
+}
+
+/// One process's CPU over its run.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct ProcessCpu {
+    /// Process index.
+    pub process: usize,
+    /// CPU time of all its threads over the run, ns (`CLOCK_PROCESS_CPUTIME_ID`).
+    pub cpu_ns: u64,
+    /// Its worker threads' CPU by task.
+    pub workers: crate::measure::cpu::WorkerCpu,
 }
 
 impl RunReport {

@@ -309,6 +309,7 @@ fn make_workers(
                     .map(|a| crate::progress::handoff::Handoff::new(a, now)),
                 inbox: tracking.then_some(inbox),
                 abort: abort.clone(),
+                cpu: None,
             }
         })
         .collect()
@@ -353,6 +354,7 @@ fn finish(
         }
     }
     outcome::settle(&mut m);
+    let cpu = outcome::process_cpu(place.me, &run, &m, &per_process);
     if let (Some(log), Some(clock), 0) = (&config.event_log, &m.clock, place.me) {
         // The event logs' reader converts their ticks with it (`xorflow log hops`).
         write_clock(log.dir(), clock)?;
@@ -373,6 +375,7 @@ fn finish(
         checkpoints: None,
         graph,
         clock: m.clock,
+        cpu,
     })
 }
 

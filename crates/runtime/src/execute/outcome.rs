@@ -56,6 +56,8 @@ pub(crate) struct Merged {
     pub tracker: Option<TrackerStats>,
     /// The clock alignment process 0's transport made (`net/clock_phase.rs`).
     pub clock: Option<xorflow_measure::clock::Alignment>,
+    /// This process's worker threads' CPU by task.
+    pub workers_cpu: crate::measure::cpu::WorkerCpu,
 }
 
 /// Merges this process's workers' statistics per vertex, with its shards' and acker's traffic.
@@ -72,8 +74,10 @@ pub(crate) fn merge_local(
         .map(|v| VertexStats::new(&v.name))
         .collect();
     let mut traffic = Traffic::default();
+    let mut workers_cpu = crate::measure::cpu::WorkerCpu::default();
     for r in &mut ok {
         traffic += r.traffic;
+        workers_cpu.add(&r.cpu);
         for (i, s) in r.vertices.iter_mut().enumerate() {
             // Moved, not copied: up to 24 MiB per instance.
             vertices[i].take_logs(s, None);
@@ -97,6 +101,7 @@ pub(crate) fn merge_local(
         traffic,
         tracker,
         clock: None,
+        workers_cpu,
     }
 }
 
@@ -120,6 +125,7 @@ pub(crate) fn process_report(me: usize, run: &ThreadsRun, m: &Merged) -> Process
         // Process 0 keeps its own slot and span logs; the others ship theirs for it to settle.
         vertices: m.vertices.iter().map(|v| v.to_wire(me != 0)).collect(),
         tracker: m.tracker.clone(),
+        workers_cpu: m.workers_cpu,
     }
 }
 
@@ -169,6 +175,30 @@ pub(crate) fn gather(
         per_process.push(pr);
     }
     Ok((per_process, elapsed))
+}
+
+/// The CPU of the processes a report covers: every process's report on process 0 of a
+/// multi-process run, else this one's.
+pub(crate) fn process_cpu(
+    me: usize,
+    run: &ThreadsRun,
+    m: &Merged,
+    per_process: &[ProcessReport],
+) -> Vec<crate::report::ProcessCpu> {
+    if per_process.is_empty() {
+        return vec![crate::report::ProcessCpu {
+            process: me,
+            cpu_ns: run.cpu_ns,
+            workers: m.workers_cpu,
+        }];
+    }
+    (per_process.iter())
+        .map(|pr| crate::report::ProcessCpu {
+            process: pr.process,
+            cpu_ns: (pr.cpu_s * 1e9).round() as u64,
+            workers: pr.workers_cpu,
+        })
+        .collect()
 }
 
 /// Waits for (or with `kill`, kills) the children of a local launch; names the first that failed.

@@ -32,6 +32,13 @@ pub fn process_cpu_ns() -> u64 {
     read_ns(libc::CLOCK_PROCESS_CPUTIME_ID)
 }
 
+/// CPU time (user + system) consumed so far by the calling thread, ns
+/// (`CLOCK_THREAD_CPUTIME_ID`). A system call (a few hundred ns here): read it around parks and
+/// at the ends of a run, not per step (`crates/runtime/src/measure/cpu.rs`).
+pub fn thread_cpu_ns() -> u64 {
+    read_ns(libc::CLOCK_THREAD_CPUTIME_ID)
+}
+
 /// Time the live threads of this process have spent runnable but waiting for a CPU, ns: the sum
 /// of the second field of `/proc/self/task/*/schedstat` (Linux; 0 elsewhere or when schedstats
 /// are off). Threads that have exited no longer count, so a difference of two readings is only

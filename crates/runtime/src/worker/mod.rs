@@ -8,6 +8,7 @@
 
 pub mod ctx;
 
+use crate::measure::cpu::{Task, WorkerClock, WorkerCpu, CPU_NS};
 use crate::measure::stats::VertexStats;
 use crate::measure::traffic::Traffic;
 use crate::operators::Vertex;
@@ -34,12 +35,16 @@ pub(crate) struct Worker {
     /// Frontier notifications from the tracker shards (trAcker only).
     pub inbox: Option<Receiver<Notification>>,
     pub abort: Arc<AtomicBool>,
+    /// Where this thread's CPU goes (`measure/cpu.rs`); made when the loop starts.
+    pub cpu: Option<WorkerClock>,
 }
 
 /// What a worker hands back at the end.
 pub(crate) struct WorkerResult {
     pub traffic: Traffic,
     pub vertices: Vec<VertexStats>,
+    /// The thread's CPU by task (per vertex: each vertex's [`CPU_NS`] counter).
+    pub cpu: WorkerCpu,
 }
 
 impl Worker {
@@ -59,42 +64,53 @@ impl Worker {
         if let Some(inbox) = &self.inbox {
             self.ctx.frontiers.read(inbox)?;
         }
+        let cpu = self.cpu.as_mut().expect("the loop made the clock");
+        cpu.task(Task::Frontiers);
         let ctx = &mut self.ctx;
         let mut did = false;
-        for v in &mut self.vertices {
+        for (i, v) in self.vertices.iter_mut().enumerate() {
             did |= v.step(ctx)?;
+            cpu.vertex(i);
         }
         for v in &mut self.vertices {
             did |= v.flush(ctx, false);
         }
+        cpu.task(Task::Flush);
         if let (Some(h), Some(tr)) = (&mut self.handoff, &mut ctx.tracking) {
             h.after_iteration(tr, ctx.now_ns)?;
         }
+        cpu.task(Task::Acks);
         crate::net::outbox::flush_queued();
+        cpu.task(Task::Network);
         Ok(did)
     }
 
     /// Nothing to do: send partial batches and hand acks on at once (so notifications do not
     /// wait for a timer at low load); if that did nothing either, spin or park until woken.
     fn idle(&mut self) -> Result<(), String> {
+        let cpu = self.cpu.as_mut().expect("the loop made the clock");
         let ctx = &mut self.ctx;
         let mut did = false;
         for v in &mut self.vertices {
             did |= v.flush(ctx, true);
         }
+        cpu.task(Task::Flush);
         if let (Some(h), Some(tr)) = (&mut self.handoff, &mut ctx.tracking) {
             if let Some(at) = h.on_idle(tr, ctx.now_ns)? {
                 ctx.wake_at(at);
             }
         }
+        cpu.task(Task::Acks);
         crate::net::outbox::flush_queued();
+        cpu.task(Task::Network);
         if !did {
             let now = crate::measure::clock::now_ns();
             let wait = ctx.wake_at_ns.saturating_sub(now);
             if wait < SPIN_NS {
                 std::hint::spin_loop();
+                cpu.task(Task::Idle);
             } else {
-                std::thread::park_timeout(MAX_PARK.min(Duration::from_nanos(wait)));
+                cpu.park(|| std::thread::park_timeout(MAX_PARK.min(Duration::from_nanos(wait))));
             }
         }
         Ok(())
@@ -111,6 +127,7 @@ impl Worker {
         for v in &mut self.vertices {
             v.open(&mut self.ctx)?;
         }
+        self.cpu = Some(WorkerClock::new(self.vertices.len()));
         loop {
             if self.abort.load(Ordering::Relaxed) {
                 return Err("aborted because another thread failed".into());
@@ -126,15 +143,19 @@ impl Worker {
         if let (Some(h), Some(tr)) = (&mut self.handoff, &mut self.ctx.tracking) {
             h.finish(tr, self.ctx.now_ns)?;
         }
+        let (vertex_cpu, cpu) = self.cpu.take().expect("made above").finish();
         let mut vertices = Vec::with_capacity(self.vertices.len());
-        for v in &mut self.vertices {
+        for (v, ns) in self.vertices.iter_mut().zip(vertex_cpu) {
             v.close()?;
-            vertices.push(v.stats());
+            let mut s = v.stats();
+            s.count(CPU_NS, ns);
+            vertices.push(s);
         }
         crate::net::outbox::flush_queued();
         Ok(WorkerResult {
             traffic: self.ctx.traffic,
             vertices,
+            cpu,
         })
     }
 }
