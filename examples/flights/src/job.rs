@@ -190,6 +190,8 @@ pub struct Summary {
     pub skipped_records: Vec<SkippedRecord>,
     /// Checkpoints written (with `--checkpoint-interval`).
     pub checkpoints: Option<CheckpointSummary>,
+    /// CPU by operator and by task (in-engine accounting).
+    pub cpu: xorflow_runtime::measure::cpu_report::CpuReport,
 }
 
 /// A record a Kafka source skipped: `{partition, offset, reason}`.
@@ -833,6 +835,7 @@ fn summarize(
         malformed_examples,
         skipped_records,
         checkpoints: checkpoint_summary(report, window),
+        cpu: xorflow_runtime::measure::cpu_report::CpuReport::of(report),
     }
 }
 

@@ -98,8 +98,8 @@ pub struct YsbSummary {
     /// The events file, or the topic (`kafka://HOST:PORT/TOPIC`).
     pub input: String,
     /// What `lines`, `malformed`, `late` and `unknown_ad_views` cover: "the whole input" (a
-    /// file, which every process checks whole) or, with a Kafka input in a multi-process run,
-    /// "the records this process's sources read" (each process counts its own partitions').
+    /// file, which every process checks whole; a Kafka input on process 0, which sums every
+    /// process's counts) or, on another process of a Kafka run, the records its sources read.
     pub input_counts_cover: String,
     /// Lines of the events file (Kafka: records read).
     pub lines: u64,
@@ -125,6 +125,8 @@ pub struct YsbSummary {
     pub events_per_s: f64,
     /// Elements that reached the window below its frontier (must be 0).
     pub elements_below_frontier: u64,
+    /// CPU by operator and by task (in-engine accounting).
+    pub cpu: Option<xorflow_runtime::measure::cpu_report::CpuReport>,
     /// Lines the dataflow's parse stage could not parse, in this process (0: the file was
     /// checked before the run).
     pub parse_errors_in_dataflow: u64,
@@ -474,6 +476,7 @@ fn summarize(
     summary.elapsed_s = elapsed_s;
     summary.events_per_s = summary.events as f64 / elapsed_s.max(1e-9);
     summary.elements_below_frontier = report.below_frontier();
+    summary.cpu = Some(xorflow_runtime::measure::cpu_report::CpuReport::of(report));
     summary.parse_errors_in_dataflow = parse_errors;
     if let Some(c) = &report.checkpoints {
         summary.checkpoints_completed = Some(c.completed);

@@ -114,6 +114,9 @@ pub struct BenchResult {
     /// ([`schedule_clock`]). `None` in one process and in the peers' results.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub schedule_spread: Option<schedule_clock::ScheduleSpread>,
+    /// CPU by operator and by task (xorflow's in-engine accounting; `None` for the peers).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cpu: Option<xorflow_runtime::measure::cpu_report::CpuReport>,
 }
 
 fn one() -> usize {
@@ -352,6 +355,7 @@ fn result(
         notification_latency_ms: window.map(|w| Latency::of(Some(&w.notification_latency_ns), 1e6)),
         elements_below_frontier: report.below_frontier(),
         schedule_spread: schedule_clock::spread(report, "events"),
+        cpu: Some(xorflow_runtime::measure::cpu_report::CpuReport::of(report)),
     }
 }
 
