@@ -57,7 +57,15 @@ fn peers_ysb_without_the_jvm_writes_a_report_with_checked_counts() {
         assert_eq!(j["events_emitted"], 9000, "{j}");
     }
     let report = std::fs::read_to_string(dir.join("REPORT.md")).unwrap();
-    assert!(report.contains("| xorflow | 3000 |"), "{report}");
+    // The xorflow row's events/s: the schedule's rate, within what a loaded machine's clock
+    // reads of the emission span (it was 2996 once, with builds running).
+    let rate: f64 = report
+        .lines()
+        .find_map(|l| l.strip_prefix("| xorflow | "))
+        .and_then(|rest| rest.split(" |").next())
+        .and_then(|n| n.trim().parse().ok())
+        .unwrap_or_else(|| panic!("no xorflow row with events/s: {report}"));
+    assert!((2900.0..3100.0).contains(&rate), "{rate}: {report}");
 }
 
 #[test]
