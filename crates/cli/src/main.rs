@@ -20,6 +20,7 @@ macro_rules! say {
 // After `say!`, which they use.
 mod kafka;
 mod log;
+mod profile;
 mod sustainable;
 mod ysb;
 
@@ -89,6 +90,8 @@ enum Command {
         #[command(subcommand)]
         cmd: ysb::YsbCmd,
     },
+    /// Task-level CPU profile of a command or running processes (seed 003; docs/profile.md).
+    Profile(profile::ProfileArgs),
 }
 
 #[derive(Subcommand)]
@@ -958,5 +961,6 @@ fn main() -> ExitCode {
         Command::Kafka { cmd } => kafka::run(cmd),
         Command::Log { cmd } => log::run(cmd),
         Command::Ysb { cmd } => ysb::tool(cmd),
+        Command::Profile(a) => profile::run(a),
     }
 }
