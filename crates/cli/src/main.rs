@@ -697,6 +697,7 @@ fn report_flights(a: &FlightsArgs, s: &xorflow_flights::Summary) -> ExitCode {
         "engine: {} process(es) x {} workers, {} sources, tracking {}: {:.3} s, {:.0} elements/s; notification latency {lat}",
         s.processes, s.workers, s.sources, s.tracking, s.elapsed_s, s.elements_per_s
     );
+    let _ = writeln!(text, "{}", s.cpu.describe());
     let svc = &s.traffic["service"];
     let _ = writeln!(
         text,

@@ -164,6 +164,9 @@ pub fn run(a: YsbArgs) -> ExitCode {
         "engine: {:.3} s, {:.0} events/s",
         s.elapsed_s, s.events_per_s
     );
+    if let Some(c) = &s.cpu {
+        let _ = writeln!(text, "{}", c.describe());
+    }
     if let Some(n) = s.checkpoints_completed {
         let _ = writeln!(text, "checkpoints: {n} completed");
     }
@@ -366,6 +369,9 @@ fn describe_bench(r: &xorflow_ysb::bench::BenchResult) -> String {
              within their sum",
             s.processes, s.spread_us, s.bound_us_max, s.bound_exceeded_same_host
         );
+    }
+    if let Some(c) = &r.cpu {
+        let _ = writeln!(t, "{}", c.describe());
     }
     t
 }
