@@ -2,7 +2,7 @@
 //! to its task by the application profile (seed 003, Algorithm 1, lines 7-20).
 
 use crate::profile::{AppProfile, FrameRef, OTHER};
-use crate::stacks::{is_complete, Frame, Sample};
+use crate::stacks::{is_complete, Frame, Record, Sample};
 use std::collections::{BTreeMap, HashMap};
 
 /// A distinct stack of one process: its thread name and frames (leaf first).
@@ -34,6 +34,8 @@ pub struct ProcessStacks {
     pub threads: BTreeMap<u32, (String, Counts)>,
     /// Samples whose stack reached a thread entry ([`is_complete`]).
     pub complete_samples: u64,
+    /// The program it exec'd last, when perf saw the exec.
+    pub exec_name: Option<String>,
 }
 
 impl ProcessStacks {
@@ -42,9 +44,12 @@ impl ProcessStacks {
         self.threads.values().map(|(_, c)| c.samples).sum()
     }
 
-    /// The process's name: its main thread's (tid = pid) when sampled, else its most sampled
-    /// thread's; `fallback` when nothing was sampled.
+    /// The process's name: the program it exec'd, else its main thread's (tid = pid) when
+    /// sampled, else its most sampled thread's; `fallback` when nothing was sampled.
     pub fn name(&self, fallback: &str) -> String {
+        if let Some(n) = &self.exec_name {
+            return n.clone();
+        }
         if let Some((comm, _)) = self.threads.get(&self.pid) {
             return comm.clone();
         }
@@ -101,15 +106,24 @@ pub struct Collected {
 }
 
 impl Collected {
+    fn process(&mut self, pid: u32) -> &mut ProcessStacks {
+        self.processes.entry(pid).or_insert_with(|| ProcessStacks {
+            pid,
+            ..ProcessStacks::default()
+        })
+    }
+
+    /// Adds one record: a sample, or an exec that names its process.
+    pub fn add(&mut self, r: Record) {
+        match r {
+            Record::Sample(s) => self.add_sample(s),
+            Record::Exec { pid, name } => self.process(pid).exec_name = Some(name),
+        }
+    }
+
     /// Adds one sample.
-    pub fn add(&mut self, s: Sample) {
-        let p = self
-            .processes
-            .entry(s.pid)
-            .or_insert_with(|| ProcessStacks {
-                pid: s.pid,
-                ..ProcessStacks::default()
-            });
+    pub fn add_sample(&mut self, s: Sample) {
+        let p = self.process(s.pid);
         if is_complete(&s.frames) {
             p.complete_samples += 1;
         }

@@ -5,12 +5,13 @@
 //! Algorithm 1; notes in `../shared/reference/003-cpu-efficiency-notes.md`).
 //!
 //! * [`profile`]: the application profile and the matching;
-//! * [`perf`]: the perf commands; [`record`]: one recording;
+//! * [`perf`]: the perf commands; [`record`]: one recording; [`control`]: perf's control FIFOs;
 //! * [`stacks`]: `perf script` text -> samples; [`collect`]: samples per process and task;
 //! * [`cpu`]: process CPU time; [`summary`]: CPU per task and per event;
 //! * [`folded`], [`flame`], [`html`]: the output files; [`run`]: all of it, into a folder.
 
 pub mod collect;
+pub mod control;
 pub mod cpu;
 pub mod flame;
 pub mod folded;

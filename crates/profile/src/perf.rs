@@ -174,7 +174,11 @@ pub fn script_command(perf: &Path, data: &Path, inline: bool) -> Command {
     let mut cmd = Command::new(perf);
     cmd.args(["script", "-i"])
         .arg(data)
-        .args(["-F", "comm,pid,tid,period,event,ip,sym,dso"])
+        .args([
+            "-F",
+            "comm,pid,tid,period,event,ip,sym,dso",
+            "--show-task-events",
+        ])
         .arg(if inline { "--inline" } else { "--no-inline" })
         .stdin(Stdio::null());
     cmd

@@ -2,11 +2,12 @@
 //! command ends, `--duration` passes or Ctrl-C; attached processes' CPU time read from `/proc`
 //! at the start and the end.
 
+use crate::control::Control;
 use crate::cpu::{self, CpuError};
 use crate::perf::{self, PerfError, RecordOptions};
+use std::os::unix::process::CommandExt;
 use std::process::ExitStatus;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 /// What to profile.
@@ -34,7 +35,7 @@ pub struct Attached {
 /// What a recording did.
 #[derive(Debug)]
 pub struct Recording {
-    /// Wall time from perf's start to its end.
+    /// Wall time from the start of sampling to its end (the stop, or perf's end).
     pub elapsed: Duration,
     /// The attached processes (empty for a command).
     pub attached: Vec<Attached>,
@@ -67,23 +68,19 @@ pub enum RecordError {
 /// process's last reading misses), and how often perf's end is checked.
 const POLL: Duration = Duration::from_millis(50);
 
-/// Records `target` with `opts` for at most `duration`. SIGINT (Ctrl-C) stops the recording
-/// instead of this process: perf gets it too, stops its command and writes its data.
+/// Records `target` with `opts` for at most `duration`, or until `interrupted` is set (by the
+/// caller's SIGINT handler: Ctrl-C stops the recording, not the profiler; perf gets the
+/// terminal's SIGINT too, stops its command and writes its data).
 ///
 /// # Errors
-/// [`RecordError`]: a missing pid, a command not found, perf not starting.
+/// [`RecordError`]: a missing pid, perf not starting or not answering its control FIFO.
 pub fn record(
     opts: &RecordOptions,
     target: &Target,
     duration: Option<Duration>,
+    interrupted: &AtomicBool,
 ) -> Result<Recording, RecordError> {
-    let interrupted = Arc::new(AtomicBool::new(false));
-    let sig = signal_hook::flag::register(libc::SIGINT, interrupted.clone()).ok();
-    let r = run(opts, target, duration, &interrupted);
-    if let Some(id) = sig {
-        signal_hook::low_level::unregister(id);
-    }
-    r
+    run(opts, target, duration, interrupted)
 }
 
 fn run(
@@ -92,23 +89,41 @@ fn run(
     duration: Option<Duration>,
     interrupted: &AtomicBool,
 ) -> Result<Recording, RecordError> {
-    let mut start_cpu = Vec::new();
+    let mut control = None;
     let mut cmd = match target {
         Target::Pids(pids) => {
-            for &pid in pids {
-                start_cpu.push((pid, cpu::read(pid)?));
-            }
-            perf::record_pids(opts, pids)
+            let dir = opts.data.parent().unwrap_or(std::path::Path::new("."));
+            let c = Control::new(dir)?;
+            let mut cmd = perf::record_pids(opts, pids);
+            // Its own process group: Ctrl-C reaches us, and we stop perf after reading the
+            // processes' CPU at the end of sampling.
+            // -q: perf would say "Events enabled" and "disabled" at each control command.
+            cmd.args(c.args()).arg("-q").process_group(0);
+            control = Some(c);
+            cmd
         }
         Target::Command(command) => perf::record_command(opts, command),
     };
-    let started = Instant::now();
     let mut child = cmd.spawn().map_err(|source| PerfError::Missing {
         perf: opts.perf.display().to_string(),
         source,
     })?;
-    let mut last: Vec<(u64, bool)> = start_cpu.iter().map(|(_, s)| (s.cpu_ns, false)).collect();
+    let pids: &[u32] = match target {
+        Target::Pids(p) => p,
+        Target::Command(_) => &[],
+    };
+    let start_cpu = match start(control.as_mut(), &mut child, pids) {
+        Ok(s) => s,
+        Err(e) => {
+            stop(&mut child);
+            return Err(e);
+        }
+    };
+    // --duration counts from the start of sampling, not of perf's attaching.
+    let started = Instant::now();
+    let mut last: Vec<(u64, bool)> = start_cpu.iter().map(|s| (s.cpu_ns, false)).collect();
     let mut signalled = false;
+    let mut sampled_for = None;
     let status = loop {
         if let Some(status) = child.try_wait().map_err(|e| PerfError::Failed {
             what: "waiting for perf record".into(),
@@ -118,42 +133,78 @@ fn run(
         })? {
             break status;
         }
-        for (i, (pid, _)) in start_cpu.iter().enumerate() {
-            match cpu::read(*pid) {
-                Ok(s) => last[i].0 = s.cpu_ns,
-                Err(_) => last[i].1 = true,
-            }
+        if !signalled {
+            poll_cpu(pids, &mut last);
         }
         let due = duration.is_some_and(|d| started.elapsed() >= d);
         if (due || interrupted.load(Ordering::Relaxed)) && !signalled {
+            if let Some(c) = control.as_mut() {
+                // Sampling off, then the CPU read: both cover the same span.
+                let _ = c.send("disable", &mut child, ACK_TIMEOUT);
+                poll_cpu(pids, &mut last);
+            }
             // perf stops on SIGINT, ends its command (SIGTERM) and writes its data.
             // SAFETY: kill sends a signal to our own child; no memory is shared.
             unsafe {
                 libc::kill(child.id() as libc::pid_t, libc::SIGINT);
             }
             signalled = true;
+            sampled_for = Some(started.elapsed());
         }
         std::thread::sleep(POLL);
     };
-    let attached = start_cpu
-        .iter()
-        .zip(&last)
-        .map(|((pid, s), &(end, exited))| {
-            let end = cpu::read(*pid).map_or(end, |e| e.cpu_ns);
-            Attached {
-                pid: *pid,
-                comm: s.comm.clone(),
-                cpu_ns: end.saturating_sub(s.cpu_ns),
-                exited,
-            }
+    let attached = (pids.iter().zip(&start_cpu).zip(&last))
+        .map(|((&pid, s), &(end, exited))| Attached {
+            pid,
+            comm: s.comm.clone(),
+            cpu_ns: end.saturating_sub(s.cpu_ns),
+            exited,
         })
         .collect();
     Ok(Recording {
-        elapsed: started.elapsed(),
+        elapsed: sampled_for.unwrap_or_else(|| started.elapsed()),
         attached,
         status,
         stopped: signalled || interrupted.load(Ordering::Relaxed),
     })
+}
+
+/// How long perf may take to answer a control command (attaching reads every mapping of the
+/// processes first).
+const ACK_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// Turns sampling on and reads the attached processes' CPU right after.
+fn start(
+    control: Option<&mut Control>,
+    child: &mut std::process::Child,
+    pids: &[u32],
+) -> Result<Vec<cpu::ProcStat>, RecordError> {
+    if let Some(c) = control {
+        c.send("enable", child, ACK_TIMEOUT)?;
+    }
+    Ok(pids
+        .iter()
+        .map(|&p| cpu::read(p))
+        .collect::<Result<_, _>>()?)
+}
+
+/// The latest CPU reading of each process; a process that is gone keeps its last one.
+fn poll_cpu(pids: &[u32], last: &mut [(u64, bool)]) {
+    for (i, &pid) in pids.iter().enumerate() {
+        match cpu::read(pid) {
+            Ok(s) => last[i].0 = s.cpu_ns,
+            Err(_) => last[i].1 = true,
+        }
+    }
+}
+
+/// Ends perf after a failed start (SIGINT, then waits for it).
+fn stop(child: &mut std::process::Child) {
+    // SAFETY: a signal to our own child.
+    unsafe {
+        libc::kill(child.id() as libc::pid_t, libc::SIGINT);
+    }
+    let _ = child.wait();
 }
 
 /// Checks before anything starts that every pid exists and that a command's program exists

@@ -14,6 +14,8 @@ use std::collections::BTreeMap;
 use std::io::BufReader;
 use std::path::{Path, PathBuf};
 use std::process::{ExitStatus, Stdio};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 use std::time::Duration;
 
 /// Everything `xorflow profile` is told.
@@ -118,7 +120,14 @@ pub fn profile(cfg: &Config) -> Result<Outcome, RunError> {
     }
     std::fs::create_dir_all(&partial)
         .map_err(|e| fail(2, format!("cannot create '{}': {e}", partial.display())))?;
-    let r = profile_into(cfg, &app, &dir, &partial);
+    // Ctrl-C ends the recording (and the command); a second one, or one outside the recording,
+    // ends the profile: either way this process cleans up rather than dying mid-write.
+    let interrupted = Arc::new(AtomicBool::new(false));
+    let sig = signal_hook::flag::register(libc::SIGINT, interrupted.clone()).ok();
+    let r = profile_into(cfg, &app, &dir, &partial, &interrupted);
+    if let Some(id) = sig {
+        signal_hook::low_level::unregister(id);
+    }
     if r.is_err() {
         let _ = std::fs::remove_dir_all(&partial);
     }
@@ -130,6 +139,7 @@ fn profile_into(
     app: &AppProfile,
     dir: &Path,
     partial: &Path,
+    interrupted: &AtomicBool,
 ) -> Result<Outcome, RunError> {
     let opts = RecordOptions {
         perf: cfg.perf.clone(),
@@ -137,11 +147,16 @@ fn profile_into(
         call_graph: cfg.call_graph,
         data: partial.join("perf.data"),
     };
-    perf::preflight(&opts, &partial.join("preflight.data")).map_err(|e| fail(2, e.to_string()))?;
-    let rec = record::record(&opts, &cfg.target, cfg.duration).map_err(|e| match e {
-        RecordError::Perf(perf::PerfError::Failed { .. }) => fail(1, e.to_string()),
-        e => fail(2, e.to_string()),
-    })?;
+    let checked = perf::preflight(&opts, &partial.join("preflight.data"));
+    if interrupted.load(Ordering::Relaxed) {
+        return Err(interrupted_error());
+    }
+    checked.map_err(|e| fail(2, e.to_string()))?;
+    let rec =
+        record::record(&opts, &cfg.target, cfg.duration, interrupted).map_err(|e| match e {
+            RecordError::Perf(perf::PerfError::Failed { .. }) => fail(1, e.to_string()),
+            e => fail(2, e.to_string()),
+        })?;
     let size = std::fs::metadata(&opts.data).map(|m| m.len()).unwrap_or(0);
     if size == 0 {
         return Err(fail(
@@ -152,7 +167,9 @@ fn profile_into(
             ),
         ));
     }
-    let collected = read_stacks(cfg, &opts.data, partial)?;
+    // The Ctrl-C that ended the recording is spent; another one ends the profile.
+    interrupted.store(false, Ordering::Relaxed);
+    let collected = read_stacks(cfg, &opts.data, partial, interrupted)?;
     if collected.samples() == 0 {
         return Err(fail(1, "perf recorded no samples: the target used less CPU than one sample period (1/frequency s), or exited at once"));
     }
@@ -187,7 +204,12 @@ fn profile_into(
 
 /// Streams `perf script` into the samples of each process; its stderr goes to a log file that
 /// is quoted on failure.
-fn read_stacks(cfg: &Config, data: &Path, partial: &Path) -> Result<Collected, RunError> {
+fn read_stacks(
+    cfg: &Config,
+    data: &Path,
+    partial: &Path,
+    interrupted: &AtomicBool,
+) -> Result<Collected, RunError> {
     let log_path = partial.join("perf-script.log");
     let log = std::fs::File::create(&log_path)
         .map_err(|e| fail(1, format!("cannot create '{}': {e}", log_path.display())))?;
@@ -203,10 +225,32 @@ fn read_stacks(cfg: &Config, data: &Path, partial: &Path) -> Result<Collected, R
         })?;
     let mut collected = Collected::default();
     let out = child.stdout.take().expect("stdout is piped");
-    let parsed = stacks::parse(BufReader::new(out), |s| collected.add(s));
+    let done = AtomicBool::new(false);
+    let pid = child.id() as libc::pid_t;
+    let parsed = std::thread::scope(|s| {
+        // On Ctrl-C, perf script is stopped: the parse then sees the end of its output.
+        s.spawn(|| {
+            while !done.load(Ordering::Relaxed) {
+                if interrupted.load(Ordering::Relaxed) {
+                    // SAFETY: a signal to our own child, not yet waited for.
+                    unsafe {
+                        libc::kill(pid, libc::SIGTERM);
+                    }
+                    return;
+                }
+                std::thread::sleep(Duration::from_millis(100));
+            }
+        });
+        let r = stacks::parse(BufReader::new(out), |r| collected.add(r));
+        done.store(true, Ordering::Relaxed);
+        r
+    });
     let status = child
         .wait()
         .map_err(|e| fail(1, format!("perf script: {e}")))?;
+    if interrupted.load(Ordering::Relaxed) {
+        return Err(interrupted_error());
+    }
     let stderr = std::fs::read(&log_path).unwrap_or_default();
     let _ = std::fs::remove_file(&log_path);
     if !status.success() {
@@ -236,13 +280,15 @@ fn attribute(
         Target::Pids(_) => BTreeMap::new(),
     };
     let empty = ProcessStacks::default();
-    let mut pids: Vec<u32> = collected.processes.keys().copied().collect();
-    pids.extend(
-        rec.attached
-            .iter()
-            .map(|a| a.pid)
-            .filter(|p| !collected.processes.contains_key(p)),
-    );
+    // Processes perf saw exec but never sampled used less than a sample period: left out.
+    let mut pids: Vec<u32> = (collected.processes.values())
+        .filter(|p| p.samples() > 0)
+        .map(|p| p.pid)
+        .collect();
+    let unsampled: Vec<u32> = (rec.attached.iter().map(|a| a.pid))
+        .filter(|p| !pids.contains(p))
+        .collect();
+    pids.extend(unsampled);
     let mut out = Vec::new();
     for pid in pids {
         let p = collected.processes.get(&pid).unwrap_or(&empty);
@@ -470,6 +516,10 @@ fn report(
         })
         .collect();
     html::page(&settings, rows, &sections, svg)
+}
+
+fn interrupted_error() -> RunError {
+    fail(130, "interrupted (Ctrl-C): no profile written")
 }
 
 /// `DIR.partial` next to `DIR`.

@@ -33,6 +33,21 @@ pub struct Sample {
     pub frames: Vec<Frame>,
 }
 
+/// What `perf script` reports: samples, and (with `--show-task-events`) the programs that
+/// processes exec, which name them.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Record {
+    /// A stack sample.
+    Sample(Sample),
+    /// Process `pid` exec'd the program `name` (its thread name from then on).
+    Exec {
+        /// Process id.
+        pid: u32,
+        /// The program's name (at most 15 bytes).
+        name: String,
+    },
+}
+
 /// A line that is neither a header, a frame nor blank.
 #[derive(Debug, thiserror::Error)]
 #[error("perf script output line {line}: {message}: '{text}'")]
@@ -45,11 +60,12 @@ pub struct ParseError {
     pub text: String,
 }
 
-/// Reads every sample of `perf script` text from `input`, calling `each` with it.
+/// Reads every sample and exec of `perf script` text from `input`, calling `each` with it. Other
+/// task events (`PERF_RECORD_FORK`, `_EXIT`, thread renames) are skipped.
 ///
 /// # Errors
 /// The first malformed line ([`ParseError`]), or a read error (as a `ParseError` naming it).
-pub fn parse<R: BufRead>(input: R, mut each: impl FnMut(Sample)) -> Result<(), ParseError> {
+pub fn parse<R: BufRead>(input: R, mut each: impl FnMut(Record)) -> Result<(), ParseError> {
     let mut current: Option<Sample> = None;
     let mut last_ip = String::new();
     for (i, line) in input.lines().enumerate() {
@@ -61,7 +77,16 @@ pub fn parse<R: BufRead>(input: R, mut each: impl FnMut(Sample)) -> Result<(), P
         })?;
         if line.trim().is_empty() {
             if let Some(s) = current.take() {
-                each(finish(s));
+                each(Record::Sample(finish(s)));
+            }
+            continue;
+        }
+        if let Some(at) = line.find(" PERF_RECORD_") {
+            if let Some(s) = current.take() {
+                each(Record::Sample(finish(s)));
+            }
+            if let Some(e) = exec(&line[at + 1..]) {
+                each(e);
             }
             continue;
         }
@@ -83,7 +108,7 @@ pub fn parse<R: BufRead>(input: R, mut each: impl FnMut(Sample)) -> Result<(), P
             last_ip = ip.to_string();
         } else {
             if let Some(s) = current.take() {
-                each(finish(s));
+                each(Record::Sample(finish(s)));
             }
             current =
                 Some(header(&line).ok_or_else(|| bad("expected 'COMM PID/TID PERIOD EVENT:'"))?);
@@ -91,9 +116,20 @@ pub fn parse<R: BufRead>(input: R, mut each: impl FnMut(Sample)) -> Result<(), P
         }
     }
     if let Some(s) = current.take() {
-        each(finish(s));
+        each(Record::Sample(finish(s)));
     }
     Ok(())
+}
+
+/// `PERF_RECORD_COMM exec: NAME:PID/TID` (NAME may hold ':').
+fn exec(event: &str) -> Option<Record> {
+    let rest = event.strip_prefix("PERF_RECORD_COMM exec: ")?;
+    let (name, ids) = rest.trim_end().rsplit_once(':')?;
+    let pid = ids.split_once('/')?.0.parse().ok()?;
+    Some(Record::Exec {
+        pid,
+        name: name.to_string(),
+    })
 }
 
 /// An inlined frame takes the module of the real frame below it (towards the root).

@@ -112,10 +112,15 @@ fn load_reads_files_then_builtin_names() {
 
 #[test]
 fn shipped_xorflow_profile_on_real_stacks() {
-    use crate::stacks::{parse, Sample};
+    use crate::stacks::{parse, Record, Sample};
     let mut samples: Vec<Sample> = Vec::new();
     let text = include_str!("../../tests/fixtures/perf-script-chain.txt");
-    parse(text.as_bytes(), |s| samples.push(s)).expect("fixture parses");
+    parse(text.as_bytes(), |r| {
+        if let Record::Sample(s) = r {
+            samples.push(s)
+        }
+    })
+    .expect("fixture parses");
     let p = AppProfile::load("xorflow").expect("builtin");
     let task = |s: &Sample| {
         let refs: Vec<FrameRef<'_>> = s

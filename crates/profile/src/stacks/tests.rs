@@ -6,7 +6,12 @@ const FIXTURE: &str = include_str!("../../tests/fixtures/perf-script-chain.txt")
 
 fn all(text: &str) -> Vec<Sample> {
     let mut v = Vec::new();
-    parse(text.as_bytes(), |s| v.push(s)).expect("parses");
+    parse(text.as_bytes(), |r| {
+        if let Record::Sample(s) = r {
+            v.push(s)
+        }
+    })
+    .expect("parses");
     v
 }
 
@@ -115,5 +120,34 @@ fn jvm_perf_map_names_lose_return_and_argument_types() {
             "StubRoutines (1)",
             "foo(int)",
         ]
+    );
+}
+
+#[test]
+fn execs_name_processes_and_other_task_events_are_skipped() {
+    let text = "       perf-exec     0/0     PERF_RECORD_COMM: perf-exec:17719/17719\n\
+                \x20        xorflow 17719/17719 PERF_RECORD_COMM exec: xorflow:17719/17719\n\
+                \x20        xorflow 17719/17719 PERF_RECORD_FORK(17721:17721):(17719:17719)\n\
+                \x20  xorflow-net-1 17721/17724 PERF_RECORD_COMM: xorflow-net-1:17721/17724\n\
+                java 17721/17721   10101010 cpu-clock: \n\
+                \t    7f00 main (/usr/bin/java)\n\
+                \x20           java 17721/17721 PERF_RECORD_COMM exec: a:b:17721/17721\n";
+    let mut v = Vec::new();
+    parse(text.as_bytes(), |r| v.push(r)).expect("parses");
+    assert_eq!(v.len(), 3, "{v:?}");
+    assert_eq!(
+        v[0],
+        Record::Exec {
+            pid: 17719,
+            name: "xorflow".into()
+        }
+    );
+    assert!(matches!(&v[1], Record::Sample(s) if s.frames.len() == 1));
+    assert_eq!(
+        v[2],
+        Record::Exec {
+            pid: 17721,
+            name: "a:b".into()
+        }
     );
 }
