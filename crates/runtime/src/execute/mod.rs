@@ -300,6 +300,7 @@ fn make_workers(
             );
             ctx.logs = logs.clone();
             let now = crate::measure::clock::now_ns();
+            let cpu = crate::measure::cpu::WorkerClock::new(vertices.len());
             Worker {
                 ctx,
                 vertices,
@@ -309,7 +310,7 @@ fn make_workers(
                     .map(|a| crate::progress::handoff::Handoff::new(a, now)),
                 inbox: tracking.then_some(inbox),
                 abort: abort.clone(),
-                cpu: None,
+                cpu,
             }
         })
         .collect()

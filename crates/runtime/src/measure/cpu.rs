@@ -69,7 +69,8 @@ pub struct WorkerCpu {
 pub const CPU_NS: &str = "cpu_ns";
 
 impl WorkerClock {
-    /// A clock for a worker stepping `vertices` vertices; starts now.
+    /// A clock for a worker stepping `vertices` vertices; starts now, on the calling thread
+    /// (see [`WorkerClock::start`]).
     pub fn new(vertices: usize) -> Self {
         WorkerClock {
             last: xorflow_measure::clock::now(),
@@ -79,6 +80,13 @@ impl WorkerClock {
             parked_cpu_ns: 0,
             thread_cpu_start_ns: super::clock::thread_cpu_ns(),
         }
+    }
+
+    /// Starts (again) now, on the calling thread: the thread's CPU clock is per thread, so a
+    /// clock made on another thread starts here, on the worker's, when its loop begins.
+    pub fn start(&mut self) {
+        self.last = xorflow_measure::clock::now();
+        self.thread_cpu_start_ns = super::clock::thread_cpu_ns();
     }
 
     #[inline(always)]

@@ -35,8 +35,8 @@ pub(crate) struct Worker {
     /// Frontier notifications from the tracker shards (trAcker only).
     pub inbox: Option<Receiver<Notification>>,
     pub abort: Arc<AtomicBool>,
-    /// Where this thread's CPU goes (`measure/cpu.rs`); made when the loop starts.
-    pub cpu: Option<WorkerClock>,
+    /// Where this thread's CPU goes (`measure/cpu.rs`); started when the loop starts.
+    pub cpu: WorkerClock,
 }
 
 /// What a worker hands back at the end.
@@ -64,7 +64,7 @@ impl Worker {
         if let Some(inbox) = &self.inbox {
             self.ctx.frontiers.read(inbox)?;
         }
-        let cpu = self.cpu.as_mut().expect("the loop made the clock");
+        let cpu = &mut self.cpu;
         cpu.task(Task::Frontiers);
         let ctx = &mut self.ctx;
         let mut did = false;
@@ -88,7 +88,7 @@ impl Worker {
     /// Nothing to do: send partial batches and hand acks on at once (so notifications do not
     /// wait for a timer at low load); if that did nothing either, spin or park until woken.
     fn idle(&mut self) -> Result<(), String> {
-        let cpu = self.cpu.as_mut().expect("the loop made the clock");
+        let cpu = &mut self.cpu;
         let ctx = &mut self.ctx;
         let mut did = false;
         for v in &mut self.vertices {
@@ -127,7 +127,7 @@ impl Worker {
         for v in &mut self.vertices {
             v.open(&mut self.ctx)?;
         }
-        self.cpu = Some(WorkerClock::new(self.vertices.len()));
+        self.cpu.start();
         loop {
             if self.abort.load(Ordering::Relaxed) {
                 return Err("aborted because another thread failed".into());
@@ -143,7 +143,7 @@ impl Worker {
         if let (Some(h), Some(tr)) = (&mut self.handoff, &mut self.ctx.tracking) {
             h.finish(tr, self.ctx.now_ns)?;
         }
-        let (vertex_cpu, cpu) = self.cpu.take().expect("made above").finish();
+        let (vertex_cpu, cpu) = self.cpu.finish();
         let mut vertices = Vec::with_capacity(self.vertices.len());
         for (v, ns) in self.vertices.iter_mut().zip(vertex_cpu) {
             v.close()?;
