@@ -9,6 +9,7 @@ pub mod alignment;
 pub mod chain;
 pub mod changelog;
 pub mod checkpoint_cost;
+pub mod cpu;
 pub mod generator;
 pub mod restore;
 pub mod stand;

@@ -18,6 +18,7 @@ macro_rules! say {
 }
 
 // After `say!`, which they use.
+mod cpu;
 mod kafka;
 mod log;
 mod profile;
@@ -133,6 +134,10 @@ enum Bench {
     /// xorflow next to timely dataflow, Apache Flink and Apache Storm on the chain (builds the
     /// peer engines in peers/).
     Peers(PeersArgs),
+    /// Seed 003's CPU efficiency per task on the YSB (xorflow, Flink, Storm), every run sampled
+    /// by `xorflow profile`: profiler overhead, consistency, load, scale-up vs scale-out, state
+    /// size, trAcker's share next to markers (docs/cpu.md).
+    Cpu(cpu::CpuArgs),
     /// Seed 001's restore time: one key, a window that never closes, N updates, fold-left vs
     /// retain-all, restored from the last incremental checkpoint.
     Restore(RestoreArgs),
@@ -852,6 +857,7 @@ fn run_stand(b: Bench) -> ExitCode {
         Bench::Snapshots(a) => (vec![experiments::Experiment::Snapshots], a),
         Bench::All(a) => (experiments::ALL.to_vec(), a),
         Bench::Peers(_)
+        | Bench::Cpu(_)
         | Bench::Ysb(_)
         | Bench::Sustainable(_)
         | Bench::Restore(_)
@@ -916,6 +922,9 @@ fn main() -> ExitCode {
         Command::Bench {
             bench: Bench::Ysb(a),
         } => ysb::bench(a),
+        Command::Bench {
+            bench: Bench::Cpu(a),
+        } => cpu::run(a),
         Command::Bench {
             bench: Bench::Sustainable(a),
         } => sustainable::sustainable(a),

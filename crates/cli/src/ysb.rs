@@ -30,6 +30,9 @@ pub struct GenerateArgs {
     /// is up to 60 s late.
     #[arg(long)]
     with_skew: bool,
+    /// Campaigns, 10 ads each (the original: 100; seed 003 varies it from 1k to 16k).
+    #[arg(long, default_value_t = xorflow_ysb::generate::CAMPAIGNS)]
+    campaigns: usize,
     /// Seed of the ids and the draws (the same seed writes the same files).
     #[arg(long, default_value_t = 1)]
     seed: u64,
@@ -214,6 +217,7 @@ pub fn tool(cmd: YsbCmd) -> ExitCode {
         start_ms,
         events_path: a.output.clone(),
         ad_campaigns_path: a.ad_campaigns.clone(),
+        campaigns: a.campaigns,
     };
     if let Err(e) = xorflow_ysb::generate::write(&cfg) {
         say!("error: {e}");

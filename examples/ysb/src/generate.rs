@@ -49,12 +49,19 @@ pub(crate) fn uuid(rng: &mut impl rand::Rng) -> String {
 }
 
 impl Ids {
-    /// Draws all ids from `rng`.
+    /// Draws all ids from `rng`: the original's [`CAMPAIGNS`] campaigns.
     pub fn new(rng: &mut SmallRng) -> Self {
+        Self::with_campaigns(rng, CAMPAIGNS)
+    }
+
+    /// Draws all ids from `rng`, with `campaigns` campaigns of [`ADS_PER_CAMPAIGN`] ads each
+    /// (seed 003's state-size experiment: 1k-16k campaigns). With [`CAMPAIGNS`] it draws what
+    /// [`Ids::new`] draws.
+    pub fn with_campaigns(rng: &mut SmallRng, campaigns: usize) -> Self {
         let mut n = |k: usize| (0..k).map(|_| uuid(rng)).collect::<Vec<_>>();
         Ids {
-            campaigns: n(CAMPAIGNS),
-            ads: n(CAMPAIGNS * ADS_PER_CAMPAIGN),
+            campaigns: n(campaigns),
+            ads: n(campaigns * ADS_PER_CAMPAIGN),
             users: n(USERS),
             pages: n(USERS),
         }
@@ -126,6 +133,8 @@ pub struct GenerateConfig {
     pub events_path: PathBuf,
     /// The ad -> campaign file.
     pub ad_campaigns_path: PathBuf,
+    /// Campaigns (the original: [`CAMPAIGNS`]), each with [`ADS_PER_CAMPAIGN`] ads.
+    pub campaigns: usize,
 }
 
 /// Writes the events file and the ad -> campaign file (each complete or not at all), and the
@@ -136,6 +145,9 @@ pub struct GenerateConfig {
 pub fn write(cfg: &GenerateConfig) -> Result<(), String> {
     if cfg.rate == 0 {
         return Err("--rate must be at least 1 event/s".into());
+    }
+    if cfg.campaigns == 0 {
+        return Err("--campaigns must be at least 1".into());
     }
     let dir = cfg
         .ad_campaigns_path
@@ -150,7 +162,7 @@ pub fn write(cfg: &GenerateConfig) -> Result<(), String> {
         ("ad-ids.txt", &ad_ids),
     ])?;
     let mut rng = SmallRng::seed_from_u64(cfg.seed);
-    let ids = Ids::new(&mut rng);
+    let ids = Ids::with_campaigns(&mut rng, cfg.campaigns);
     let events = PendingFile::create(&cfg.events_path, "events")?;
     let err = |e: std::io::Error| format!("cannot write '{}': {e}", cfg.events_path.display());
     let mut w = std::io::BufWriter::with_capacity(1 << 20, events.file()?);

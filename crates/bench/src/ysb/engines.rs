@@ -109,6 +109,26 @@ impl Engines {
     /// The engine is not built, fails, runs past the duration plus 3 minutes, or prints no
     /// result.
     pub fn run(&self, engine: Engine, p: Point, counts: &Path) -> Result<BenchResult> {
+        let (exe, args) = self.command(engine, p, counts, &[])?;
+        let _ = std::fs::remove_file(counts);
+        let timeout = Duration::from_secs(p.duration_s + 180);
+        let out = stdout_within(&exe, &args, timeout)?;
+        self.result_of(engine, p, counts, &out)
+    }
+
+    /// The command line that runs `p` on `engine` and writes its counts to `counts`:
+    /// `(executable, arguments)`. `xorflow_args` go to xorflow's `bench ysb` only (e.g.
+    /// `--tracking markers`, `--granularity 100ms`).
+    ///
+    /// # Errors
+    /// The engine is not built.
+    pub fn command(
+        &self,
+        engine: Engine,
+        p: Point,
+        counts: &Path,
+        xorflow_args: &[String],
+    ) -> Result<(String, Vec<String>)> {
         let s = |x: &dyn ToString| x.to_string();
         let files = [
             "--events".into(),
@@ -134,6 +154,7 @@ impl Engines {
                         "--workers".into(),
                         s(&p.workers),
                     ])
+                    .chain(xorflow_args.iter().cloned())
                     .collect(),
             ),
             Engine::Flink | Engine::Storm => {
@@ -160,14 +181,26 @@ impl Engines {
             }
         };
         args.extend(files);
-        let _ = std::fs::remove_file(counts);
-        let timeout = Duration::from_secs(p.duration_s + 180);
-        let out = stdout_within(&exe, &args, timeout)?;
-        let line = out
+        Ok((exe, args))
+    }
+
+    /// The result `engine` printed on `stdout` (its last JSON line) for a run of `p`; a peer's
+    /// counts in `counts` are checked against the oracle here.
+    ///
+    /// # Errors
+    /// No JSON line, a line that is not the contract's, or unreadable counts or inputs.
+    pub fn result_of(
+        &self,
+        engine: Engine,
+        p: Point,
+        counts: &Path,
+        stdout: &str,
+    ) -> Result<BenchResult> {
+        let line = stdout
             .lines()
             .rev()
             .find(|l| l.trim_start().starts_with('{'))
-            .with_context(|| format!("{} printed no JSON result: {out}", engine.name()))?;
+            .with_context(|| format!("{} printed no JSON result: {stdout}", engine.name()))?;
         let mut r: BenchResult = serde_json::from_str(line).with_context(|| {
             format!(
                 "{}'s result is not the contract's JSON: {line}",

@@ -140,8 +140,13 @@ fn inputs(cfg: &BenchConfig) -> Result<(String, String), JobError> {
 
 /// `n` template events and the table, as `xorflow ysb generate --seed SEED` draws them.
 pub fn generated(n: u64, seed: u64) -> (String, String) {
+    generated_with(n, seed, generate::CAMPAIGNS)
+}
+
+/// [`generated`] with `campaigns` campaigns (`xorflow ysb generate --campaigns`).
+pub fn generated_with(n: u64, seed: u64, campaigns: usize) -> (String, String) {
     let mut rng = SmallRng::seed_from_u64(seed);
-    let ids = Ids::new(&mut rng);
+    let ids = Ids::with_campaigns(&mut rng, campaigns);
     let mut text = String::new();
     for k in 0..n {
         let e = generate::event_at(&mut rng, &ids, 1_000_000_000_000 + k, false);

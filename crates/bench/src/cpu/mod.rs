@@ -1,0 +1,91 @@
+//! `xorflow bench cpu`: seed 003's experiments on CPU efficiency per task (`../shared/seeds/003_*`,
+//! notes in `../shared/reference/003-cpu-efficiency-notes.md`), on the YSB workload of
+//! `peers/ysb-contract.md`, for xorflow, Apache Flink and Apache Storm, scaled to this 2-core
+//! machine. Each run is sampled by `xorflow profile` (crates/profile), which maps stacks to tasks
+//! by the engine's application profile (`profiles/*.toml`); CPU per event = a task's CPU / the
+//! events the generator emitted. Results go to `<out>/cpu-<UTC>/` (docs/cpu.md):
+//!
+//! * `runs/<id>/`: each run's command, stdout, stderr, counts and profile folder;
+//! * `raw.jsonl`: one line per finished run (written as it ends: an interrupted sweep keeps
+//!   what it measured); `failures.txt`: runs that failed, and why;
+//! * `runs.csv`, `tasks.csv`, `REPORT.md`: [`report`].
+//!
+//! * [`spec`]: what one run is; [`plan`]: the runs of each experiment; [`pin`]: one core per
+//!   process; [`measured`]: running one; [`report`]: the tables, with the paper's figures.
+
+pub mod measured;
+pub mod pin;
+pub mod plan;
+pub mod report;
+pub mod spec;
+
+use crate::ysb::{append_raw, Engines, StandConfig};
+use anyhow::{Context, Result};
+use measured::{Measured, Runner};
+use std::io::Write as _;
+use std::path::PathBuf;
+
+pub use plan::Plan;
+pub use spec::Experiment;
+
+/// Runs the plan; returns the results folder. A run that fails is recorded in
+/// `failures.txt` and left out of the tables; the sweep goes on.
+///
+/// # Errors
+/// The results folder cannot be written, or a peer cannot be built.
+pub fn run(plan: &Plan, stand: &StandConfig) -> Result<PathBuf> {
+    let (dir, _, _) = crate::ysb::start_dir(&stand.out, "cpu")?;
+    let mut engines = std::collections::BTreeMap::new();
+    for c in plan.campaign_counts() {
+        let inputs = dir.join(format!("inputs-{c}"));
+        std::fs::create_dir_all(&inputs)
+            .with_context(|| format!("cannot create '{}'", inputs.display()))?;
+        let (events, table) = xorflow_ysb::bench::generated_with(crate::ysb::TEMPLATES, 1, c);
+        let (e, t) = (
+            inputs.join("kafka-json.txt"),
+            inputs.join("ad-to-campaign-ids.txt"),
+        );
+        crate::stand::files::write_whole(&e, events.as_bytes())?;
+        crate::stand::files::write_whole(&t, table.as_bytes())?;
+        let built = Engines::build(stand.xorflow.clone(), &stand.peers_dir, &plan.engines, e, t)?;
+        engines.insert(c, built);
+    }
+    // start_dir's own inputs are those of the base table size, written again above.
+    for f in ["kafka-json.txt", "ad-to-campaign-ids.txt"] {
+        let _ = std::fs::remove_file(dir.join(f));
+    }
+    let runner = Runner {
+        xorflow: stand.xorflow.clone(),
+        engines,
+        runs_dir: dir.join("runs"),
+    };
+    let specs = plan.specs();
+    let mut done: Vec<Measured> = Vec::new();
+    for (i, spec) in specs.iter().enumerate() {
+        eprintln!(
+            "bench cpu: run {}/{}: {} {} {}{}",
+            i + 1,
+            specs.len(),
+            spec.experiment.name(),
+            spec.engine.name(),
+            spec.label,
+            if spec.profiled { "" } else { " (not profiled)" }
+        );
+        match runner.run(spec, i) {
+            Ok(m) => {
+                append_raw(&dir, &serde_json::to_value(&m)?)?;
+                done.push(m);
+            }
+            Err(e) => {
+                eprintln!("bench cpu: run {} failed: {e:#}", spec.id(i));
+                let mut f = std::fs::OpenOptions::new()
+                    .create(true)
+                    .append(true)
+                    .open(dir.join("failures.txt"))?;
+                writeln!(f, "{}: {e:#}", spec.id(i))?;
+            }
+        }
+    }
+    report::write(&dir, plan, &done)?;
+    Ok(dir)
+}
