@@ -10,6 +10,9 @@ use std::fmt::Display;
 use std::path::PathBuf;
 use std::time::Duration;
 
+/// Largest `--timer-slack` accepted (flush timeouts are 1 ms by default).
+pub const MAX_TIMER_SLACK: Duration = Duration::from_millis(10);
+
 /// Engine knobs shared by jobs and benchmarks (`--workers`, `--tracking`, `--processes`, ...).
 #[derive(Args, Clone, Debug, PartialEq)]
 pub struct EngineArgs {
@@ -85,6 +88,16 @@ pub struct EngineArgs {
     /// only --ack-flush-interval and --ack-flush-count trigger flushes, fewest messages).
     #[arg(long, default_value_t = true, action = clap::ArgAction::Set)]
     pub ack_flush_on_idle: bool,
+    /// A worker going idle sends its partial batches at once (true: lowest latency at low load,
+    /// a batch per element then; false: they leave when full or --flush-timeout old, fewer
+    /// wake-ups and less CPU per element at low load; docs/cpu.md).
+    #[arg(long, default_value_t = true, action = clap::ArgAction::Set)]
+    pub batch_flush_on_idle: bool,
+    /// How late a worker's timed waits (a source's schedule, flush timeouts) may wake, e.g. 1us
+    /// (precise, a timer interrupt per wait) or 50us (Linux's default: one wake-up for several
+    /// deadlines, much less CPU at low load; docs/cpu.md).
+    #[arg(long, default_value = "1us", value_parser = humantime::parse_duration)]
+    pub timer_slack: Duration,
     /// Adds 2m self-cancelling random acks per real ack (tracker load (2m+1)x; 1x/5x/9x/17x =
     /// 0/2/4/8).
     #[arg(long, default_value_t = 0)]
@@ -201,6 +214,8 @@ impl EngineArgs {
             ack_flush_interval: self.ack_flush_interval,
             ack_flush_count: self.ack_flush_count,
             ack_flush_on_idle: self.ack_flush_on_idle,
+            batch_flush_on_idle: self.batch_flush_on_idle,
+            timer_slack: self.timer_slack,
             ack_multiplier: self.ack_multiplier,
             tracker_shards: self.tracker_shards,
             tracker_layout: self
@@ -261,6 +276,14 @@ impl EngineArgs {
         if self.processes == 0 {
             return Err("--processes must be at least 1".into());
         }
+        if self.timer_slack > MAX_TIMER_SLACK {
+            return Err(format!(
+                "--timer-slack {} is over {}: a worker's schedule and flush timeouts would \
+                 wake that late",
+                humantime::format_duration(self.timer_slack),
+                humantime::format_duration(MAX_TIMER_SLACK)
+            ));
+        }
         if let Some(spec) = &self.event_log {
             xorflow_measure::log::LogConfig::parse(spec).map_err(|e| format!("--log: {e}"))?;
         }
@@ -318,6 +341,12 @@ impl EngineArgs {
             self.ack_flush_on_idle,
             d.ack_flush_on_idle,
         );
+        a.value(
+            "batch-flush-on-idle",
+            self.batch_flush_on_idle,
+            d.batch_flush_on_idle,
+        );
+        a.duration("timer-slack", self.timer_slack, d.timer_slack);
         a.value("ack-multiplier", self.ack_multiplier, d.ack_multiplier);
         a.switch("no-latency-probe", self.no_latency_probe);
         a.option("latency-sample", self.latency_sample);
@@ -542,6 +571,8 @@ mod tests {
             ack_flush_interval in duration(),
             ack_flush_count in 0usize..100_000,
             ack_flush_on_idle in any::<bool>(),
+            batch_flush_on_idle in any::<bool>(),
+            timer_slack in (0u64..=10_000_000).prop_map(Duration::from_nanos),
             ack_multiplier in 0usize..2000,
             no_latency_probe in any::<bool>(),
             latency_sample in proptest::option::of((0u32..7, 0u32..7)),
@@ -581,6 +612,8 @@ mod tests {
                 ack_flush_interval,
                 ack_flush_count,
                 ack_flush_on_idle,
+                batch_flush_on_idle,
+                timer_slack,
                 ack_multiplier,
                 no_latency_probe,
                 // --log-dir is only written (and only allowed) with --log.

@@ -122,6 +122,15 @@ pub struct RuntimeConfig {
     /// low load, but up to a message per element then); `false`: only the interval and the count
     /// trigger flushes (FlameStream's batching, fewest messages).
     pub ack_flush_on_idle: bool,
+    /// A worker going idle sends its partial batches at once (lowest latency at low load, but a
+    /// batch and a wake-up of its receiver per element then); `false`: a partial batch leaves
+    /// only when it is full or `flush_timeout` old, as Flink's buffer timeout: fewer, fuller
+    /// batches and less CPU per element at low load, at up to the timeout's latency per hop
+    /// (docs/cpu.md, "Batching at low load").
+    pub batch_flush_on_idle: bool,
+    /// How late a worker's timed waits may wake (`--timer-slack`; docs/cpu.md): 1 us for
+    /// precise schedules and flush timeouts, Linux's 50 us for fewer timer wake-ups.
+    pub timer_slack: Duration,
     /// Self-cancelling random acks added per real ack: 2 × this (the tracker load of the
     /// scalability experiment, docs/bench-stand.md: 1x/5x/9x/17x = 0/2/4/8).
     pub ack_multiplier: usize,
@@ -188,6 +197,8 @@ impl Default for RuntimeConfig {
             ack_flush_interval: Duration::from_millis(1),
             ack_flush_count: 4096,
             ack_flush_on_idle: true,
+            batch_flush_on_idle: true,
+            timer_slack: Duration::from_micros(1),
             ack_multiplier: 0,
             tracker_shards: 1,
             tracker_layout: TrackerLayout::Replicated,

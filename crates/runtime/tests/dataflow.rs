@@ -440,7 +440,10 @@ fn elementwise_chains_match_oracle() {
     for workers in 1..=3 {
         for mode in MODES {
             for instances in 1..=4 {
-                let what = format!("workers {workers}, {mode:?}, {instances} instances");
+                let what = format!(
+                    "workers {workers}, {mode:?}, {instances} instances, batch flush on idle {}",
+                    instances % 2 == 1
+                );
                 let scripts: Arc<Vec<Arc<Vec<Ev<u64>>>>> = Arc::new(
                     (0..instances)
                         .map(|i| Arc::new(in_order(i, 700 + 137 * i as u64, 1 + i as u64)))
@@ -480,6 +483,8 @@ fn elementwise_chains_match_oracle() {
                 let report = bounded(30, move || {
                     let cfg = RuntimeConfig {
                         batch_size: 16,
+                        // Half the runs leave partial batches to the flush timeout.
+                        batch_flush_on_idle: instances % 2 == 1,
                         ..config(workers, mode)
                     };
                     let df = Dataflow::new(cfg).unwrap();

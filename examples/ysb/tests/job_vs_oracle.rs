@@ -31,6 +31,8 @@ proptest! {
         // Paced (40 s of event time in 20 ms) the windows close while later lines are still
         // due, so a source that heartbeats too far ahead loses views; unpaced, all in a rush.
         speed in prop_oneof![Just(None), Just(Some(2000.0))],
+        // Partial batches sent when a worker goes idle, or only at the flush timeout.
+        batch_flush_on_idle in any::<bool>(),
     ) {
         let dir = tempfile::tempdir().unwrap();
         let mut text = String::new();
@@ -56,6 +58,7 @@ proptest! {
         cfg.runtime.workers = workers;
         cfg.runtime.granularity = granularity;
         cfg.runtime.batch_size = batch_size;
+        cfg.runtime.batch_flush_on_idle = batch_flush_on_idle;
         cfg.speed = speed;
         let s = run(&cfg).unwrap();
         let want = oracle::counts(&text, TABLE, lateness_ms, WINDOW_MS).unwrap();

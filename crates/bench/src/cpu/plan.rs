@@ -26,6 +26,25 @@ pub struct Plan {
     pub granularities_ms: Vec<u64>,
 }
 
+/// xorflow's modes in the load experiment besides its defaults (label suffix, options):
+/// Linux's usual 50 us timer slack instead of xorflow's 1 us, and that plus partial batches and
+/// acks left to their 1 ms timeouts instead of sent when a worker goes idle (as Flink's buffer
+/// timeout leaves its network buffers; docs/cpu.md, "Batching at low load").
+pub const XORFLOW_MODES: [(&str, &[&str]); 2] = [
+    ("slack 50us", &["--timer-slack", "50us"]),
+    (
+        "batched",
+        &[
+            "--timer-slack",
+            "50us",
+            "--batch-flush-on-idle",
+            "false",
+            "--ack-flush-on-idle",
+            "false",
+        ],
+    ),
+];
+
 /// The original YSB's campaigns, used wherever the state size does not vary.
 pub const BASE_CAMPAIGNS: usize = xorflow_ysb::generate::CAMPAIGNS;
 
@@ -98,11 +117,21 @@ impl Plan {
         }
     }
 
+    /// Each engine at its rates; xorflow also in each of [`XORFLOW_MODES`].
     fn load(&self, v: &mut Vec<RunSpec>) {
         for &e in &self.engines {
             let rates = self.load_rates.iter().find(|(x, _)| *x == e);
             for &r in rates.map_or(&[][..], |(_, r)| r.as_slice()) {
                 v.push(self.spec(Experiment::Load, e, self.point(r), format!("{r}/s")));
+                if e != Engine::Xorflow {
+                    continue;
+                }
+                for (mode, args) in XORFLOW_MODES {
+                    let label = format!("{r}/s {mode}");
+                    let mut b = self.spec(Experiment::Load, e, self.point(r), label);
+                    b.xorflow_args = args.iter().map(|a| a.to_string()).collect();
+                    v.push(b);
+                }
             }
         }
     }
@@ -200,10 +229,18 @@ mod tests {
             rates,
             [
                 (Engine::Xorflow, 10),
+                (Engine::Xorflow, 10),
+                (Engine::Xorflow, 10),
+                (Engine::Xorflow, 20),
+                (Engine::Xorflow, 20),
                 (Engine::Xorflow, 20),
                 (Engine::Storm, 5)
             ]
         );
+        assert_eq!(s[1].label, "10/s slack 50us");
+        assert_eq!(s[2].label, "10/s batched");
+        assert_eq!(s[2].xorflow_args, XORFLOW_MODES[1].1);
+        assert!(s[0].xorflow_args.is_empty());
         let s = plan(vec![Experiment::Scale]).specs();
         assert_eq!(s.len(), 4);
         let pinned: Vec<_> = s.iter().filter(|s| s.pin == Pin::CorePerProcess).collect();

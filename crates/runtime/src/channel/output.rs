@@ -331,11 +331,16 @@ impl<T: Send> EdgeOutput<T> {
         let mut sent = false;
         for t in &mut self.targets {
             sent |= Self::retry(t, ctx);
-            if (!t.buf.is_empty() || !t.markers.is_empty())
-                && (force || ctx.now_ns.saturating_sub(t.opened_ns) >= ctx.flush_timeout_ns)
-            {
+            if t.buf.is_empty() && t.markers.is_empty() {
+                continue;
+            }
+            let due = t.opened_ns.saturating_add(ctx.flush_timeout_ns);
+            if force || ctx.now_ns >= due {
                 Self::seal_and_send(self.component, self.epoch, t, ctx);
                 sent = true;
+            } else {
+                // A worker that parks must wake when the batch is due, not when more arrives.
+                ctx.wake_at(due);
             }
         }
         sent

@@ -73,6 +73,10 @@ pub struct WorkerCtx {
     pub batch_size: usize,
     /// Flush timeout of partial batches, ns.
     pub flush_timeout_ns: u64,
+    /// Partial batches leave when the worker goes idle ([`RuntimeConfig::batch_flush_on_idle`]).
+    pub batch_flush_on_idle: bool,
+    /// Timer slack of this worker's thread, ns ([`RuntimeConfig::timer_slack`]).
+    pub timer_slack_ns: u64,
     /// Sinks measure notification latency per slot ([`RuntimeConfig::latency_probe`]).
     pub latency_probe: bool,
     /// Which slots the probe measures ([`RuntimeConfig::latency_sample`], or the default for the
@@ -150,6 +154,8 @@ impl WorkerCtx {
             now_ns: crate::measure::clock::now_ns(),
             batch_size: config.batch_size,
             flush_timeout_ns: config.flush_timeout.as_nanos() as u64,
+            batch_flush_on_idle: config.batch_flush_on_idle,
+            timer_slack_ns: config.timer_slack.as_nanos() as u64,
             latency_probe: config.latency_probe,
             latency_sampling: config
                 .latency_sample

@@ -3,7 +3,8 @@
 //! Each iteration reads frontier notifications, steps every vertex in topological order, sends
 //! batches whose flush timeout expired, and flushes the local acker on its interval or count.
 //! When an iteration finds nothing to do the worker sends its partial batches and flushes its acker
-//! at once (so notifications do not wait for a timer at low load), then parks until another worker,
+//! at once (so notifications do not wait for a timer at low load; `--batch-flush-on-idle false`
+//! and `--ack-flush-on-idle false` leave both to their timeouts instead), then parks until another worker,
 //! the tracker or a rate-controlled source's schedule wakes it.
 
 pub mod ctx;
@@ -91,8 +92,9 @@ impl Worker {
         let cpu = &mut self.cpu;
         let ctx = &mut self.ctx;
         let mut did = false;
+        let force = ctx.batch_flush_on_idle;
         for v in &mut self.vertices {
-            did |= v.flush(ctx, true);
+            did |= v.flush(ctx, force);
         }
         cpu.task(Task::Flush);
         if let (Some(h), Some(tr)) = (&mut self.handoff, &mut ctx.tracking) {
@@ -122,7 +124,7 @@ impl Worker {
     /// # Errors
     /// The first vertex error, or "aborted" when another thread failed.
     pub fn run(mut self) -> Result<WorkerResult, String> {
-        crate::measure::clock::tighten_timer_slack();
+        crate::measure::clock::set_timer_slack(self.ctx.timer_slack_ns);
         let _ = self.ctx.unparkers.0[self.ctx.local_index].set(std::thread::current());
         for v in &mut self.vertices {
             v.open(&mut self.ctx)?;

@@ -1,0 +1,175 @@
+//! `xorflow bench cpu` end to end (seed 003's experiments, docs/cpu.md): a real sweep of the
+//! tracking experiment profiles xorflow's YSB with trAcker and with markers, and the tables
+//! say what the profiles measured; bad options exit 2 without a results folder. The sweep
+//! skips (with a note) where perf is missing or not permitted.
+
+mod common;
+use common::bin;
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+
+fn xorflow(args: &[&str]) -> Output {
+    Command::new(bin())
+        .args(args)
+        .env_remove("XORFLOW_LOCAL_PROCESS")
+        .stdin(Stdio::null())
+        .output()
+        .expect("xorflow runs")
+}
+
+fn text(o: &Output) -> String {
+    format!(
+        "status {}\nstdout:\n{}\nstderr:\n{}",
+        o.status,
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    )
+}
+
+/// True when `perf record -e cpu-clock` works here; else prints why the test is skipped.
+fn perf_works() -> bool {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let ok = Command::new("perf")
+        .args(["record", "-q", "-e", "cpu-clock", "-F", "99", "-g", "-o"])
+        .arg(dir.path().join("check.data"))
+        .args(["--", "true"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success());
+    if !ok {
+        eprintln!("skipped: perf is missing or not permitted (kernel.perf_event_paranoid)");
+    }
+    ok
+}
+
+/// The one `cpu-*` folder under `out`.
+fn results_dir(out: &Path) -> PathBuf {
+    let dirs: Vec<PathBuf> = std::fs::read_dir(out)
+        .expect("results root")
+        .map(|e| e.expect("entry").path())
+        .collect();
+    assert_eq!(dirs.len(), 1, "{dirs:?}");
+    assert!(dirs[0]
+        .file_name()
+        .unwrap()
+        .to_string_lossy()
+        .starts_with("cpu-"));
+    dirs[0].clone()
+}
+
+/// A CSV file as rows of column -> value.
+fn rows(path: &Path) -> Vec<BTreeMap<String, String>> {
+    let mut r = csv::Reader::from_path(path).expect("csv");
+    let head: Vec<String> = r
+        .headers()
+        .expect("header")
+        .iter()
+        .map(String::from)
+        .collect();
+    r.records()
+        .map(|rec| {
+            let rec = rec.expect("row");
+            head.iter()
+                .cloned()
+                .zip(rec.iter().map(String::from))
+                .collect()
+        })
+        .collect()
+}
+
+#[test]
+fn tracking_sweep_profiles_tracker_and_markers_and_reports_what_it_measured() {
+    if !perf_works() {
+        return;
+    }
+    let out = tempfile::tempdir().expect("tempdir");
+    let o = xorflow(&[
+        "bench",
+        "cpu",
+        "--experiments",
+        "tracking",
+        "--granularities",
+        "1000",
+        "--no-flink",
+        "--no-storm",
+        "--rate",
+        "20000",
+        "--duration",
+        "20s",
+        "--out",
+        out.path().to_str().expect("utf-8"),
+    ]);
+    assert!(o.status.success(), "{}", text(&o));
+    let dir = results_dir(out.path());
+    assert!(!dir.join("failures.txt").exists(), "{}", text(&o));
+    let runs = rows(&dir.join("runs.csv"));
+    assert_eq!(runs.len(), 2, "trAcker and markers at one granularity");
+    for r in &runs {
+        assert_eq!(r["events_emitted"], "400000", "{r:?}");
+        assert_eq!(r["counts_match_oracle"], "true", "{r:?}");
+        let ns: f64 = r["steady_ns_per_event"].parse().expect("ns/event");
+        assert!(ns > 0.0, "{r:?}");
+    }
+    assert_eq!(runs[0]["label"], "tracker g=1000ms");
+    assert_eq!(runs[1]["label"], "markers g=1000ms");
+    // Per run: shares sum to 1, and the tracking tasks are where the mode says.
+    let tasks = rows(&dir.join("tasks.csv"));
+    let tracking_ns = |label: &str, names: &[&str]| -> f64 {
+        let mine: Vec<_> = tasks.iter().filter(|t| t["label"] == label).collect();
+        let share: f64 = mine
+            .iter()
+            .map(|t| t["share"].parse::<f64>().unwrap())
+            .sum();
+        assert!((share - 1.0).abs() < 1e-3, "{label}: shares sum to {share}");
+        (mine.iter())
+            .filter(|t| names.contains(&t["task"].as_str()))
+            .map(|t| t["ns_per_event"].parse::<f64>().unwrap())
+            .sum()
+    };
+    let tracker = tracking_ns("tracker g=1000ms", &["tracker", "acker"]);
+    let markers_run = tracking_ns("markers g=1000ms", &["tracker", "acker"]);
+    assert!(
+        tracker > 3.0 * markers_run,
+        "trAcker's tracker + acker CPU ({tracker} ns/event) must stand out against a run \
+         without trAcker ({markers_run} ns/event)"
+    );
+    // Each run's own profile folder is complete (no .partial left behind).
+    for r in &runs {
+        let p = dir.join("runs").join(&r["id"]).join("profile");
+        assert!(p.join("summary.csv").is_file(), "{}", p.display());
+        assert!(p.join("report.html").is_file());
+    }
+    let report = std::fs::read_to_string(dir.join("REPORT.md")).expect("REPORT.md");
+    assert!(report.contains("## trAcker's own share"), "{report}");
+    assert!(report.contains("| tracker g=1000ms |"), "{report}");
+    assert!(report.contains("runs: 2 finished, 0 failed"), "{report}");
+}
+
+#[test]
+fn bad_options_exit_2_naming_them_and_write_nothing() {
+    let out = tempfile::tempdir().expect("tempdir");
+    let root = out.path().to_str().expect("utf-8");
+    let cases: [(&[&str], &str); 4] = [
+        (
+            &["--experiments", "latency"],
+            "unknown experiment 'latency'",
+        ),
+        (&["--duration", "10s"], "at least 20s"),
+        (&["--duration", "20500ms"], "whole seconds"),
+        (&["--campaigns", "0"], "at least 1"),
+    ];
+    for (args, want) in cases {
+        let mut a = vec!["bench", "cpu", "--out", root];
+        a.extend_from_slice(args);
+        let o = xorflow(&a);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {}", text(&o));
+        assert!(
+            String::from_utf8_lossy(&o.stderr).contains(want),
+            "{args:?}: {}",
+            text(&o)
+        );
+    }
+    assert_eq!(std::fs::read_dir(out.path()).unwrap().count(), 0);
+}
