@@ -5,45 +5,10 @@
 
 mod common;
 use common::bin;
+use common::perf::{perf_works, text, xorflow};
 use std::collections::BTreeMap;
 use std::path::Path;
-use std::process::{Command, Output, Stdio};
-
-fn xorflow(args: &[&str]) -> Output {
-    Command::new(bin())
-        .args(args)
-        .env_remove("XORFLOW_LOCAL_PROCESS")
-        .stdin(Stdio::null())
-        .output()
-        .expect("xorflow runs")
-}
-
-fn text(o: &Output) -> String {
-    format!(
-        "status {}\nstdout:\n{}\nstderr:\n{}",
-        o.status,
-        String::from_utf8_lossy(&o.stdout),
-        String::from_utf8_lossy(&o.stderr)
-    )
-}
-
-/// True when `perf record -e cpu-clock` works here; else prints why the test is skipped.
-fn perf_works() -> bool {
-    let dir = tempfile::tempdir().expect("tempdir");
-    let data = dir.path().join("check.data");
-    let ok = Command::new("perf")
-        .args(["record", "-q", "-e", "cpu-clock", "-F", "99", "-g", "-o"])
-        .arg(&data)
-        .args(["--", "true"])
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .status()
-        .is_ok_and(|s| s.success());
-    if !ok {
-        eprintln!("skipped: perf is missing or not permitted (kernel.perf_event_paranoid)");
-    }
-    ok
-}
+use std::process::{Command, Stdio};
 
 /// summary.csv as task -> (samples, share).
 fn summary(path: &Path) -> BTreeMap<String, (u64, f64)> {

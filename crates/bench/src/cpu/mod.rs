@@ -78,21 +78,45 @@ pub fn run(plan: &Plan, stand: &StandConfig) -> Result<PathBuf> {
             spec.label,
             if spec.profiled { "" } else { " (not profiled)" }
         );
-        match runner.run(spec, i) {
-            Ok(m) => {
-                append_raw(&dir, &serde_json::to_value(&m)?)?;
-                done.push(m);
-            }
-            Err(e) => {
-                eprintln!("bench cpu: run {} failed: {e:#}", spec.id(i));
-                let mut f = std::fs::OpenOptions::new()
-                    .create(true)
-                    .append(true)
-                    .open(dir.join("failures.txt"))?;
-                writeln!(f, "{}: {e:#}", spec.id(i))?;
-            }
+        if let Some(m) = run_with_retry(&runner, spec, i, &dir)? {
+            append_raw(&dir, &serde_json::to_value(&m)?)?;
+            done.push(m);
         }
     }
     report::write(&dir, plan, &done)?;
     Ok(dir)
+}
+
+/// Attempts per run: perf now and then writes a perf.data that its own `perf script` cannot
+/// read ("failed to process type"), which fails a run through no fault of the engine.
+pub const ATTEMPTS: usize = 2;
+
+/// Runs `spec`, once more if it fails; every failed attempt is a line of `failures.txt`
+/// (`ID (attempt K of N): why`) and its folder is kept as `runs/ID-failed-K`. `None` when every
+/// attempt failed.
+///
+/// # Errors
+/// `failures.txt` or a folder cannot be written.
+fn run_with_retry(
+    runner: &Runner,
+    spec: &spec::RunSpec,
+    i: usize,
+    dir: &std::path::Path,
+) -> Result<Option<Measured>> {
+    let id = spec.id(i);
+    for attempt in 1..=ATTEMPTS {
+        let e = match runner.run(spec, i) {
+            Ok(m) => return Ok(Some(m)),
+            Err(e) => e,
+        };
+        eprintln!("bench cpu: run {id} failed (attempt {attempt} of {ATTEMPTS}): {e:#}");
+        let mut f = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(dir.join("failures.txt"))?;
+        writeln!(f, "{id} (attempt {attempt} of {ATTEMPTS}): {e:#}")?;
+        let runs = &runner.runs_dir;
+        std::fs::rename(runs.join(&id), runs.join(format!("{id}-failed-{attempt}")))?;
+    }
+    Ok(None)
 }

@@ -132,12 +132,14 @@ pub fn report(dir: &Path, plan: &Plan, runs: &[Measured]) -> String {
          shares are of that CPU. Start-up CPU is in tasks.csv",
         STARTUP_TASKS.join(", ")
     );
-    let failed = std::fs::read_to_string(dir.join("failures.txt")).unwrap_or_default();
+    let failures = std::fs::read_to_string(dir.join("failures.txt")).unwrap_or_default();
+    let ids: Vec<&str> = runs.iter().map(|m| m.id.as_str()).collect();
+    let (retried, failed) = failure_counts(&failures, &ids);
     let _ = writeln!(
         t,
-        "- runs: {} finished, {} failed (failures.txt)\n",
-        runs.len(),
-        failed.lines().count()
+        "- runs: {} finished ({retried} of them on a second attempt), {failed} failed \
+         (failures.txt says why)\n",
+        runs.len()
     );
     for &x in &plan.experiments {
         match x {
@@ -153,6 +155,20 @@ pub fn report(dir: &Path, plan: &Plan, runs: &[Measured]) -> String {
         aim(&mut t, runs);
     }
     t
+}
+
+/// Of the runs named in `failures.txt` (`ID (attempt K of N): why`): how many finished on a
+/// later attempt, and how many never did.
+pub fn failure_counts(failures: &str, finished: &[&str]) -> (usize, usize) {
+    let mut ids: Vec<&str> = failures
+        .lines()
+        .filter_map(|l| l.split(" (attempt ").next())
+        .filter(|id| !id.is_empty())
+        .collect();
+    ids.sort_unstable();
+    ids.dedup();
+    let retried = ids.iter().filter(|id| finished.contains(id)).count();
+    (retried, ids.len() - retried)
 }
 
 fn med(v: impl Iterator<Item = f64>) -> f64 {
@@ -485,6 +501,15 @@ fn engines_in(runs: &[Measured], x: Experiment) -> Vec<Engine> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn failures_count_runs_not_attempts() {
+        let f = "03-a (attempt 1 of 2): perf script failed\n\
+                 03-a (attempt 2 of 2): perf script failed\n\
+                 07-b (attempt 1 of 2): exit 1\n";
+        assert_eq!(failure_counts(f, &["07-b", "01-c"]), (1, 1));
+        assert_eq!(failure_counts("", &["01-c"]), (0, 0));
+    }
 
     #[test]
     fn mean_and_sample_standard_deviation() {

