@@ -68,7 +68,11 @@ fn tracking_sweep_profiles_tracker_and_markers_and_reports_what_it_measured() {
     assert!(o.status.success(), "{}", text(&o));
     let dir = results_dir(out.path());
     let runs = rows(&dir.join("runs.csv"));
-    assert_eq!(runs.len(), 2, "trAcker and markers at one granularity");
+    assert_eq!(
+        runs.len(),
+        3,
+        "trAcker, trAcker batched and markers at one granularity"
+    );
     for r in &runs {
         assert_eq!(r["events_emitted"], "400000", "{r:?}");
         assert_eq!(r["counts_match_oracle"], "true", "{r:?}");
@@ -76,7 +80,8 @@ fn tracking_sweep_profiles_tracker_and_markers_and_reports_what_it_measured() {
         assert!(ns > 0.0, "{r:?}");
     }
     assert_eq!(runs[0]["label"], "tracker g=1000ms");
-    assert_eq!(runs[1]["label"], "markers g=1000ms");
+    assert_eq!(runs[1]["label"], "tracker batched g=1000ms");
+    assert_eq!(runs[2]["label"], "markers g=1000ms");
     // Per run: shares sum to 1, and the tracking tasks are where the mode says.
     let tasks = rows(&dir.join("tasks.csv"));
     let tracking_ns = |label: &str, names: &[&str]| -> f64 {
@@ -93,6 +98,7 @@ fn tracking_sweep_profiles_tracker_and_markers_and_reports_what_it_measured() {
     };
     let tracker = tracking_ns("tracker g=1000ms", &["tracker", "acker"]);
     let markers_run = tracking_ns("markers g=1000ms", &["tracker", "acker"]);
+    tracking_ns("tracker batched g=1000ms", &["tracker", "acker"]);
     assert!(
         tracker > 3.0 * markers_run,
         "trAcker's tracker + acker CPU ({tracker} ns/event) must stand out against a run \
@@ -108,7 +114,7 @@ fn tracking_sweep_profiles_tracker_and_markers_and_reports_what_it_measured() {
     assert!(report.contains("## trAcker's own share"), "{report}");
     assert!(report.contains("| tracker g=1000ms |"), "{report}");
     assert!(
-        report.contains("runs: 2 finished") && report.contains(", 0 failed"),
+        report.contains("runs: 3 finished") && report.contains(", 0 failed"),
         "{report}"
     );
 }

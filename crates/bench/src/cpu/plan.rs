@@ -172,10 +172,18 @@ impl Plan {
 
     /// xorflow with trAcker and with the markers baseline at each granularity.
     fn tracking(&self, v: &mut Vec<RunSpec>) {
+        // trAcker with its latency defaults, trAcker batched as FlameStream batched its acks
+        // (XORFLOW_MODES' last), and markers.
+        let batched: &[&str] = XORFLOW_MODES[XORFLOW_MODES.len() - 1].1;
+        let modes: [(&str, &str, &[&str]); 3] = [
+            ("tracker", "tracker", &[]),
+            ("tracker batched", "tracker", batched),
+            ("markers", "markers", &[]),
+        ];
         for &g in &self.granularities_ms {
-            for mode in ["tracker", "markers"] {
+            for (name, mode, extra) in modes {
                 let p = self.point(self.rate);
-                let label = format!("{mode} g={g}ms");
+                let label = format!("{name} g={g}ms");
                 let mut s = self.spec(Experiment::Tracking, Engine::Xorflow, p, label);
                 s.xorflow_args = vec![
                     "--tracking".into(),
@@ -183,6 +191,7 @@ impl Plan {
                     "--granularity".into(),
                     format!("{g}ms"),
                 ];
+                s.xorflow_args.extend(extra.iter().map(|a| a.to_string()));
                 v.push(s);
             }
         }
@@ -252,10 +261,12 @@ mod tests {
             [1000, 1000, 16000, 16000]
         );
         let s = plan(vec![Experiment::Tracking]).specs();
-        assert_eq!(s.len(), 6);
+        assert_eq!(s.len(), 9);
         assert!(s.iter().all(|s| s.engine == Engine::Xorflow));
+        assert_eq!(s[7].label, "tracker batched g=1000ms");
+        assert_eq!(s[7].xorflow_args[4..], *XORFLOW_MODES[1].1);
         assert_eq!(
-            s[5].xorflow_args,
+            s[8].xorflow_args,
             ["--tracking", "markers", "--granularity", "1000ms"]
         );
     }
