@@ -19,7 +19,7 @@ pub mod plan;
 pub mod report;
 pub mod spec;
 
-use crate::ysb::{append_raw, Engines, StandConfig};
+use crate::ysb::{append_raw, StandConfig};
 use anyhow::{Context, Result};
 use measured::{Measured, Runner};
 use std::io::Write as _;
@@ -28,22 +28,15 @@ use std::path::PathBuf;
 pub use plan::Plan;
 pub use spec::Experiment;
 
-/// Runs the plan; returns the results folder. A run that fails is recorded in
-/// `failures.txt` and left out of the tables; the sweep goes on.
+/// Runs the plan with `stand`'s engines (built once; the table sizes differ only in their
+/// inputs); returns the results folder. A run that fails is tried again ([`ATTEMPTS`]), every
+/// failed attempt is recorded in `failures.txt`, and a run that never finished is left out of
+/// the tables; the sweep goes on.
 ///
 /// # Errors
 /// The results folder cannot be written, or a peer cannot be built.
 pub fn run(plan: &Plan, stand: &StandConfig) -> Result<PathBuf> {
-    let (dir, events, table) = crate::ysb::start_dir(&stand.out, "cpu")?;
-    // Built once (Maven is incremental, but each call still costs seconds); the table sizes
-    // differ only in their inputs.
-    let base = Engines::build(
-        stand.xorflow.clone(),
-        &stand.peers_dir,
-        &plan.engines,
-        events,
-        table,
-    )?;
+    let (dir, base) = stand.start("cpu")?;
     let mut engines = std::collections::BTreeMap::new();
     for c in plan.campaign_counts() {
         let inputs = dir.join(format!("inputs-{c}"));
