@@ -79,8 +79,14 @@ rootLogger.appenderRef.file.ref=file
 LOG
   # A cluster id as Kafka's `random-uuid` makes it (16 random bytes, URL-safe base64 without
   # padding), without a JVM: under load (tests start several brokers at once) that JVM's failure
-  # went unnoticed and the format failed on an empty id.
-  local id; id=$(python3 -c 'import base64,uuid; print(base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("="))')
+  # went unnoticed and the format failed on an empty id. Like Kafka's Uuid.randomUuid, an id that
+  # starts with '-' is drawn again: the storage tool would read it as an option (1 run in 64).
+  local id; id=$(python3 -c '
+import base64, uuid
+while True:
+    s = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+    if not s.startswith("-"):
+        print(s); break')
   java -Dlog4j2.configurationFile="$dir/log4j2.properties" -cp "$libs/*" kafka.tools.StorageTool \
     format -t "$id" -c "$dir/server.properties" >"$dir/format.log" 2>&1 \
     || { echo "kafka.sh: formatting the storage failed (cluster id '$id'): $(tail -n 5 "$dir/format.log")" >&2
