@@ -412,6 +412,28 @@ fn two_dedicated_tracker_processes_with_late_rows_match_oracle() {
 }
 
 #[test]
+fn tracker_under_the_eu_topology_matches_oracle() {
+    // Frankfurt, London, Milan: 16/12/25 ms round trips on every frame (`net/delay/`).
+    check(Variant {
+        shards: Some(2),
+        central: true,
+        extra: &["--rtt-topology", "eu"],
+        ..Variant::new(Tracking::Tracker)
+    });
+}
+
+#[test]
+fn markers_with_a_jittered_delay_and_late_rows_match_oracle() {
+    // 30 +- 10 ms: frames keep their order on each connection, so do the markers.
+    check(Variant {
+        sources: 3,
+        lateness: ("1h", 3600),
+        extra: &["--rtt", "30ms", "--rtt-jitter", "10ms"],
+        ..Variant::new(Tracking::Markers)
+    });
+}
+
+#[test]
 fn markers_match_oracle() {
     check(Variant::new(Tracking::Markers));
 }
@@ -518,6 +540,44 @@ fn bad_options(args: &[&str]) -> (Option<i32>, String) {
         out.status.code(),
         String::from_utf8_lossy(&out.stderr).into_owned(),
     )
+}
+
+#[test]
+fn bad_delay_options_exit_2_naming_the_option_file_and_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let matrix = dir.path().join("wan.txt");
+    std::fs::write(&matrix, "0 40\n41 0\n").unwrap();
+    let matrix = matrix.display().to_string();
+    let cases: [(&[&str], &str); 5] = [
+        (&["--rtt", "40ms"], "needs --processes or --hostfile"),
+        (
+            &["--processes", "2", "--delay-matrix", &matrix],
+            "line 2: the RTT between processes 1 and 0 differs",
+        ),
+        (
+            &["--processes", "2", "--delay-matrix", "/nonexistent/wan.txt"],
+            "--delay-matrix /nonexistent/wan.txt: cannot read it",
+        ),
+        (
+            &["--processes", "9", "--rtt-topology", "us"],
+            "has 8 cities, the job has 9 processes",
+        ),
+        (
+            &["--processes", "2", "--rtt-jitter", "2ms"],
+            "--rtt-jitter needs a delay",
+        ),
+    ];
+    for (args, want) in cases {
+        let (code, err) = bad_options(args);
+        assert_eq!(code, Some(2), "{args:?}: exit status; stderr:\n{err}");
+        assert!(
+            err.contains(want),
+            "{args:?}: stderr should say '{want}':\n{err}"
+        );
+    }
+    let (code, err) = bad_options(&["--processes", "2", "--rtt", "40ms", "--rtt-topology", "eu"]);
+    assert_eq!(code, Some(2), "stderr:\n{err}");
+    assert!(err.contains("cannot be used with"), "{err}");
 }
 
 #[test]

@@ -4,6 +4,7 @@
 //! renders it back as arguments with [`EngineArgs::to_argv`].
 
 use crate::net::cluster::{ClusterConfig, Launch};
+use crate::net::delay::{DelayConfig, DelaySpec};
 use crate::{RuntimeConfig, TrackingMode};
 use clap::{Args, Parser};
 use std::fmt::Display;
@@ -67,6 +68,27 @@ pub struct EngineArgs {
     /// network-thread (every frame handed to the network thread). See docs/distributed.md.
     #[arg(long, default_value = "adaptive")]
     pub net_writes: crate::net::outbox::NetWrites,
+    /// Wide-area delay between every pair of processes, as a round-trip time (e.g. 40ms): each
+    /// frame waits half of it on arrival, FIFO per connection (in user space; docs/wan.md). Needs
+    /// --processes or --hostfile.
+    #[arg(long, value_parser = humantime::parse_duration,
+          conflicts_with_all = ["rtt_topology", "delay_matrix"])]
+    pub rtt: Option<Duration>,
+    /// Seed 004's city sets as delays: process i sits in city i of eu (Frankfurt, London, Milan,
+    /// Bratislava, Madrid, Dublin, Amsterdam, Geneva), us (New York, Los Angeles, Houston,
+    /// Denver, Washington, Seattle, Sunnyvale, Chicago) or global (Frankfurt, New York, San
+    /// Francisco, Tokyo, Seattle, London, Amsterdam, Atlanta); at most 8 processes.
+    #[arg(long, conflicts_with = "delay_matrix")]
+    pub rtt_topology: Option<crate::net::delay::Topology>,
+    /// Round-trip times per pair of processes from FILE: row i, column j in ms, entries RTT or
+    /// RTT+-JITTER, `#` comments; square, symmetric, zero diagonal; a larger matrix serves a
+    /// smaller job (docs/wan.md).
+    #[arg(long, value_name = "FILE")]
+    pub delay_matrix: Option<PathBuf>,
+    /// Jitter on every delayed pair's round-trip time: a frame's RTT is drawn from [RTT - J,
+    /// RTT + J], frames staying in order (seed 004's 74-76 ms run: --rtt 75ms --rtt-jitter 1ms).
+    #[arg(long, default_value = "0s", value_parser = humantime::parse_duration)]
+    pub rtt_jitter: Duration,
     /// Max elements per batch (1-1048576).
     #[arg(long, default_value_t = 1024)]
     pub batch_size: usize,
@@ -240,6 +262,7 @@ impl EngineArgs {
                 startup_timeout: self.startup_timeout,
                 tracker_processes: self.tracker_processes,
                 net_writes: self.net_writes,
+                delay: self.delay(),
                 ..ClusterConfig::default()
             },
             job_key: String::new(),
@@ -268,6 +291,20 @@ impl EngineArgs {
         }
     }
 
+    /// The delay options as the transport takes them.
+    pub fn delay(&self) -> DelayConfig {
+        let spec = match (&self.rtt, self.rtt_topology, &self.delay_matrix) {
+            (Some(rtt), _, _) => DelaySpec::Mesh(*rtt),
+            (_, Some(t), _) => DelaySpec::Topology(t),
+            (_, _, Some(f)) => DelaySpec::File(f.clone()),
+            _ => DelaySpec::None,
+        };
+        DelayConfig {
+            spec,
+            jitter: self.rtt_jitter,
+        }
+    }
+
     /// Checks what clap cannot (the runtime checks the rest when it starts).
     ///
     /// # Errors
@@ -283,6 +320,12 @@ impl EngineArgs {
                 humantime::format_duration(self.timer_slack),
                 humantime::format_duration(MAX_TIMER_SLACK)
             ));
+        }
+        if !self.rtt_jitter.is_zero() && self.delay().is_none() {
+            return Err(
+                "--rtt-jitter needs a delay to spread (--rtt, --rtt-topology or --delay-matrix)"
+                    .into(),
+            );
         }
         if let Some(spec) = &self.event_log {
             xorflow_measure::log::LogConfig::parse(spec).map_err(|e| format!("--log: {e}"))?;
@@ -323,6 +366,16 @@ impl EngineArgs {
         );
         a.option("tracker-layout", self.tracker_layout.map(|l| l.name()));
         a.value("net-writes", self.net_writes.name(), d.net_writes.name());
+        a.option(
+            "rtt",
+            self.rtt.map(|r| humantime::format_duration(r).to_string()),
+        );
+        a.option("rtt-topology", self.rtt_topology.map(|t| t.name()));
+        a.option(
+            "delay-matrix",
+            self.delay_matrix.as_ref().map(|p| p.display()),
+        );
+        a.duration("rtt-jitter", self.rtt_jitter, d.rtt_jitter);
         a.value("batch-size", self.batch_size, d.batch_size);
         a.value(
             "channel-capacity",
@@ -512,6 +565,35 @@ mod tests {
     }
 
     #[test]
+    fn delay_options_parse_conflict_and_need_processes() {
+        let args = |a: &[&str]| parse(&a.iter().map(|s| s.to_string()).collect::<Vec<_>>());
+        let e = args(&["--processes", "2", "--rtt", "40ms", "--rtt-jitter", "1ms"]).unwrap();
+        let c = e.runtime(1).cluster;
+        assert_eq!(c.delay.spec, DelaySpec::Mesh(Duration::from_millis(40)));
+        assert_eq!(c.delay.jitter, Duration::from_millis(1));
+        assert!(c.validate().is_ok() && e.validate().is_ok());
+        let t = args(&["--processes", "4", "--rtt-topology", "global"]).unwrap();
+        let m = t.runtime(1).cluster.delay.resolve(4).unwrap().unwrap();
+        assert_eq!(m.rtt_ms(0, 3), 221.8);
+        assert!(args(&["--rtt", "40ms", "--rtt-topology", "eu"]).is_err());
+        assert!(args(&["--rtt", "40ms", "--delay-matrix", "m.txt"]).is_err());
+        assert!(args(&["--rtt-topology", "asia"]).is_err());
+        let single = args(&["--rtt", "40ms"]).unwrap().runtime(1).cluster;
+        assert!(single.validate().unwrap_err().contains("between processes"));
+        let lone_jitter = args(&["--processes", "2", "--rtt-jitter", "1ms"]).unwrap();
+        assert!(lone_jitter
+            .validate()
+            .unwrap_err()
+            .contains("--rtt-jitter needs"));
+        let nine = args(&["--processes", "9", "--rtt-topology", "eu"]).unwrap();
+        let err = nine.runtime(1).cluster.validate().unwrap_err();
+        assert!(err.contains("8 cities"), "{err}");
+        let missing = args(&["--processes", "2", "--delay-matrix", "/nonexistent/m.txt"]).unwrap();
+        let err = missing.runtime(1).cluster.validate().unwrap_err();
+        assert!(err.contains("/nonexistent/m.txt"), "{err}");
+    }
+
+    #[test]
     fn processes_choose_the_launch() {
         let local = EngineArgs {
             processes: 3,
@@ -580,6 +662,7 @@ mod tests {
                 (any::<bool>(), proptest::option::of("[a-z]{1,8}"), any::<bool>(), any::<bool>()),
             versioned in any::<bool>(),
             (event_log, log_dir) in (proptest::option::of("[a-z]{1,6}\\.in=id"), "[a-z]{1,8}"),
+            (delay, rtt_ms, topology, jitter_us) in (0usize..4, 0u64..200, 0usize..3, 0u64..5000),
         ) -> EngineArgs {
             // --processes conflicts with --hostfile: a hostfile run leaves it at its default.
             let processes = if hosts.is_some() { 1 } else { processes };
@@ -606,6 +689,13 @@ mod tests {
                     crate::net::outbox::NetWrites::Sender,
                     crate::net::outbox::NetWrites::NetworkThread,
                 ][net_writes],
+                rtt: (delay == 1).then(|| Duration::from_millis(rtt_ms)),
+                rtt_topology: (delay == 2).then(|| {
+                    use crate::net::delay::Topology;
+                    [Topology::Eu, Topology::Us, Topology::Global][topology]
+                }),
+                delay_matrix: (delay == 3).then(|| PathBuf::from(format!("wan-{rtt_ms}.txt"))),
+                rtt_jitter: Duration::from_micros(jitter_us),
                 batch_size,
                 channel_capacity,
                 flush_timeout,

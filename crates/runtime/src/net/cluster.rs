@@ -75,6 +75,9 @@ pub struct ClusterConfig {
     /// Clock-alignment pings per pair of processes and phase (seed 002: 100); 0 exchanges no
     /// round trips and leaves the run without clock maps.
     pub clock_rounds: u32,
+    /// Wide-area delay injected between processes (`--rtt`, `--rtt-topology`, `--delay-matrix`;
+    /// `delay/mod.rs`).
+    pub delay: super::delay::DelayConfig,
     /// The clock the transport stamps with: `None` for this process's
     /// ([`super::clock_phase::ClockSource::process`]); tests give simulated processes their own.
     pub clock: Option<super::clock_phase::ClockSource>,
@@ -92,6 +95,7 @@ impl Default for ClusterConfig {
             tracker_processes: 0,
             child_env: Vec::new(),
             clock_rounds: super::clock_phase::ROUNDS,
+            delay: super::delay::DelayConfig::default(),
             clock: None,
         }
     }
@@ -199,6 +203,16 @@ impl ClusterConfig {
         }
         if self.startup_timeout < Duration::from_millis(100) {
             return Err("--startup-timeout must be at least 100ms".into());
+        }
+        if !self.delay.is_none() {
+            if self.launch == Launch::Single {
+                return Err(
+                    "a delay (--rtt, --rtt-topology, --delay-matrix) acts between processes: \
+                     it needs --processes or --hostfile"
+                        .into(),
+                );
+            }
+            self.delay.resolve(self.total_processes())?;
         }
         if self.max_frame_bytes < 1024 {
             return Err("max frame size must be at least 1024 bytes".into());

@@ -1,11 +1,13 @@
 //! Running one job across processes and hosts: cluster launch ([`cluster`]), the wire format
 //! ([`frame`], [`batch_codec`]), remote channels with credit-based backpressure ([`link`]) and the TCP transport
-//! ([`transport`]), with seed 002's clock alignment on the same connections ([`clock_phase`]).
+//! ([`transport`]), with seed 002's clock alignment on the same connections ([`clock_phase`])
+//! and seed 004's wide-area delay injected in user space ([`delay`]).
 //! Serialization happens only here, at the process boundary.
 
 pub mod batch_codec;
 pub mod clock_phase;
 pub mod cluster;
+pub mod delay;
 pub mod frame;
 mod gather;
 pub mod link;
@@ -14,3 +16,5 @@ pub mod transport;
 
 #[cfg(test)]
 mod clock_tests;
+#[cfg(test)]
+mod delay_tests;

@@ -572,7 +572,15 @@ async fn serve(
 ) -> Result<Outcome, String> {
     let refuser = spawn_refuser(listener, id.clone());
     let (events_tx, mut events) = unbounded_channel::<Event>();
-    let writers = spawn_links(&id, &cfg, links, &outboxes, Arc::new(delivery), &events_tx);
+    // Checked by ClusterConfig::validate before the launch; read again here (a matrix file).
+    let delays = cfg.delay.resolve(id.addrs.len())?;
+    let writers = spawn_links(
+        (&id, &cfg, delays.as_ref()),
+        links,
+        &outboxes,
+        Arc::new(delivery),
+        &events_tx,
+    );
     let mut broadcast = Broadcast { outboxes, traffic };
     let mut reports = vec![None; id.addrs.len()];
     let mut readers = (0..id.addrs.len()).map(|_| None).collect();
@@ -815,12 +823,15 @@ fn spawn_refuser(listener: TcpListener, id: Identity) -> tokio::task::JoinHandle
     })
 }
 
-/// Splits each connection into a reader task (routing frames to `delivery`, telling `events`
-/// how it ended) and a writer task (writing what the senders could not, `outbox.rs`); returns
+/// Splits each connection into a reader task (routing frames to `delivery`, after the pair's
+/// injected delay if `delays` has one, telling `events` how it ended) and a writer task (writing what the senders could not, `outbox.rs`); returns
 /// the writers.
 fn spawn_links(
-    id: &Identity,
-    cfg: &ClusterConfig,
+    (id, cfg, delays): (
+        &Identity,
+        &ClusterConfig,
+        Option<&super::delay::DelayMatrix>,
+    ),
     links: Links,
     outboxes: &[Option<Arc<Outbox>>],
     delivery: Arc<Delivery>,
@@ -841,6 +852,11 @@ fn spawn_links(
             cfg.peer_timeout / 3,
             frame::simple(Kind::Ping, &[]),
         )));
+        // Frames from j are held back by j's one-way delay to this process (`delay/mod.rs`).
+        let line = delays.and_then(|m| {
+            let (base, jitter) = m.one_way(j, id.process);
+            super::delay::DelayLine::new(base, jitter, (j * id.addrs.len() + id.process) as u64)
+        });
         tokio::spawn(read_loop(
             j,
             id.addrs[j],
@@ -848,6 +864,7 @@ fn spawn_links(
             delivery.clone(),
             events.clone(),
             cfg.peer_timeout,
+            line,
         ));
     }
     writers
@@ -948,6 +965,65 @@ async fn accept_handshake_check(stream: TcpStream, id: &Identity) -> Result<usiz
     check_hello(id, &h)
 }
 
+/// How reading one connection ended.
+enum Ending {
+    /// Done, with its report.
+    Done(Vec<u8>),
+    /// The other process aborted, saying why.
+    Aborted(String),
+    /// The connection failed, why.
+    Failed(String),
+}
+
+/// The next frame from process `process`, or why there is none.
+async fn next_frame(r: &mut Reader, peer_timeout: Duration) -> Result<Bytes, String> {
+    match timeout(peer_timeout, r.next()).await {
+        Err(_) => Err(format!("sent nothing for {peer_timeout:?}: presumed dead")),
+        Ok(None) => Err("closed its connection before finishing: it died or was killed".into()),
+        Ok(Some(Err(e))) => {
+            use std::io::ErrorKind::{BrokenPipe, ConnectionAborted, ConnectionReset};
+            Err(
+                if matches!(e.kind(), ConnectionReset | ConnectionAborted | BrokenPipe) {
+                    format!("closed its connection before finishing ({e}): it died or was killed")
+                } else {
+                    format!("sent a bad frame: {e}")
+                },
+            )
+        }
+        Ok(Some(Ok(f))) if f.is_empty() => Err("sent an empty frame".into()),
+        Ok(Some(Ok(f))) => Ok(f.freeze()),
+    }
+}
+
+/// Routes one frame from process `process`; `Some` when it ends the connection's reading.
+fn take(process: usize, addr: SocketAddr, d: &Delivery, f: Bytes) -> Option<Ending> {
+    match route(d, f) {
+        Ok(Routed::More) => None,
+        Ok(Routed::Done(report)) => Some(Ending::Done(report)),
+        Ok(Routed::Abort(why)) => Some(Ending::Aborted(why)),
+        Err(e) => Some(Ending::Failed(format!(
+            "({addr}) protocol error: {e} (from process {process})"
+        ))),
+    }
+}
+
+/// Tells the serving loop how reading process `process` ended; Done hands the reader back (the
+/// clock alignment after the run reads on it), so it comes with `r`.
+fn report_end(
+    events: &UnboundedSender<Event>,
+    process: usize,
+    end: Ending,
+    r: Option<Box<Reader>>,
+) {
+    let _ = events.send(match (end, r) {
+        (Ending::Done(report), Some(r)) => Event::Done(process, report, r),
+        (Ending::Done(_), None) => Event::Failed(process, "said Done, its reader is gone".into()),
+        (Ending::Aborted(why), _) => Event::Aborted(process, why),
+        (Ending::Failed(why), _) => Event::Failed(process, why),
+    });
+}
+
+/// Reads what process `process` sends and routes it: at once, or through `delay`'s line.
 async fn read_loop(
     process: usize,
     addr: SocketAddr,
@@ -955,58 +1031,89 @@ async fn read_loop(
     d: Arc<Delivery>,
     events: UnboundedSender<Event>,
     peer_timeout: Duration,
+    delay: Option<super::delay::DelayLine>,
 ) {
+    if let Some(line) = delay {
+        return read_delayed(process, addr, r, d, events, peer_timeout, line).await;
+    }
     loop {
-        let f = match timeout(peer_timeout, r.next()).await {
-            Err(_) => {
-                let _ = events.send(Event::Failed(
-                    process,
-                    format!("sent nothing for {peer_timeout:?}: presumed dead"),
-                ));
-                return;
-            }
-            Ok(None) => {
-                let _ = events.send(Event::Failed(
-                    process,
-                    "closed its connection before finishing: it died or was killed".into(),
-                ));
-                return;
-            }
-            Ok(Some(Err(e))) => {
-                use std::io::ErrorKind::{BrokenPipe, ConnectionAborted, ConnectionReset};
-                let why = if matches!(e.kind(), ConnectionReset | ConnectionAborted | BrokenPipe) {
-                    format!("closed its connection before finishing ({e}): it died or was killed")
-                } else {
-                    format!("sent a bad frame: {e}")
-                };
-                let _ = events.send(Event::Failed(process, why));
-                return;
-            }
-            Ok(Some(Ok(f))) => f.freeze(),
+        let end = match next_frame(&mut r, peer_timeout).await {
+            Ok(f) => match take(process, addr, &d, f) {
+                None => continue,
+                Some(end) => end,
+            },
+            Err(why) => Ending::Failed(why),
         };
-        if f.is_empty() {
-            let _ = events.send(Event::Failed(process, "sent an empty frame".into()));
-            return;
+        return report_end(&events, process, end, Some(Box::new(r)));
+    }
+}
+
+/// What the reading half of a delayed connection passes to its routing half.
+enum Arrival {
+    Frame(Bytes),
+    Failed(String),
+    /// The reader, after the last frame (Done or Abort): Done hands it back for the clock
+    /// alignment after the run.
+    Reader(Box<Reader>),
+}
+
+/// [`read_loop`] with an injected delay (`delay/mod.rs`): a task reads frames as they come
+/// (so the peer timeout and the socket see the real connection) and stamps each with its due
+/// time; this task routes them in order once due. A failure is delayed like a frame: what the
+/// other process sent before it dies still arrives first.
+async fn read_delayed(
+    process: usize,
+    addr: SocketAddr,
+    mut r: Reader,
+    d: Arc<Delivery>,
+    events: UnboundedSender<Event>,
+    peer_timeout: Duration,
+    mut line: super::delay::DelayLine,
+) {
+    let (tx, mut rx) = unbounded_channel::<(std::time::Instant, Arrival)>();
+    tokio::spawn(async move {
+        loop {
+            let (arrival, last) = match next_frame(&mut r, peer_timeout).await {
+                Ok(f) => {
+                    let last = matches!(Kind::of(f[0]), Ok(Kind::Done | Kind::Abort));
+                    (Arrival::Frame(f), last)
+                }
+                Err(why) => (Arrival::Failed(why), true),
+            };
+            let due = line.due(std::time::Instant::now());
+            // The routing half is gone (it met the end or a protocol error): stop reading.
+            if tx.send((due, arrival)).is_err() {
+                return;
+            }
+            if last {
+                let _ = tx.send((due, Arrival::Reader(Box::new(r))));
+                return;
+            }
         }
-        match route(&d, f) {
-            Ok(Routed::More) => {}
-            Ok(Routed::Done(report)) => {
-                let _ = events.send(Event::Done(process, report, Box::new(r)));
-                return;
-            }
-            Ok(Routed::Abort(why)) => {
-                let _ = events.send(Event::Aborted(process, why));
-                return;
-            }
-            Err(e) => {
-                let _ = events.send(Event::Failed(
-                    process,
-                    format!("({addr}) protocol error: {e}"),
-                ));
-                return;
+    });
+    let mut done = None;
+    while let Some((due, arrival)) = rx.recv().await {
+        // Never early; late by tokio's timer, which wakes on the millisecond tick after a
+        // deadline (+1.0 ms at the median; aiming a tick early delivered up to 0.6 ms early:
+        // docs/wan.md).
+        tokio::time::sleep_until(Instant::from_std(due)).await;
+        match arrival {
+            Arrival::Frame(f) => match take(process, addr, &d, f) {
+                None => {}
+                // Its reader comes next.
+                Some(Ending::Done(report)) => done = Some(report),
+                Some(end) => return report_end(&events, process, end, None),
+            },
+            Arrival::Failed(why) => return report_end(&events, process, Ending::Failed(why), None),
+            Arrival::Reader(r) => {
+                if let Some(report) = done.take() {
+                    return report_end(&events, process, Ending::Done(report), Some(r));
+                }
             }
         }
     }
+    let why = "its delayed reader stopped (the network thread is failing)".to_string();
+    report_end(&events, process, Ending::Failed(why), None);
 }
 
 enum Routed {

@@ -1,0 +1,124 @@
+//! Wide-area delay injected in user space (seed 004; this kernel has no netem): every frame a
+//! process receives from another is held back by that pair's one-way delay (half its round-trip
+//! time, with optional jitter) before it is routed, FIFO per connection and without holding up
+//! other connections (`transport.rs`, `read_loop`). Data, credits, acks, frontiers, markers,
+//! keep-alives and the end protocol are all delayed; the handshake and the clock alignment
+//! before and after the run are not (docs/wan.md says why and what else a user-space delay
+//! leaves out).
+//!
+//! Where the delays come from ([`DelaySpec`]): `--rtt 40ms` (every pair), `--rtt-topology
+//! eu|us|global` (seed 004's city sets, [`topology`]) or `--delay-matrix FILE` ([`matrix`]);
+//! `--rtt-jitter` spreads each frame's delay.
+
+pub mod line;
+pub mod matrix;
+pub mod topology;
+
+pub use line::DelayLine;
+pub use matrix::DelayMatrix;
+pub use topology::Topology;
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+/// Largest round-trip time accepted between two processes (a minute: beyond that the peer
+/// timeout and the start-up bound stop making sense).
+pub const MAX_RTT: Duration = Duration::from_secs(60);
+
+/// Where a job's injected delays come from.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub enum DelaySpec {
+    /// No delay (the default).
+    #[default]
+    None,
+    /// The same round-trip time between every pair of processes (`--rtt`).
+    Mesh(Duration),
+    /// Process `i` in city `i` of a seed 004 city set (`--rtt-topology`).
+    Topology(Topology),
+    /// Round-trip times per pair from a file (`--delay-matrix`, [`matrix::parse`]).
+    File(PathBuf),
+}
+
+/// The delay options of a job.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct DelayConfig {
+    /// Where the round-trip times come from.
+    pub spec: DelaySpec,
+    /// Jitter on every pair's round-trip time that has none of its own: a frame's RTT is drawn
+    /// uniformly from [RTT - jitter, RTT + jitter] (never below 0), so its one-way delay from
+    /// half that (`--rtt-jitter`).
+    pub jitter: Duration,
+}
+
+impl DelayConfig {
+    /// True when no delay is configured.
+    pub fn is_none(&self) -> bool {
+        self.spec == DelaySpec::None
+    }
+
+    /// The round-trip times between the `processes` processes of a job (dedicated tracker
+    /// processes included, in process order); `None` without delay.
+    ///
+    /// # Errors
+    /// An unreadable or malformed matrix file (naming the file and line), a matrix or city set
+    /// smaller than the job, or a round-trip time over [`MAX_RTT`].
+    pub fn resolve(&self, processes: usize) -> Result<Option<DelayMatrix>, String> {
+        let ms = |d: Duration| d.as_secs_f64() * 1e3;
+        let m = match &self.spec {
+            DelaySpec::None => return Ok(None),
+            DelaySpec::Mesh(rtt) => {
+                DelayMatrix::from_fn(processes, |i, j| if i == j { 0.0 } else { ms(*rtt) })
+            }
+            DelaySpec::Topology(t) => {
+                if processes > topology::CITIES {
+                    return Err(format!(
+                        "--rtt-topology {} has {} cities, the job has {processes} processes",
+                        t.name(),
+                        topology::CITIES
+                    ));
+                }
+                DelayMatrix::from_fn(processes, |i, j| t.rtt_ms(i, j))
+            }
+            DelaySpec::File(path) => matrix::read(path, processes)?,
+        };
+        let m = m.with_default_jitter(ms(self.jitter));
+        m.check(MAX_RTT)?;
+        Ok(Some(m))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn mesh_topology_and_none_resolve() {
+        let none = DelayConfig::default();
+        assert!(none.is_none() && none.resolve(4).unwrap().is_none());
+        let mesh = DelayConfig {
+            spec: DelaySpec::Mesh(Duration::from_millis(40)),
+            jitter: Duration::from_millis(2),
+        };
+        let m = mesh.resolve(3).unwrap().unwrap();
+        assert_eq!(m.processes(), 3);
+        assert_eq!(m.rtt_ms(0, 0), 0.0);
+        assert_eq!((m.rtt_ms(1, 2), m.jitter_ms(1, 2)), (40.0, 2.0));
+        // No jitter on a pair without delay: it stays an undelayed connection.
+        assert_eq!(m.jitter_ms(1, 1), 0.0);
+        let eu = DelayConfig {
+            spec: DelaySpec::Topology(Topology::Eu),
+            jitter: Duration::ZERO,
+        };
+        assert_eq!(eu.resolve(2).unwrap().unwrap().rtt_ms(0, 1), 16.0);
+        let err = eu.resolve(9).unwrap_err();
+        assert!(
+            err.contains("8 cities") && err.contains("9 processes"),
+            "{err}"
+        );
+        let far = DelayConfig {
+            spec: DelaySpec::Mesh(Duration::from_secs(61)),
+            jitter: Duration::ZERO,
+        };
+        assert!(far.resolve(2).unwrap_err().contains("over"));
+    }
+}
