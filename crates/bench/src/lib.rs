@@ -16,4 +16,5 @@ pub mod stand;
 pub mod store_io;
 pub mod subprocess;
 pub mod sustainable;
+pub mod wan;
 pub mod ysb;

@@ -23,6 +23,7 @@ mod kafka;
 mod log;
 mod profile;
 mod sustainable;
+mod wan;
 mod ysb;
 
 /// Writes `text` to stdout and flushes it. A closed stdout (the reader of a pipe is gone) ends the
@@ -138,6 +139,11 @@ enum Bench {
     /// by `xorflow profile`: profiler overhead, consistency, load, scale-up vs scale-out, state
     /// size, trAcker's share next to markers (docs/cpu.md).
     Cpu(cpu::CpuArgs),
+    /// Seed 004's wide-area experiments with delay injected between processes: the YSB under
+    /// full-mesh RTTs 0-100 ms and the EU/US/global city sets (window latency p50-p99,
+    /// throughput, each series' knee), a jitter run, notification latency on the chain under
+    /// RTT, tuning at the largest RTT (docs/wan.md).
+    Wan(wan::WanArgs),
     /// Seed 001's restore time: one key, a window that never closes, N updates, fold-left vs
     /// retain-all, restored from the last incremental checkpoint.
     Restore(RestoreArgs),
@@ -858,6 +864,7 @@ fn run_stand(b: Bench) -> ExitCode {
         Bench::All(a) => (experiments::ALL.to_vec(), a),
         Bench::Peers(_)
         | Bench::Cpu(_)
+        | Bench::Wan(_)
         | Bench::Ysb(_)
         | Bench::Sustainable(_)
         | Bench::Restore(_)
@@ -925,6 +932,9 @@ fn main() -> ExitCode {
         Command::Bench {
             bench: Bench::Cpu(a),
         } => cpu::run(a),
+        Command::Bench {
+            bench: Bench::Wan(a),
+        } => wan::run(a),
         Command::Bench {
             bench: Bench::Sustainable(a),
         } => sustainable::sustainable(a),

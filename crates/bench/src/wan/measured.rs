@@ -1,0 +1,178 @@
+//! Running one `xorflow bench wan` run and what it measured.
+
+use super::spec::{RunSpec, Workload};
+use crate::chain::ChainResult;
+use crate::subprocess::stdout_within;
+use crate::ysb::{Engine, Engines, Point};
+use anyhow::{Context, Result};
+use serde::Serialize;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+/// What one run measured (a line of `raw.jsonl`, a row of `runs.csv`). Latencies in ms.
+#[derive(Clone, Debug, Serialize)]
+pub struct Measured {
+    /// Run id (its folder under `runs/`).
+    pub id: String,
+    /// What ran.
+    pub spec: RunSpec,
+    /// Mean and largest RTT over the pairs of processes, ms.
+    pub rtt_mean_ms: f64,
+    /// Largest RTT, ms.
+    pub rtt_max_ms: f64,
+    /// Events (YSB) or elements (chain) per second achieved.
+    pub throughput_per_s: f64,
+    /// YSB: counts equal the oracle's; chain: every element reached the sink.
+    pub correct: bool,
+    /// YSB window latency (last event to emission): p50, p90, p95, p99, max.
+    pub window_ms: Option<[f64; 5]>,
+    /// Notification latency p50 and p99: YSB at the window; chain per sink instance.
+    pub notification_ms: Option<[f64; 2]>,
+    /// Chain: notification latency from the last arrival at any sink instance, p50 and p99.
+    pub notification_any_ms: Option<[f64; 2]>,
+    /// Chain: element latency p50 and p99 (clock-aligned across processes).
+    pub element_ms: Option<[f64; 2]>,
+    /// Elements seen below a notified frontier (must be 0).
+    pub below_frontier: u64,
+}
+
+/// Runs specs with this binary and a YSB input.
+pub struct Runner {
+    /// This binary, the YSB inputs.
+    pub engines: Engines,
+    /// `<results>/runs`.
+    pub runs_dir: PathBuf,
+    /// Seconds of generation per YSB run.
+    pub duration_s: u64,
+    /// Seconds per chain run.
+    pub chain_duration_s: u64,
+}
+
+impl Runner {
+    /// Runs spec number `i`, keeping its command, stdout and stderr in `runs/<id>/`.
+    ///
+    /// # Errors
+    /// The run fails, times out or prints no result.
+    pub fn run(&self, spec: &RunSpec, i: usize) -> Result<Measured> {
+        let id = spec.id(i);
+        let dir = self.runs_dir.join(&id);
+        std::fs::create_dir_all(&dir)
+            .with_context(|| format!("cannot create '{}'", dir.display()))?;
+        let mut extra = spec.delay.args(&dir.join("delay-matrix.txt"))?;
+        extra.extend(spec.args.iter().cloned());
+        let (rtt_mean_ms, rtt_max_ms) = spec.delay.rtt_ms(self.total_processes(spec));
+        let base = Measured {
+            id,
+            spec: spec.clone(),
+            rtt_mean_ms,
+            rtt_max_ms,
+            throughput_per_s: 0.0,
+            correct: false,
+            window_ms: None,
+            notification_ms: None,
+            notification_any_ms: None,
+            element_ms: None,
+            below_frontier: 0,
+        };
+        match spec.workload {
+            Workload::Ysb => self.ysb(spec, &dir, extra, base),
+            Workload::Chain => self.chain(spec, &dir, extra, base),
+        }
+    }
+
+    /// Processes of the run, a dedicated tracker process included.
+    fn total_processes(&self, spec: &RunSpec) -> usize {
+        spec.processes + usize::from(spec.args.iter().any(|a| a == "--tracker-processes"))
+    }
+
+    fn ysb(&self, spec: &RunSpec, dir: &Path, extra: Vec<String>, m: Measured) -> Result<Measured> {
+        let p = Point {
+            rate: spec.rate,
+            duration_s: self.duration_s,
+            processes: spec.processes,
+            workers: 1,
+            sources: spec.processes,
+        };
+        let counts = dir.join("counts.csv");
+        let (exe, args) = self.engines.command(Engine::Xorflow, p, &counts, &extra)?;
+        let out = run_logged(dir, &exe, &args, Duration::from_secs(self.duration_s + 180))?;
+        let r = self.engines.result_of(Engine::Xorflow, p, &counts, &out)?;
+        let w = &r.window_latency_ms;
+        Ok(Measured {
+            throughput_per_s: r.throughput_events_per_s,
+            correct: r.counts_match_oracle == Some(true) && r.events_emitted == r.events_expected,
+            window_ms: Some([w.p50, w.p90, w.p95, w.p99, w.max]),
+            notification_ms: r.notification_latency_ms.map(|n| [n.p50, n.p99]),
+            below_frontier: r.elements_below_frontier,
+            ..m
+        })
+    }
+
+    fn chain(
+        &self,
+        spec: &RunSpec,
+        dir: &Path,
+        extra: Vec<String>,
+        m: Measured,
+    ) -> Result<Measured> {
+        let elements = spec.rate * self.chain_duration_s;
+        let mut args: Vec<String> = [
+            "bench",
+            "chain",
+            "--processes",
+            &spec.processes.to_string(),
+            "--workers",
+            "1",
+            "--rate",
+            &spec.rate.to_string(),
+            "--elements",
+            &elements.to_string(),
+            "--granularity",
+            "100",
+            "--json",
+        ]
+        .map(String::from)
+        .to_vec();
+        args.extend(extra);
+        let exe = self.engines.xorflow.display().to_string();
+        let timeout = Duration::from_secs(self.chain_duration_s + 180);
+        let out = run_logged(dir, &exe, &args, timeout)?;
+        let line = (out.lines().rev())
+            .find(|l| l.trim_start().starts_with('{'))
+            .context("bench chain printed no JSON result")?;
+        let r: ChainResult = serde_json::from_str(line).context("bench chain's JSON")?;
+        let ms = |v: Option<f64>| v.unwrap_or(0.0) / 1e3;
+        let c = &r.measures;
+        let el = c
+            .element_latency_clock
+            .as_ref()
+            .unwrap_or(&c.element_latency);
+        let any = &c.notification_latency_any;
+        Ok(Measured {
+            throughput_per_s: c.achieved_rate.unwrap_or(c.elements_per_s),
+            correct: c.elements_received.is_none_or(|n| n == c.elements),
+            notification_ms: c
+                .latency_p50_us
+                .map(|p50| [p50 / 1e3, ms(c.latency_p99_us)]),
+            notification_any_ms: (any.count > 0).then(|| [ms(any.p50_us), ms(any.p99_us)]),
+            element_ms: Some([ms(el.p50_us), ms(el.p99_us)]),
+            ..m
+        })
+    }
+}
+
+/// Runs `exe args` within `timeout`, writing `command.txt` and `stdout.txt` into `dir`; returns
+/// its stdout.
+///
+/// # Errors
+/// The run fails or times out (the error carries its stderr).
+fn run_logged(dir: &Path, exe: &str, args: &[String], timeout: Duration) -> Result<String> {
+    let cmd = std::iter::once(exe.to_string())
+        .chain(args.iter().cloned())
+        .collect::<Vec<_>>()
+        .join(" ");
+    crate::stand::files::write_whole(&dir.join("command.txt"), format!("{cmd}\n").as_bytes())?;
+    let out = stdout_within(exe, args, timeout)?;
+    crate::stand::files::write_whole(&dir.join("stdout.txt"), out.as_bytes())?;
+    Ok(out)
+}

@@ -1,0 +1,235 @@
+//! The runs of each `xorflow bench wan` experiment (docs/wan.md).
+
+use super::spec::{Delay, Experiment, RunSpec, Workload};
+
+/// A sweep: the experiments and the points they cover.
+#[derive(Clone, Debug)]
+pub struct Plan {
+    /// Experiments to run, in [`Experiment::ALL`] order.
+    pub experiments: Vec<Experiment>,
+    /// YSB rates, events/s (seed 004: 22,000 and 55,000).
+    pub rates: Vec<u64>,
+    /// Worker processes (seed 004: 2, 4 and 8 workers).
+    pub processes: Vec<usize>,
+    /// Full-mesh RTTs of the mesh experiment, ms, ascending (0 first: the baseline).
+    pub rtts_ms: Vec<u64>,
+    /// City sets of the topology experiment.
+    pub topologies: Vec<String>,
+    /// Seconds of generation per YSB run.
+    pub duration_s: u64,
+    /// Elements/s of the notification experiment's chain runs.
+    pub chain_rate: u64,
+    /// Seconds of each chain run.
+    pub chain_duration_s: u64,
+    /// RTTs of the notification experiment, ms.
+    pub chain_rtts_ms: Vec<u64>,
+    /// Fewer variants (notification: replicated and markers; tuning: two knobs).
+    pub quick: bool,
+}
+
+/// The notification experiment's variants: (name, options, a dedicated tracker process).
+const NOTIFICATION: [(&str, &[&str], bool); 6] = [
+    ("replicated", &[], false),
+    ("central", &["--tracker-layout", "central"], false),
+    ("batched", &["--ack-flush-on-idle", "false"], false),
+    (
+        "sharded",
+        &["--tracker-shards", "2", "--tracker-layout", "central"],
+        false,
+    ),
+    ("tracker-midway", &["--tracker-processes", "1"], true),
+    ("markers", &["--tracking", "markers"], false),
+];
+
+/// The tuning experiment's variants: (name, options).
+const TUNING: [(&str, &[&str]); 5] = [
+    ("default", &[]),
+    ("capacity-1024", &["--channel-capacity", "1024"]),
+    ("flush-10ms", &["--flush-timeout", "10ms"]),
+    (
+        "batched",
+        &[
+            "--batch-flush-on-idle",
+            "false",
+            "--ack-flush-on-idle",
+            "false",
+        ],
+    ),
+    (
+        "ack-10ms",
+        &[
+            "--ack-flush-interval",
+            "10ms",
+            "--ack-flush-on-idle",
+            "false",
+        ],
+    ),
+];
+
+fn strings(a: &[&str]) -> Vec<String> {
+    a.iter().map(|s| s.to_string()).collect()
+}
+
+impl Plan {
+    /// Every run, in order.
+    pub fn specs(&self) -> Vec<RunSpec> {
+        let mut v = Vec::new();
+        for &e in &self.experiments {
+            match e {
+                Experiment::Mesh => self.mesh(&mut v),
+                Experiment::Topology => self.topology(&mut v),
+                Experiment::Jitter => self.jitter(&mut v),
+                Experiment::Notification => self.notification(&mut v),
+                Experiment::Tuning => self.tuning(&mut v),
+            }
+        }
+        v
+    }
+
+    fn ysb(&self, e: Experiment, rate: u64, processes: usize, delay: Delay) -> RunSpec {
+        RunSpec {
+            experiment: e,
+            workload: Workload::Ysb,
+            rate,
+            processes,
+            delay,
+            variant: "default".into(),
+            args: Vec::new(),
+        }
+    }
+
+    fn mesh(&self, v: &mut Vec<RunSpec>) {
+        for &rate in &self.rates {
+            for &p in &self.processes {
+                for &rtt in &self.rtts_ms {
+                    v.push(self.ysb(Experiment::Mesh, rate, p, Delay::mesh(rtt)));
+                }
+            }
+        }
+    }
+
+    /// The city sets at the first rate (seed 004's default load, 22,000 events/s).
+    fn topology(&self, v: &mut Vec<RunSpec>) {
+        let rate = self.rates[0];
+        for t in &self.topologies {
+            for &p in self.processes.iter().filter(|&&p| p <= 8) {
+                v.push(self.ysb(Experiment::Topology, rate, p, Delay::Topology(t.clone())));
+            }
+        }
+    }
+
+    /// 75 ms steady and 74-76 ms, at the first rate.
+    fn jitter(&self, v: &mut Vec<RunSpec>) {
+        let rate = self.rates[0];
+        for &p in &self.processes {
+            for jitter_ms in [0, 1] {
+                let delay = Delay::Mesh {
+                    rtt_ms: 75,
+                    jitter_ms,
+                };
+                v.push(self.ysb(Experiment::Jitter, rate, p, delay));
+            }
+        }
+    }
+
+    /// The chain on 2 processes, each variant at each RTT.
+    fn notification(&self, v: &mut Vec<RunSpec>) {
+        for (name, args, tracker_process) in NOTIFICATION {
+            if self.quick && !matches!(name, "replicated" | "markers") {
+                continue;
+            }
+            for &rtt in &self.chain_rtts_ms {
+                let delay = if tracker_process {
+                    // Workers `rtt` apart, the tracker process half-way (rtt / 2 from each).
+                    let (r, h) = (rtt as f64, rtt as f64 / 2.0);
+                    Delay::Matrix(vec![vec![0.0, r, h], vec![r, 0.0, h], vec![h, h, 0.0]])
+                } else {
+                    Delay::mesh(rtt)
+                };
+                v.push(RunSpec {
+                    experiment: Experiment::Notification,
+                    workload: Workload::Chain,
+                    rate: self.chain_rate,
+                    processes: 2,
+                    delay,
+                    variant: name.into(),
+                    args: strings(args),
+                });
+            }
+        }
+    }
+
+    /// The knobs at the largest RTT, the highest rate, the fewest processes.
+    fn tuning(&self, v: &mut Vec<RunSpec>) {
+        let rate = *self.rates.iter().max().expect("a rate");
+        let rtt = *self.rtts_ms.iter().max().expect("an RTT");
+        let p = self.processes[0];
+        for (i, (name, args)) in TUNING.iter().enumerate() {
+            if self.quick && i >= 2 {
+                break;
+            }
+            v.push(RunSpec {
+                variant: name.to_string(),
+                args: strings(args),
+                ..self.ysb(Experiment::Tuning, rate, p, Delay::mesh(rtt))
+            });
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn plan(experiments: Vec<Experiment>, quick: bool) -> Plan {
+        Plan {
+            experiments,
+            rates: vec![22_000, 55_000],
+            processes: vec![2, 4, 8],
+            rtts_ms: vec![0, 10, 40, 100],
+            topologies: vec!["eu".into(), "us".into(), "global".into()],
+            duration_s: 30,
+            chain_rate: 20_000,
+            chain_duration_s: 10,
+            chain_rtts_ms: vec![0, 40],
+            quick,
+        }
+    }
+
+    #[test]
+    fn every_experiment_has_its_runs() {
+        let p = plan(Experiment::ALL.to_vec(), false);
+        let specs = p.specs();
+        let count = |e| specs.iter().filter(|s| s.experiment == e).count();
+        assert_eq!(count(Experiment::Mesh), 2 * 3 * 4);
+        assert_eq!(count(Experiment::Topology), 3 * 3);
+        assert_eq!(count(Experiment::Jitter), 3 * 2);
+        assert_eq!(count(Experiment::Notification), 6 * 2);
+        assert_eq!(count(Experiment::Tuning), 5);
+        // Ids are unique and file-name safe.
+        let ids: std::collections::BTreeSet<String> =
+            specs.iter().enumerate().map(|(i, s)| s.id(i)).collect();
+        assert_eq!(ids.len(), specs.len());
+        assert!(ids.iter().all(|i| !i.contains(' ') && !i.contains('/')));
+        // The tracker process sits half-way: a 3 x 3 matrix with rtt / 2 to each worker.
+        let mid = specs
+            .iter()
+            .find(|s| s.variant == "tracker-midway")
+            .unwrap();
+        let last = specs
+            .iter()
+            .rev()
+            .find(|s| s.variant == "tracker-midway")
+            .unwrap();
+        assert_eq!(mid.delay, Delay::Matrix(vec![vec![0.0; 3]; 3]));
+        assert_eq!(last.delay.rtt_ms(3).1, 40.0);
+        // Tuning runs at the worst point.
+        let t = specs
+            .iter()
+            .find(|s| s.experiment == Experiment::Tuning)
+            .unwrap();
+        assert_eq!((t.rate, t.delay.clone()), (55_000, Delay::mesh(100)));
+        let q = plan(vec![Experiment::Notification, Experiment::Tuning], true).specs();
+        assert_eq!(q.len(), 2 * 2 + 2);
+    }
+}

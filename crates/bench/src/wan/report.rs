@@ -1,0 +1,283 @@
+//! `runs.csv` and `REPORT.md` of a `xorflow bench wan` sweep: per experiment a table, and per
+//! series of the mesh experiment its knee (docs/wan.md, "The knee").
+
+use super::measured::Measured;
+use super::plan::Plan;
+use super::spec::Experiment;
+use anyhow::Result;
+use std::fmt::Write as _;
+use std::path::Path;
+
+/// Slack of the knee's bound, ms: "a few ms" of issue 18's aim (batching, the flush timeout, the
+/// delay line's 1 ms timer).
+pub const SLACK_MS: f64 = 5.0;
+
+/// Least share of the asked rate a run must reach to count as keeping up.
+pub const KEEPS_UP: f64 = 0.95;
+
+/// Writes `runs.csv` and `REPORT.md` into `dir`.
+///
+/// # Errors
+/// A file cannot be written.
+pub fn write(dir: &Path, plan: &Plan, runs: &[Measured]) -> Result<()> {
+    crate::stand::files::write_whole(&dir.join("runs.csv"), csv(runs).as_bytes())?;
+    crate::stand::files::write_whole(&dir.join("REPORT.md"), markdown(plan, runs).as_bytes())
+}
+
+fn f(v: Option<f64>) -> String {
+    v.map_or(String::new(), |v| format!("{v:.1}"))
+}
+
+fn csv(runs: &[Measured]) -> String {
+    let mut s = String::from(
+        "id,experiment,workload,processes,rate,delay,variant,rtt_mean_ms,rtt_max_ms,\
+         throughput_per_s,correct,window_p50_ms,window_p90_ms,window_p95_ms,window_p99_ms,\
+         window_max_ms,notification_p50_ms,notification_p99_ms,notification_any_p50_ms,\
+         notification_any_p99_ms,element_p50_ms,element_p99_ms,below_frontier\n",
+    );
+    for m in runs {
+        let w = |i: usize| f(m.window_ms.map(|w| w[i]));
+        let two = |v: Option<[f64; 2]>, i: usize| f(v.map(|x| x[i]));
+        let _ = writeln!(
+            s,
+            "{},{},{:?},{},{},{},{},{:.2},{:.2},{:.0},{},{},{},{},{},{},{},{},{},{},{},{},{}",
+            m.id,
+            m.spec.experiment.name(),
+            m.spec.workload,
+            m.spec.processes,
+            m.spec.rate,
+            m.spec.delay.label(),
+            m.spec.variant,
+            m.rtt_mean_ms,
+            m.rtt_max_ms,
+            m.throughput_per_s,
+            m.correct,
+            w(0),
+            w(1),
+            w(2),
+            w(3),
+            w(4),
+            two(m.notification_ms, 0),
+            two(m.notification_ms, 1),
+            two(m.notification_any_ms, 0),
+            two(m.notification_any_ms, 1),
+            two(m.element_ms, 0),
+            two(m.element_ms, 1),
+            m.below_frontier
+        );
+    }
+    s
+}
+
+/// Where a series' window latency p99 leaves its bound: the baseline (RTT 0) plus the longest
+/// one-way path (half the largest RTT) plus [`SLACK_MS`]; or throughput falls under
+/// [`KEEPS_UP`] of the rate; or the counts are wrong. `None`: no knee in the runs.
+pub fn knee<'a>(baseline: &Measured, series: &[&'a Measured]) -> Option<&'a Measured> {
+    let base = baseline.window_ms?[3];
+    series.iter().copied().find(|m| {
+        let bound = base + m.rtt_max_ms / 2.0 + SLACK_MS;
+        let p99 = m.window_ms.map_or(f64::INFINITY, |w| w[3]);
+        p99 > bound || m.throughput_per_s < KEEPS_UP * m.spec.rate as f64 || !m.correct
+    })
+}
+
+fn ysb_table(s: &mut String, runs: &[&Measured], baseline: impl Fn(&Measured) -> Option<f64>) {
+    s.push_str(
+        "| processes | rate | delay | variant | RTT mean / max ms | events/s | window p50 / p90 / \
+         p95 / p99 ms | bound ms | counts |\n|---:|---:|---|---|---:|---:|---:|---:|---|\n",
+    );
+    for m in runs {
+        let w = m.window_ms.unwrap_or_default();
+        let bound = baseline(m).map(|b| b + m.rtt_max_ms / 2.0 + SLACK_MS);
+        let _ = writeln!(
+            s,
+            "| {} | {} | {} | {} | {:.1} / {:.1} | {:.0} | {:.1} / {:.1} / {:.1} / {:.1} | {} | {} |",
+            m.spec.processes,
+            m.spec.rate,
+            m.spec.delay.label(),
+            m.spec.variant,
+            m.rtt_mean_ms,
+            m.rtt_max_ms,
+            m.throughput_per_s,
+            w[0],
+            w[1],
+            w[2],
+            w[3],
+            f(bound),
+            if m.correct { "oracle" } else { "WRONG" }
+        );
+    }
+}
+
+/// The mesh baseline (RTT 0) of `m`'s rate and process count.
+fn baseline_of<'a>(runs: &'a [Measured], m: &Measured) -> Option<&'a Measured> {
+    runs.iter().find(|b| {
+        b.spec.experiment == Experiment::Mesh
+            && b.rtt_max_ms == 0.0
+            && (b.spec.rate, b.spec.processes) == (m.spec.rate, m.spec.processes)
+    })
+}
+
+fn markdown(plan: &Plan, runs: &[Measured]) -> String {
+    let mut s = String::from("# xorflow bench wan: seed 004's experiments\n\n");
+    let _ = writeln!(
+        s,
+        "Command: `{}`\n\nYSB runs: {} s of generation, one worker per process, one source per \
+         process, 10 s windows; chain runs: {} s, 2 processes x 1 worker, granularity 100. \
+         Delay injected in user space on every frame between processes (docs/wan.md). The \
+         knee: the first RTT whose window p99 exceeds the bound (the RTT-0 p99 + half the \
+         largest RTT + {SLACK_MS} ms), or whose throughput falls under {:.0} % of the rate, \
+         or whose counts are wrong.\n",
+        crate::ysb::command_line(),
+        plan.duration_s,
+        plan.chain_duration_s,
+        KEEPS_UP * 100.0
+    );
+    let of = |e: Experiment| -> Vec<&Measured> {
+        runs.iter().filter(|m| m.spec.experiment == e).collect()
+    };
+    let base = |m: &Measured| baseline_of(runs, m).and_then(|b| b.window_ms).map(|w| w[3]);
+    let mesh = of(Experiment::Mesh);
+    if !mesh.is_empty() {
+        s.push_str("## Full mesh (seed 004, Fig. 4 and 17)\n\n");
+        let mut series: Vec<String> = mesh.iter().map(|m| m.spec.series()).collect();
+        series.dedup();
+        for name in &series {
+            let runs_of: Vec<&Measured> = mesh
+                .iter()
+                .copied()
+                .filter(|m| &m.spec.series() == name)
+                .collect();
+            let verdict = match runs_of.iter().find(|m| m.rtt_max_ms == 0.0) {
+                None => "no RTT-0 baseline in this sweep".to_string(),
+                Some(b) => match knee(b, &runs_of) {
+                    Some(k) => format!("**knee at {} ms**", k.rtt_max_ms),
+                    None => format!(
+                        "no knee up to {} ms",
+                        runs_of.iter().map(|m| m.rtt_max_ms).fold(0.0, f64::max)
+                    ),
+                },
+            };
+            let _ = writeln!(s, "- {name}: {verdict}");
+        }
+        s.push('\n');
+        ysb_table(&mut s, &mesh, base);
+        s.push('\n');
+    }
+    for (e, title) in [
+        (
+            Experiment::Topology,
+            "City sets (seed 004, Table I and Fig. 6)",
+        ),
+        (
+            Experiment::Jitter,
+            "Jitter: 74-76 ms against a steady 75 ms",
+        ),
+        (Experiment::Tuning, "Tuning at the largest RTT"),
+    ] {
+        let rs = of(e);
+        if !rs.is_empty() {
+            let _ = writeln!(s, "## {title}\n");
+            ysb_table(&mut s, &rs, base);
+            s.push('\n');
+        }
+    }
+    let n = of(Experiment::Notification);
+    if !n.is_empty() {
+        s.push_str(
+            "## Notification latency under RTT (chain)\n\n| variant | delay | RTT max ms | \
+             elements/s | notification p50 / p99 ms | from last arrival anywhere p50 / p99 ms \
+             | element p50 / p99 ms | complete |\n|---|---|---:|---:|---:|---:|---:|---|\n",
+        );
+        for m in n {
+            let two = |v: Option<[f64; 2]>| {
+                v.map_or("-".into(), |x| format!("{:.1} / {:.1}", x[0], x[1]))
+            };
+            let _ = writeln!(
+                s,
+                "| {} | {} | {:.0} | {:.0} | {} | {} | {} | {} |",
+                m.spec.variant,
+                m.spec.delay.label(),
+                m.rtt_max_ms,
+                m.throughput_per_s,
+                two(m.notification_ms),
+                two(m.notification_any_ms),
+                two(m.element_ms),
+                if m.correct && m.below_frontier == 0 {
+                    "yes"
+                } else {
+                    "NO"
+                }
+            );
+        }
+        s.push('\n');
+    }
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::wan::spec::{Delay, RunSpec, Workload};
+
+    fn run(rtt: u64, p99: f64, throughput: f64) -> Measured {
+        Measured {
+            id: format!("r{rtt}"),
+            spec: RunSpec {
+                experiment: Experiment::Mesh,
+                workload: Workload::Ysb,
+                rate: 22_000,
+                processes: 2,
+                delay: Delay::mesh(rtt),
+                variant: "default".into(),
+                args: Vec::new(),
+            },
+            rtt_mean_ms: rtt as f64,
+            rtt_max_ms: rtt as f64,
+            throughput_per_s: throughput,
+            correct: true,
+            window_ms: Some([1.0, 2.0, 3.0, p99, p99]),
+            notification_ms: None,
+            notification_any_ms: None,
+            element_ms: None,
+            below_frontier: 0,
+        }
+    }
+
+    #[test]
+    fn the_knee_is_the_first_rtt_past_the_bound_or_below_the_rate() {
+        let (b, r40, r80) = (
+            run(0, 50.0, 22_000.0),
+            run(40, 74.0, 22_000.0),
+            run(80, 96.0, 22_000.0),
+        );
+        // 50 + 40 + 5 = 95 >= 96? No: 80 is the knee; 40 is within 50 + 20 + 5.
+        assert_eq!(
+            knee(&b, &[&b, &r40, &r80]).map(|m| m.rtt_max_ms),
+            Some(80.0)
+        );
+        let slow = run(40, 60.0, 20_000.0);
+        assert_eq!(knee(&b, &[&b, &slow]).map(|m| m.rtt_max_ms), Some(40.0));
+        assert!(knee(&b, &[&b, &r40]).is_none());
+        let mut wrong = run(10, 50.0, 22_000.0);
+        wrong.correct = false;
+        assert_eq!(knee(&b, &[&wrong]).map(|m| m.rtt_max_ms), Some(10.0));
+        let text = markdown(
+            &Plan {
+                experiments: vec![Experiment::Mesh],
+                rates: vec![22_000],
+                processes: vec![2],
+                rtts_ms: vec![0, 40, 80],
+                topologies: Vec::new(),
+                duration_s: 30,
+                chain_rate: 20_000,
+                chain_duration_s: 10,
+                chain_rtts_ms: Vec::new(),
+                quick: false,
+            },
+            &[b, r40, r80],
+        );
+        assert!(text.contains("knee at 80 ms"), "{text}");
+        assert!(csv(&[run(0, 1.0, 1.0)]).lines().count() == 2);
+    }
+}

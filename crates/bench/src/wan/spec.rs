@@ -1,0 +1,244 @@
+//! What one run of `xorflow bench wan` is: an experiment of seed 004's, a workload (the YSB or
+//! seed 000's chain), the delay between the processes and the variant the experiment varies.
+
+use anyhow::{bail, Result};
+use serde::Serialize;
+
+/// Seed 004's experiments, scaled to this machine (docs/wan.md).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Experiment {
+    /// The YSB at each rate and process count, the same RTT between every pair, 0-100 ms.
+    Mesh,
+    /// The YSB on the paper's EU, US and global city sets (Table I).
+    Topology,
+    /// The YSB at 74-76 ms RTT (seed 004's jitter run) next to a steady 75 ms.
+    Jitter,
+    /// Notification latency on the chain under RTT: trAcker replicated, central, batched,
+    /// sharded, in a dedicated process midway, and markers.
+    Notification,
+    /// The YSB at the largest RTT with the knobs seed 004 tunes: channel capacity (credits
+    /// against the bandwidth-delay product), flush timeout, batching of acks and batches.
+    Tuning,
+}
+
+impl Experiment {
+    /// All of them, in the order they run.
+    pub const ALL: [Experiment; 5] = [
+        Experiment::Mesh,
+        Experiment::Topology,
+        Experiment::Jitter,
+        Experiment::Notification,
+        Experiment::Tuning,
+    ];
+
+    /// Its name on the command line and in results.
+    pub fn name(self) -> &'static str {
+        match self {
+            Experiment::Mesh => "mesh",
+            Experiment::Topology => "topology",
+            Experiment::Jitter => "jitter",
+            Experiment::Notification => "notification",
+            Experiment::Tuning => "tuning",
+        }
+    }
+
+    /// The experiment called `s`.
+    ///
+    /// # Errors
+    /// An unknown name (the error lists the known ones).
+    pub fn parse(s: &str) -> Result<Experiment> {
+        match Experiment::ALL.iter().find(|e| e.name() == s) {
+            Some(&e) => Ok(e),
+            None => bail!(
+                "unknown experiment '{s}' (expected one of: {})",
+                Experiment::ALL.map(Experiment::name).join(", ")
+            ),
+        }
+    }
+}
+
+/// The delay between the processes of a run.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Delay {
+    /// The same RTT between every pair, ms (`--rtt`), with jitter, ms (`--rtt-jitter`).
+    Mesh {
+        /// Round-trip time, ms.
+        rtt_ms: u64,
+        /// Jitter on it, ms.
+        jitter_ms: u64,
+    },
+    /// A seed 004 city set (`--rtt-topology`).
+    Topology(String),
+    /// A matrix written for the run (`--delay-matrix`): row per process, ms.
+    Matrix(Vec<Vec<f64>>),
+}
+
+impl Delay {
+    /// A steady full mesh of `rtt_ms`.
+    pub fn mesh(rtt_ms: u64) -> Self {
+        Delay::Mesh {
+            rtt_ms,
+            jitter_ms: 0,
+        }
+    }
+
+    /// Its engine options; a matrix is written to `matrix_file` first.
+    ///
+    /// # Errors
+    /// The matrix file cannot be written.
+    pub fn args(&self, matrix_file: &std::path::Path) -> Result<Vec<String>> {
+        Ok(match self {
+            Delay::Mesh { rtt_ms: 0, .. } => Vec::new(),
+            Delay::Mesh { rtt_ms, jitter_ms } => {
+                let mut a = vec!["--rtt".into(), format!("{rtt_ms}ms")];
+                if *jitter_ms > 0 {
+                    a.extend(["--rtt-jitter".into(), format!("{jitter_ms}ms")]);
+                }
+                a
+            }
+            Delay::Topology(t) => vec!["--rtt-topology".into(), t.clone()],
+            Delay::Matrix(rows) => {
+                let text: String = rows
+                    .iter()
+                    .map(|r| r.iter().map(|v| format!("{v} ")).collect::<String>() + "\n")
+                    .collect();
+                crate::stand::files::write_whole(matrix_file, text.as_bytes())?;
+                vec!["--delay-matrix".into(), matrix_file.display().to_string()]
+            }
+        })
+    }
+
+    /// Mean and largest RTT over the pairs of `processes` processes, ms.
+    pub fn rtt_ms(&self, processes: usize) -> (f64, f64) {
+        use xorflow_runtime::net::delay::{DelayMatrix, Topology};
+        let m = match self {
+            Delay::Mesh { rtt_ms, .. } => {
+                DelayMatrix::from_fn(processes, |i, j| if i == j { 0.0 } else { *rtt_ms as f64 })
+            }
+            Delay::Topology(t) => match t.parse::<Topology>() {
+                Ok(t) => DelayMatrix::from_fn(processes.min(8), |i, j| t.rtt_ms(i, j)),
+                Err(_) => return (0.0, 0.0),
+            },
+            Delay::Matrix(rows) => DelayMatrix::from_fn(rows.len(), |i, j| rows[i][j]),
+        };
+        m.mean_and_max_ms()
+    }
+
+    /// A short label: `rtt 40ms`, `rtt 75+-1ms`, `eu`, `matrix`.
+    pub fn label(&self) -> String {
+        match self {
+            Delay::Mesh {
+                rtt_ms,
+                jitter_ms: 0,
+            } => format!("rtt {rtt_ms}ms"),
+            Delay::Mesh { rtt_ms, jitter_ms } => format!("rtt {rtt_ms}+-{jitter_ms}ms"),
+            Delay::Topology(t) => t.clone(),
+            Delay::Matrix(_) => "matrix".into(),
+        }
+    }
+}
+
+/// The job a run measures.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Workload {
+    /// The YSB (`xorflow bench ysb`), 10 s windows: window latency and throughput.
+    Ysb,
+    /// Seed 000's chain (`xorflow bench chain`): notification and element latency.
+    Chain,
+}
+
+/// One run.
+#[derive(Clone, Debug, Serialize)]
+pub struct RunSpec {
+    /// Which experiment it belongs to.
+    pub experiment: Experiment,
+    /// The job.
+    pub workload: Workload,
+    /// Events (YSB) or elements (chain) per second, all sources together.
+    pub rate: u64,
+    /// Worker processes, one worker each (dedicated tracker processes come on top).
+    pub processes: usize,
+    /// The delay.
+    pub delay: Delay,
+    /// What the experiment varies besides the delay (`default`, `batched`, `markers`, ...).
+    pub variant: String,
+    /// The variant's engine options.
+    pub args: Vec<String>,
+}
+
+impl RunSpec {
+    /// Its id in results: `NNN-experiment-pP-rate-delay-variant`, file-name safe.
+    pub fn id(&self, i: usize) -> String {
+        let raw = format!(
+            "{i:03}-{}-p{}-{}-{}-{}",
+            self.experiment.name(),
+            self.processes,
+            self.rate,
+            self.delay.label(),
+            self.variant
+        );
+        raw.chars()
+            .map(|c| {
+                if c.is_ascii_alphanumeric() || c == '-' {
+                    c
+                } else {
+                    '-'
+                }
+            })
+            .collect()
+    }
+
+    /// The series it belongs to (the runs a knee is looked for in): everything but the delay.
+    pub fn series(&self) -> String {
+        format!(
+            "{} {} p={} {}/s {}",
+            self.experiment.name(),
+            match self.workload {
+                Workload::Ysb => "ysb",
+                Workload::Chain => "chain",
+            },
+            self.processes,
+            self.rate,
+            self.variant
+        )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn delays_render_as_engine_options_and_figures() {
+        let dir = tempfile::tempdir().unwrap();
+        let f = dir.path().join("m.txt");
+        assert!(Delay::mesh(0).args(&f).unwrap().is_empty());
+        assert_eq!(Delay::mesh(40).args(&f).unwrap(), ["--rtt", "40ms"]);
+        let j = Delay::Mesh {
+            rtt_ms: 75,
+            jitter_ms: 1,
+        };
+        assert_eq!(
+            j.args(&f).unwrap(),
+            ["--rtt", "75ms", "--rtt-jitter", "1ms"]
+        );
+        assert_eq!(j.label(), "rtt 75+-1ms");
+        let m = Delay::Matrix(vec![vec![0.0, 40.0], vec![40.0, 0.0]]);
+        let a = m.args(&f).unwrap();
+        assert_eq!(a[0], "--delay-matrix");
+        let back = xorflow_runtime::net::delay::matrix::read(&f, 2).unwrap();
+        assert_eq!(back.rtt_ms(0, 1), 40.0);
+        assert_eq!(Delay::Topology("eu".into()).rtt_ms(2), (16.0, 16.0));
+        assert_eq!(Delay::mesh(40).rtt_ms(4), (40.0, 40.0));
+        for e in Experiment::ALL {
+            assert_eq!(Experiment::parse(e.name()).unwrap(), e);
+        }
+        assert!(Experiment::parse("moon")
+            .unwrap_err()
+            .to_string()
+            .contains("mesh"));
+    }
+}

@@ -1,0 +1,165 @@
+//! `xorflow bench wan`: seed 004's wide-area experiments with the delay injected in user space
+//! (crates/bench/src/wan/, docs/wan.md).
+
+use crate::ysb::finish_stand;
+use clap::Args;
+use std::io::Write as _;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Duration;
+use xorflow_bench::wan::{Experiment, Plan};
+use xorflow_bench::ysb::Engine;
+
+/// Options of `xorflow bench wan`.
+#[derive(Args)]
+#[command(
+    after_help = "Examples:\n  xorflow bench wan --experiments mesh --processes 2 --rtts 0,40,100\n  \
+                  xorflow bench wan --quick\n\n\
+                  Writes <out>/wan-<UTC>/: REPORT.md (with each series' knee), runs.csv, \
+                  raw.jsonl and every run's command and output under runs/ (docs/wan.md)."
+)]
+pub struct WanArgs {
+    /// Experiments to run, comma-separated: mesh, topology, jitter, notification, tuning
+    /// (default: all).
+    #[arg(long, value_delimiter = ',')]
+    experiments: Vec<String>,
+    /// YSB rates, events/s (default 22000,55000: seed 004's).
+    #[arg(long, value_delimiter = ',')]
+    rates: Vec<u64>,
+    /// Worker processes, one worker each (default 2,4,8: seed 004's workers).
+    #[arg(long, value_delimiter = ',')]
+    processes: Vec<usize>,
+    /// Full-mesh RTTs of the mesh experiment, ms (default 0,10,20,30,40,60,80,100; 0 is added
+    /// when missing: it is the baseline of the knee).
+    #[arg(long, value_delimiter = ',')]
+    rtts: Vec<u64>,
+    /// City sets of the topology experiment (default eu,us,global).
+    #[arg(long, value_delimiter = ',')]
+    topologies: Vec<String>,
+    /// Seconds of generation per YSB run, whole seconds, at least 20 (windows are 10 s; only
+    /// those wholly inside the generation count).
+    #[arg(long, default_value = "30s", value_parser = humantime::parse_duration)]
+    duration: Duration,
+    /// Elements/s of the notification experiment's chain runs.
+    #[arg(long, default_value_t = 20_000)]
+    chain_rate: u64,
+    /// RTTs of the notification experiment, ms (default 0,10,40,100).
+    #[arg(long, value_delimiter = ',')]
+    chain_rtts: Vec<u64>,
+    /// A short sweep: 22000 events/s, 2 processes, RTT 0/40/100 ms, the EU set, 20 s runs,
+    /// two notification variants at 0 and 40 ms, two tuning variants.
+    #[arg(long)]
+    quick: bool,
+    /// Where the JVM peers' Maven projects are (not built by this command yet).
+    #[arg(long, default_value = "peers")]
+    peers_dir: PathBuf,
+    /// Results root: writes <out>/wan-<UTC time>/.
+    #[arg(long, default_value = "bench/results")]
+    out: PathBuf,
+}
+
+fn or<T: Clone>(v: &[T], full: &[T], quick: &[T], q: bool) -> Vec<T> {
+    match (v.is_empty(), q) {
+        (false, _) => v.to_vec(),
+        (true, false) => full.to_vec(),
+        (true, true) => quick.to_vec(),
+    }
+}
+
+impl WanArgs {
+    /// The plan these options ask for.
+    ///
+    /// # Errors
+    /// An unknown experiment or city set, a duration under 20 s or not whole, a rate or
+    /// process count out of range, an RTT over 60 s.
+    pub fn plan(&self) -> Result<Plan, String> {
+        let experiments = if self.experiments.is_empty() {
+            Experiment::ALL.to_vec()
+        } else {
+            let mut v = (self.experiments.iter())
+                .map(|s| Experiment::parse(s.trim()).map_err(|e| e.to_string()))
+                .collect::<Result<Vec<_>, _>>()?;
+            v.sort();
+            v.dedup();
+            v
+        };
+        if self.duration.subsec_nanos() != 0 || self.duration.as_secs() < 20 {
+            return Err(format!(
+                "--duration must be whole seconds, at least 20s (got {:?}): the windows are \
+                 10 s long and only those wholly inside the generation count",
+                self.duration
+            ));
+        }
+        let q = self.quick;
+        let rates = or(&self.rates, &[22_000, 55_000], &[22_000], q);
+        let processes = or(&self.processes, &[2, 4, 8], &[2], q);
+        let mut rtts = or(
+            &self.rtts,
+            &[0, 10, 20, 30, 40, 60, 80, 100],
+            &[0, 40, 100],
+            q,
+        );
+        rtts.push(0);
+        rtts.sort_unstable();
+        rtts.dedup();
+        let chain_rtts = or(&self.chain_rtts, &[0, 10, 40, 100], &[0, 40], q);
+        let topologies = or(
+            &self.topologies,
+            &["eu".to_string(), "us".into(), "global".into()],
+            &["eu".to_string()],
+            q,
+        );
+        for t in &topologies {
+            t.parse::<xorflow_runtime::net::delay::Topology>()?;
+        }
+        if rates.contains(&0) || self.chain_rate == 0 {
+            return Err("rates must be at least 1 event/s".into());
+        }
+        if processes.iter().any(|&p| !(2..=8).contains(&p)) {
+            return Err(format!(
+                "--processes must be between 2 and 8 (a delay acts between processes; the city \
+                 sets have 8 cities), got {processes:?}"
+            ));
+        }
+        if rtts.iter().chain(&chain_rtts).any(|&r| r > 60_000) {
+            return Err("RTTs must be at most 60000 ms".into());
+        }
+        Ok(Plan {
+            experiments,
+            rates,
+            processes,
+            rtts_ms: rtts,
+            topologies,
+            duration_s: if q { 20 } else { self.duration.as_secs() },
+            chain_rate: self.chain_rate,
+            chain_duration_s: 10,
+            chain_rtts_ms: chain_rtts,
+            quick: q,
+        })
+    }
+}
+
+/// Runs `xorflow bench wan` (exit 2: bad options; 1: the results folder failed).
+pub fn run(a: WanArgs) -> ExitCode {
+    let plan = match a.plan() {
+        Ok(p) => p,
+        Err(e) => {
+            let _ = writeln!(std::io::stderr(), "error: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    let exe = match std::env::current_exe() {
+        Ok(e) => e,
+        Err(e) => {
+            let _ = writeln!(std::io::stderr(), "error: cannot find own executable: {e}");
+            return ExitCode::from(1);
+        }
+    };
+    let stand = xorflow_bench::ysb::StandConfig {
+        engines: vec![Engine::Xorflow],
+        out: a.out.clone(),
+        peers_dir: a.peers_dir.clone(),
+        xorflow: exe,
+    };
+    finish_stand(xorflow_bench::wan::run(&plan, &stand))
+}
