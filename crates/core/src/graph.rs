@@ -27,8 +27,14 @@ pub enum Partitioning {
 pub struct VertexDesc {
     /// Name given by the job (unique within the dataflow).
     pub name: String,
-    /// Tracking component (default: one per vertex, numbered like the vertices).
+    /// Tracking component (default: one per vertex, numbered like the vertices); the first of
+    /// its instances' components when `instance_components > 0`.
     pub component: ComponentId,
+    /// 0: all instances share `component`. n > 0: instance `i` (on global worker `i`) has a
+    /// component of its own, `component + i`, so its frontier waits only for what is sent to
+    /// it, not for what its upstream sends to the other instances (a window or sink fed by an
+    /// exchange: docs/wan.md, "Instance frontiers").
+    pub instance_components: usize,
     /// True for sources (they have no inputs and send heartbeats).
     pub is_source: bool,
     /// Number of source instances (sources only).
@@ -59,23 +65,28 @@ impl GraphDesc {
     /// Per-component lists of directly upstream components (excluding the component itself), the
     /// input the tracker's topology needs.
     pub fn component_upstream(&self) -> Vec<Vec<ComponentId>> {
-        let n = self
-            .vertices
-            .iter()
-            .map(|v| v.component as usize + 1)
+        let n = (self.vertices.iter())
+            .flat_map(|v| self.components_of(v))
+            .map(|c| c as usize + 1)
             .max()
             .unwrap_or(0);
         let mut up: Vec<Vec<ComponentId>> = vec![Vec::new(); n];
         for e in &self.edges {
-            let (cf, ct) = (
-                self.vertices[e.from].component,
-                self.vertices[e.to].component,
-            );
-            if cf != ct && !up[ct as usize].contains(&cf) {
-                up[ct as usize].push(cf);
+            let (from, to) = (&self.vertices[e.from], &self.vertices[e.to]);
+            for ct in self.components_of(to) {
+                for cf in self.components_of(from) {
+                    if cf != ct && !up[ct as usize].contains(&cf) {
+                        up[ct as usize].push(cf);
+                    }
+                }
             }
         }
         up
+    }
+
+    /// The tracking components of `v`'s instances: `component`, or one per instance.
+    pub fn components_of(&self, v: &VertexDesc) -> std::ops::Range<ComponentId> {
+        v.component..v.component + v.instance_components.max(1) as ComponentId
     }
 
     /// A cycle of the vertex graph, as vertex names from a vertex back to itself, if there is one
@@ -147,10 +158,38 @@ mod tests {
     use super::*;
 
     #[test]
+    fn instance_components_fan_in_and_out() {
+        let v = |name: &str, c, n| VertexDesc {
+            name: name.into(),
+            component: c,
+            instance_components: n,
+            is_source: c == 0,
+            source_instances: if c == 0 { 2 } else { 0 },
+        };
+        let e = |from, to| EdgeDesc {
+            from,
+            to,
+            partitioning: Partitioning::Hash,
+        };
+        // A window with an instance per worker (3) between a source and a sink.
+        let g = GraphDesc {
+            vertices: vec![v("s", 0, 0), v("w", 1, 3), v("out", 4, 0)],
+            edges: vec![e(0, 1), e(1, 2)],
+        };
+        assert_eq!(g.components_of(&g.vertices[1]), 1..4);
+        assert_eq!(
+            g.component_upstream(),
+            vec![vec![], vec![0], vec![0], vec![0], vec![1, 2, 3]]
+        );
+        assert_eq!(g.components(), 5);
+    }
+
+    #[test]
     fn component_upstream_of_a_diamond() {
         let v = |name: &str, c| VertexDesc {
             name: name.into(),
             component: c,
+            instance_components: 0,
             is_source: c == 0,
             source_instances: if c == 0 { 2 } else { 0 },
         };

@@ -115,6 +115,12 @@ pub struct EngineArgs {
     /// wake-ups and less CPU per element at low load; docs/cpu.md).
     #[arg(long, default_value_t = true, action = clap::ArgAction::Set)]
     pub batch_flush_on_idle: bool,
+    /// Under trAcker, a window or sink fed by an exchange gets a tracking component per
+    /// instance: its frontier waits only for what is sent to it, not for the acks of what its
+    /// upstream sent elsewhere (across processes: one network hop instead of a round trip;
+    /// docs/wan.md). false: one component per vertex, as before.
+    #[arg(long, default_value_t = true, action = clap::ArgAction::Set)]
+    pub instance_frontiers: bool,
     /// How late a worker's timed waits (a source's schedule, flush timeouts) may wake, e.g. 1us
     /// (precise, a timer interrupt per wait) or 50us (Linux's default: one wake-up for several
     /// deadlines, much less CPU at low load; docs/cpu.md).
@@ -237,6 +243,7 @@ impl EngineArgs {
             ack_flush_count: self.ack_flush_count,
             ack_flush_on_idle: self.ack_flush_on_idle,
             batch_flush_on_idle: self.batch_flush_on_idle,
+            instance_frontiers: self.instance_frontiers,
             timer_slack: self.timer_slack,
             ack_multiplier: self.ack_multiplier,
             tracker_shards: self.tracker_shards,
@@ -398,6 +405,11 @@ impl EngineArgs {
             "batch-flush-on-idle",
             self.batch_flush_on_idle,
             d.batch_flush_on_idle,
+        );
+        a.value(
+            "instance-frontiers",
+            self.instance_frontiers,
+            d.instance_frontiers,
         );
         a.duration("timer-slack", self.timer_slack, d.timer_slack);
         a.value("ack-multiplier", self.ack_multiplier, d.ack_multiplier);
@@ -653,7 +665,7 @@ mod tests {
             ack_flush_interval in duration(),
             ack_flush_count in 0usize..100_000,
             ack_flush_on_idle in any::<bool>(),
-            batch_flush_on_idle in any::<bool>(),
+            (batch_flush_on_idle, instance_frontiers) in (any::<bool>(), any::<bool>()),
             timer_slack in (0u64..=10_000_000).prop_map(Duration::from_nanos),
             ack_multiplier in 0usize..2000,
             no_latency_probe in any::<bool>(),
@@ -703,6 +715,7 @@ mod tests {
                 ack_flush_count,
                 ack_flush_on_idle,
                 batch_flush_on_idle,
+                instance_frontiers,
                 timer_slack,
                 ack_multiplier,
                 no_latency_probe,

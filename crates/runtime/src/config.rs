@@ -128,6 +128,10 @@ pub struct RuntimeConfig {
     /// batches and less CPU per element at low load, at up to the timeout's latency per hop
     /// (docs/cpu.md, "Batching at low load").
     pub batch_flush_on_idle: bool,
+    /// Under trAcker, a window or sink fed by an exchange gets a tracking component per
+    /// instance, so each instance's frontier waits only for what is sent to it (one network
+    /// hop across processes instead of a round trip; docs/wan.md, "Instance frontiers").
+    pub instance_frontiers: bool,
     /// How late a worker's timed waits may wake (`--timer-slack`; docs/cpu.md): 1 us for
     /// precise schedules and flush timeouts, Linux's 50 us for fewer timer wake-ups.
     pub timer_slack: Duration,
@@ -198,6 +202,7 @@ impl Default for RuntimeConfig {
             ack_flush_count: 4096,
             ack_flush_on_idle: true,
             batch_flush_on_idle: true,
+            instance_frontiers: true,
             timer_slack: Duration::from_micros(1),
             ack_multiplier: 0,
             tracker_shards: 1,

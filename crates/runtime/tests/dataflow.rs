@@ -441,8 +441,10 @@ fn elementwise_chains_match_oracle() {
         for mode in MODES {
             for instances in 1..=4 {
                 let what = format!(
-                    "workers {workers}, {mode:?}, {instances} instances, batch flush on idle {}",
-                    instances % 2 == 1
+                    "workers {workers}, {mode:?}, {instances} instances, batch flush on idle {}, \
+                     instance frontiers {}",
+                    instances % 2 == 1,
+                    (instances + workers) % 2 == 0
                 );
                 let scripts: Arc<Vec<Arc<Vec<Ev<u64>>>>> = Arc::new(
                     (0..instances)
@@ -485,6 +487,9 @@ fn elementwise_chains_match_oracle() {
                         batch_size: 16,
                         // Half the runs leave partial batches to the flush timeout.
                         batch_flush_on_idle: instances % 2 == 1,
+                        // Sinks fed by an exchange track per instance or per vertex (checked
+                        // below their frontiers either way).
+                        instance_frontiers: (instances + workers) % 2 == 0,
                         ..config(workers, mode)
                     };
                     let df = Dataflow::new(cfg).unwrap();

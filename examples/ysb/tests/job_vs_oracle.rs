@@ -33,6 +33,8 @@ proptest! {
         speed in prop_oneof![Just(None), Just(Some(2000.0))],
         // Partial batches sent when a worker goes idle, or only at the flush timeout.
         batch_flush_on_idle in any::<bool>(),
+        // A component per window instance, or one for the window vertex.
+        instance_frontiers in any::<bool>(),
     ) {
         let dir = tempfile::tempdir().unwrap();
         let mut text = String::new();
@@ -59,6 +61,7 @@ proptest! {
         cfg.runtime.granularity = granularity;
         cfg.runtime.batch_size = batch_size;
         cfg.runtime.batch_flush_on_idle = batch_flush_on_idle;
+        cfg.runtime.instance_frontiers = instance_frontiers;
         cfg.speed = speed;
         let s = run(&cfg).unwrap();
         let want = oracle::counts(&text, TABLE, lateness_ms, WINDOW_MS).unwrap();

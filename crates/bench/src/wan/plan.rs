@@ -28,8 +28,13 @@ pub struct Plan {
 }
 
 /// The notification experiment's variants: (name, options, a dedicated tracker process).
-const NOTIFICATION: [(&str, &[&str], bool); 6] = [
+const NOTIFICATION: [(&str, &[&str], bool); 7] = [
     ("replicated", &[], false),
+    (
+        "vertex-frontiers",
+        &["--instance-frontiers", "false"],
+        false,
+    ),
     ("central", &["--tracker-layout", "central"], false),
     ("batched", &["--ack-flush-on-idle", "false"], false),
     (
@@ -42,8 +47,9 @@ const NOTIFICATION: [(&str, &[&str], bool); 6] = [
 ];
 
 /// The tuning experiment's variants: (name, options).
-const TUNING: [(&str, &[&str]); 5] = [
+const TUNING: [(&str, &[&str]); 6] = [
     ("default", &[]),
+    ("vertex-frontiers", &["--instance-frontiers", "false"]),
     ("capacity-1024", &["--channel-capacity", "1024"]),
     ("flush-10ms", &["--flush-timeout", "10ms"]),
     (
@@ -98,6 +104,8 @@ impl Plan {
         }
     }
 
+    /// Every rate, process count and RTT; the first rate and process count also with one
+    /// tracking component per vertex (`--instance-frontiers false`: how it was before).
     fn mesh(&self, v: &mut Vec<RunSpec>) {
         for &rate in &self.rates {
             for &p in &self.processes {
@@ -105,6 +113,17 @@ impl Plan {
                     v.push(self.ysb(Experiment::Mesh, rate, p, Delay::mesh(rtt)));
                 }
             }
+        }
+        if self.quick {
+            return;
+        }
+        for &rtt in &self.rtts_ms {
+            let (rate, p) = (self.rates[0], self.processes[0]);
+            v.push(RunSpec {
+                variant: "vertex-frontiers".into(),
+                args: strings(&["--instance-frontiers", "false"]),
+                ..self.ysb(Experiment::Mesh, rate, p, Delay::mesh(rtt))
+            });
         }
     }
 
@@ -201,11 +220,11 @@ mod tests {
         let p = plan(Experiment::ALL.to_vec(), false);
         let specs = p.specs();
         let count = |e| specs.iter().filter(|s| s.experiment == e).count();
-        assert_eq!(count(Experiment::Mesh), 2 * 3 * 4);
+        assert_eq!(count(Experiment::Mesh), 2 * 3 * 4 + 4);
         assert_eq!(count(Experiment::Topology), 3 * 3);
         assert_eq!(count(Experiment::Jitter), 3 * 2);
-        assert_eq!(count(Experiment::Notification), 6 * 2);
-        assert_eq!(count(Experiment::Tuning), 5);
+        assert_eq!(count(Experiment::Notification), 7 * 2);
+        assert_eq!(count(Experiment::Tuning), 6);
         // Ids are unique and file-name safe.
         let ids: std::collections::BTreeSet<String> =
             specs.iter().enumerate().map(|(i, s)| s.id(i)).collect();

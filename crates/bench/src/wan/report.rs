@@ -109,13 +109,18 @@ fn ysb_table(s: &mut String, runs: &[&Measured], baseline: impl Fn(&Measured) ->
     }
 }
 
-/// The mesh baseline (RTT 0) of `m`'s rate and process count.
+/// The mesh baseline (RTT 0) of `m`'s rate and process count: of its variant if the mesh ran
+/// it, else the default's.
 fn baseline_of<'a>(runs: &'a [Measured], m: &Measured) -> Option<&'a Measured> {
-    runs.iter().find(|b| {
-        b.spec.experiment == Experiment::Mesh
-            && b.rtt_max_ms == 0.0
-            && (b.spec.rate, b.spec.processes) == (m.spec.rate, m.spec.processes)
-    })
+    let at_zero = |variant: &str| {
+        runs.iter().find(|b| {
+            b.spec.experiment == Experiment::Mesh
+                && b.rtt_max_ms == 0.0
+                && (b.spec.rate, b.spec.processes) == (m.spec.rate, m.spec.processes)
+                && b.spec.variant == variant
+        })
+    };
+    at_zero(&m.spec.variant).or_else(|| at_zero("default"))
 }
 
 fn markdown(plan: &Plan, runs: &[Measured]) -> String {

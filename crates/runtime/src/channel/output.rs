@@ -43,6 +43,9 @@ pub enum OutLink<T> {
 }
 
 struct Target<T> {
+    /// Tracking component of the receiving instance (the vertex's, or the instance's own:
+    /// `xorflow_core::VertexDesc::instance_components`).
+    component: ComponentId,
     link: OutLink<T>,
     buf: Vec<Element<T>>,
     tmin: Time,
@@ -59,7 +62,6 @@ struct Target<T> {
 
 /// One outgoing edge of a vertex instance.
 pub struct EdgeOutput<T> {
-    component: ComponentId,
     partitioner: Partitioner<T>,
     targets: Vec<Target<T>>,
     /// Tracking range (time units) of the input the next elements derive from; `None`: each
@@ -71,19 +73,24 @@ pub struct EdgeOutput<T> {
 }
 
 impl<T: Send> EdgeOutput<T> {
-    /// An edge into a vertex of `component`, one link per receiving instance in partition order;
-    /// a forward edge has exactly one.
+    /// An edge into a vertex, one link per receiving instance in partition order (a forward edge
+    /// has exactly one), with the tracking component of each.
+    ///
+    /// # Panics
+    /// If `components` and `links` differ in length.
     pub fn new(
-        component: ComponentId,
+        components: Vec<ComponentId>,
         partitioner: Partitioner<T>,
         links: Vec<OutLink<T>>,
     ) -> Self {
+        assert_eq!(components.len(), links.len(), "a component per target");
         EdgeOutput {
-            component,
             partitioner,
             targets: links
                 .into_iter()
-                .map(|link| Target {
+                .zip(components)
+                .map(|(link, component)| Target {
+                    component,
                     link,
                     buf: Vec::new(),
                     tmin: 0,
@@ -101,9 +108,12 @@ impl<T: Send> EdgeOutput<T> {
         }
     }
 
-    /// Component of the receiving vertex.
-    pub fn component(&self) -> ComponentId {
-        self.component
+    /// Components of the receiving vertex's instances, each once.
+    pub fn components(&self) -> Vec<ComponentId> {
+        let mut c: Vec<ComponentId> = self.targets.iter().map(|t| t.component).collect();
+        c.sort_unstable();
+        c.dedup();
+        c
     }
 
     #[inline]
@@ -116,7 +126,6 @@ impl<T: Send> EdgeOutput<T> {
     #[inline]
     fn push_all(&mut self, elements: impl Iterator<Item = Element<T>>, ctx: &mut WorkerCtx) {
         let EdgeOutput {
-            component,
             partitioner,
             targets,
             lineage,
@@ -128,13 +137,13 @@ impl<T: Send> EdgeOutput<T> {
             Partitioner::Forward => {
                 let t = &mut targets[0];
                 for el in elements {
-                    Self::append(*component, *epoch, t, el, lineage, ctx);
+                    Self::append(*epoch, t, el, lineage, ctx);
                 }
             }
             Partitioner::RoundRobin { next } => {
                 let mut i = *next;
                 for el in elements {
-                    Self::append(*component, *epoch, &mut targets[i], el, lineage, ctx);
+                    Self::append(*epoch, &mut targets[i], el, lineage, ctx);
                     i += 1;
                     if i == n {
                         i = 0;
@@ -145,7 +154,7 @@ impl<T: Send> EdgeOutput<T> {
             Partitioner::Hash(h) => {
                 for el in elements {
                     let i = (h(&el.data) % n as u64) as usize;
-                    Self::append(*component, *epoch, &mut targets[i], el, lineage, ctx);
+                    Self::append(*epoch, &mut targets[i], el, lineage, ctx);
                 }
             }
         }
@@ -155,7 +164,6 @@ impl<T: Send> EdgeOutput<T> {
     /// tracking range grows by `lineage` (or the element's own time without one).
     #[inline(always)]
     fn append(
-        component: ComponentId,
         epoch: u64,
         t: &mut Target<T>,
         el: Element<T>,
@@ -177,7 +185,7 @@ impl<T: Send> EdgeOutput<T> {
         }
         t.buf.push(el);
         if t.buf.len() >= ctx.batch_size {
-            Self::seal_and_send(component, epoch, t, ctx);
+            Self::seal_and_send(epoch, t, ctx);
         }
     }
 
@@ -191,12 +199,8 @@ impl<T: Send> EdgeOutput<T> {
     /// component (a buffer holds one epoch: [`OutputPort::set_epoch`] sends it before the epoch
     /// changes), so re-registering under a fresh tag swaps the tag there too.
     #[inline]
-    fn register(
-        component: ComponentId,
-        epoch: u64,
-        t: &mut Target<T>,
-        ctx: &mut WorkerCtx,
-    ) -> (Slot, Slot) {
+    fn register(epoch: u64, t: &mut Target<T>, ctx: &mut WorkerCtx) -> (Slot, Slot) {
+        let component = t.component;
         let g = ctx.granularity;
         let range = (g.slot(t.tmin), g.slot(t.tmax));
         let epoch_c = ctx.epochs.map(|e| e.component(component));
@@ -225,10 +229,10 @@ impl<T: Send> EdgeOutput<T> {
         range
     }
 
-    fn seal_and_send(component: ComponentId, epoch: u64, t: &mut Target<T>, ctx: &mut WorkerCtx) {
+    fn seal_and_send(epoch: u64, t: &mut Target<T>, ctx: &mut WorkerCtx) {
         let has_data = !t.buf.is_empty();
         let (lo, hi) = if has_data {
-            Self::register(component, epoch, t, ctx)
+            Self::register(epoch, t, ctx)
         } else {
             (0, 0)
         };
@@ -308,7 +312,7 @@ impl<T: Send> EdgeOutput<T> {
     fn commit(&mut self, ctx: &mut WorkerCtx) {
         for t in &mut self.targets {
             if !t.buf.is_empty() {
-                Self::register(self.component, self.epoch, t, ctx);
+                Self::register(self.epoch, t, ctx);
             }
         }
     }
@@ -321,7 +325,7 @@ impl<T: Send> EdgeOutput<T> {
         }
         for t in &mut self.targets {
             if !t.buf.is_empty() {
-                Self::seal_and_send(self.component, self.epoch, t, ctx);
+                Self::seal_and_send(self.epoch, t, ctx);
             }
         }
         self.epoch = epoch;
@@ -336,7 +340,7 @@ impl<T: Send> EdgeOutput<T> {
             }
             let due = t.opened_ns.saturating_add(ctx.flush_timeout_ns);
             if force || ctx.now_ns >= due {
-                Self::seal_and_send(self.component, self.epoch, t, ctx);
+                Self::seal_and_send(self.epoch, t, ctx);
                 sent = true;
             } else {
                 // A worker that parks must wake when the batch is due, not when more arrives.
@@ -374,7 +378,7 @@ impl<T: Send> EdgeOutput<T> {
     fn end(&mut self, ctx: &mut WorkerCtx) {
         for t in &mut self.targets {
             if !t.buf.is_empty() {
-                Self::seal_and_send(self.component, self.epoch, t, ctx);
+                Self::seal_and_send(self.epoch, t, ctx);
             }
             ctx.count(MessageKind::EndOfStream, 0);
             Self::send(t, Msg::End, ctx);
@@ -439,9 +443,9 @@ impl<T: Clone + Send> OutputPort<T> {
         }
     }
 
-    /// Components of the vertices this port feeds.
+    /// Components of the vertices this port feeds (of their instances, where each has its own).
     pub fn components(&self) -> impl Iterator<Item = ComponentId> + '_ {
-        self.edges.iter().map(|e| e.component)
+        self.edges.iter().flat_map(|e| e.components())
     }
 
     /// Sends one element (batched). The element's send tag is registered at the next

@@ -52,7 +52,10 @@ type LocalChannels<T> = Arc<Mutex<Option<(u64, Arc<Vec<Vec<Channel<T>>>>)>>>;
 /// A consumer edge of a stream.
 pub(super) struct EdgeSpec<T> {
     edge: u32,
+    /// The receiving vertex's component (its first instance's, with `instance_components`).
     component: ComponentId,
+    /// The receiving vertex's `VertexDesc::instance_components`.
+    instance_components: usize,
     partition: PartitionSpec<T>,
     channels: LocalChannels<T>,
 }
@@ -131,7 +134,19 @@ pub(super) fn make_output<T: Data>(
                     })
                     .collect(),
             };
-            EdgeOutput::new(e.component, partitioner, links)
+            assert!(
+                e.instance_components == 0 || e.instance_components == workers,
+                "a component per instance was planned for {} workers, the job has {workers}",
+                e.instance_components
+            );
+            let components = match (&e.partition, e.instance_components) {
+                (_, 0) => vec![e.component; links.len()],
+                (PartitionSpec::Forward, _) => vec![e.component + w as ComponentId],
+                _ => (0..workers)
+                    .map(|r| e.component + r as ComponentId)
+                    .collect(),
+            };
+            EdgeOutput::new(components, partitioner, links)
         })
         .collect();
     OutputPort::new(edges)
@@ -147,18 +162,20 @@ impl<T: Data> Stream<T> {
     ) -> impl Fn(usize, &Wiring) -> InputPort<T> {
         let forward = matches!(self.partition, PartitionSpec::Forward);
         let channels: LocalChannels<T> = Arc::default();
-        let edge = {
+        let (edge, instance_components) = {
             let mut bb = self.b.borrow_mut();
             bb.graph.edges.push(EdgeDesc {
                 from: self.vertex,
                 to,
                 partitioning: self.partition.kind(),
             });
-            bb.graph.edges.len() as u32 - 1
+            let n = bb.graph.vertices[to].instance_components;
+            (bb.graph.edges.len() as u32 - 1, n)
         };
         self.consumers.borrow_mut().push(EdgeSpec {
             edge,
             component,
+            instance_components,
             partition: self.partition.clone(),
             channels: channels.clone(),
         });

@@ -113,13 +113,15 @@ impl Dataflow {
         self.b.borrow().config.clone()
     }
 
-    /// Adds a vertex in a new component, or in `join`'s component.
+    /// Adds a vertex in a new component, or in `join`'s component, or (`instance_components`
+    /// n > 0) in n new components, one per instance (`VertexDesc::instance_components`).
     pub(super) fn add_vertex(
         b: &Rc<RefCell<Builder>>,
         name: &str,
         instances: usize,
         join: Option<VertexId>,
         role: Role,
+        instance_components: usize,
     ) -> (VertexId, ComponentId) {
         let mut bb = b.borrow_mut();
         assert!(
@@ -138,18 +140,24 @@ impl Dataflow {
                 bb.graph.vertices[up].component
             }
             None => {
-                bb.components += 1;
-                bb.interest.push(false);
-                bb.components - 1
+                let n = instance_components.max(1);
+                bb.components += n as ComponentId;
+                bb.interest.extend(std::iter::repeat_n(false, n));
+                bb.components - n as ComponentId
             }
         };
+        assert!(join.is_none() || instance_components == 0);
         if role != Role::Plain {
-            bb.interest[component as usize] = true;
+            let n = instance_components.max(1) as ComponentId;
+            for c in component..component + n {
+                bb.interest[c as usize] = true;
+            }
         }
         let id = bb.graph.vertices.len();
         bb.graph.vertices.push(VertexDesc {
             name: name.to_string(),
             component,
+            instance_components,
             is_source: instances > 0,
             source_instances: instances,
         });
@@ -171,7 +179,7 @@ impl Dataflow {
         F: FnMut(usize) -> S + 'static,
     {
         assert!(instances > 0, "source '{name}' needs at least one instance");
-        let (vertex, component) = Self::add_vertex(&self.b, name, instances, None, Role::Plain);
+        let (vertex, component) = Self::add_vertex(&self.b, name, instances, None, Role::Plain, 0);
         let first_id = {
             let mut bb = self.b.borrow_mut();
             let id = bb.sources;
@@ -293,8 +301,15 @@ mod tests {
             .sink("out", out.factory());
         let g = df.graph();
         let comps: Vec<ComponentId> = g.vertices.iter().map(|v| v.component).collect();
-        assert_eq!(comps, vec![0, 0, 0, 1, 2]);
-        assert_eq!(g.component_upstream(), vec![vec![], vec![0], vec![1]]);
+        // The window, fed by an exchange, has a component per instance (2 workers: 1 and 2);
+        // the sink below it one for both (a window's output holds its downstream component).
+        assert_eq!(comps, vec![0, 0, 0, 1, 3]);
+        assert_eq!(g.vertices[3].instance_components, 2);
+        assert_eq!(g.vertices[4].instance_components, 0);
+        assert_eq!(
+            g.component_upstream(),
+            vec![vec![], vec![0], vec![0], vec![1, 2]]
+        );
         let report = df.run().unwrap();
         let mut got: Vec<(u64, u64)> = out
             .take()
@@ -319,10 +334,43 @@ mod tests {
             .tumbling_window("w", 5, |_| 0u8, Sum)
             .map("after", |r| r.value)
             .sink("out", VecSink::<u64>::shared().factory());
+        // The window has a component per instance (2 workers), both of interest.
         assert_eq!(
             df.b.borrow().interest,
-            vec![false, false, true, false, true]
+            vec![false, false, true, true, false, true]
         );
+    }
+
+    #[test]
+    fn instance_components_only_under_the_tracker_below_an_exchange_and_when_asked() {
+        let graph = |cfg: RuntimeConfig| {
+            let df = Dataflow::new(cfg).unwrap();
+            let s = df.source("src", 1, |_| Count(0, 10));
+            s.sink("forward", VecSink::<u64>::shared().factory());
+            s.rebalance()
+                .sink("exchanged", VecSink::<u64>::shared().factory());
+            s.map("m", |x| x)
+                .tumbling_window("w", 5, |_| 0u8, Sum)
+                .rebalance()
+                .sink("below_window", VecSink::shared().factory());
+            let g = df.graph();
+            g.vertices
+                .iter()
+                .map(|v| (v.name.clone(), v.instance_components))
+                .filter(|(_, n)| *n > 0)
+                .map(|(name, _)| name)
+                .collect::<Vec<_>>()
+        };
+        let c = |workers, instance_frontiers, tracking| RuntimeConfig {
+            workers,
+            instance_frontiers,
+            tracking,
+            ..RuntimeConfig::default()
+        };
+        use crate::TrackingMode::{Markers, Tracker};
+        assert_eq!(graph(c(3, true, Tracker)), ["exchanged", "w"]);
+        assert!(graph(c(3, false, Tracker)).is_empty());
+        assert!(graph(c(3, true, Markers)).is_empty());
     }
 
     #[test]

@@ -81,11 +81,13 @@ impl<T: Data> Stream<T> {
         Op: Operator<In = T, Out = OutputPort<O>>,
     {
         let notified = !matches!(role, Role::Plain);
-        let (vertex, component) = Dataflow::add_vertex(&self.b, name, 0, self.joined(), role);
+        let split = self.instance_components(role, input);
+        let (vertex, base) = Dataflow::add_vertex(&self.b, name, 0, self.joined(), role, split);
         self.b.borrow_mut().stateful[vertex] = Op::STATEFUL;
-        let input = input.connect(vertex, component);
+        let input = input.connect(vertex, base);
         let name = name.to_string();
         with_output(&self.b, vertex, move |w, wiring, output| {
+            let component = instance_component(base, split, w);
             let op = make(w, component, &output);
             let input = Some(input(w, wiring));
             Box::new(OperatorVertex::new(
@@ -96,6 +98,28 @@ impl<T: Data> Stream<T> {
 
     fn joined(&self) -> Option<VertexId> {
         self.join.then_some(self.vertex)
+    }
+
+    /// Components per instance for a new vertex of `role` fed by `input` (0: one for the
+    /// vertex). A window or sink fed by an exchange gets one per instance under trAcker
+    /// (`--instance-frontiers`), so an instance's frontier no longer waits for the acks of what
+    /// its upstream sent to the other instances: across processes that is a round trip saved
+    /// (docs/wan.md, "Instance frontiers"). Not below a window: its deferred output holds one
+    /// component of its downstream open (`operators/window.rs`), and not when joining a component.
+    fn instance_components(&self, role: Role, input: &Stream<T>) -> usize {
+        let bb = self.b.borrow();
+        let c = &bb.config;
+        let split = c.instance_frontiers
+            && c.tracking == crate::TrackingMode::Tracker
+            && role != Role::Plain
+            && !self.join
+            && !matches!(input.partition, PartitionSpec::Forward)
+            && !bb.deferred[input.vertex];
+        if split {
+            c.workers * c.cluster.launch_processes()
+        } else {
+            0
+        }
     }
 
     /// Puts the next vertex into the tracking component of this stream's vertex, so both share one
@@ -277,7 +301,7 @@ impl<T: Data> Stream<T> {
         step: impl Fn(T) -> Iteration<T, O> + Send + Sync + 'static,
     ) -> Stream<O> {
         let (vertex, component) =
-            Dataflow::add_vertex(&self.b, name, 0, self.joined(), Role::Plain);
+            Dataflow::add_vertex(&self.b, name, 0, self.joined(), Role::Plain, 0);
         let input = self.connect(vertex, component);
         let loop_consumers: Consumers<T> = Rc::default();
         let around = Stream::new(&self.b, vertex, loop_consumers.clone()).rebalance();
@@ -325,10 +349,11 @@ impl<T: Data> Stream<T> {
         name: &str,
         mut factory: impl FnMut(usize) -> S + 'static,
     ) {
-        let (vertex, component) =
-            Dataflow::add_vertex(&self.b, name, 0, self.joined(), Role::Notified);
+        let split = self.instance_components(Role::Notified, self);
+        let (vertex, base) =
+            Dataflow::add_vertex(&self.b, name, 0, self.joined(), Role::Notified, split);
         self.b.borrow_mut().stateful[vertex] = SinkOp::<T, S>::STATEFUL;
-        let input = self.connect(vertex, component);
+        let input = self.connect(vertex, base);
         let name = name.to_string();
         let state = self.b.borrow().config.state.clone();
         self.b
@@ -338,12 +363,22 @@ impl<T: Data> Stream<T> {
                 let op = SinkOp::new(&name, factory(w), state.clone());
                 Box::new(OperatorVertex::new(
                     &name,
-                    component,
+                    instance_component(base, split, w),
                     op,
                     Some(input(w, wiring)),
                     (),
                     true,
                 ))
             }));
+    }
+}
+
+/// The tracking component of a vertex's instance on global worker `w`: `base`, or with one
+/// component per instance (`split` > 0), `base + w`.
+fn instance_component(base: ComponentId, split: usize, w: usize) -> ComponentId {
+    if split > 0 {
+        base + w as ComponentId
+    } else {
+        base
     }
 }

@@ -184,8 +184,11 @@ fn epoch_domain(
     let workers = place.worker_processes * config.workers;
     let mut emitters = Vec::new();
     for (v, _) in b.deferred.iter().enumerate().filter(|(_, d)| **d) {
-        let c = b.graph.vertices[v].component;
-        emitters.extend(std::iter::repeat_n(c, workers));
+        // Instance `w` of a window with a component per instance emits in its own.
+        let d = &b.graph.vertices[v];
+        let per_instance = d.instance_components > 0;
+        emitters
+            .extend((0..workers).map(|w| d.component + if per_instance { w as u32 } else { 0 }));
     }
     let domain = xorflow_tracking::EpochDomain {
         components: topology.len(),

@@ -1,0 +1,139 @@
+//! `xorflow bench wan` end to end (seed 004's experiments, docs/wan.md): a real mesh sweep of
+//! the YSB on 2 processes at RTT 0 and 40 ms must show the delay in the window latency, count
+//! as the oracle does and report what it measured; a notification run on the chain under
+//! delay must see at least the one-way delay; bad options exit 2 without a results folder.
+
+mod common;
+use common::perf::{text, xorflow};
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+/// The one `wan-*` folder under `out`.
+fn results_dir(out: &Path) -> PathBuf {
+    let dirs: Vec<PathBuf> = std::fs::read_dir(out)
+        .expect("results root")
+        .map(|e| e.expect("entry").path())
+        .collect();
+    assert_eq!(dirs.len(), 1, "{dirs:?}");
+    assert!(dirs[0]
+        .file_name()
+        .unwrap()
+        .to_string_lossy()
+        .starts_with("wan-"));
+    dirs[0].clone()
+}
+
+/// `runs.csv` as rows of column -> value.
+fn rows(path: &Path) -> Vec<BTreeMap<String, String>> {
+    let mut r = csv::Reader::from_path(path).expect("csv");
+    let head: Vec<String> = r
+        .headers()
+        .expect("header")
+        .iter()
+        .map(String::from)
+        .collect();
+    r.records()
+        .map(|rec| {
+            let rec = rec.expect("row");
+            head.iter()
+                .cloned()
+                .zip(rec.iter().map(String::from))
+                .collect()
+        })
+        .collect()
+}
+
+fn num(row: &BTreeMap<String, String>, col: &str) -> f64 {
+    row[col]
+        .parse()
+        .unwrap_or_else(|_| panic!("{col} = '{}' in {row:?}", row[col]))
+}
+
+#[test]
+fn a_mesh_sweep_sees_the_delay_and_a_chain_run_notifies_after_it() {
+    let out = tempfile::tempdir().expect("tempdir");
+    let o = xorflow(&[
+        "bench",
+        "wan",
+        "--experiments",
+        "mesh,notification",
+        "--rates",
+        "22000",
+        "--processes",
+        "2",
+        "--rtts",
+        "40",
+        "--chain-rtts",
+        "40",
+        "--chain-rate",
+        "10000",
+        "--duration",
+        "20s",
+        "--quick",
+        "--out",
+        out.path().to_str().expect("utf-8"),
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    let dir = results_dir(out.path());
+    assert!(!dir.join("failures.txt").exists(), "{}", text(&o));
+    let runs = rows(&dir.join("runs.csv"));
+    // RTT 0 is added as the knee's baseline; the quick notification variants are two.
+    assert_eq!(runs.len(), 4, "{runs:?}");
+    let ysb: Vec<_> = runs.iter().filter(|r| r["workload"] == "Ysb").collect();
+    assert_eq!(ysb.len(), 2);
+    for r in &ysb {
+        assert_eq!(r["correct"], "true", "counts differ from the oracle: {r:?}");
+        assert!(num(r, "throughput_per_s") > 0.95 * 22_000.0, "{r:?}");
+    }
+    let (base, delayed) = (ysb[0], ysb[1]);
+    assert_eq!(
+        (num(base, "rtt_max_ms"), num(delayed, "rtt_max_ms")),
+        (0.0, 40.0)
+    );
+    // A window closes once every process's source has passed its end: at least one 20 ms hop
+    // later than without delay, at the median.
+    let (p50_0, p50_40) = (num(base, "window_p50_ms"), num(delayed, "window_p50_ms"));
+    assert!(
+        p50_40 >= p50_0 + 15.0,
+        "window p50 {p50_0} ms -> {p50_40} ms at 40 ms RTT"
+    );
+    for r in runs.iter().filter(|r| r["workload"] == "Chain") {
+        assert_eq!(r["correct"], "true", "{r:?}");
+        assert_eq!(r["below_frontier"], "0", "{r:?}");
+        // Nothing crosses a 40 ms RTT in under 20 ms.
+        assert!(num(r, "notification_any_p50_ms") >= 19.0, "{r:?}");
+        assert!(num(r, "element_p50_ms") >= 19.0, "{r:?}");
+    }
+    let report = std::fs::read_to_string(dir.join("REPORT.md")).expect("REPORT.md");
+    assert!(report.contains("## Full mesh"), "{report}");
+    assert!(report.contains("mesh ysb p=2 22000/s default:"), "{report}");
+    assert!(report.contains("| markers | rtt 40ms |"), "{report}");
+    let raw = std::fs::read_to_string(dir.join("raw.jsonl")).expect("raw.jsonl");
+    assert_eq!(raw.lines().count(), 4);
+}
+
+#[test]
+fn bad_options_exit_2_naming_them_and_write_nothing() {
+    let out = tempfile::tempdir().expect("tempdir");
+    let root = out.path().to_str().expect("utf-8");
+    let cases: [(&[&str], &str); 6] = [
+        (&["--experiments", "moon"], "unknown experiment 'moon'"),
+        (&["--duration", "10s"], "at least 20s"),
+        (&["--processes", "1"], "between 2 and 8"),
+        (&["--processes", "9"], "between 2 and 8"),
+        (&["--topologies", "asia"], "unknown topology 'asia'"),
+        (&["--rates", "0"], "at least 1"),
+    ];
+    for (args, want) in cases {
+        let mut a = vec!["bench", "wan", "--out", root];
+        a.extend_from_slice(args);
+        let o = xorflow(&a);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {}", text(&o));
+        assert!(
+            String::from_utf8_lossy(&o.stderr).contains(want),
+            "{args:?}: {}",
+            text(&o)
+        );
+    }
+    assert_eq!(std::fs::read_dir(out.path()).unwrap().count(), 0);
+}
