@@ -11,6 +11,7 @@ pub mod changelog;
 pub mod checkpoint_cost;
 pub mod cpu;
 pub mod generator;
+pub mod named;
 pub mod restore;
 pub mod stand;
 pub mod store_io;

@@ -1,7 +1,7 @@
 //! `xorflow bench cpu`: seed 003's CPU-efficiency experiments on the YSB, each run sampled by
 //! `xorflow profile` (crates/bench/src/cpu/, docs/cpu.md).
 
-use crate::ysb::{engines, finish_stand};
+use crate::ysb::{chosen, engines, finish_stand, sweep_duration};
 use clap::Args;
 use std::io::Write as _;
 use std::path::PathBuf;
@@ -83,23 +83,8 @@ impl CpuArgs {
     /// # Errors
     /// An unknown experiment, a duration under 20 s or not whole, a rate or campaign count of 0.
     pub fn plan(&self) -> Result<Plan, String> {
-        let experiments = if self.experiments.is_empty() {
-            Experiment::ALL.to_vec()
-        } else {
-            let mut v = (self.experiments.iter())
-                .map(|s| Experiment::parse(s.trim()).map_err(|e| e.to_string()))
-                .collect::<Result<Vec<_>, _>>()?;
-            v.sort();
-            v.dedup();
-            v
-        };
-        if self.duration.subsec_nanos() != 0 || self.duration.as_secs() < 20 {
-            return Err(format!(
-                "--duration must be whole seconds, at least 20s (got {:?}): the windows are \
-                 10 s long and only those wholly inside the generation count",
-                self.duration
-            ));
-        }
+        let experiments = chosen(&self.experiments, &Experiment::ALL, Experiment::parse)?;
+        let duration_s = sweep_duration(self.duration)?;
         let q = self.quick;
         let rates = |v: &[u64], full: &[u64], quick: &[u64]| or(v, if q { quick } else { full });
         let load_rates = vec![
@@ -142,7 +127,7 @@ impl CpuArgs {
             experiments,
             engines: engines(!self.no_flink, !self.no_storm),
             rate: self.rate,
-            duration_s: self.duration.as_secs(),
+            duration_s,
             reps: if q { 1 } else { self.reps },
             consistency_runs: if q { 3 } else { self.consistency_runs },
             load_rates,

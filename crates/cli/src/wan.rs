@@ -1,7 +1,7 @@
 //! `xorflow bench wan`: seed 004's wide-area experiments with the delay injected in user space
 //! (crates/bench/src/wan/, docs/wan.md).
 
-use crate::ysb::finish_stand;
+use crate::ysb::{chosen, finish_stand, sweep_duration};
 use clap::Args;
 use std::io::Write as _;
 use std::path::PathBuf;
@@ -56,6 +56,9 @@ pub struct WanArgs {
     /// Results root: writes <out>/wan-<UTC time>/.
     #[arg(long, default_value = "bench/results")]
     out: PathBuf,
+    /// Run nothing: write DIR's runs.csv and REPORT.md again from its plan.json and raw.jsonl.
+    #[arg(long, value_name = "DIR")]
+    report: Option<PathBuf>,
 }
 
 fn or<T: Clone>(v: &[T], full: &[T], quick: &[T], q: bool) -> Vec<T> {
@@ -73,23 +76,8 @@ impl WanArgs {
     /// An unknown experiment or city set, a duration under 20 s or not whole, a rate or
     /// process count out of range, an RTT over 60 s.
     pub fn plan(&self) -> Result<Plan, String> {
-        let experiments = if self.experiments.is_empty() {
-            Experiment::ALL.to_vec()
-        } else {
-            let mut v = (self.experiments.iter())
-                .map(|s| Experiment::parse(s.trim()).map_err(|e| e.to_string()))
-                .collect::<Result<Vec<_>, _>>()?;
-            v.sort();
-            v.dedup();
-            v
-        };
-        if self.duration.subsec_nanos() != 0 || self.duration.as_secs() < 20 {
-            return Err(format!(
-                "--duration must be whole seconds, at least 20s (got {:?}): the windows are \
-                 10 s long and only those wholly inside the generation count",
-                self.duration
-            ));
-        }
+        let experiments = chosen(&self.experiments, &Experiment::ALL, Experiment::parse)?;
+        let duration_s = sweep_duration(self.duration)?;
         let q = self.quick;
         let rates = or(&self.rates, &[22_000, 55_000], &[22_000], q);
         let processes = or(&self.processes, &[2, 4, 8], &[2], q);
@@ -130,7 +118,7 @@ impl WanArgs {
             processes,
             rtts_ms: rtts,
             topologies,
-            duration_s: if q { 20 } else { self.duration.as_secs() },
+            duration_s: if q { 20 } else { duration_s },
             chain_rate: self.chain_rate,
             chain_duration_s: 10,
             chain_rtts_ms: chain_rtts,
@@ -141,6 +129,9 @@ impl WanArgs {
 
 /// Runs `xorflow bench wan` (exit 2: bad options; 1: the results folder failed).
 pub fn run(a: WanArgs) -> ExitCode {
+    if let Some(dir) = &a.report {
+        return finish_stand(xorflow_bench::wan::report::rewrite(dir).map(|()| dir.clone()));
+    }
     let plan = match a.plan() {
         Ok(p) => p,
         Err(e) => {

@@ -423,6 +423,41 @@ pub fn engines(flink: bool, storm: bool) -> Vec<xorflow_bench::ysb::Engine> {
     e
 }
 
+/// The experiments named in `names` (all of `all` when empty), in `all`'s order, each once: the
+/// `--experiments` of `bench cpu` and `bench wan`.
+///
+/// # Errors
+/// An unknown name (`parse`'s error).
+pub fn chosen<E: Copy + Ord>(
+    names: &[String],
+    all: &[E],
+    parse: impl Fn(&str) -> anyhow::Result<E>,
+) -> Result<Vec<E>, String> {
+    if names.is_empty() {
+        return Ok(all.to_vec());
+    }
+    let mut v = (names.iter())
+        .map(|s| parse(s.trim()).map_err(|e| e.to_string()))
+        .collect::<Result<Vec<_>, _>>()?;
+    v.sort();
+    v.dedup();
+    Ok(v)
+}
+
+/// A YSB sweep's seconds of generation per run: whole seconds, at least 20.
+///
+/// # Errors
+/// A shorter or fractional `--duration`.
+pub fn sweep_duration(d: std::time::Duration) -> Result<u64, String> {
+    if d.subsec_nanos() != 0 || d.as_secs() < 20 {
+        return Err(format!(
+            "--duration must be whole seconds, at least 20s (got {d:?}): the windows are 10 s \
+             long and only those wholly inside the generation count"
+        ));
+    }
+    Ok(d.as_secs())
+}
+
 /// Prints a results folder, or the error (exit 1).
 pub fn finish_stand(r: anyhow::Result<PathBuf>) -> ExitCode {
     match r {

@@ -5,43 +5,7 @@
 
 mod common;
 use common::perf::{perf_works, text, xorflow};
-use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
-
-/// The one `cpu-*` folder under `out`.
-fn results_dir(out: &Path) -> PathBuf {
-    let dirs: Vec<PathBuf> = std::fs::read_dir(out)
-        .expect("results root")
-        .map(|e| e.expect("entry").path())
-        .collect();
-    assert_eq!(dirs.len(), 1, "{dirs:?}");
-    assert!(dirs[0]
-        .file_name()
-        .unwrap()
-        .to_string_lossy()
-        .starts_with("cpu-"));
-    dirs[0].clone()
-}
-
-/// A CSV file as rows of column -> value.
-fn rows(path: &Path) -> Vec<BTreeMap<String, String>> {
-    let mut r = csv::Reader::from_path(path).expect("csv");
-    let head: Vec<String> = r
-        .headers()
-        .expect("header")
-        .iter()
-        .map(String::from)
-        .collect();
-    r.records()
-        .map(|rec| {
-            let rec = rec.expect("row");
-            head.iter()
-                .cloned()
-                .zip(rec.iter().map(String::from))
-                .collect()
-        })
-        .collect()
-}
+use common::results::{results_dir, rows};
 
 #[test]
 fn tracking_sweep_profiles_tracker_and_markers_and_reports_what_it_measured() {
@@ -66,7 +30,7 @@ fn tracking_sweep_profiles_tracker_and_markers_and_reports_what_it_measured() {
         out.path().to_str().expect("utf-8"),
     ]);
     assert!(o.status.success(), "{}", text(&o));
-    let dir = results_dir(out.path());
+    let dir = results_dir(out.path(), "cpu-");
     let runs = rows(&dir.join("runs.csv"));
     assert_eq!(
         runs.len(),

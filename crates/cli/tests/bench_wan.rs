@@ -5,43 +5,8 @@
 
 mod common;
 use common::perf::{text, xorflow};
+use common::results::{results_dir, rows};
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
-
-/// The one `wan-*` folder under `out`.
-fn results_dir(out: &Path) -> PathBuf {
-    let dirs: Vec<PathBuf> = std::fs::read_dir(out)
-        .expect("results root")
-        .map(|e| e.expect("entry").path())
-        .collect();
-    assert_eq!(dirs.len(), 1, "{dirs:?}");
-    assert!(dirs[0]
-        .file_name()
-        .unwrap()
-        .to_string_lossy()
-        .starts_with("wan-"));
-    dirs[0].clone()
-}
-
-/// `runs.csv` as rows of column -> value.
-fn rows(path: &Path) -> Vec<BTreeMap<String, String>> {
-    let mut r = csv::Reader::from_path(path).expect("csv");
-    let head: Vec<String> = r
-        .headers()
-        .expect("header")
-        .iter()
-        .map(String::from)
-        .collect();
-    r.records()
-        .map(|rec| {
-            let rec = rec.expect("row");
-            head.iter()
-                .cloned()
-                .zip(rec.iter().map(String::from))
-                .collect()
-        })
-        .collect()
-}
 
 fn num(row: &BTreeMap<String, String>, col: &str) -> f64 {
     row[col]
@@ -74,7 +39,7 @@ fn a_mesh_sweep_sees_the_delay_and_a_chain_run_notifies_after_it() {
         out.path().to_str().expect("utf-8"),
     ]);
     assert_eq!(o.status.code(), Some(0), "{}", text(&o));
-    let dir = results_dir(out.path());
+    let dir = results_dir(out.path(), "wan-");
     assert!(!dir.join("failures.txt").exists(), "{}", text(&o));
     let runs = rows(&dir.join("runs.csv"));
     // RTT 0 is added as the knee's baseline; the quick notification variants are two.
@@ -110,6 +75,12 @@ fn a_mesh_sweep_sees_the_delay_and_a_chain_run_notifies_after_it() {
     assert!(report.contains("| markers | rtt 40ms |"), "{report}");
     let raw = std::fs::read_to_string(dir.join("raw.jsonl")).expect("raw.jsonl");
     assert_eq!(raw.lines().count(), 4);
+    // The tables come back whole from plan.json and raw.jsonl.
+    std::fs::remove_file(dir.join("REPORT.md")).unwrap();
+    let o = xorflow(&["bench", "wan", "--report", dir.to_str().expect("utf-8")]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    let again = std::fs::read_to_string(dir.join("REPORT.md")).expect("REPORT.md again");
+    assert_eq!(again, report);
 }
 
 #[test]

@@ -2,7 +2,7 @@
 //! point and the variant that the experiment varies (rate, deployment, campaigns, tracking).
 
 use crate::ysb::{Engine, Point};
-use anyhow::{bail, Result};
+use anyhow::Result;
 use serde::Serialize;
 
 /// Seed 003's experiments, scaled to this machine (docs/cpu.md).
@@ -51,13 +51,7 @@ impl Experiment {
     /// # Errors
     /// An unknown name (the error lists the known ones).
     pub fn parse(s: &str) -> Result<Experiment> {
-        match Experiment::ALL.iter().find(|e| e.name() == s) {
-            Some(&e) => Ok(e),
-            None => bail!(
-                "unknown experiment '{s}' (expected one of: {})",
-                Experiment::ALL.map(Experiment::name).join(", ")
-            ),
-        }
+        crate::named::by_name(&Experiment::ALL, Experiment::name, s)
     }
 }
 

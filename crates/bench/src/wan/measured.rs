@@ -5,12 +5,12 @@ use crate::chain::ChainResult;
 use crate::subprocess::stdout_within;
 use crate::ysb::{Engine, Engines, Point};
 use anyhow::{Context, Result};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 /// What one run measured (a line of `raw.jsonl`, a row of `runs.csv`). Latencies in ms.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct Measured {
     /// Run id (its folder under `runs/`).
     pub id: String,

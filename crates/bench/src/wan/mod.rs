@@ -4,9 +4,10 @@
 //! `<out>/wan-<UTC>/` (docs/wan.md):
 //!
 //! * `runs/<id>/`: each run's command, stdout, counts and delay matrix;
-//! * `raw.jsonl`: one line per finished run, written as it ends; `failures.txt`: runs that
-//!   failed, and why (the sweep goes on);
-//! * `runs.csv`, `REPORT.md`: [`report`], with each mesh series' knee.
+//! * `plan.json`: the sweep and its command; `raw.jsonl`: one line per finished run, written as
+//!   it ends; `failures.txt`: runs that failed, and why (the sweep goes on);
+//! * `runs.csv`, `REPORT.md`: [`report`], with each mesh series' knee (written again from
+//!   `plan.json` and `raw.jsonl` by `xorflow bench wan --report DIR`).
 //!
 //! * [`spec`]: what one run is; [`plan`]: the runs of each experiment; [`measured`]: running
 //!   one; [`report`]: the tables.
@@ -32,6 +33,14 @@ pub use spec::Experiment;
 /// The results folder cannot be written.
 pub fn run(plan: &Plan, stand: &StandConfig) -> Result<PathBuf> {
     let (dir, engines) = stand.start("wan")?;
+    let file = report::PlanFile {
+        command: crate::ysb::command_line(),
+        plan: plan.clone(),
+    };
+    crate::stand::files::write_whole(
+        &dir.join("plan.json"),
+        serde_json::to_string_pretty(&file)?.as_bytes(),
+    )?;
     let runner = Runner {
         engines,
         runs_dir: dir.join("runs"),
@@ -70,6 +79,6 @@ pub fn run(plan: &Plan, stand: &StandConfig) -> Result<PathBuf> {
             }
         }
     }
-    report::write(&dir, plan, &done)?;
+    report::write(&dir, &file, &done)?;
     Ok(dir)
 }

@@ -1,9 +1,11 @@
 //! The runs of each `xorflow bench wan` experiment (docs/wan.md).
 
 use super::spec::{Delay, Experiment, RunSpec, Workload};
+use serde::{Deserialize, Serialize};
 
-/// A sweep: the experiments and the points they cover.
-#[derive(Clone, Debug)]
+/// A sweep: the experiments and the points they cover (written to `plan.json` with the command,
+/// so `bench wan --report DIR` can rewrite a folder's tables).
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct Plan {
     /// Experiments to run, in [`Experiment::ALL`] order.
     pub experiments: Vec<Experiment>,

@@ -4,7 +4,8 @@
 use super::measured::Measured;
 use super::plan::Plan;
 use super::spec::Experiment;
-use anyhow::Result;
+use anyhow::{Context, Result};
+use serde::{Deserialize, Serialize};
 use std::fmt::Write as _;
 use std::path::Path;
 
@@ -15,13 +16,47 @@ pub const SLACK_MS: f64 = 5.0;
 /// Least share of the asked rate a run must reach to count as keeping up.
 pub const KEEPS_UP: f64 = 0.95;
 
+/// What `plan.json` holds: the sweep and the command that asked for it.
+#[derive(Serialize, Deserialize)]
+pub struct PlanFile {
+    /// The command line.
+    pub command: String,
+    /// The sweep.
+    pub plan: Plan,
+}
+
 /// Writes `runs.csv` and `REPORT.md` into `dir`.
 ///
 /// # Errors
 /// A file cannot be written.
-pub fn write(dir: &Path, plan: &Plan, runs: &[Measured]) -> Result<()> {
+pub fn write(dir: &Path, plan: &PlanFile, runs: &[Measured]) -> Result<()> {
     crate::stand::files::write_whole(&dir.join("runs.csv"), csv(runs).as_bytes())?;
     crate::stand::files::write_whole(&dir.join("REPORT.md"), markdown(plan, runs).as_bytes())
+}
+
+/// Writes a folder's `runs.csv` and `REPORT.md` again from its `plan.json` and `raw.jsonl`
+/// (`bench wan --report DIR`: after a change to the tables, without running anything).
+///
+/// # Errors
+/// A file is missing, unreadable or not what a sweep writes, naming it and the line.
+pub fn rewrite(dir: &Path) -> Result<()> {
+    let read = |name: &str| {
+        let p = dir.join(name);
+        std::fs::read_to_string(&p).with_context(|| format!("cannot read '{}'", p.display()))
+    };
+    let plan: PlanFile = serde_json::from_str(&read("plan.json")?).with_context(|| {
+        format!(
+            "'{}' is not a sweep's plan",
+            dir.join("plan.json").display()
+        )
+    })?;
+    let runs = (read("raw.jsonl")?.lines().enumerate())
+        .filter(|(_, l)| !l.trim().is_empty())
+        .map(|(i, l)| {
+            serde_json::from_str(l).with_context(|| format!("raw.jsonl line {}: not a run", i + 1))
+        })
+        .collect::<Result<Vec<Measured>>>()?;
+    write(dir, &plan, &runs)
 }
 
 fn f(v: Option<f64>) -> String {
@@ -69,16 +104,26 @@ fn csv(runs: &[Measured]) -> String {
     s
 }
 
-/// Where a series' window latency p99 leaves its bound: the baseline (RTT 0) plus the longest
-/// one-way path (half the largest RTT) plus [`SLACK_MS`]; or throughput falls under
-/// [`KEEPS_UP`] of the rate; or the counts are wrong. `None`: no knee in the runs.
+/// Whether run `m` misses its bound against `baseline` (RTT 0): window latency p99 over the
+/// baseline's plus the longest one-way path (half the largest RTT) plus [`SLACK_MS`], or
+/// throughput under [`KEEPS_UP`] of the rate, or wrong counts.
+pub fn misses(baseline: &Measured, m: &Measured) -> bool {
+    let base = baseline.window_ms.map_or(0.0, |w| w[3]);
+    let bound = base + m.rtt_max_ms / 2.0 + SLACK_MS;
+    let p99 = m.window_ms.map_or(f64::INFINITY, |w| w[3]);
+    p99 > bound || m.throughput_per_s < KEEPS_UP * m.spec.rate as f64 || !m.correct
+}
+
+/// A series' knee: the smallest RTT from which on every run (`series` in ascending RTT) misses
+/// its bound ([`misses`]). A single run over its bound with runs within theirs after it is an
+/// outlier, not a knee: the p99 of one 30 s run rests on its two largest of 200 samples.
+/// `None`: no knee in the runs.
 pub fn knee<'a>(baseline: &Measured, series: &[&'a Measured]) -> Option<&'a Measured> {
-    let base = baseline.window_ms?[3];
-    series.iter().copied().find(|m| {
-        let bound = base + m.rtt_max_ms / 2.0 + SLACK_MS;
-        let p99 = m.window_ms.map_or(f64::INFINITY, |w| w[3]);
-        p99 > bound || m.throughput_per_s < KEEPS_UP * m.spec.rate as f64 || !m.correct
-    })
+    let from = series
+        .iter()
+        .rposition(|m| !misses(baseline, m))
+        .map_or(0, |i| i + 1);
+    series.get(from).copied()
 }
 
 fn ysb_table(s: &mut String, runs: &[&Measured], baseline: impl Fn(&Measured) -> Option<f64>) {
@@ -123,7 +168,28 @@ fn baseline_of<'a>(runs: &'a [Measured], m: &Measured) -> Option<&'a Measured> {
     at_zero(&m.spec.variant).or_else(|| at_zero("default"))
 }
 
-fn markdown(plan: &Plan, runs: &[Measured]) -> String {
+/// A mesh series' knee, and which runs missed their bounds.
+fn verdict(baseline: &Measured, series: &[&Measured]) -> String {
+    let over: Vec<String> = (series.iter())
+        .filter(|m| misses(baseline, m))
+        .map(|m| format!("{} ms", m.rtt_max_ms))
+        .collect();
+    let over = if over.is_empty() {
+        String::new()
+    } else {
+        format!(" (over its bound: {})", over.join(", "))
+    };
+    match knee(baseline, series) {
+        Some(k) => format!("**knee at {} ms**{over}", k.rtt_max_ms),
+        None => format!(
+            "no knee up to {} ms{over}",
+            series.iter().map(|m| m.rtt_max_ms).fold(0.0, f64::max)
+        ),
+    }
+}
+
+fn markdown(file: &PlanFile, runs: &[Measured]) -> String {
+    let plan = &file.plan;
     let mut s = String::from("# xorflow bench wan: seed 004's experiments\n\n");
     let _ = writeln!(
         s,
@@ -133,7 +199,7 @@ fn markdown(plan: &Plan, runs: &[Measured]) -> String {
          knee: the first RTT whose window p99 exceeds the bound (the RTT-0 p99 + half the \
          largest RTT + {SLACK_MS} ms), or whose throughput falls under {:.0} % of the rate, \
          or whose counts are wrong.\n",
-        crate::ysb::command_line(),
+        file.command,
         plan.duration_s,
         plan.chain_duration_s,
         KEEPS_UP * 100.0
@@ -155,13 +221,7 @@ fn markdown(plan: &Plan, runs: &[Measured]) -> String {
                 .collect();
             let verdict = match runs_of.iter().find(|m| m.rtt_max_ms == 0.0) {
                 None => "no RTT-0 baseline in this sweep".to_string(),
-                Some(b) => match knee(b, &runs_of) {
-                    Some(k) => format!("**knee at {} ms**", k.rtt_max_ms),
-                    None => format!(
-                        "no knee up to {} ms",
-                        runs_of.iter().map(|m| m.rtt_max_ms).fold(0.0, f64::max)
-                    ),
-                },
+                Some(b) => verdict(b, &runs_of),
             };
             let _ = writeln!(s, "- {name}: {verdict}");
         }
@@ -250,13 +310,13 @@ mod tests {
     }
 
     #[test]
-    fn the_knee_is_the_first_rtt_past_the_bound_or_below_the_rate() {
+    fn the_knee_is_where_runs_stay_past_the_bound_or_below_the_rate() {
         let (b, r40, r80) = (
             run(0, 50.0, 22_000.0),
             run(40, 74.0, 22_000.0),
             run(80, 96.0, 22_000.0),
         );
-        // 50 + 40 + 5 = 95 >= 96? No: 80 is the knee; 40 is within 50 + 20 + 5.
+        // 80 misses (96 > 50 + 40 + 5); 40 is within 50 + 20 + 5.
         assert_eq!(
             knee(&b, &[&b, &r40, &r80]).map(|m| m.rtt_max_ms),
             Some(80.0)
@@ -267,12 +327,21 @@ mod tests {
         let mut wrong = run(10, 50.0, 22_000.0);
         wrong.correct = false;
         assert_eq!(knee(&b, &[&wrong]).map(|m| m.rtt_max_ms), Some(10.0));
-        let text = markdown(
-            &Plan {
+        // A lone run over its bound, with the larger RTTs within theirs, is no knee.
+        let outlier = run(20, 90.0, 22_000.0);
+        assert!(misses(&b, &outlier));
+        assert!(knee(&b, &[&b, &outlier, &r40]).is_none());
+        assert_eq!(
+            knee(&b, &[&b, &outlier, &r40, &r80]).map(|m| m.rtt_max_ms),
+            Some(80.0)
+        );
+        let file = PlanFile {
+            command: "xorflow bench wan --experiments mesh".into(),
+            plan: Plan {
                 experiments: vec![Experiment::Mesh],
                 rates: vec![22_000],
                 processes: vec![2],
-                rtts_ms: vec![0, 40, 80],
+                rtts_ms: vec![0, 20, 40, 80],
                 topologies: Vec::new(),
                 duration_s: 30,
                 chain_rate: 20_000,
@@ -280,9 +349,28 @@ mod tests {
                 chain_rtts_ms: Vec::new(),
                 quick: false,
             },
-            &[b, r40, r80],
+        };
+        let runs = [b, outlier, r40, r80];
+        let text = markdown(&file, &runs);
+        assert!(
+            text.contains("knee at 80 ms** (over its bound: 20 ms, 80 ms)"),
+            "{text}"
         );
-        assert!(text.contains("knee at 80 ms"), "{text}");
+        assert!(text.contains("Command: `xorflow bench wan --experiments mesh`"));
         assert!(csv(&[run(0, 1.0, 1.0)]).lines().count() == 2);
+        // The folder's tables come back from plan.json and raw.jsonl alone.
+        let dir = tempfile::tempdir().unwrap();
+        let json = serde_json::to_string(&file).unwrap();
+        std::fs::write(dir.path().join("plan.json"), json).unwrap();
+        let raw: String = (runs.iter())
+            .map(|m| serde_json::to_string(m).unwrap() + "\n")
+            .collect();
+        std::fs::write(dir.path().join("raw.jsonl"), raw).unwrap();
+        rewrite(dir.path()).unwrap();
+        let again = std::fs::read_to_string(dir.path().join("REPORT.md")).unwrap();
+        assert_eq!(again, text);
+        std::fs::write(dir.path().join("raw.jsonl"), "{\"id\": 3}\n").unwrap();
+        let e = format!("{:#}", rewrite(dir.path()).unwrap_err());
+        assert!(e.contains("raw.jsonl line 1"), "{e}");
     }
 }

@@ -1,11 +1,11 @@
 //! What one run of `xorflow bench wan` is: an experiment of seed 004's, a workload (the YSB or
 //! seed 000's chain), the delay between the processes and the variant the experiment varies.
 
-use anyhow::{bail, Result};
-use serde::Serialize;
+use anyhow::Result;
+use serde::{Deserialize, Serialize};
 
 /// Seed 004's experiments, scaled to this machine (docs/wan.md).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Experiment {
     /// The YSB at each rate and process count, the same RTT between every pair, 0-100 ms.
@@ -48,18 +48,12 @@ impl Experiment {
     /// # Errors
     /// An unknown name (the error lists the known ones).
     pub fn parse(s: &str) -> Result<Experiment> {
-        match Experiment::ALL.iter().find(|e| e.name() == s) {
-            Some(&e) => Ok(e),
-            None => bail!(
-                "unknown experiment '{s}' (expected one of: {})",
-                Experiment::ALL.map(Experiment::name).join(", ")
-            ),
-        }
+        crate::named::by_name(&Experiment::ALL, Experiment::name, s)
     }
 }
 
 /// The delay between the processes of a run.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Delay {
     /// The same RTT between every pair, ms (`--rtt`), with jitter, ms (`--rtt-jitter`).
@@ -141,7 +135,7 @@ impl Delay {
 }
 
 /// The job a run measures.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Workload {
     /// The YSB (`xorflow bench ysb`), 10 s windows: window latency and throughput.
@@ -151,7 +145,7 @@ pub enum Workload {
 }
 
 /// One run.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct RunSpec {
     /// Which experiment it belongs to.
     pub experiment: Experiment,

@@ -3,6 +3,7 @@
 
 pub mod perf;
 pub mod procs;
+pub mod results;
 pub mod ysb;
 
 use std::collections::BTreeSet;

@@ -5,9 +5,7 @@
 
 use super::clock_phase::ClockSource;
 use super::cluster::ClusterConfig;
-use super::outbox::{NetWrites, Outbox};
-use super::transport::{self, Delivery, Failure, Identity, Outcome};
-use crate::wake::Unparkers;
+use super::transport::Outcome;
 use std::sync::Arc;
 use std::time::Duration;
 use xorflow_measure::clock::skew::Skew;
@@ -36,30 +34,8 @@ fn process(
         clock: Some(clock),
         ..ClusterConfig::default()
     };
-    let outboxes = (0..3)
-        .map(|j| (j != me).then(|| Arc::new(Outbox::new(j, 1 << 20, NetWrites::Adaptive))))
-        .collect();
-    let unparkers = Arc::new(Unparkers::new(0));
-    let delivery = Delivery {
-        routes: Default::default(),
-        shards: Vec::new(),
-        inboxes: Vec::new(),
-        unparkers: unparkers.clone(),
-        checkpoints: None,
-    };
-    let failure = Failure {
-        message: Arc::default(),
-        abort: Arc::default(),
-        unparkers,
-    };
-    let id = Identity {
-        process: me,
-        addrs,
-        job_id: 7,
-        token: "clock-test".into(),
-    };
     let t0 = std::time::Instant::now();
-    let t = transport::start(id, listener, &cfg, outboxes, delivery, failure).unwrap();
+    let (t, _) = super::test_transport::start(me, listener, addrs, &cfg, Vec::new());
     let started = t0.elapsed();
     let (mut raw, mut mono) = (Vec::new(), Vec::new());
     for _ in 0..20 {

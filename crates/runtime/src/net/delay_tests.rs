@@ -5,11 +5,7 @@
 
 use super::cluster::ClusterConfig;
 use super::delay::{DelayConfig, DelaySpec};
-use super::outbox::{NetWrites, Outbox};
-use super::transport::{self, Delivery, Failure, Identity};
 use crate::measure::clock::now_ns;
-use crate::wake::Unparkers;
-use std::sync::Arc;
 use std::time::Duration;
 use xorflow_tracking::tracker::FrontierUpdate;
 
@@ -30,30 +26,8 @@ fn process(
         clock_rounds: 0,
         ..ClusterConfig::default()
     };
-    let outboxes: Vec<_> = (0..3)
-        .map(|j| (j != me).then(|| Arc::new(Outbox::new(j, 1 << 20, NetWrites::Adaptive))))
-        .collect();
     let (inbox, received) = crossbeam_channel::unbounded();
-    let unparkers = Arc::new(Unparkers::new(1));
-    let delivery = Delivery {
-        routes: Default::default(),
-        shards: Vec::new(),
-        inboxes: vec![inbox],
-        unparkers: unparkers.clone(),
-        checkpoints: None,
-    };
-    let failure = Failure {
-        message: Arc::default(),
-        abort: Arc::default(),
-        unparkers,
-    };
-    let id = Identity {
-        process: me,
-        addrs,
-        job_id: 7,
-        token: "delay-test".into(),
-    };
-    let t = transport::start(id, listener, &cfg, outboxes.clone(), delivery, failure).unwrap();
+    let (t, outboxes) = super::test_transport::start(me, listener, addrs, &cfg, vec![inbox]);
     let mut seen = Vec::new();
     if me == 0 {
         for k in 0..FRAMES {

@@ -18,3 +18,5 @@ pub mod transport;
 mod clock_tests;
 #[cfg(test)]
 mod delay_tests;
+#[cfg(test)]
+mod test_transport;

@@ -857,15 +857,14 @@ fn spawn_links(
             let (base, jitter) = m.one_way(j, id.process);
             super::delay::DelayLine::new(base, jitter, (j * id.addrs.len() + id.process) as u64)
         });
-        tokio::spawn(read_loop(
-            j,
-            id.addrs[j],
-            reader,
-            delivery.clone(),
-            events.clone(),
-            cfg.peer_timeout,
-            line,
-        ));
+        let cx = ReadCtx {
+            process: j,
+            addr: id.addrs[j],
+            delivery: delivery.clone(),
+            events: events.clone(),
+            peer_timeout: cfg.peer_timeout,
+        };
+        tokio::spawn(read_loop(cx, reader, line));
     }
     writers
 }
@@ -995,56 +994,60 @@ async fn next_frame(r: &mut Reader, peer_timeout: Duration) -> Result<Bytes, Str
     }
 }
 
-/// Routes one frame from process `process`; `Some` when it ends the connection's reading.
-fn take(process: usize, addr: SocketAddr, d: &Delivery, f: Bytes) -> Option<Ending> {
-    match route(d, f) {
-        Ok(Routed::More) => None,
-        Ok(Routed::Done(report)) => Some(Ending::Done(report)),
-        Ok(Routed::Abort(why)) => Some(Ending::Aborted(why)),
-        Err(e) => Some(Ending::Failed(format!(
-            "({addr}) protocol error: {e} (from process {process})"
-        ))),
+/// What reading the connection from one process needs: whose it is, where its frames go and
+/// whom to tell how it ended.
+struct ReadCtx {
+    /// The sending process.
+    process: usize,
+    /// Its address (for errors).
+    addr: SocketAddr,
+    delivery: Arc<Delivery>,
+    events: UnboundedSender<Event>,
+    /// Silence for this long fails the job.
+    peer_timeout: Duration,
+}
+
+impl ReadCtx {
+    /// Routes one frame; `Some` when it ends the connection's reading.
+    fn take(&self, f: Bytes) -> Option<Ending> {
+        match route(&self.delivery, f) {
+            Ok(Routed::More) => None,
+            Ok(Routed::Done(report)) => Some(Ending::Done(report)),
+            Ok(Routed::Abort(why)) => Some(Ending::Aborted(why)),
+            Err(e) => Some(Ending::Failed(format!(
+                "({}) protocol error: {e} (from process {})",
+                self.addr, self.process
+            ))),
+        }
+    }
+
+    /// Tells the serving loop how reading ended; Done hands the reader back (the clock
+    /// alignment after the run reads on it), so it comes with `r`.
+    fn end(&self, end: Ending, r: Option<Box<Reader>>) {
+        let p = self.process;
+        let _ = self.events.send(match (end, r) {
+            (Ending::Done(report), Some(r)) => Event::Done(p, report, r),
+            (Ending::Done(_), None) => Event::Failed(p, "said Done, its reader is gone".into()),
+            (Ending::Aborted(why), _) => Event::Aborted(p, why),
+            (Ending::Failed(why), _) => Event::Failed(p, why),
+        });
     }
 }
 
-/// Tells the serving loop how reading process `process` ended; Done hands the reader back (the
-/// clock alignment after the run reads on it), so it comes with `r`.
-fn report_end(
-    events: &UnboundedSender<Event>,
-    process: usize,
-    end: Ending,
-    r: Option<Box<Reader>>,
-) {
-    let _ = events.send(match (end, r) {
-        (Ending::Done(report), Some(r)) => Event::Done(process, report, r),
-        (Ending::Done(_), None) => Event::Failed(process, "said Done, its reader is gone".into()),
-        (Ending::Aborted(why), _) => Event::Aborted(process, why),
-        (Ending::Failed(why), _) => Event::Failed(process, why),
-    });
-}
-
-/// Reads what process `process` sends and routes it: at once, or through `delay`'s line.
-async fn read_loop(
-    process: usize,
-    addr: SocketAddr,
-    mut r: Reader,
-    d: Arc<Delivery>,
-    events: UnboundedSender<Event>,
-    peer_timeout: Duration,
-    delay: Option<super::delay::DelayLine>,
-) {
+/// Reads what `cx.process` sends and routes it: at once, or through `delay`'s line.
+async fn read_loop(cx: ReadCtx, mut r: Reader, delay: Option<super::delay::DelayLine>) {
     if let Some(line) = delay {
-        return read_delayed(process, addr, r, d, events, peer_timeout, line).await;
+        return read_delayed(cx, r, line).await;
     }
     loop {
-        let end = match next_frame(&mut r, peer_timeout).await {
-            Ok(f) => match take(process, addr, &d, f) {
+        let end = match next_frame(&mut r, cx.peer_timeout).await {
+            Ok(f) => match cx.take(f) {
                 None => continue,
                 Some(end) => end,
             },
             Err(why) => Ending::Failed(why),
         };
-        return report_end(&events, process, end, Some(Box::new(r)));
+        return cx.end(end, Some(Box::new(r)));
     }
 }
 
@@ -1061,16 +1064,9 @@ enum Arrival {
 /// (so the peer timeout and the socket see the real connection) and stamps each with its due
 /// time; this task routes them in order once due. A failure is delayed like a frame: what the
 /// other process sent before it dies still arrives first.
-async fn read_delayed(
-    process: usize,
-    addr: SocketAddr,
-    mut r: Reader,
-    d: Arc<Delivery>,
-    events: UnboundedSender<Event>,
-    peer_timeout: Duration,
-    mut line: super::delay::DelayLine,
-) {
+async fn read_delayed(cx: ReadCtx, mut r: Reader, mut line: super::delay::DelayLine) {
     let (tx, mut rx) = unbounded_channel::<(std::time::Instant, Arrival)>();
+    let peer_timeout = cx.peer_timeout;
     tokio::spawn(async move {
         loop {
             let (arrival, last) = match next_frame(&mut r, peer_timeout).await {
@@ -1098,22 +1094,22 @@ async fn read_delayed(
         // docs/wan.md).
         tokio::time::sleep_until(Instant::from_std(due)).await;
         match arrival {
-            Arrival::Frame(f) => match take(process, addr, &d, f) {
+            Arrival::Frame(f) => match cx.take(f) {
                 None => {}
                 // Its reader comes next.
                 Some(Ending::Done(report)) => done = Some(report),
-                Some(end) => return report_end(&events, process, end, None),
+                Some(end) => return cx.end(end, None),
             },
-            Arrival::Failed(why) => return report_end(&events, process, Ending::Failed(why), None),
+            Arrival::Failed(why) => return cx.end(Ending::Failed(why), None),
             Arrival::Reader(r) => {
                 if let Some(report) = done.take() {
-                    return report_end(&events, process, Ending::Done(report), Some(r));
+                    return cx.end(Ending::Done(report), Some(r));
                 }
             }
         }
     }
     let why = "its delayed reader stopped (the network thread is failing)".to_string();
-    report_end(&events, process, Ending::Failed(why), None);
+    cx.end(Ending::Failed(why), None);
 }
 
 enum Routed {
