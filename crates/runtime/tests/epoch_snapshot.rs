@@ -204,9 +204,10 @@ fn one_boundary(tracking: TrackingMode) {
             buffered <= s.elements - 60_130,
             "{tracking:?} {v}: buffered {buffered}"
         );
-        let hist = &r.vertex(v).unwrap().histograms[BUFFERING_HISTOGRAM];
+        // A vertex that buffered nothing recorded no buffer time, so it has no histogram.
+        let hist = r.vertex(v).unwrap().histograms.get(BUFFERING_HISTOGRAM);
         assert_eq!(
-            hist.len(),
+            hist.map_or(0, |h| h.len()),
             buffered,
             "{tracking:?} {v}: one buffer time per element"
         );
@@ -218,10 +219,10 @@ fn one_boundary(tracking: TrackingMode) {
         // unthrottled); the second pauses at about the same time, so what it holds arrives
         // late in its pause (after the first one's pause) and waits less.
         if v == "s1" {
+            let longest = hist.map_or(0, |h| h.max());
             assert!(
-                hist.max() >= s.pause.as_nanos() as u64 / 2,
-                "{tracking:?} {v}: longest buffer time {} ns",
-                hist.max()
+                longest >= s.pause.as_nanos() as u64 / 2,
+                "{tracking:?} {v}: longest buffer time {longest} ns"
             );
         }
     }
