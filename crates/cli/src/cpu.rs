@@ -1,9 +1,8 @@
 //! `xorflow bench cpu`: seed 003's CPU-efficiency experiments on the YSB, each run sampled by
 //! `xorflow profile` (crates/bench/src/cpu/, docs/cpu.md).
 
-use crate::ysb::{chosen, engines, finish_stand, sweep_duration};
+use crate::ysb::{chosen, engines, run_sweep, sweep_duration};
 use clap::Args;
-use std::io::Write as _;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
@@ -139,25 +138,10 @@ impl CpuArgs {
 
 /// Runs `xorflow bench cpu` (exit 2: bad options; 1: a build or the results folder failed).
 pub fn run(a: CpuArgs) -> ExitCode {
-    let plan = match a.plan() {
-        Ok(p) => p,
-        Err(e) => {
-            let _ = writeln!(std::io::stderr(), "error: {e}");
-            return ExitCode::from(2);
-        }
-    };
-    let exe = match std::env::current_exe() {
-        Ok(e) => e,
-        Err(e) => {
-            let _ = writeln!(std::io::stderr(), "error: cannot find own executable: {e}");
-            return ExitCode::from(1);
-        }
-    };
-    let stand = xorflow_bench::ysb::StandConfig {
-        engines: plan.engines.clone(),
-        out: a.out.clone(),
-        peers_dir: a.peers_dir.clone(),
-        xorflow: exe,
-    };
-    finish_stand(xorflow_bench::cpu::run(&plan, &stand))
+    run_sweep(
+        a.plan(),
+        |p| p.engines.clone(),
+        (&a.out, &a.peers_dir),
+        xorflow_bench::cpu::run,
+    )
 }

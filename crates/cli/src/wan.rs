@@ -1,9 +1,8 @@
 //! `xorflow bench wan`: seed 004's wide-area experiments with the delay injected in user space
 //! (crates/bench/src/wan/, docs/wan.md).
 
-use crate::ysb::{chosen, finish_stand, sweep_duration};
+use crate::ysb::{chosen, finish_stand, run_sweep, sweep_duration};
 use clap::Args;
-use std::io::Write as _;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
@@ -132,25 +131,10 @@ pub fn run(a: WanArgs) -> ExitCode {
     if let Some(dir) = &a.report {
         return finish_stand(xorflow_bench::wan::report::rewrite(dir).map(|()| dir.clone()));
     }
-    let plan = match a.plan() {
-        Ok(p) => p,
-        Err(e) => {
-            let _ = writeln!(std::io::stderr(), "error: {e}");
-            return ExitCode::from(2);
-        }
-    };
-    let exe = match std::env::current_exe() {
-        Ok(e) => e,
-        Err(e) => {
-            let _ = writeln!(std::io::stderr(), "error: cannot find own executable: {e}");
-            return ExitCode::from(1);
-        }
-    };
-    let stand = xorflow_bench::ysb::StandConfig {
-        engines: vec![Engine::Xorflow],
-        out: a.out.clone(),
-        peers_dir: a.peers_dir.clone(),
-        xorflow: exe,
-    };
-    finish_stand(xorflow_bench::wan::run(&plan, &stand))
+    run_sweep(
+        a.plan(),
+        |_| vec![Engine::Xorflow],
+        (&a.out, &a.peers_dir),
+        xorflow_bench::wan::run,
+    )
 }

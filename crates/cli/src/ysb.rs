@@ -458,6 +458,37 @@ pub fn sweep_duration(d: std::time::Duration) -> Result<u64, String> {
     Ok(d.as_secs())
 }
 
+/// Runs a sweep (`bench cpu`, `bench wan`): its plan, or exit 2 naming the bad option; this
+/// binary as xorflow, or exit 1; then `sweep` with the stand of `engines`, its folder printed.
+pub fn run_sweep<P>(
+    plan: Result<P, String>,
+    engines: impl FnOnce(&P) -> Vec<xorflow_bench::ysb::Engine>,
+    (out, peers_dir): (&std::path::Path, &std::path::Path),
+    sweep: impl FnOnce(&P, &xorflow_bench::ysb::StandConfig) -> anyhow::Result<PathBuf>,
+) -> ExitCode {
+    let plan = match plan {
+        Ok(p) => p,
+        Err(e) => {
+            say!("error: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    let xorflow = match std::env::current_exe() {
+        Ok(e) => e,
+        Err(e) => {
+            say!("error: cannot find own executable: {e}");
+            return ExitCode::from(1);
+        }
+    };
+    let stand = xorflow_bench::ysb::StandConfig {
+        engines: engines(&plan),
+        out: out.to_path_buf(),
+        peers_dir: peers_dir.to_path_buf(),
+        xorflow,
+    };
+    finish_stand(sweep(&plan, &stand))
+}
+
 /// Prints a results folder, or the error (exit 1).
 pub fn finish_stand(r: anyhow::Result<PathBuf>) -> ExitCode {
     match r {
