@@ -97,6 +97,13 @@ pub struct EngineArgs {
     /// processes) may be at most 4194304 slots.
     #[arg(long, default_value_t = 64)]
     pub channel_capacity: usize,
+    /// Largest credit window of a channel between processes, in batches (1-65536). A remote
+    /// channel starts with --channel-capacity credits; its receiver doubles the window while
+    /// the round trip, not the receiver, limits the channel and halves it while batches queue
+    /// up (docs/wan.md). Default: 16 x --channel-capacity, as far as workers² x window fits in
+    /// 4194304 slots; --max-credit-window equal to --channel-capacity keeps the window fixed.
+    #[arg(long)]
+    pub max_credit_window: Option<usize>,
     /// Send a partial batch after this long (e.g. 1ms, 200us).
     #[arg(long, default_value = "1ms", value_parser = humantime::parse_duration)]
     pub flush_timeout: Duration,
@@ -236,6 +243,7 @@ impl EngineArgs {
             workers: self.workers,
             batch_size: self.batch_size,
             channel_capacity: self.channel_capacity,
+            max_credit_window: self.max_credit_window,
             flush_timeout: self.flush_timeout,
             tracking: self.tracking,
             granularity,
@@ -389,6 +397,7 @@ impl EngineArgs {
             self.channel_capacity,
             d.channel_capacity,
         );
+        a.option("max-credit-window", self.max_credit_window);
         a.duration("flush-timeout", self.flush_timeout, d.flush_timeout);
         a.duration(
             "ack-flush-interval",
@@ -660,7 +669,8 @@ mod tests {
             layout in proptest::option::of(any::<bool>()),
             net_writes in 0usize..3,
             batch_size in 0usize..100_000,
-            channel_capacity in 0usize..1000,
+            (channel_capacity, max_credit_window) in
+                (0usize..1000, proptest::option::of(0usize..100_000)),
             flush_timeout in duration(),
             ack_flush_interval in duration(),
             ack_flush_count in 0usize..100_000,
@@ -710,6 +720,7 @@ mod tests {
                 rtt_jitter: Duration::from_micros(jitter_us),
                 batch_size,
                 channel_capacity,
+                max_credit_window,
                 flush_timeout,
                 ack_flush_interval,
                 ack_flush_count,

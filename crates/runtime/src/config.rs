@@ -107,6 +107,11 @@ pub struct RuntimeConfig {
     pub batch_size: usize,
     /// Capacity of each channel between two vertex instances, in batches (backpressure bound).
     pub channel_capacity: usize,
+    /// Largest credit window of a channel between processes, in batches (`--max-credit-window`;
+    /// `None`: [`RuntimeConfig::max_credit_window`] picks one). A remote channel starts with
+    /// `channel_capacity` credits and its receiver grows the window towards the link's
+    /// bandwidth-delay product (`net/credit.rs`).
+    pub max_credit_window: Option<usize>,
     /// A non-empty batch is sent after this long even if not full (flush timeout).
     pub flush_timeout: Duration,
     /// Completeness tracking.
@@ -195,6 +200,7 @@ impl Default for RuntimeConfig {
             workers: 2,
             batch_size: 1024,
             channel_capacity: 64,
+            max_credit_window: None,
             flush_timeout: Duration::from_millis(1),
             tracking: TrackingMode::Tracker,
             granularity: 1,
@@ -339,6 +345,18 @@ impl RuntimeConfig {
             .saturating_mul(self.channel_capacity as u64)
     }
 
+    /// The largest credit window of a remote channel, batches: `--max-credit-window`, or 16 x
+    /// the channel capacity (1024 batches at the default 64: the window a 100 ms round trip at
+    /// 55,000 events/s needs, docs/wan.md) as far as the job's remote queues, allocated at start
+    /// at this size, fit in [`MAX_EDGE_SLOTS`] per edge. Never below the capacity.
+    pub fn max_credit_window(&self) -> usize {
+        let w = (self.total_workers() as u64).max(1);
+        let fit = (MAX_EDGE_SLOTS / w.saturating_mul(w)) as usize;
+        self.max_credit_window
+            .unwrap_or_else(|| self.channel_capacity.saturating_mul(16).min(fit))
+            .max(self.channel_capacity)
+    }
+
     /// The sizes that cost memory: each within its bound, and together within
     /// [`MAX_EDGE_SLOTS`], so a run never starts by allocating more than the machine has.
     fn validate_sizes(&self) -> Result<(), String> {
@@ -369,6 +387,23 @@ impl RuntimeConfig {
                 self.workers,
                 self.cluster.launch_processes()
             ));
+        }
+        let w = total as u64;
+        if let Some(m) = self.max_credit_window {
+            if !(1..=MAX_CHANNEL_CAPACITY).contains(&m) {
+                return Err(format!(
+                    "--max-credit-window {m}: the window must be between 1 and \
+                     {MAX_CHANNEL_CAPACITY} batches"
+                ));
+            }
+            if w * w * m as u64 > MAX_EDGE_SLOTS {
+                return Err(format!(
+                    "{total} workers in all and --max-credit-window {m} make {total} x {total} \
+                     x {m} = {} remote channel slots per edge, more than {MAX_EDGE_SLOTS} (each \
+                     is allocated at start): use a smaller window",
+                    w * w * m as u64
+                ));
+            }
         }
         if self.edge_slots() > MAX_EDGE_SLOTS {
             return Err(format!(

@@ -217,7 +217,7 @@ mod tests {
     #[test]
     fn each_wiring_gets_fresh_local_queues() {
         let chans: LocalChannels<u64> = Arc::default();
-        let first = Wiring::new(0, 1, 2, vec![None], 4);
+        let first = Wiring::new(0, 1, 2, vec![None], 4, 4);
         let q = local_channels(&chans, &first);
         q[0][1].push(Msg::End).unwrap();
         assert!(
@@ -225,7 +225,7 @@ mod tests {
             "same run"
         );
         q[0][1].push(Msg::End).unwrap();
-        let restarted = Wiring::new(0, 1, 2, vec![None], 4);
+        let restarted = Wiring::new(0, 1, 2, vec![None], 4, 4);
         assert!(local_channels(&chans, &restarted)[0][1].pop().is_none());
     }
 }

@@ -70,6 +70,7 @@ fn attempt(b: &mut Builder, finished: &mut bool) -> Result<RunReport, RunError> 
         config.workers,
         remotes.handles.clone(),
         config.channel_capacity,
+        config.max_credit_window(),
     );
     let (inbox_txs, inbox_rxs) = plumbing::inboxes(place.local_workers);
     let instances = instantiate(b, &wiring);

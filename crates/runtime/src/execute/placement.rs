@@ -74,11 +74,11 @@ mod tests {
         let hosts: Vec<usize> = (0..5).map(|k| shard_host(k, 3, 2)).collect();
         assert_eq!(hosts, vec![3, 4, 3, 4, 3]);
         // A tracker process has no workers of its own.
-        let w = Wiring::new(3, 3, 2, vec![None; 5], 4);
+        let w = Wiring::new(3, 3, 2, vec![None; 5], 4, 4);
         assert_eq!(w.total_workers(), 6);
         assert!(w.local_workers().is_empty());
         assert!((0..6).all(|g| w.local(g).is_none()));
-        let w = Wiring::new(1, 3, 2, vec![None; 5], 4);
+        let w = Wiring::new(1, 3, 2, vec![None; 5], 4, 4);
         assert_eq!(w.local_workers(), 2..4);
         assert_eq!((w.local(1), w.local(3)), (None, Some(1)));
     }

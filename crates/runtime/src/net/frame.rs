@@ -6,6 +6,7 @@
 //! |---|---|
 //! | Hello | magic `XFLW`, version u16, job id u64, process u32, processes u32, token len u16, token |
 //! | Data | edge u32, from worker u32, to worker u32, postcard (tag, lo, hi, epoch, markers, elements) |
+//! | DataLastCredit | as Data: the batch that spent the sender's last credit (`credit.rs`) |
 //! | End | edge u32, from worker u32, to worker u32 (end of stream, tracking `none`) |
 //! | Credit | edge u32, from worker u32, to worker u32, credits u32 (receiver to sender) |
 //! | Acks | shard u32, postcard `Flush` (one process's piece for that shard) |
@@ -25,7 +26,7 @@ use xorflow_tracking::FrontierUpdate;
 /// First bytes of every handshake.
 pub const MAGIC: [u8; 4] = *b"XFLW";
 /// Bumped on every incompatible change of this format.
-pub const PROTOCOL_VERSION: u16 = 2;
+pub const PROTOCOL_VERSION: u16 = 3;
 
 /// Message kinds on the wire.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -59,6 +60,8 @@ pub enum Kind {
     ClockDone = 13,
     /// The sender's clock and samples, for process 0.
     ClockReport = 14,
+    /// A batch for a vertex instance that spent the sender's last credit (`credit.rs`).
+    DataLastCredit = 15,
 }
 
 impl Kind {
@@ -82,6 +85,7 @@ impl Kind {
             12 => Kind::ClockPong,
             13 => Kind::ClockDone,
             14 => Kind::ClockReport,
+            15 => Kind::DataLastCredit,
             other => return Err(format!("unknown frame kind {other}")),
         })
     }

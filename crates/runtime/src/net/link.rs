@@ -1,12 +1,15 @@
 //! Channels whose two ends live in different processes, and the wiring that creates them.
 //!
 //! A remote channel keeps the shape of a local one (bounded, one per (edge, sender, receiver)):
-//! the sender holds *credits*, one per batch the receiver can queue (the channel capacity). Sending
-//! a batch spends one; the receiver returns them in a Credit frame once it has taken a quarter of the
-//! capacity out of its queue or emptied it. A sender without credit keeps the batch pending and takes
-//! no more input, exactly like a full local queue (backpressure), so a slow receiver never blocks the
-//! shared TCP connection for other channels and its inbound queue can never overflow.
+//! the sender holds *credits*, one per batch the receiver can queue. Sending a batch spends one;
+//! the receiver returns them in a Credit frame once it has taken a quarter of its window out of
+//! its queue or emptied it. A sender without credit keeps the batch pending and takes no more
+//! input, exactly like a full local queue (backpressure), so a slow receiver never blocks the
+//! shared TCP connection for other channels and its inbound queue can never overflow. The window
+//! starts at the channel capacity and the receiver resizes it to the link's bandwidth-delay
+//! product, up to `--max-credit-window` ([`super::credit`]).
 
+use super::credit::CreditWindow;
 use super::frame::{self, ChannelId, Kind};
 use super::outbox::Outbox;
 use crate::batch::Msg;
@@ -71,8 +74,8 @@ impl RemoteOut {
         if self.credits.load(Ordering::Acquire) == 0 {
             return Err(msg);
         }
-        self.credits.fetch_sub(1, Ordering::AcqRel);
-        let f = encode(&msg, self.ch);
+        let last = self.credits.fetch_sub(1, Ordering::AcqRel) == 1;
+        let f = encode(&msg, self.ch, last);
         let n = f.len() as u64 + 4;
         self.remote.queue(f);
         Ok(n)
@@ -91,8 +94,7 @@ pub struct RemoteIn {
     pub ch: ChannelId,
     queue: Arc<ArrayQueue<Bytes>>,
     remote: RemoteTx,
-    unreturned: u32,
-    threshold: u32,
+    window: CreditWindow,
 }
 
 impl RemoteIn {
@@ -101,23 +103,34 @@ impl RemoteIn {
     #[inline]
     pub fn pop(&mut self) -> Option<(Bytes, Option<u64>)> {
         let f = self.queue.pop()?;
-        self.unreturned += 1;
+        let last = f[0] == Kind::DataLastCredit as u8;
         let mut credit_bytes = None;
-        if self.unreturned >= self.threshold || self.queue.is_empty() {
-            let c = frame::credit(self.ch, self.unreturned);
+        let n = self.window.taken(last, self.queue.len());
+        if n > 0 {
+            let c = frame::credit(self.ch, n);
             credit_bytes = Some(c.len() as u64 + 4);
             self.remote.queue(c);
-            self.unreturned = 0;
         }
         Some((f, credit_bytes))
     }
+
+    /// The channel's credit window now, batches.
+    pub fn window(&self) -> u32 {
+        self.window.window()
+    }
 }
 
-/// Encodes a channel message as a Data or End frame (`batch_codec.rs` gives the body).
-pub fn encode<T: Data>(msg: &Msg<T>, ch: ChannelId) -> Bytes {
+/// Encodes a channel message as a Data or End frame (`batch_codec.rs` gives the body); a batch
+/// that spent the sender's `last_credit` goes as DataLastCredit (`credit.rs`).
+pub fn encode<T: Data>(msg: &Msg<T>, ch: ChannelId, last_credit: bool) -> Bytes {
     match msg {
         Msg::Data(b) => {
-            let mut v = frame::channel_frame(Kind::Data, ch, 41 + 16 * b.data.len());
+            let kind = if last_credit {
+                Kind::DataLastCredit
+            } else {
+                Kind::Data
+            };
+            let mut v = frame::channel_frame(kind, ch, 41 + 16 * b.data.len());
             super::batch_codec::encode_batch(b, &mut v);
             v.into()
         }
@@ -133,7 +146,7 @@ pub fn decode<T: Data>(f: &[u8]) -> Result<Msg<T>, String> {
     let (ch, body) = frame::read_channel(f)?;
     match Kind::of(f[0])? {
         Kind::End => Ok(Msg::End),
-        Kind::Data => super::batch_codec::decode_batch(body)
+        Kind::Data | Kind::DataLastCredit => super::batch_codec::decode_batch(body)
             .map(Msg::Data)
             .map_err(|e| {
                 format!(
@@ -170,8 +183,10 @@ pub struct Wiring {
     pub workers: usize,
     /// Connection to each remote process (`None` for this one).
     pub remotes: Vec<Option<RemoteTx>>,
-    /// Channel capacity in batches (credits per remote channel).
+    /// Channel capacity in batches (the first credit window of a remote channel).
     pub capacity: usize,
+    /// Largest credit window of a remote channel, batches (at least `capacity`).
+    pub max_window: usize,
     routes: Mutex<Routes>,
 }
 
@@ -183,6 +198,7 @@ impl Wiring {
         workers: usize,
         remotes: Vec<Option<RemoteTx>>,
         capacity: usize,
+        max_window: usize,
     ) -> Self {
         static NEXT_ID: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
         Wiring {
@@ -192,6 +208,7 @@ impl Wiring {
             workers,
             remotes,
             capacity,
+            max_window: max_window.max(capacity),
             routes: Mutex::new(Routes::default()),
         }
     }
@@ -233,7 +250,8 @@ impl Wiring {
 
     /// The receiving end of channel `ch` (its sender is in another process).
     pub fn remote_in(&self, ch: ChannelId) -> RemoteIn {
-        let queue = Arc::new(ArrayQueue::new(self.capacity));
+        // Sized for the largest window: what is in circulation never exceeds it (`credit.rs`).
+        let queue = Arc::new(ArrayQueue::new(self.max_window.max(1)));
         let receiver = self.local(ch.to as usize).expect("receiver is local");
         self.routes
             .lock()
@@ -244,8 +262,7 @@ impl Wiring {
             ch,
             queue,
             remote: self.remote_of(ch.from as usize),
-            unreturned: 0,
-            threshold: (self.capacity as u32 / 4).max(1),
+            window: CreditWindow::new(self.capacity, self.max_window),
         }
     }
 

@@ -7,6 +7,7 @@
 pub mod batch_codec;
 pub mod clock_phase;
 pub mod cluster;
+pub mod credit;
 pub mod delay;
 pub mod frame;
 mod gather;
@@ -16,6 +17,8 @@ pub mod transport;
 
 #[cfg(test)]
 mod clock_tests;
+#[cfg(test)]
+mod credit_tests;
 #[cfg(test)]
 mod delay_tests;
 #[cfg(test)]

@@ -1,7 +1,9 @@
 //! Starting a real transport in a test: process `me` of `addrs.len()` in this process, on
-//! loopback, with nothing to deliver but frontier inboxes (`clock_tests.rs`, `delay_tests.rs`).
+//! loopback, delivering to frontier inboxes and the remote channels of `routes`
+//! (`clock_tests.rs`, `delay_tests.rs`, `credit_tests.rs`).
 
 use super::cluster::ClusterConfig;
+use super::link::Routes;
 use super::outbox::{NetWrites, Outbox};
 use super::transport::{self, Delivery, Failure, Identity, TransportHandle};
 use crate::progress::frontiers::Notification;
@@ -18,13 +20,39 @@ pub(super) fn start(
     cfg: &ClusterConfig,
     inboxes: Vec<Sender<Notification>>,
 ) -> (TransportHandle, Vec<Option<Arc<Outbox>>>) {
-    let n = addrs.len();
-    let outboxes: Vec<_> = (0..n)
+    let outboxes = outboxes(me, addrs.len());
+    let t = start_with(
+        me,
+        listener,
+        addrs,
+        cfg,
+        inboxes,
+        &outboxes,
+        Routes::default(),
+    );
+    (t, outboxes)
+}
+
+/// Outboxes of process `me` to the others of `n` (`None` at `me`).
+pub(super) fn outboxes(me: usize, n: usize) -> Vec<Option<Arc<Outbox>>> {
+    (0..n)
         .map(|j| (j != me).then(|| Arc::new(Outbox::new(j, 1 << 20, NetWrites::Adaptive))))
-        .collect();
+        .collect()
+}
+
+/// As [`start`], writing through `outboxes` and delivering channel frames to `routes`.
+pub(super) fn start_with(
+    me: usize,
+    listener: std::net::TcpListener,
+    addrs: Vec<std::net::SocketAddr>,
+    cfg: &ClusterConfig,
+    inboxes: Vec<Sender<Notification>>,
+    outboxes: &[Option<Arc<Outbox>>],
+    routes: Routes,
+) -> TransportHandle {
     let unparkers = Arc::new(Unparkers::new(inboxes.len()));
     let delivery = Delivery {
-        routes: Default::default(),
+        routes,
         shards: Vec::new(),
         inboxes,
         unparkers: unparkers.clone(),
@@ -41,7 +69,6 @@ pub(super) fn start(
         job_id: 7,
         token: "transport-test".into(),
     };
-    let t = transport::start(id, listener, cfg, outboxes.clone(), delivery, failure)
-        .expect("the transport starts");
-    (t, outboxes)
+    transport::start(id, listener, cfg, outboxes.to_vec(), delivery, failure)
+        .expect("the transport starts")
 }

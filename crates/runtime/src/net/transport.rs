@@ -1120,7 +1120,7 @@ enum Routed {
 
 fn route(d: &Delivery, f: Bytes) -> Result<Routed, String> {
     match Kind::of(f[0])? {
-        Kind::Data | Kind::End => {
+        Kind::Data | Kind::DataLastCredit | Kind::End => {
             let (ch, _) = frame::read_channel(&f)?;
             let (q, w) = d
                 .routes

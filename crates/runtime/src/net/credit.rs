@@ -1,0 +1,277 @@
+//! The credit window of one remote channel, sized by the receiver to the link it runs over.
+//!
+//! A fixed window of `--channel-capacity` batches caps a remote channel at capacity batches per
+//! round trip: 64 batches per 100 ms is 640 batches/s, less than a YSB stream of 55,000 events/s
+//! flushed every millisecond needs (docs/wan.md, "Credits and the bandwidth-delay product").
+//! TCP meets the same limit with window scaling and receive-buffer autotuning; this is the
+//! same idea at the granularity of batches, driven by evidence the receiver sees, so no RTT has to
+//! be measured or configured:
+//!
+//! - the sender marks the batch that spent its last credit (`Kind::DataLastCredit`);
+//! - if the receiver's queue ran empty since the previous such batch, the receiver was starving
+//!   while the sender waited for credit: the window, not the receiver, limited the channel, and
+//!   the receiver doubles it (up to `max`) by returning extra credits at once;
+//! - if instead more than half the window was still queued when the marked batch was taken, the
+//!   receiver is the bottleneck: a large window would only queue more (bufferbloat, the latency
+//!   Flink's buffer debloating removes), so it halves the window (down to `min`) by keeping back
+//!   credits it would otherwise return.
+//!
+//! The invariant the transport relies on: credits held by the sender, credits on their way back
+//! and batches on their way or queued never exceed `max`, the receiving queue's size, so a queue
+//! never overflows (`transport.rs`, `route`).
+
+/// Credit accounting of the receiving end of one remote channel (window sizes in batches).
+#[derive(Clone, Debug)]
+pub struct CreditWindow {
+    window: u32,
+    min: u32,
+    max: u32,
+    /// Batches taken whose credits are not yet returned.
+    unreturned: u32,
+    /// Credits to keep back (a shrink not yet paid for).
+    debt: u32,
+    /// The queue ran empty since the last batch marked as the sender's last credit.
+    ran_dry: bool,
+    grown: u32,
+    shrunk: u32,
+}
+
+impl CreditWindow {
+    /// A window of `min` batches that may grow to `max` (`max` < `min` is read as `min`: no
+    /// growth).
+    pub fn new(min: usize, max: usize) -> Self {
+        let min = min.clamp(1, u32::MAX as usize) as u32;
+        let max = (max.min(u32::MAX as usize) as u32).max(min);
+        CreditWindow {
+            window: min,
+            min,
+            max,
+            unreturned: 0,
+            debt: 0,
+            ran_dry: true,
+            grown: 0,
+            shrunk: 0,
+        }
+    }
+
+    /// Accounts for one batch taken from the queue: `last_credit` if the sender marked it as
+    /// spending its last credit, `queued` the batches still queued behind it. Returns the
+    /// credits to send back now (0: none yet).
+    pub fn taken(&mut self, last_credit: bool, queued: usize) -> u32 {
+        self.unreturned += 1;
+        let mut now = false;
+        if last_credit {
+            if self.ran_dry && self.window < self.max {
+                // Credits kept back from an earlier shrink are forgiven first, so what is in
+                // circulation (window + debt) never exceeds `max`.
+                let extra = self.window.min(self.max - self.window);
+                let forgiven = self.debt.min(extra);
+                self.window += extra;
+                self.debt -= forgiven;
+                self.unreturned += extra - forgiven;
+                self.grown += 1;
+                now = true;
+            } else if !self.ran_dry && queued as u32 > self.window / 2 && self.window > self.min {
+                let cut = (self.window / 2).min(self.window - self.min);
+                self.window -= cut;
+                self.debt += cut;
+                self.shrunk += 1;
+            }
+            self.ran_dry = false;
+        }
+        if queued == 0 {
+            self.ran_dry = true;
+        }
+        // Return in quarters of the window, or at once when the queue is empty: an idle
+        // receiver holding credits back would stall a sender for nothing.
+        if now || queued == 0 || self.unreturned >= (self.window / 4).max(1) {
+            let pay = self.debt.min(self.unreturned);
+            self.debt -= pay;
+            let n = self.unreturned - pay;
+            self.unreturned = 0;
+            return n;
+        }
+        0
+    }
+
+    /// The current window, batches.
+    pub fn window(&self) -> u32 {
+        self.window
+    }
+
+    /// How often the window grew and shrank.
+    pub fn resizes(&self) -> (u32, u32) {
+        (self.grown, self.shrunk)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+    use std::collections::VecDeque;
+
+    /// A sender with `credits`, a link of `delay` steps each way and the receiver's queue,
+    /// simulated step by step. Returns (peak of what was outstanding, batches delivered).
+    struct Sim {
+        w: CreditWindow,
+        credits: u32,
+        to_receiver: VecDeque<(u64, bool)>,
+        to_sender: VecDeque<(u64, u32)>,
+        queue: VecDeque<bool>,
+        delivered: u64,
+        peak: u32,
+        max: u32,
+    }
+
+    impl Sim {
+        fn new(min: usize, max: usize) -> Self {
+            Sim {
+                w: CreditWindow::new(min, max),
+                credits: min as u32,
+                to_receiver: VecDeque::new(),
+                to_sender: VecDeque::new(),
+                queue: VecDeque::new(),
+                delivered: 0,
+                peak: 0,
+                max: max.max(min) as u32,
+            }
+        }
+
+        /// One step: the sender sends up to `send` batches, the link delivers what is due
+        /// after `delay` steps, the receiver takes up to `take` batches.
+        fn step(&mut self, t: u64, delay: u64, send: u32, take: u32) {
+            while self.to_sender.front().is_some_and(|(at, _)| *at <= t) {
+                self.credits += self.to_sender.pop_front().unwrap().1;
+            }
+            for _ in 0..send {
+                if self.credits == 0 {
+                    break;
+                }
+                self.credits -= 1;
+                self.to_receiver.push_back((t + delay, self.credits == 0));
+            }
+            while self.to_receiver.front().is_some_and(|(at, _)| *at <= t) {
+                let last = self.to_receiver.pop_front().unwrap().1;
+                self.queue.push_back(last);
+                assert!(self.queue.len() as u32 <= self.max, "queue overflowed");
+            }
+            for _ in 0..take {
+                let Some(last) = self.queue.pop_front() else {
+                    break;
+                };
+                self.delivered += 1;
+                let n = self.w.taken(last, self.queue.len());
+                if n > 0 {
+                    self.to_sender.push_back((t + delay, n));
+                }
+            }
+            let back: u32 = self.to_sender.iter().map(|(_, n)| n).sum();
+            let outstanding =
+                self.credits + back + self.to_receiver.len() as u32 + self.queue.len() as u32;
+            self.peak = self.peak.max(outstanding);
+        }
+    }
+
+    #[test]
+    fn a_window_smaller_than_the_round_trip_grows_until_the_link_is_full() {
+        // 4 batches of credit, 50 steps each way, a sender with 10 batches per step.
+        let mut s = Sim::new(4, 1024);
+        for t in 0..3000 {
+            s.step(t, 50, 10, 100);
+        }
+        assert_eq!(s.w.window(), 1024, "{:?}", s.w);
+        // Over the last 1000 steps the full window moves once per 100-step round trip.
+        let before = s.delivered;
+        for t in 3000..4000 {
+            s.step(t, 50, 10, 100);
+        }
+        assert!(s.delivered - before >= 9 * 1000, "{}", s.delivered - before);
+    }
+
+    #[test]
+    fn without_growth_the_channel_moves_one_window_per_round_trip() {
+        let mut s = Sim::new(4, 4);
+        for t in 0..1000 {
+            s.step(t, 50, 10, 100);
+        }
+        assert_eq!(s.w.window(), 4);
+        assert!(s.delivered <= 4 * 10 + 4, "{}", s.delivered);
+    }
+
+    #[test]
+    fn a_slow_receiver_shrinks_a_grown_window_back() {
+        let mut s = Sim::new(4, 256);
+        for t in 0..2000 {
+            s.step(t, 20, 10, 100);
+        }
+        assert_eq!(s.w.window(), 256);
+        // The link gets short and the receiver takes one batch every tenth step: the round
+        // trip holds less than one batch of its rate, the queue fills, and the window falls
+        // back to where it started.
+        for t in 2000..12000 {
+            s.step(t, 1, 10, u32::from(t % 10 == 0));
+        }
+        assert!(s.w.window() <= 8, "{:?}", s.w);
+        assert!(s.queue.len() <= 8, "{} queued", s.queue.len());
+    }
+
+    #[test]
+    fn a_receiver_slower_than_the_sender_keeps_the_window_of_its_own_rate() {
+        // 40-step round trip, the receiver takes a batch every other step: 20 batches cover
+        // the round trip at its rate. The window settles within a doubling of that, and the
+        // receiver is never starved by it.
+        let mut s = Sim::new(4, 1024);
+        for t in 0..20000 {
+            s.step(t, 20, 10, (t % 2) as u32);
+        }
+        assert!((16..=64).contains(&s.w.window()), "{:?}", s.w);
+        let before = s.delivered;
+        for t in 20000..22000 {
+            s.step(t, 20, 10, (t % 2) as u32);
+        }
+        assert!(s.delivered - before >= 990, "{}", s.delivered - before);
+    }
+
+    #[test]
+    fn a_fast_link_never_grows_the_window() {
+        let mut s = Sim::new(64, 1024);
+        for t in 0..5000 {
+            s.step(t, 0, 3, 100);
+        }
+        assert_eq!(s.w.window(), 64);
+        assert_eq!(s.w.resizes(), (0, 0));
+    }
+
+    proptest! {
+        /// Whatever the sender, link and receiver do, what is outstanding never exceeds the
+        /// largest window (so the receiving queue never overflows), the window stays within its
+        /// bounds, and every batch sent is delivered once the sender stops.
+        #[test]
+        fn outstanding_never_exceeds_the_largest_window(
+            min in 1usize..16,
+            extra in 0usize..64,
+            delay in 0u64..30,
+            phases in proptest::collection::vec((0u32..8, 0u32..8), 1..6),
+        ) {
+            let mut s = Sim::new(min, min + extra);
+            let mut t = 0;
+            for (send, take) in phases {
+                for _ in 0..200 {
+                    s.step(t, delay, send, take);
+                    t += 1;
+                }
+            }
+            prop_assert!(s.peak <= (min + extra) as u32);
+            prop_assert!((min as u32..=(min + extra) as u32).contains(&s.w.window()));
+            for _ in 0..(4 * delay + 10) {
+                s.step(t, delay, 0, 1000);
+                t += 1;
+            }
+            let back: u32 = s.to_sender.iter().map(|(_, n)| n).sum();
+            prop_assert!(s.queue.is_empty() && s.to_receiver.is_empty() && back == 0);
+            // Every credit is with the sender again, but those still to be kept back.
+            prop_assert_eq!(s.credits, s.w.window() + s.w.debt);
+        }
+    }
+}
