@@ -19,6 +19,7 @@ macro_rules! say {
 
 // After `say!`, which they use.
 mod cpu;
+mod delay_proxy;
 mod kafka;
 mod log;
 mod profile;
@@ -94,6 +95,9 @@ enum Command {
     },
     /// Task-level CPU profile of a command or running processes (seed 003; docs/profile.md).
     Profile(profile::ProfileArgs),
+    /// A TCP proxy that adds a round-trip time to every connection through it: `--rtt` for
+    /// engines other than xorflow (docs/wan.md).
+    DelayProxy(delay_proxy::DelayProxyArgs),
 }
 
 #[derive(Subcommand)]
@@ -982,5 +986,6 @@ fn main() -> ExitCode {
         Command::Log { cmd } => log::run(cmd),
         Command::Ysb { cmd } => ysb::tool(cmd),
         Command::Profile(a) => profile::run(a),
+        Command::DelayProxy(a) => delay_proxy::run(a),
     }
 }

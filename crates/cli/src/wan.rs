@@ -49,7 +49,11 @@ pub struct WanArgs {
     /// two notification variants at 0 and 40 ms, two tuning variants.
     #[arg(long)]
     quick: bool,
-    /// Where the JVM peers' Maven projects are (not built by this command yet).
+    /// Leave Apache Flink out of the mesh experiment (by default it runs there too, each
+    /// TaskManager behind a delay proxy; built with Maven from --peers-dir).
+    #[arg(long)]
+    no_flink: bool,
+    /// Where the JVM peers' Maven projects are.
     #[arg(long, default_value = "peers")]
     peers_dir: PathBuf,
     /// Results root: writes <out>/wan-<UTC time>/.
@@ -111,8 +115,13 @@ impl WanArgs {
         if rtts.iter().chain(&chain_rtts).any(|&r| r > 60_000) {
             return Err("RTTs must be at most 60000 ms".into());
         }
+        let mut engines = vec![Engine::Xorflow];
+        if !self.no_flink && experiments.contains(&Experiment::Mesh) {
+            engines.push(Engine::Flink);
+        }
         Ok(Plan {
             experiments,
+            engines,
             rates,
             processes,
             rtts_ms: rtts,
@@ -133,7 +142,7 @@ pub fn run(a: WanArgs) -> ExitCode {
     }
     run_sweep(
         a.plan(),
-        |_| vec![Engine::Xorflow],
+        |p| p.engines.clone(),
         (&a.out, &a.peers_dir),
         xorflow_bench::wan::run,
     )

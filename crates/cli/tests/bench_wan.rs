@@ -35,6 +35,7 @@ fn a_mesh_sweep_sees_the_delay_and_a_chain_run_notifies_after_it() {
         "--duration",
         "20s",
         "--quick",
+        "--no-flink",
         "--out",
         out.path().to_str().expect("utf-8"),
     ]);
@@ -81,6 +82,62 @@ fn a_mesh_sweep_sees_the_delay_and_a_chain_run_notifies_after_it() {
     assert_eq!(o.status.code(), Some(0), "{}", text(&o));
     let again = std::fs::read_to_string(dir.join("REPORT.md")).expect("REPORT.md again");
     assert_eq!(again, report);
+}
+
+/// Flink behind the delay proxies (`peers/flink`, built with Maven: minutes on a fresh machine,
+/// so CI leaves it out; `XORFLOW_FLINK_TESTS=1 cargo test -p xorflow-cli --test bench_wan` runs
+/// it): its counts match the oracle, bytes crossed the proxies, and its windows close at least
+/// one 20 ms hop later at 40 ms RTT than at 0.
+#[test]
+fn flink_behind_the_delay_proxies_sees_the_delay() {
+    if std::env::var("XORFLOW_FLINK_TESTS").as_deref() != Ok("1") {
+        eprintln!("skipped: set XORFLOW_FLINK_TESTS=1 to build and run the Flink peer");
+        return;
+    }
+    let out = tempfile::tempdir().expect("tempdir");
+    let peers = concat!(env!("CARGO_MANIFEST_DIR"), "/../../peers");
+    let o = xorflow(&[
+        "bench",
+        "wan",
+        "--experiments",
+        "mesh",
+        "--rates",
+        "22000",
+        "--processes",
+        "2",
+        "--rtts",
+        "40",
+        "--duration",
+        "20s",
+        "--quick",
+        "--peers-dir",
+        peers,
+        "--out",
+        out.path().to_str().expect("utf-8"),
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    let dir = results_dir(out.path(), "wan-");
+    assert!(!dir.join("failures.txt").exists(), "{}", text(&o));
+    let runs = rows(&dir.join("runs.csv"));
+    let flink: Vec<_> = runs.iter().filter(|r| r["engine"] == "flink").collect();
+    assert_eq!(flink.len(), 2, "{runs:?}");
+    for r in &flink {
+        assert_eq!(r["correct"], "true", "counts differ from the oracle: {r:?}");
+        assert!(num(r, "proxied_bytes") > 100_000.0, "{r:?}");
+    }
+    let (p50_0, p50_40) = (
+        num(flink[0], "window_p50_ms"),
+        num(flink[1], "window_p50_ms"),
+    );
+    assert!(
+        p50_40 >= p50_0 + 15.0,
+        "Flink window p50 {p50_0} ms -> {p50_40} ms at 40 ms RTT"
+    );
+    let report = std::fs::read_to_string(dir.join("REPORT.md")).expect("REPORT.md");
+    assert!(
+        report.contains("mesh-flink ysb p=2 22000/s default:"),
+        "{report}"
+    );
 }
 
 #[test]

@@ -1,6 +1,6 @@
 //! Running one `xorflow bench wan` run and what it measured.
 
-use super::spec::{RunSpec, Workload};
+use super::spec::{Delay, RunSpec, Workload};
 use crate::chain::ChainResult;
 use crate::subprocess::stdout_within;
 use crate::ysb::{Engine, Engines, Point};
@@ -34,6 +34,10 @@ pub struct Measured {
     pub element_ms: Option<[f64; 2]>,
     /// Elements seen below a notified frontier (must be 0).
     pub below_frontier: u64,
+    /// A peer behind delay proxies: bytes the proxies forwarded between its TaskManagers (both
+    /// directions; more than zero, or the run failed: its shuffle did not cross the delay).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub proxied_bytes: Option<u64>,
 }
 
 /// Runs specs with this binary and a YSB input.
@@ -73,10 +77,13 @@ impl Runner {
             notification_any_ms: None,
             element_ms: None,
             below_frontier: 0,
+            proxied_bytes: None,
         };
-        match spec.workload {
-            Workload::Ysb => self.ysb(spec, &dir, extra, base),
-            Workload::Chain => self.chain(spec, &dir, extra, base),
+        match (spec.workload, spec.engine) {
+            (Workload::Ysb, Engine::Xorflow) => self.ysb(spec, &dir, extra, base),
+            (Workload::Ysb, Engine::Flink) => self.flink(spec, &dir, base),
+            (Workload::Chain, Engine::Xorflow) => self.chain(spec, &dir, extra, base),
+            (w, e) => anyhow::bail!("bench wan runs no {w:?} on {}", e.name()),
         }
     }
 
@@ -85,26 +92,71 @@ impl Runner {
         spec.processes + usize::from(spec.args.iter().any(|a| a == "--tracker-processes"))
     }
 
-    fn ysb(&self, spec: &RunSpec, dir: &Path, extra: Vec<String>, m: Measured) -> Result<Measured> {
-        let p = Point {
+    /// A YSB point: one worker (slot) per process, one source per process.
+    fn point(&self, spec: &RunSpec) -> Point {
+        Point {
             rate: spec.rate,
             duration_s: self.duration_s,
             processes: spec.processes,
             workers: 1,
             sources: spec.processes,
-        };
+        }
+    }
+
+    fn ysb(&self, spec: &RunSpec, dir: &Path, extra: Vec<String>, m: Measured) -> Result<Measured> {
+        let p = self.point(spec);
         let counts = dir.join("counts.csv");
         let (exe, args) = self.engines.command(Engine::Xorflow, p, &counts, &extra)?;
         let out = run_logged(dir, &exe, &args, Duration::from_secs(self.duration_s + 180))?;
         let r = self.engines.result_of(Engine::Xorflow, p, &counts, &out)?;
-        let w = &r.window_latency_ms;
+        Ok(measured_ysb(&r, m))
+    }
+
+    /// The YSB on Flink, one TaskManager per process, each behind a delay proxy
+    /// (`xorflow_runtime::net::delay::proxy`): TaskManager `i` binds a free port and advertises
+    /// its proxy's, so every byte between TaskManagers crosses the RTT (`ProxiedMiniCluster`
+    /// in `peers/flink`). Only the full mesh: the proxy cannot tell which TaskManager connects.
+    fn flink(&self, spec: &RunSpec, dir: &Path, m: Measured) -> Result<Measured> {
+        use xorflow_runtime::net::delay::proxy::{DelayProxy, Route};
+        let Delay::Mesh { rtt_ms, jitter_ms } = spec.delay else {
+            anyhow::bail!(
+                "Flink runs behind proxies on a full mesh only, not {}",
+                spec.delay.label()
+            );
+        };
+        let mut routes = Vec::new();
+        let mut ports = Vec::new();
+        for _ in 0..spec.processes {
+            let listen = std::net::TcpListener::bind("127.0.0.1:0")?;
+            // A free port for the TaskManager to bind (free again once this returns; the
+            // TaskManager takes it a second later, and fails loudly if another took it first).
+            let bind = std::net::TcpListener::bind("127.0.0.1:0")?.local_addr()?;
+            ports.push(format!("{}:{}", listen.local_addr()?.port(), bind.port()));
+            routes.push(Route {
+                listen,
+                upstream: bind,
+            });
+        }
+        let ms = |v: u64| Duration::from_micros(v * 500);
+        let proxy = DelayProxy::start(routes, ms(rtt_ms), ms(jitter_ms))?;
+        let p = self.point(spec);
+        let counts = dir.join("counts.csv");
+        let (exe, mut args) = self.engines.command(Engine::Flink, p, &counts, &[])?;
+        args.extend(["--data-ports".into(), ports.join(",")]);
+        let out = run_logged(dir, &exe, &args, Duration::from_secs(self.duration_s + 180))?;
+        let bytes = proxy
+            .counters
+            .bytes
+            .load(std::sync::atomic::Ordering::Relaxed);
+        drop(proxy);
+        anyhow::ensure!(
+            bytes > 0,
+            "no byte crossed the delay proxies: Flink's TaskManagers did not connect through them"
+        );
+        let r = self.engines.result_of(Engine::Flink, p, &counts, &out)?;
         Ok(Measured {
-            throughput_per_s: r.throughput_events_per_s,
-            correct: r.counts_match_oracle == Some(true) && r.events_emitted == r.events_expected,
-            window_ms: Some([w.p50, w.p90, w.p95, w.p99, w.max]),
-            notification_ms: r.notification_latency_ms.map(|n| [n.p50, n.p99]),
-            below_frontier: r.elements_below_frontier,
-            ..m
+            proxied_bytes: Some(bytes),
+            ..measured_ysb(&r, m)
         })
     }
 
@@ -158,6 +210,19 @@ impl Runner {
             element_ms: Some([ms(el.p50_us), ms(el.p99_us)]),
             ..m
         })
+    }
+}
+
+/// `m` with a YSB result's figures.
+fn measured_ysb(r: &xorflow_ysb::bench::BenchResult, m: Measured) -> Measured {
+    let w = &r.window_latency_ms;
+    Measured {
+        throughput_per_s: r.throughput_events_per_s,
+        correct: r.counts_match_oracle == Some(true) && r.events_emitted == r.events_expected,
+        window_ms: Some([w.p50, w.p90, w.p95, w.p99, w.max]),
+        notification_ms: r.notification_latency_ms.as_ref().map(|n| [n.p50, n.p99]),
+        below_frontier: r.elements_below_frontier,
+        ..m
     }
 }
 

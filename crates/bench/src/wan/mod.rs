@@ -51,10 +51,11 @@ pub fn run(plan: &Plan, stand: &StandConfig) -> Result<PathBuf> {
     let mut done: Vec<Measured> = Vec::new();
     for (i, spec) in specs.iter().enumerate() {
         eprintln!(
-            "bench wan: run {}/{}: {} {} p={} {}/s {} {}",
+            "bench wan: run {}/{}: {} {} {} p={} {}/s {} {}",
             i + 1,
             specs.len(),
             spec.experiment.name(),
+            spec.engine.name(),
             match spec.workload {
                 spec::Workload::Ysb => "ysb",
                 spec::Workload::Chain => "chain",

@@ -1,6 +1,7 @@
 //! The runs of each `xorflow bench wan` experiment (docs/wan.md).
 
 use super::spec::{Delay, Experiment, RunSpec, Workload};
+use crate::ysb::Engine;
 use serde::{Deserialize, Serialize};
 
 /// A sweep: the experiments and the points they cover (written to `plan.json` with the command,
@@ -9,6 +10,10 @@ use serde::{Deserialize, Serialize};
 pub struct Plan {
     /// Experiments to run, in [`Experiment::ALL`] order.
     pub experiments: Vec<Experiment>,
+    /// Engines of the mesh experiment: xorflow, and Flink behind delay proxies (the other
+    /// experiments vary xorflow's own knobs). Results written before the peers ran have none.
+    #[serde(default = "xorflow_only")]
+    pub engines: Vec<Engine>,
     /// YSB rates, events/s (seed 004: 22,000 and 55,000).
     pub rates: Vec<u64>,
     /// Worker processes (seed 004: 2, 4 and 8 workers).
@@ -49,9 +54,10 @@ const NOTIFICATION: [(&str, &[&str], bool); 7] = [
 ];
 
 /// The tuning experiment's variants: (name, options).
-const TUNING: [(&str, &[&str]); 6] = [
+const TUNING: [(&str, &[&str]); 7] = [
     ("default", &[]),
     ("vertex-frontiers", &["--instance-frontiers", "false"]),
+    ("fixed-window", &["--max-credit-window", "64"]),
     ("capacity-1024", &["--channel-capacity", "1024"]),
     ("flush-10ms", &["--flush-timeout", "10ms"]),
     (
@@ -73,6 +79,10 @@ const TUNING: [(&str, &[&str]); 6] = [
         ],
     ),
 ];
+
+fn xorflow_only() -> Vec<Engine> {
+    vec![Engine::Xorflow]
+}
 
 fn strings(a: &[&str]) -> Vec<String> {
     a.iter().map(|s| s.to_string()).collect()
@@ -97,6 +107,7 @@ impl Plan {
     fn ysb(&self, e: Experiment, rate: u64, processes: usize, delay: Delay) -> RunSpec {
         RunSpec {
             experiment: e,
+            engine: Engine::Xorflow,
             workload: Workload::Ysb,
             rate,
             processes,
@@ -106,13 +117,20 @@ impl Plan {
         }
     }
 
-    /// Every rate, process count and RTT; the first rate and process count also with one
-    /// tracking component per vertex (`--instance-frontiers false`: how it was before).
+    /// Every rate, process count, engine and RTT; the first rate and process count also with one
+    /// tracking component per vertex (`--instance-frontiers false`: how it was before), and
+    /// the last rate at every process count with credit windows fixed at the channel capacity
+    /// (`--max-credit-window 64`: how it was before `net/credit.rs`).
     fn mesh(&self, v: &mut Vec<RunSpec>) {
         for &rate in &self.rates {
             for &p in &self.processes {
-                for &rtt in &self.rtts_ms {
-                    v.push(self.ysb(Experiment::Mesh, rate, p, Delay::mesh(rtt)));
+                for &engine in &self.engines {
+                    for &rtt in &self.rtts_ms {
+                        v.push(RunSpec {
+                            engine,
+                            ..self.ysb(Experiment::Mesh, rate, p, Delay::mesh(rtt))
+                        });
+                    }
                 }
             }
         }
@@ -126,6 +144,16 @@ impl Plan {
                 args: strings(&["--instance-frontiers", "false"]),
                 ..self.ysb(Experiment::Mesh, rate, p, Delay::mesh(rtt))
             });
+        }
+        let rate = *self.rates.last().expect("a rate");
+        for &p in &self.processes {
+            for &rtt in &self.rtts_ms {
+                v.push(RunSpec {
+                    variant: "fixed-window".into(),
+                    args: strings(&["--max-credit-window", "64"]),
+                    ..self.ysb(Experiment::Mesh, rate, p, Delay::mesh(rtt))
+                });
+            }
         }
     }
 
@@ -169,6 +197,7 @@ impl Plan {
                 };
                 v.push(RunSpec {
                     experiment: Experiment::Notification,
+                    engine: Engine::Xorflow,
                     workload: Workload::Chain,
                     rate: self.chain_rate,
                     processes: 2,
@@ -205,6 +234,7 @@ mod tests {
     fn plan(experiments: Vec<Experiment>, quick: bool) -> Plan {
         Plan {
             experiments,
+            engines: vec![Engine::Xorflow, Engine::Flink],
             rates: vec![22_000, 55_000],
             processes: vec![2, 4, 8],
             rtts_ms: vec![0, 10, 40, 100],
@@ -222,11 +252,14 @@ mod tests {
         let p = plan(Experiment::ALL.to_vec(), false);
         let specs = p.specs();
         let count = |e| specs.iter().filter(|s| s.experiment == e).count();
-        assert_eq!(count(Experiment::Mesh), 2 * 3 * 4 + 4);
+        assert_eq!(count(Experiment::Mesh), 2 * 3 * 4 * 2 + 4 + 3 * 4);
+        let flink = specs.iter().filter(|s| s.engine == Engine::Flink);
+        assert!(flink.clone().all(|s| s.experiment == Experiment::Mesh));
+        assert_eq!(flink.count(), 2 * 3 * 4);
         assert_eq!(count(Experiment::Topology), 3 * 3);
         assert_eq!(count(Experiment::Jitter), 3 * 2);
         assert_eq!(count(Experiment::Notification), 7 * 2);
-        assert_eq!(count(Experiment::Tuning), 6);
+        assert_eq!(count(Experiment::Tuning), 7);
         // Ids are unique and file-name safe.
         let ids: std::collections::BTreeSet<String> =
             specs.iter().enumerate().map(|(i, s)| s.id(i)).collect();

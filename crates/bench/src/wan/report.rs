@@ -65,19 +65,21 @@ fn f(v: Option<f64>) -> String {
 
 fn csv(runs: &[Measured]) -> String {
     let mut s = String::from(
-        "id,experiment,workload,processes,rate,delay,variant,rtt_mean_ms,rtt_max_ms,\
+        "id,experiment,engine,workload,processes,rate,delay,variant,rtt_mean_ms,rtt_max_ms,\
          throughput_per_s,correct,window_p50_ms,window_p90_ms,window_p95_ms,window_p99_ms,\
          window_max_ms,notification_p50_ms,notification_p99_ms,notification_any_p50_ms,\
-         notification_any_p99_ms,element_p50_ms,element_p99_ms,below_frontier\n",
+         notification_any_p99_ms,element_p50_ms,element_p99_ms,below_frontier,\
+         proxied_bytes\n",
     );
     for m in runs {
         let w = |i: usize| f(m.window_ms.map(|w| w[i]));
         let two = |v: Option<[f64; 2]>, i: usize| f(v.map(|x| x[i]));
         let _ = writeln!(
             s,
-            "{},{},{:?},{},{},{},{},{:.2},{:.2},{:.0},{},{},{},{},{},{},{},{},{},{},{},{},{}",
+            "{},{},{},{:?},{},{},{},{},{:.2},{:.2},{:.0},{},{},{},{},{},{},{},{},{},{},{},{},{},{}",
             m.id,
             m.spec.experiment.name(),
+            m.spec.engine.name(),
             m.spec.workload,
             m.spec.processes,
             m.spec.rate,
@@ -98,7 +100,8 @@ fn csv(runs: &[Measured]) -> String {
             two(m.notification_any_ms, 1),
             two(m.element_ms, 0),
             two(m.element_ms, 1),
-            m.below_frontier
+            m.below_frontier,
+            m.proxied_bytes.map_or(String::new(), |b| b.to_string())
         );
     }
     s
@@ -128,7 +131,7 @@ pub fn knee<'a>(baseline: &Measured, series: &[&'a Measured]) -> Option<&'a Meas
 
 fn ysb_table(s: &mut String, runs: &[&Measured], baseline: impl Fn(&Measured) -> Option<f64>) {
     s.push_str(
-        "| processes | rate | delay | variant | RTT mean / max ms | events/s | window p50 / p90 / \
+        "| processes | rate | delay | engine, variant | RTT mean / max ms | events/s | window p50 / p90 / \
          p95 / p99 ms | bound ms | counts |\n|---:|---:|---|---|---:|---:|---:|---:|---|\n",
     );
     for m in runs {
@@ -140,7 +143,7 @@ fn ysb_table(s: &mut String, runs: &[&Measured], baseline: impl Fn(&Measured) ->
             m.spec.processes,
             m.spec.rate,
             m.spec.delay.label(),
-            m.spec.variant,
+            format_args!("{} {}", m.spec.engine.name(), m.spec.variant),
             m.rtt_mean_ms,
             m.rtt_max_ms,
             m.throughput_per_s,
@@ -162,6 +165,7 @@ fn baseline_of<'a>(runs: &'a [Measured], m: &Measured) -> Option<&'a Measured> {
             b.spec.experiment == Experiment::Mesh
                 && b.rtt_max_ms == 0.0
                 && (b.spec.rate, b.spec.processes) == (m.spec.rate, m.spec.processes)
+                && b.spec.engine == m.spec.engine
                 && b.spec.variant == variant
         })
     };
@@ -204,6 +208,15 @@ fn markdown(file: &PlanFile, runs: &[Measured]) -> String {
         plan.chain_duration_s,
         KEEPS_UP * 100.0
     );
+    if plan.engines.contains(&crate::ysb::Engine::Flink) {
+        s.push_str(
+            "Flink 1.20 runs (mesh only): a MiniCluster with one TaskManager of one slot per \
+             process, buffer timeout 100 ms (Flink's default); each TaskManager's data port sits \
+             behind a delay proxy of ours that holds every byte half the RTT in each direction, \
+             so all traffic between TaskManagers crosses the RTT (docs/wan.md, \"Flink behind \
+             the proxy\"); the RPC between JobManager and TaskManagers is not delayed.\n\n",
+        );
+    }
     let of = |e: Experiment| -> Vec<&Measured> {
         runs.iter().filter(|m| m.spec.experiment == e).collect()
     };
@@ -290,6 +303,7 @@ mod tests {
             id: format!("r{rtt}"),
             spec: RunSpec {
                 experiment: Experiment::Mesh,
+                engine: crate::ysb::Engine::Xorflow,
                 workload: Workload::Ysb,
                 rate: 22_000,
                 processes: 2,
@@ -306,6 +320,7 @@ mod tests {
             notification_any_ms: None,
             element_ms: None,
             below_frontier: 0,
+            proxied_bytes: None,
         }
     }
 
@@ -339,6 +354,7 @@ mod tests {
             command: "xorflow bench wan --experiments mesh".into(),
             plan: Plan {
                 experiments: vec![Experiment::Mesh],
+                engines: vec![crate::ysb::Engine::Xorflow],
                 rates: vec![22_000],
                 processes: vec![2],
                 rtts_ms: vec![0, 20, 40, 80],

@@ -149,6 +149,10 @@ pub enum Workload {
 pub struct RunSpec {
     /// Which experiment it belongs to.
     pub experiment: Experiment,
+    /// The engine: xorflow, or Flink behind delay proxies (results written before the peers
+    /// ran have none: xorflow).
+    #[serde(default)]
+    pub engine: crate::ysb::Engine,
     /// The job.
     pub workload: Workload,
     /// Events (YSB) or elements (chain) per second, all sources together.
@@ -164,11 +168,13 @@ pub struct RunSpec {
 }
 
 impl RunSpec {
-    /// Its id in results: `NNN-experiment-pP-rate-delay-variant`, file-name safe.
+    /// Its id in results: `NNN-experiment[-engine]-pP-rate-delay-variant` (the engine unless
+    /// xorflow), file-name safe.
     pub fn id(&self, i: usize) -> String {
         let raw = format!(
-            "{i:03}-{}-p{}-{}-{}-{}",
+            "{i:03}-{}{}-p{}-{}-{}-{}",
             self.experiment.name(),
+            self.engine_tag(),
             self.processes,
             self.rate,
             self.delay.label(),
@@ -185,11 +191,20 @@ impl RunSpec {
             .collect()
     }
 
+    /// `-flink` for a peer's run, nothing for xorflow's.
+    fn engine_tag(&self) -> String {
+        match self.engine {
+            crate::ysb::Engine::Xorflow => String::new(),
+            e => format!("-{}", e.name()),
+        }
+    }
+
     /// The series it belongs to (the runs a knee is looked for in): everything but the delay.
     pub fn series(&self) -> String {
         format!(
-            "{} {} p={} {}/s {}",
+            "{}{} {} p={} {}/s {}",
             self.experiment.name(),
+            self.engine_tag(),
             match self.workload {
                 Workload::Ysb => "ysb",
                 Workload::Chain => "chain",

@@ -11,9 +11,22 @@ use std::time::Duration;
 use xorflow_ysb::bench::BenchResult;
 
 /// An engine of the comparison.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+#[derive(
+    Clone,
+    Copy,
+    Debug,
+    Default,
+    PartialEq,
+    Eq,
+    PartialOrd,
+    Ord,
+    serde::Serialize,
+    serde::Deserialize,
+)]
+#[serde(rename_all = "lowercase")]
 pub enum Engine {
     /// This binary.
+    #[default]
     Xorflow,
     /// Apache Flink 1.20, MiniCluster (`--task-managers` = processes).
     Flink,

@@ -12,6 +12,7 @@
 
 pub mod line;
 pub mod matrix;
+pub mod proxy;
 pub mod topology;
 
 pub use line::DelayLine;

@@ -1,5 +1,7 @@
 package xorflow.peer.flink;
 
+import java.util.ArrayList;
+import java.util.List;
 import xorflow.peer.ysb.YsbArgs;
 
 /** {@link YsbJob}'s command line: the common options and Flink's (see {@code peers/ysb-contract.md}). */
@@ -8,6 +10,12 @@ final class YsbFlinkArgs extends YsbArgs {
     int taskManagers = 1;
     /** Flink's network buffer timeout, ms (Flink's default 100). */
     long bufferTimeoutMs = 100;
+    /**
+     * Per TaskManager, the port its data connections are advertised on and the port it binds
+     * ({@code --data-ports ADVERTISED:BIND,...}, one pair per TaskManager): a delay proxy listens
+     * on the first and forwards to the second ({@link ProxiedMiniCluster}). Empty: Flink's own.
+     */
+    List<ProxiedMiniCluster.Ports> dataPorts = List.of();
 
     /** The window's parallelism: --workers (slots per TaskManager) * --task-managers. */
     int parallelism() {
@@ -31,6 +39,7 @@ final class YsbFlinkArgs extends YsbArgs {
         switch (k) {
             case "--task-managers" -> taskManagers = Integer.parseInt(v);
             case "--buffer-timeout-ms" -> bufferTimeoutMs = Long.parseLong(v);
+            case "--data-ports" -> dataPorts = ports(v);
             default -> {
                 return false;
             }
@@ -47,8 +56,34 @@ final class YsbFlinkArgs extends YsbArgs {
             throw new IllegalArgumentException("--sources " + sources + " exceeds the slots (--workers * --task-managers = "
                     + parallelism() + ")");
         }
+        if (!dataPorts.isEmpty() && dataPorts.size() != taskManagers) {
+            throw new IllegalArgumentException("--data-ports gives " + dataPorts.size() + " TaskManagers' ports, --task-managers is "
+                    + taskManagers);
+        }
         if (latenessMs < 0 || watermarkIntervalMs < 1 || bufferTimeoutMs < -1) {
             throw new IllegalArgumentException("--lateness-ms >= 0, --watermark-interval-ms >= 1, --buffer-timeout-ms >= -1");
         }
+    }
+
+    /** Parses {@code ADVERTISED:BIND,...}; throws naming the bad pair. */
+    private static List<ProxiedMiniCluster.Ports> ports(String v) {
+        List<ProxiedMiniCluster.Ports> out = new ArrayList<>();
+        for (String pair : v.split(",")) {
+            String[] ab = pair.split(":");
+            try {
+                if (ab.length != 2) {
+                    throw new NumberFormatException();
+                }
+                int a = Integer.parseInt(ab[0].trim());
+                int b = Integer.parseInt(ab[1].trim());
+                if (a < 1 || a > 65535 || b < 1 || b > 65535) {
+                    throw new NumberFormatException();
+                }
+                out.add(new ProxiedMiniCluster.Ports(a, b));
+            } catch (NumberFormatException e) {
+                throw new IllegalArgumentException("--data-ports: '" + pair + "' is not ADVERTISED:BIND (two ports 1-65535)");
+            }
+        }
+        return out;
     }
 }

@@ -9,6 +9,8 @@ import org.apache.flink.api.java.tuple.Tuple2;
 import org.apache.flink.api.java.tuple.Tuple3;
 import org.apache.flink.configuration.Configuration;
 import org.apache.flink.configuration.TaskManagerOptions;
+import org.apache.flink.runtime.jobgraph.JobGraph;
+import org.apache.flink.runtime.minicluster.MiniClusterConfiguration;
 import org.apache.flink.streaming.api.datastream.DataStream;
 import org.apache.flink.streaming.api.datastream.SingleOutputStreamOperator;
 import org.apache.flink.streaming.api.environment.StreamExecutionEnvironment;
@@ -95,7 +97,22 @@ public final class YsbJob implements YsbMain.Job<YsbFlinkArgs> {
                 YsbStats.LATE.increment();
             }
         }).name("late");
-        env.execute("xorflow-peer-ysb");
+        if (a.dataPorts.isEmpty()) {
+            env.execute("xorflow-peer-ysb");
+            return;
+        }
+        // TaskManagers behind delay proxies: the same MiniCluster, started by hand so each
+        // TaskManager gets its own data ports (ProxiedMiniCluster).
+        MiniClusterConfiguration mc = new MiniClusterConfiguration.Builder()
+                .setConfiguration(conf)
+                .setNumTaskManagers(a.taskManagers)
+                .setNumSlotsPerTaskManager(a.workers)
+                .build();
+        try (ProxiedMiniCluster cluster = new ProxiedMiniCluster(mc, a.dataPorts)) {
+            cluster.start();
+            JobGraph job = env.getStreamGraph().getJobGraph();
+            cluster.executeJobBlocking(job);
+        }
     }
 
     @Override

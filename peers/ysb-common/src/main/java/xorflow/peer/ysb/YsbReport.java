@@ -56,9 +56,9 @@ public final class YsbReport {
         }
     }
 
-    /** {"p50":..,"p90":..,"p99":..,"max":..,"count":..} in ms (3 decimals) of a µs histogram. */
+    /** {"p50":..,"p90":..,"p95":..,"p99":..,"max":..,"count":..} in ms (3 decimals) of a µs histogram. */
     public static String latency(Histogram h) {
-        return "{\"p50\":" + ms(h, 50) + ",\"p90\":" + ms(h, 90) + ",\"p99\":" + ms(h, 99) + ",\"max\":" + ms(h, 100)
+        return "{\"p50\":" + ms(h, 50) + ",\"p90\":" + ms(h, 90) + ",\"p95\":" + ms(h, 95) + ",\"p99\":" + ms(h, 99) + ",\"max\":" + ms(h, 100)
                 + ",\"count\":" + h.getTotalCount() + "}";
     }
 
