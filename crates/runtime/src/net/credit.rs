@@ -8,17 +8,30 @@
 //! be measured or configured:
 //!
 //! - the sender marks the batch that spent its last credit (`Kind::DataLastCredit`);
-//! - if the receiver's queue ran empty since the previous such batch, the receiver was starving
-//!   while the sender waited for credit: the window, not the receiver, limited the channel, and
-//!   the receiver doubles it (up to `max`) by returning extra credits at once;
-//! - if instead more than half the window was still queued when the marked batch was taken, the
-//!   receiver is the bottleneck: a large window would only queue more (bufferbloat, the latency
-//!   Flink's buffer debloating removes), so it halves the window (down to `min`) by keeping back
-//!   credits it would otherwise return.
+//! - if since the previous such batch the receiver sat with an empty queue for at least
+//!   [`STARVED`] while the sender had run out of credit, the receiver was starving: the window,
+//!   not the receiver, limited the channel, and the receiver doubles it (up to `max`) by
+//!   returning extra credits at once. The idle time is what tells a long round trip from a
+//!   receiver that was merely descheduled: that one finds its queue full when it runs again and
+//!   drains it, but is then fed again within a loopback round trip (the first version grew
+//!   windows on a loaded machine with no delay at all and added queueing latency there);
+//! - if instead more than three quarters of the window were still queued when the marked batch
+//!   was taken, the receiver is the bottleneck: a large window would only queue more
+//!   (bufferbloat, the latency Flink's buffer debloating removes), so it cuts the window by a
+//!   quarter (down to `min`) by keeping back credits it would otherwise return. Growing by
+//!   doubling and cutting by quarters past three quarters leaves a band in which a window one
+//!   doubling above the receiver's need stays put instead of see-sawing.
 //!
 //! The invariant the transport relies on: credits held by the sender, credits on their way back
 //! and batches on their way or queued never exceed `max`, the receiving queue's size, so a queue
 //! never overflows (`transport.rs`, `route`).
+
+use std::time::{Duration, Instant};
+
+/// How long a receiver must wait with an empty queue, between two batches that spent the
+/// sender's last credit, to count as starved by the window: longer than a loaded machine's
+/// scheduling hiccups, shorter than any wide-area round trip (seed 004's smallest is 10 ms).
+pub const STARVED: Duration = Duration::from_millis(5);
 
 /// Credit accounting of the receiving end of one remote channel (window sizes in batches).
 #[derive(Clone, Debug)]
@@ -32,6 +45,10 @@ pub struct CreditWindow {
     debt: u32,
     /// The queue ran empty since the last batch marked as the sender's last credit.
     ran_dry: bool,
+    /// When the queue last ran empty, while it still is.
+    dry_since: Option<Instant>,
+    /// The queue stayed empty for [`STARVED`] since the last marked batch.
+    starved: bool,
     grown: u32,
     shrunk: u32,
 }
@@ -49,19 +66,25 @@ impl CreditWindow {
             unreturned: 0,
             debt: 0,
             ran_dry: true,
+            dry_since: None,
+            starved: false,
             grown: 0,
             shrunk: 0,
         }
     }
 
     /// Accounts for one batch taken from the queue: `last_credit` if the sender marked it as
-    /// spending its last credit, `queued` the batches still queued behind it. Returns the
-    /// credits to send back now (0: none yet).
-    pub fn taken(&mut self, last_credit: bool, queued: usize) -> u32 {
+    /// spending its last credit, `queued` the batches still queued behind it, `clock` the time
+    /// now (read only when the queue runs empty or was empty). Returns the credits to send back
+    /// now (0: none yet).
+    pub fn taken(&mut self, last_credit: bool, queued: usize, clock: impl Fn() -> Instant) -> u32 {
         self.unreturned += 1;
+        if let Some(since) = self.dry_since.take() {
+            self.starved |= clock().saturating_duration_since(since) >= STARVED;
+        }
         let mut now = false;
         if last_credit {
-            if self.ran_dry && self.window < self.max {
+            if self.starved && self.window < self.max {
                 // Credits kept back from an earlier shrink are forgiven first, so what is in
                 // circulation (window + debt) never exceeds `max`.
                 let extra = self.window.min(self.max - self.window);
@@ -71,16 +94,21 @@ impl CreditWindow {
                 self.unreturned += extra - forgiven;
                 self.grown += 1;
                 now = true;
-            } else if !self.ran_dry && queued as u32 > self.window / 2 && self.window > self.min {
-                let cut = (self.window / 2).min(self.window - self.min);
+            } else if !self.ran_dry && queued as u32 > self.window / 4 * 3 && self.window > self.min
+            {
+                // A quarter, past three quarters queued: a window that grew one doubling past
+                // what the receiver's rate needs keeps a standing queue under that and stays.
+                let cut = (self.window / 4).max(1).min(self.window - self.min);
                 self.window -= cut;
                 self.debt += cut;
                 self.shrunk += 1;
             }
             self.ran_dry = false;
+            self.starved = false;
         }
         if queued == 0 {
             self.ran_dry = true;
+            self.dry_since = Some(clock());
         }
         // Return in quarters of the window, or at once when the queue is empty: an idle
         // receiver holding credits back would stall a sender for nothing.
@@ -111,6 +139,11 @@ mod tests {
     use proptest::prelude::*;
     use std::collections::VecDeque;
 
+    /// Simulated time: one step is a millisecond.
+    fn at(t0: Instant, step: u64) -> Instant {
+        t0 + Duration::from_millis(step)
+    }
+
     /// A sender with `credits`, a link of `delay` steps each way and the receiver's queue,
     /// simulated step by step. Returns (peak of what was outstanding, batches delivered).
     struct Sim {
@@ -122,6 +155,7 @@ mod tests {
         delivered: u64,
         peak: u32,
         max: u32,
+        t0: Instant,
     }
 
     impl Sim {
@@ -135,11 +169,12 @@ mod tests {
                 delivered: 0,
                 peak: 0,
                 max: max.max(min) as u32,
+                t0: Instant::now(),
             }
         }
 
-        /// One step: the sender sends up to `send` batches, the link delivers what is due
-        /// after `delay` steps, the receiver takes up to `take` batches.
+        /// One step (a millisecond): the sender sends up to `send` batches, the link delivers
+        /// what is due after `delay` steps, the receiver takes up to `take` batches.
         fn step(&mut self, t: u64, delay: u64, send: u32, take: u32) {
             while self.to_sender.front().is_some_and(|(at, _)| *at <= t) {
                 self.credits += self.to_sender.pop_front().unwrap().1;
@@ -161,7 +196,8 @@ mod tests {
                     break;
                 };
                 self.delivered += 1;
-                let n = self.w.taken(last, self.queue.len());
+                let (t0, len) = (self.t0, self.queue.len());
+                let n = self.w.taken(last, len, || at(t0, t));
                 if n > 0 {
                     self.to_sender.push_back((t + delay, n));
                 }
@@ -230,7 +266,12 @@ mod tests {
         for t in 20000..22000 {
             s.step(t, 20, 10, (t % 2) as u32);
         }
-        assert!(s.delivered - before >= 990, "{}", s.delivered - before);
+        assert!(
+            s.delivered - before >= 990,
+            "{} {:?}",
+            s.delivered - before,
+            s.w
+        );
     }
 
     #[test]
@@ -241,6 +282,18 @@ mod tests {
         }
         assert_eq!(s.w.window(), 64);
         assert_eq!(s.w.resizes(), (0, 0));
+    }
+
+    #[test]
+    fn a_receiver_that_stalls_on_a_fast_link_keeps_its_window() {
+        // No delay; the receiver runs one step in four (descheduled on a loaded machine) and
+        // then drains everything: the sender runs out of credit and the queue runs empty every
+        // time, but the receiver never waits 5 ms for data, so the window is not what limits.
+        let mut s = Sim::new(8, 1024);
+        for t in 0..5000 {
+            s.step(t, 0, 10, if t % 4 == 3 { 100 } else { 0 });
+        }
+        assert_eq!(s.w.window(), 8, "{:?}", s.w);
     }
 
     proptest! {

@@ -105,7 +105,9 @@ impl RemoteIn {
         let f = self.queue.pop()?;
         let last = f[0] == Kind::DataLastCredit as u8;
         let mut credit_bytes = None;
-        let n = self.window.taken(last, self.queue.len());
+        let n = self
+            .window
+            .taken(last, self.queue.len(), std::time::Instant::now);
         if n > 0 {
             let c = frame::credit(self.ch, n);
             credit_bytes = Some(c.len() as u64 + 4);
