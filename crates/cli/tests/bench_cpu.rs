@@ -4,7 +4,7 @@
 //! skips (with a note) where perf is missing or not permitted.
 
 mod common;
-use common::perf::{perf_works, text, xorflow};
+use common::perf::{perf_works, refused, text, xorflow};
 use common::results::{results_dir, rows};
 
 #[test]
@@ -99,13 +99,7 @@ fn bad_options_exit_2_naming_them_and_write_nothing() {
     for (args, want) in cases {
         let mut a = vec!["bench", "cpu", "--out", root];
         a.extend_from_slice(args);
-        let o = xorflow(&a);
-        assert_eq!(o.status.code(), Some(2), "{args:?}: {}", text(&o));
-        assert!(
-            String::from_utf8_lossy(&o.stderr).contains(want),
-            "{args:?}: {}",
-            text(&o)
-        );
+        refused(&a, want);
     }
     assert_eq!(std::fs::read_dir(out.path()).unwrap().count(), 0);
 }

@@ -2,7 +2,7 @@
 //! the configured round trip and keeps the bytes; bad routes exit 2 naming them.
 
 mod common;
-use common::perf::{text, xorflow};
+use common::perf::refused;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{TcpListener, TcpStream};
 use std::process::{Command, Stdio};
@@ -92,12 +92,6 @@ fn bad_routes_exit_2_naming_them() {
     for (args, want) in cases {
         let mut a = vec!["delay-proxy"];
         a.extend_from_slice(args);
-        let o = xorflow(&a);
-        assert_eq!(o.status.code(), Some(2), "{args:?}: {}", text(&o));
-        assert!(
-            String::from_utf8_lossy(&o.stderr).contains(want),
-            "{args:?}: {}",
-            text(&o)
-        );
+        refused(&a, want);
     }
 }

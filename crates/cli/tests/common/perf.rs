@@ -24,6 +24,17 @@ pub fn text(o: &Output) -> String {
     )
 }
 
+/// Runs `xorflow args` and asserts it is refused: exit status 2 and `want` in its stderr.
+pub fn refused(args: &[&str], want: &str) {
+    let o = xorflow(args);
+    assert_eq!(o.status.code(), Some(2), "{args:?}: {}", text(&o));
+    assert!(
+        String::from_utf8_lossy(&o.stderr).contains(want),
+        "{args:?}: {}",
+        text(&o)
+    );
+}
+
 /// True when `perf record -e cpu-clock` works here; else prints why the test is skipped.
 pub fn perf_works() -> bool {
     let dir = tempfile::tempdir().expect("tempdir");

@@ -105,19 +105,9 @@ fn process(
 
 /// Runs both processes; process 1's (batches, elapsed, window).
 fn run(max_window: usize) -> (Vec<u64>, Duration, u32) {
-    let listeners: Vec<_> = (0..2)
-        .map(|_| std::net::TcpListener::bind("127.0.0.1:0").unwrap())
-        .collect();
-    let addrs: Vec<_> = listeners.iter().map(|l| l.local_addr().unwrap()).collect();
-    let threads: Vec<_> = listeners
-        .into_iter()
-        .enumerate()
-        .map(|(p, l)| {
-            let addrs = addrs.clone();
-            std::thread::spawn(move || process(p, l, addrs, max_window))
-        })
-        .collect();
-    let mut out: Vec<_> = threads.into_iter().map(|t| t.join().unwrap()).collect();
+    let mut out = super::test_transport::run_processes(2, move |me, l, addrs| {
+        process(me, l, addrs, max_window)
+    });
     out.pop().flatten().expect("process 1 reports")
 }
 

@@ -54,19 +54,9 @@ fn process(
 
 /// Runs the three processes; per receiver, (frame number, one-way ns) in routing order.
 fn run(delay: DelayConfig) -> Vec<Vec<(u64, u64)>> {
-    let listeners: Vec<_> = (0..3)
-        .map(|_| std::net::TcpListener::bind("127.0.0.1:0").unwrap())
-        .collect();
-    let addrs: Vec<_> = listeners.iter().map(|l| l.local_addr().unwrap()).collect();
-    let threads: Vec<_> = listeners
-        .into_iter()
-        .enumerate()
-        .map(|(p, l)| {
-            let (addrs, delay) = (addrs.clone(), delay.clone());
-            std::thread::spawn(move || process(p, l, addrs, delay))
-        })
-        .collect();
-    threads.into_iter().map(|t| t.join().unwrap()).collect()
+    super::test_transport::run_processes(3, move |me, l, addrs| {
+        process(me, l, addrs, delay.clone())
+    })
 }
 
 fn matrix_file(text: &str) -> tempfile::NamedTempFile {

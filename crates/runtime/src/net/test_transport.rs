@@ -72,3 +72,27 @@ pub(super) fn start_with(
     transport::start(id, listener, cfg, outboxes.to_vec(), delivery, failure)
         .expect("the transport starts")
 }
+
+/// Runs `n` "processes" on threads of this process, each with its own loopback listener and
+/// everyone's addresses: `process(me, listener, addrs)`. Returns their results in process order.
+pub(super) fn run_processes<R: Send + 'static>(
+    n: usize,
+    process: impl Fn(usize, std::net::TcpListener, Vec<std::net::SocketAddr>) -> R
+        + Clone
+        + Send
+        + 'static,
+) -> Vec<R> {
+    let listeners: Vec<_> = (0..n)
+        .map(|_| std::net::TcpListener::bind("127.0.0.1:0").unwrap())
+        .collect();
+    let addrs: Vec<_> = listeners.iter().map(|l| l.local_addr().unwrap()).collect();
+    let threads: Vec<_> = listeners
+        .into_iter()
+        .enumerate()
+        .map(|(me, l)| {
+            let (addrs, process) = (addrs.clone(), process.clone());
+            std::thread::spawn(move || process(me, l, addrs))
+        })
+        .collect();
+    threads.into_iter().map(|t| t.join().unwrap()).collect()
+}
