@@ -259,6 +259,14 @@ mod tests {
             );
         }
         assert_eq!(p.counters.connections.load(Ordering::Relaxed), 1);
+        // The writer counts a chunk after writing it, so the client can read the last echo
+        // before the count includes it: wait for the count (never more than a second).
+        let t0 = Instant::now();
+        while p.counters.bytes.load(Ordering::Relaxed) < 2 * 10 * 1000
+            && t0.elapsed() < Duration::from_secs(1)
+        {
+            std::thread::sleep(Duration::from_millis(1));
+        }
         assert_eq!(p.counters.bytes.load(Ordering::Relaxed), 2 * 10 * 1000);
     }
 
