@@ -33,6 +33,22 @@ pub struct Batch<T> {
     pub data: Vec<Element<T>>,
 }
 
+#[cfg(test)]
+impl<T> Batch<T> {
+    /// A batch of `data` without tracking (no tag, no epoch, no markers), for tests.
+    pub(crate) fn untracked(data: Vec<Element<T>>) -> Self {
+        Batch {
+            tag: 0,
+            lo: 0,
+            hi: 0,
+            epoch: 0,
+            exact: true,
+            markers: Vec::new(),
+            data,
+        }
+    }
+}
+
 /// What a channel carries.
 #[derive(Debug)]
 pub enum Msg<T> {

@@ -22,15 +22,7 @@ const CH: ChannelId = ChannelId {
 };
 
 fn batch(k: u64) -> Msg<u64> {
-    Msg::Data(Batch {
-        tag: 0,
-        lo: 0,
-        hi: 0,
-        epoch: 0,
-        exact: true,
-        markers: Vec::new(),
-        data: vec![Element::new(k, k)],
-    })
+    Msg::Data(Batch::untracked(vec![Element::new(k, k)]))
 }
 
 /// Process `me` of two; returns (batches received in order, elapsed, final window) at process 1.

@@ -542,15 +542,9 @@ mod tests {
     }
 
     fn batch(n: u64) -> Msg<u64> {
-        Msg::Data(Batch {
-            tag: 0,
-            lo: 0,
-            hi: 0,
-            epoch: 0,
-            exact: true,
-            markers: vec![],
-            data: (0..n).map(|t| Element::new(t, t)).collect(),
-        })
+        Msg::Data(Batch::untracked(
+            (0..n).map(|t| Element::new(t, t)).collect(),
+        ))
     }
 
     #[test]
