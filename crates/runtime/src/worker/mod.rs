@@ -66,6 +66,7 @@ impl Worker {
             self.ctx.frontiers.read(inbox)?;
         }
         let cpu = &mut self.cpu;
+        cpu.begin_iteration();
         cpu.task(Task::Frontiers);
         let ctx = &mut self.ctx;
         let mut did = false;
@@ -83,6 +84,7 @@ impl Worker {
         cpu.task(Task::Acks);
         crate::net::outbox::flush_queued();
         cpu.task(Task::Network);
+        cpu.end_iteration();
         Ok(did)
     }
 
