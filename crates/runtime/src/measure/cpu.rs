@@ -253,7 +253,11 @@ impl WorkerClock {
         }
         let ticks = self.last.saturating_sub(self.iteration_start);
         let long = ticks >= self.long_ticks;
-        let stratum = if long { &mut self.long } else { &mut self.short };
+        let stratum = if long {
+            &mut self.long
+        } else {
+            &mut self.short
+        };
         match self.sampling {
             Sampling::Exact => {}
             Sampling::Drawn => stratum.drawn.take(&mut self.current),
@@ -413,7 +417,10 @@ mod tests {
         assert!(c.short.drawn.total() > 0 && c.short.skipped > c.short.drawn.total());
         let (v, w) = c.finish();
         let attributed: u64 = w.tasks().iter().map(|t| t.1).sum();
-        assert!(attributed.abs_diff(w.thread_ns) < 2_000_000, "{attributed} vs {w:?}");
+        assert!(
+            attributed.abs_diff(w.thread_ns) < 2_000_000,
+            "{attributed} vs {w:?}"
+        );
         let ratio = v[0] as f64 / v[1].max(1) as f64;
         assert!((1.5..2.7).contains(&ratio), "{v:?}");
         assert!(v[2] * 10 < v[1], "an empty step is charged {v:?}");
@@ -430,7 +437,10 @@ mod tests {
         iterations(&mut c, 5_000, &[1_000, 0]);
         // All but the first (which opens the window) are lapped exactly.
         let exact_ns = c.exact.vertex[1] as f64 / xorflow_measure::clock::ticks_per_ns();
-        assert!(exact_ns >= 9.0 * 200_000.0, "{exact_ns} ns lapped exactly: {c:?}");
+        assert!(
+            exact_ns >= 9.0 * 200_000.0,
+            "{exact_ns} ns lapped exactly: {c:?}"
+        );
         let (v, w) = c.finish();
         // 2 ms of about 13 ms busy (wide: a preempted short iteration is long too, and is
         // shared out in the long iterations' proportions).
