@@ -20,6 +20,7 @@ macro_rules! say {
 // After `say!`, which they use.
 mod cpu;
 mod delay_proxy;
+mod delay_router;
 mod kafka;
 mod log;
 mod profile;
@@ -98,6 +99,9 @@ enum Command {
     /// A TCP proxy that adds a round-trip time to every connection through it: `--rtt` for
     /// engines other than xorflow (docs/wan.md).
     DelayProxy(delay_proxy::DelayProxyArgs),
+    /// Network namespaces joined by a router that delays every IP packet by its pair's RTT:
+    /// wide-area delay for whole processes of any engine, kernel TCP included (docs/wan.md).
+    DelayRouter(delay_router::DelayRouterArgs),
 }
 
 #[derive(Subcommand)]
@@ -987,5 +991,6 @@ fn main() -> ExitCode {
         Command::Ysb { cmd } => ysb::tool(cmd),
         Command::Profile(a) => profile::run(a),
         Command::DelayProxy(a) => delay_proxy::run(a),
+        Command::DelayRouter(a) => delay_router::run(a),
     }
 }

@@ -13,7 +13,9 @@
 pub mod line;
 pub mod matrix;
 pub mod proxy;
+pub mod router;
 pub mod topology;
+pub mod tun;
 
 pub use line::DelayLine;
 pub use matrix::DelayMatrix;

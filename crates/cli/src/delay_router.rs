@@ -1,0 +1,277 @@
+//! `xorflow delay-router`: network namespaces joined by a user-space router that delays every IP
+//! packet by its pair's one-way delay (`crates/runtime/src/net/delay/router.rs`; docs/wan.md,
+//! "Processes in network namespaces"). Any program run with `ip netns exec NS` in them (xorflow
+//! processes with a hostfile, Flink or Storm daemons) sees the delay, kernel TCP included.
+//!
+//! Set-up uses the `ip` command (iproute2) and needs root. Exit codes: 0 after a clean stop
+//! (SIGINT or SIGTERM, or the parent's exit with `--exit-with-parent`), 2 on bad options or
+//! namespaces that already exist, 77 when namespaces or TUN devices cannot be created here (the
+//! reason on a line starting with "skipped: ", as `scripts/netns-cluster.sh` does).
+
+use clap::Args;
+use std::path::PathBuf;
+use std::process::{Command, ExitCode};
+use std::sync::atomic::Ordering;
+use std::time::Duration;
+use xorflow_runtime::net::delay::router::{DelayRouter, MAX_PACKET};
+use xorflow_runtime::net::delay::tun::TunDevice;
+use xorflow_runtime::net::delay::{DelayConfig, DelaySpec, Topology};
+
+/// Most hosts the router joins (one /24, and a thread per ordered pair).
+const MAX_HOSTS: usize = 32;
+
+/// Options of `xorflow delay-router`.
+#[derive(Args)]
+#[command(
+    after_help = "Example: two hosts 40 ms apart, a job's process 0 and 1 in them\n  \
+                  xorflow delay-router --hosts 2 --rtt 40ms --prefix xfw &\n  \
+                  ip netns exec xfw0 xorflow bench ysb --hostfile hosts --process 0 ...\n\n\
+                  Host i is namespace PREFIXi with address SUBNET.(i+1). The router prints \
+                  \"ready PREFIX0=ADDR ...\" on stdout once the namespaces are up, runs until \
+                  SIGINT or SIGTERM, then kills what still runs in them and deletes them."
+)]
+pub struct DelayRouterArgs {
+    /// Namespaces (hosts) to create and join, 2-32.
+    #[arg(long)]
+    hosts: usize,
+    /// Round-trip time between every pair of hosts, e.g. 40ms (half each way).
+    #[arg(long, value_parser = humantime::parse_duration,
+          conflicts_with_all = ["rtt_topology", "delay_matrix"])]
+    rtt: Option<Duration>,
+    /// Seed 004's city sets: host i in city i of eu, us or global (at most 8 hosts).
+    #[arg(long, conflicts_with = "delay_matrix")]
+    rtt_topology: Option<Topology>,
+    /// Round-trip times per pair from FILE (the format of the jobs' --delay-matrix).
+    #[arg(long, value_name = "FILE")]
+    delay_matrix: Option<PathBuf>,
+    /// Spread of every pair's RTT: each packet's from [RTT - J, RTT + J], order kept.
+    #[arg(long, default_value = "0s", value_parser = humantime::parse_duration)]
+    rtt_jitter: Duration,
+    /// Namespace names: PREFIX0, PREFIX1, ... (the TUN devices are PREFIXt0, ... before they
+    /// move in).
+    #[arg(long, default_value = "xfw")]
+    prefix: String,
+    /// The hosts' /24, as its first three octets.
+    #[arg(long, default_value = "10.78.0")]
+    subnet: String,
+    /// The devices' MTU, bytes (larger: fewer packets for the router to move).
+    #[arg(long, default_value_t = 16_000)]
+    mtu: usize,
+    /// Stop (and clean up) when the process that started the router exits.
+    #[arg(long)]
+    exit_with_parent: bool,
+}
+
+/// A failure: what to print and the exit code.
+struct Fail(u8, String);
+
+fn bad(msg: String) -> Fail {
+    Fail(2, msg)
+}
+
+impl DelayRouterArgs {
+    fn subnet(&self) -> Result<[u8; 3], Fail> {
+        let parts: Vec<Option<u8>> = self.subnet.split('.').map(|p| p.parse().ok()).collect();
+        match parts[..] {
+            [Some(a), Some(b), Some(c)] => Ok([a, b, c]),
+            _ => Err(bad(format!(
+                "--subnet '{}': expected the first three octets of a /24, e.g. 10.78.0",
+                self.subnet
+            ))),
+        }
+    }
+
+    fn check(&self) -> Result<(), Fail> {
+        if !(2..=MAX_HOSTS).contains(&self.hosts) {
+            return Err(bad(format!(
+                "--hosts {} is not in 2-{MAX_HOSTS}",
+                self.hosts
+            )));
+        }
+        let name_ok = |s: &str| s.chars().all(|c| c.is_ascii_alphanumeric() || c == '-');
+        // The device name PREFIXtNN must fit the kernel's 15 bytes.
+        if self.prefix.is_empty() || !name_ok(&self.prefix) || self.prefix.len() > 12 {
+            return Err(bad(format!(
+                "--prefix '{}': 1-12 letters, digits or '-'",
+                self.prefix
+            )));
+        }
+        if !(576..MAX_PACKET).contains(&self.mtu) {
+            return Err(bad(format!(
+                "--mtu {} is not in 576-{}",
+                self.mtu,
+                MAX_PACKET - 1
+            )));
+        }
+        Ok(())
+    }
+
+    fn delay(&self) -> DelayConfig {
+        let spec = match (&self.rtt, self.rtt_topology, &self.delay_matrix) {
+            (Some(rtt), _, _) => DelaySpec::Mesh(*rtt),
+            (_, Some(t), _) => DelaySpec::Topology(t),
+            (_, _, Some(f)) => DelaySpec::File(f.clone()),
+            _ => DelaySpec::None,
+        };
+        DelayConfig {
+            spec,
+            jitter: self.rtt_jitter,
+        }
+    }
+
+    fn namespace(&self, i: usize) -> String {
+        format!("{}{i}", self.prefix)
+    }
+}
+
+/// Runs `ip ARGS`; its stderr in the error.
+fn ip(args: &[&str]) -> Result<(), String> {
+    let out = Command::new("ip")
+        .args(args)
+        .output()
+        .map_err(|e| format!("cannot run 'ip': {e}"))?;
+    if out.status.success() {
+        Ok(())
+    } else {
+        Err(format!(
+            "'ip {}' failed: {}",
+            args.join(" "),
+            String::from_utf8_lossy(&out.stderr).trim()
+        ))
+    }
+}
+
+/// Kills what runs in namespace `ns` and deletes it.
+fn delete_namespace(ns: &str) {
+    if let Ok(out) = Command::new("ip").args(["netns", "pids", ns]).output() {
+        for pid in String::from_utf8_lossy(&out.stdout).split_whitespace() {
+            if let Ok(pid) = pid.parse::<libc::pid_t>() {
+                // SAFETY: kill takes no memory; the pid came from the namespace's own list.
+                unsafe { libc::kill(pid, libc::SIGKILL) };
+            }
+        }
+    }
+    let _ = ip(&["netns", "del", ns]);
+}
+
+/// The namespaces made so far, deleted when this is dropped (on every way out).
+struct Namespaces(Vec<String>);
+
+impl Drop for Namespaces {
+    fn drop(&mut self) {
+        for ns in &self.0 {
+            delete_namespace(ns);
+        }
+    }
+}
+
+/// Makes host `i`: its namespace, its device moved in, addressed and up.
+fn make_host(
+    a: &DelayRouterArgs,
+    i: usize,
+    subnet: [u8; 3],
+    made: &mut Namespaces,
+) -> Result<TunDevice, Fail> {
+    let skip = |e: String| Fail(77, format!("skipped: {e}"));
+    let ns = a.namespace(i);
+    ip(&["netns", "add", &ns]).map_err(skip)?;
+    made.0.push(ns.clone());
+    let dev = TunDevice::create(&format!("{}t{i}", a.prefix)).map_err(|e| skip(e.to_string()))?;
+    let addr = format!("{}.{}.{}.{}/24", subnet[0], subnet[1], subnet[2], i + 1);
+    let mtu = a.mtu.to_string();
+    ip(&["link", "set", dev.name(), "netns", &ns]).map_err(skip)?;
+    ip(&["-n", &ns, "link", "set", "lo", "up"]).map_err(skip)?;
+    ip(&["-n", &ns, "addr", "add", &addr, "dev", dev.name()]).map_err(skip)?;
+    ip(&["-n", &ns, "link", "set", dev.name(), "mtu", &mtu, "up"]).map_err(skip)?;
+    Ok(dev)
+}
+
+fn serve(a: &DelayRouterArgs) -> Result<(), Fail> {
+    a.check()?;
+    let subnet = a.subnet()?;
+    let delay = a.delay();
+    let matrix = match delay.resolve(a.hosts).map_err(bad)? {
+        Some(m) => m,
+        None => xorflow_runtime::net::delay::DelayMatrix::from_fn(a.hosts, |_, _| 0.0),
+    };
+    if a.exit_with_parent {
+        // SAFETY: PR_SET_PDEATHSIG takes a signal number, no memory.
+        unsafe { libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGTERM as libc::c_ulong) };
+    }
+    // Before anything is made: a signal from here on ends the wait below, not the process.
+    let mut signals = signal_hook::iterator::Signals::new([
+        signal_hook::consts::SIGINT,
+        signal_hook::consts::SIGTERM,
+    ])
+    .map_err(|e| Fail(1, format!("cannot handle signals: {e}")))?;
+    if unsafe { libc::geteuid() } != 0 {
+        return Err(Fail(77, "skipped: network namespaces need root".into()));
+    }
+    let taken: Vec<String> = (0..a.hosts)
+        .map(|i| a.namespace(i))
+        .filter(|ns| std::path::Path::new("/run/netns").join(ns).exists())
+        .collect();
+    if !taken.is_empty() {
+        return Err(bad(format!(
+            "namespaces {} already exist (another router, or one that was killed: \
+             'ip netns del NAME' removes them)",
+            taken.join(", ")
+        )));
+    }
+    let mut made = Namespaces(Vec::new());
+    let mut devices = Vec::with_capacity(a.hosts);
+    for i in 0..a.hosts {
+        devices.push(make_host(a, i, subnet, &mut made)?);
+    }
+    let router = DelayRouter::start(devices, &matrix, subnet)
+        .map_err(|e| Fail(1, format!("cannot start the router: {e}")))?;
+    let hosts: Vec<String> = (0..a.hosts)
+        .map(|i| {
+            format!(
+                "{}={}.{}.{}.{}",
+                a.namespace(i),
+                subnet[0],
+                subnet[1],
+                subnet[2],
+                i + 1
+            )
+        })
+        .collect();
+    let (mean, max) = matrix.mean_and_max_ms();
+    eprintln!(
+        "delay-router: {} hosts, RTT mean {mean:.1} ms, max {max:.1} ms",
+        a.hosts
+    );
+    println!("ready {}", hosts.join(" "));
+    use std::io::Write;
+    let _ = std::io::stdout().flush();
+    let _ = signals.forever().next();
+    let c = router.counters.clone();
+    router.stop();
+    drop(made);
+    eprintln!(
+        "delay-router: stopped; {} packets ({} bytes) delivered, {} dropped on full queues, \
+         {} not for a host (IPv6, other addresses), {} refused by a device",
+        c.packets.load(Ordering::Relaxed),
+        c.bytes.load(Ordering::Relaxed),
+        c.queue_drops.load(Ordering::Relaxed),
+        c.foreign.load(Ordering::Relaxed),
+        c.write_errors.load(Ordering::Relaxed)
+    );
+    Ok(())
+}
+
+/// Runs the router until stopped.
+pub fn run(a: DelayRouterArgs) -> ExitCode {
+    match serve(&a) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(Fail(code, msg)) => {
+            if code == 77 {
+                eprintln!("{msg}");
+            } else {
+                eprintln!("xorflow delay-router: {msg}");
+            }
+            ExitCode::from(code)
+        }
+    }
+}

@@ -1,0 +1,211 @@
+//! `xorflow delay-router` as a user runs it: real namespaces joined by the real router process.
+//! A TCP connect between two hosts takes their pair's round trip (the SYN and SYN-ACK are
+//! packets the router delays, which no user-space delay of ours can do), pairs differ as the
+//! matrix says, a stop deletes the namespaces and kills what ran in them, and bad options exit 2.
+//!
+//! Skipped (passing, with "skipped: <reason>" on stderr) where namespaces or TUN devices cannot
+//! be made (exit 77: not root, no `ip`, no /dev/net/tun).
+
+mod common;
+use common::perf::refused;
+use std::io::{BufRead, BufReader, Write};
+use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// A running router; stopped with SIGTERM (and waited for) when dropped, so a failing test
+/// leaves no namespace behind.
+struct Router {
+    child: Child,
+    prefix: String,
+}
+
+impl Router {
+    /// Starts `xorflow delay-router --prefix PREFIX ARGS` and waits for its ready line; `None`
+    /// (skipped) when it exits 77.
+    fn start(tag: &str, args: &[&str]) -> Option<Router> {
+        let prefix = format!("xr{}{tag}", std::process::id() % 100_000);
+        let mut child = Command::new(common::bin())
+            .args(["delay-router", "--prefix", &prefix, "--exit-with-parent"])
+            .args(args)
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("xorflow runs");
+        let mut line = String::new();
+        let _ = BufReader::new(child.stdout.take().unwrap()).read_line(&mut line);
+        if line.starts_with("ready ") {
+            return Some(Router { child, prefix });
+        }
+        let out = child.wait_with_output().unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        if out.status.code() == Some(77) {
+            eprintln!("{}", err.trim());
+            return None;
+        }
+        panic!("the router did not start: {} {err}", out.status);
+    }
+
+    fn namespace(&self, i: usize) -> String {
+        format!("{}{i}", self.prefix)
+    }
+
+    /// Stops the router; its stderr.
+    fn stop(mut self) -> String {
+        let pid = self.child.id() as libc::pid_t;
+        // SAFETY: kill takes no memory; the pid is our child's.
+        unsafe { libc::kill(pid, libc::SIGTERM) };
+        let mut err = String::new();
+        let _ = std::io::Read::read_to_string(self.child.stderr.as_mut().unwrap(), &mut err);
+        let status = self.child.wait().unwrap();
+        assert!(status.success(), "router: {status} {err}");
+        err
+    }
+}
+
+impl Drop for Router {
+    fn drop(&mut self) {
+        if let Ok(None) = self.child.try_wait() {
+            // SAFETY: as in `stop`.
+            unsafe { libc::kill(self.child.id() as libc::pid_t, libc::SIGTERM) };
+            let _ = self.child.wait();
+        }
+    }
+}
+
+/// Runs `f` on a thread that has entered network namespace `ns` (sockets it opens live there).
+fn in_namespace<T: Send + 'static>(ns: &str, f: impl FnOnce() -> T + Send + 'static) -> T {
+    let path = format!("/run/netns/{ns}");
+    std::thread::spawn(move || {
+        let file = std::fs::File::open(&path).unwrap_or_else(|e| panic!("{path}: {e}"));
+        use std::os::fd::AsRawFd;
+        // SAFETY: setns on this thread only, with a namespace file we hold open.
+        let rc = unsafe { libc::setns(file.as_raw_fd(), libc::CLONE_NEWNET) };
+        assert_eq!(rc, 0, "setns {path}: {}", std::io::Error::last_os_error());
+        f()
+    })
+    .join()
+    .unwrap()
+}
+
+fn addr(host: usize, port: u16) -> SocketAddr {
+    format!("10.78.0.{}:{port}", host + 1).parse().unwrap()
+}
+
+/// Listens on host `i`'s address, port 9000, for the rest of the test (connects complete in
+/// the kernel's backlog; nothing needs to accept).
+fn listen(r: &Router, i: usize) {
+    let l = in_namespace(&r.namespace(i), move || {
+        TcpListener::bind(addr(i, 9000)).unwrap()
+    });
+    std::mem::forget(l);
+}
+
+/// The fastest of 5 TCP connects from host `from` to host `to`, ms.
+fn connect_ms(r: &Router, from: usize, to: usize) -> f64 {
+    in_namespace(&r.namespace(from), move || {
+        let mut best = f64::MAX;
+        for _ in 0..5 {
+            let t0 = Instant::now();
+            let s = TcpStream::connect_timeout(&addr(to, 9000), Duration::from_secs(5))
+                .unwrap_or_else(|e| panic!("connect {from} -> {to}: {e}"));
+            best = best.min(t0.elapsed().as_secs_f64() * 1e3);
+            drop(s);
+        }
+        best
+    })
+}
+
+#[test]
+fn a_connect_between_hosts_takes_the_pairs_round_trip() {
+    let dir = tempfile::tempdir().unwrap();
+    let matrix = dir.path().join("rtt.txt");
+    std::fs::File::create(&matrix)
+        .unwrap()
+        .write_all(b"# three hosts\n0 20 60\n20 0 0\n60 0 0\n")
+        .unwrap();
+    let Some(r) = Router::start(
+        "a",
+        &["--hosts", "3", "--delay-matrix", matrix.to_str().unwrap()],
+    ) else {
+        return;
+    };
+    for i in 0..3 {
+        listen(&r, i);
+    }
+    for (from, to, rtt) in [(0, 1, 20.0), (0, 2, 60.0), (1, 0, 20.0), (2, 0, 60.0)] {
+        let ms = connect_ms(&r, from, to);
+        assert!(
+            (rtt - 0.5..rtt + 10.0).contains(&ms),
+            "{from} -> {to}: connect in {ms:.2} ms, RTT {rtt} ms"
+        );
+    }
+    // A pair without delay goes straight through.
+    let ms = connect_ms(&r, 1, 2);
+    assert!(ms < 5.0, "1 -> 2: connect in {ms:.2} ms without delay");
+    let err = r.stop();
+    assert!(err.contains("packets"), "{err}");
+}
+
+#[test]
+fn a_stop_deletes_the_namespaces_and_what_ran_in_them() {
+    let Some(r) = Router::start("b", &["--hosts", "2", "--rtt", "10ms"]) else {
+        return;
+    };
+    let ns = r.namespace(1);
+    let mut sleeper = Command::new("ip")
+        .args(["netns", "exec", &ns, "sleep", "60"])
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(200));
+    r.stop();
+    let t0 = Instant::now();
+    let status = sleeper.wait().unwrap();
+    assert!(t0.elapsed() < Duration::from_secs(5) && !status.success());
+    assert!(!std::path::Path::new("/run/netns").join(&ns).exists());
+}
+
+#[test]
+fn bad_options_are_refused_by_name() {
+    refused(
+        &["delay-router", "--hosts", "1", "--rtt", "10ms"],
+        "--hosts 1",
+    );
+    refused(
+        &["delay-router", "--hosts", "2", "--subnet", "10.78"],
+        "--subnet '10.78'",
+    );
+    refused(
+        &["delay-router", "--hosts", "2", "--prefix", "a/b"],
+        "--prefix 'a/b'",
+    );
+    refused(
+        &["delay-router", "--hosts", "9", "--rtt-topology", "eu"],
+        "8 cities",
+    );
+    refused(
+        &[
+            "delay-router",
+            "--hosts",
+            "2",
+            "--delay-matrix",
+            "/nonexistent/m.txt",
+        ],
+        "/nonexistent/m.txt",
+    );
+}
+
+#[test]
+fn namespaces_that_exist_are_not_taken_over() {
+    let Some(r) = Router::start("c", &["--hosts", "2"]) else {
+        return;
+    };
+    let o = common::perf::xorflow(&["delay-router", "--hosts", "2", "--prefix", &r.prefix]);
+    assert_eq!(o.status.code(), Some(2), "{}", common::perf::text(&o));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("already exist"));
+    // The first router's namespaces are still there and still route.
+    listen(&r, 1);
+    assert!(connect_ms(&r, 0, 1) < 5.0);
+    r.stop();
+}
