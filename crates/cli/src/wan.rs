@@ -6,7 +6,7 @@ use clap::Args;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
-use xorflow_bench::wan::{Experiment, Plan};
+use xorflow_bench::wan::{Experiment, Network, Plan};
 use xorflow_bench::ysb::Engine;
 
 /// Options of `xorflow bench wan`.
@@ -53,6 +53,11 @@ pub struct WanArgs {
     /// TaskManager behind a delay proxy; built with Maven from --peers-dir).
     #[arg(long)]
     no_flink: bool,
+    /// Where xorflow's processes talk: loopback (the delay inside xorflow) or netns (each
+    /// process in its own network namespace behind `xorflow delay-router`, every packet delayed,
+    /// kernel TCP included; needs root). Flink stays behind its delay proxies on loopback.
+    #[arg(long, default_value = "loopback", value_parser = ["loopback", "netns"])]
+    network: String,
     /// Where the JVM peers' Maven projects are.
     #[arg(long, default_value = "peers")]
     peers_dir: PathBuf,
@@ -131,6 +136,11 @@ impl WanArgs {
             chain_duration_s: 10,
             chain_rtts_ms: chain_rtts,
             quick: q,
+            network: if self.network == "netns" {
+                Network::Netns
+            } else {
+                Network::Loopback
+            },
         })
     }
 }

@@ -98,6 +98,60 @@ fn a_mesh_sweep_sees_the_delay_and_a_chain_run_notifies_after_it() {
     assert_eq!(again, report);
 }
 
+/// The same sweep with every process in its own network namespace behind
+/// `xorflow delay-router` (`--network netns`): the router, not the job, delays the packets, and
+/// the YSB and the chain still see the delay and count right. Skipped where namespaces cannot be
+/// made (not root, no `ip`, no /dev/net/tun).
+#[test]
+fn a_sweep_in_network_namespaces_sees_the_delay_of_every_packet() {
+    let root = unsafe { libc::geteuid() } == 0;
+    let ip = std::process::Command::new("ip").arg("-V").output().is_ok();
+    if !root || !ip || !Path::new("/dev/net/tun").exists() {
+        eprintln!("skipped: network namespaces need root, 'ip' and /dev/net/tun");
+        return;
+    }
+    let out = tempfile::tempdir().expect("tempdir");
+    let (dir, runs) = sweep(
+        out.path(),
+        &[
+            "--network",
+            "netns",
+            "--experiments",
+            "mesh,notification",
+            "--chain-rtts",
+            "40",
+            "--chain-rate",
+            "10000",
+            "--no-flink",
+        ],
+    );
+    assert_eq!(runs.len(), 4, "{runs:?}");
+    let ysb: Vec<_> = runs.iter().filter(|r| r["workload"] == "Ysb").collect();
+    for r in &ysb {
+        assert_eq!(r["correct"], "true", "counts differ from the oracle: {r:?}");
+        assert!(num(r, "throughput_per_s") > 0.95 * 22_000.0, "{r:?}");
+    }
+    let (p50_0, p50_40) = (num(ysb[0], "window_p50_ms"), num(ysb[1], "window_p50_ms"));
+    assert!(
+        p50_40 >= p50_0 + 15.0,
+        "window p50 {p50_0} ms -> {p50_40} ms at 40 ms RTT"
+    );
+    for r in runs.iter().filter(|r| r["workload"] == "Chain") {
+        assert_eq!(r["correct"], "true", "{r:?}");
+        assert!(num(r, "notification_any_p50_ms") >= 19.0, "{r:?}");
+    }
+    // Each run went through a router: its command and what it delivered are in the run folder.
+    for run in std::fs::read_dir(dir.join("runs")).unwrap() {
+        let run = run.unwrap().path();
+        let cmd = std::fs::read_to_string(run.join("command.txt")).unwrap();
+        assert!(cmd.contains("delay-router --hosts 2"), "{cmd}");
+        let router = std::fs::read_to_string(run.join("router.txt")).unwrap();
+        assert!(router.contains("packets"), "{}: {router}", run.display());
+    }
+    let report = std::fs::read_to_string(dir.join("REPORT.md")).expect("REPORT.md");
+    assert!(report.contains("network namespace"), "{report}");
+}
+
 /// Flink behind the delay proxies (`peers/flink`, built with Maven: minutes on a fresh machine,
 /// so CI leaves it out; `XORFLOW_FLINK_TESTS=1 cargo test -p xorflow-cli --test bench_wan` runs
 /// it): its counts match the oracle, bytes crossed the proxies, and its windows close at least

@@ -1,6 +1,7 @@
 //! Running one `xorflow bench wan` run and what it measured.
 
-use super::spec::{Delay, RunSpec, Workload};
+use super::netns::Router;
+use super::spec::{Delay, Network, RunSpec, Workload};
 use crate::chain::ChainResult;
 use crate::subprocess::stdout_within;
 use crate::ysb::{Engine, Engines, Point};
@@ -50,6 +51,8 @@ pub struct Runner {
     pub duration_s: u64,
     /// Seconds per chain run.
     pub chain_duration_s: u64,
+    /// Where xorflow's processes talk.
+    pub network: Network,
 }
 
 impl Runner {
@@ -62,7 +65,18 @@ impl Runner {
         let dir = self.runs_dir.join(&id);
         std::fs::create_dir_all(&dir)
             .with_context(|| format!("cannot create '{}'", dir.display()))?;
-        let mut extra = spec.delay.args(&dir.join("delay-matrix.txt"))?;
+        let delay = spec.delay.args(&dir.join("delay-matrix.txt"))?;
+        // In namespaces the router delays the packets; on loopback the job delays its frames.
+        let router = match (self.network, spec.engine) {
+            (Network::Netns, Engine::Xorflow) => Some(Router::start(
+                &self.engines.xorflow,
+                self.total_processes(spec),
+                &delay,
+                &dir.join("router.txt"),
+            )?),
+            _ => None,
+        };
+        let mut extra = if router.is_some() { Vec::new() } else { delay };
         extra.extend(spec.args.iter().cloned());
         let (rtt_mean_ms, rtt_max_ms) = spec.delay.rtt_ms(self.total_processes(spec));
         let base = Measured {
@@ -80,9 +94,9 @@ impl Runner {
             proxied_bytes: None,
         };
         match (spec.workload, spec.engine) {
-            (Workload::Ysb, Engine::Xorflow) => self.ysb(spec, &dir, extra, base),
+            (Workload::Ysb, Engine::Xorflow) => self.ysb(spec, &dir, extra, router, base),
             (Workload::Ysb, Engine::Flink) => self.flink(spec, &dir, base),
-            (Workload::Chain, Engine::Xorflow) => self.chain(spec, &dir, extra, base),
+            (Workload::Chain, Engine::Xorflow) => self.chain(spec, &dir, extra, router, base),
             (w, e) => anyhow::bail!("bench wan runs no {w:?} on {}", e.name()),
         }
     }
@@ -103,11 +117,27 @@ impl Runner {
         }
     }
 
-    fn ysb(&self, spec: &RunSpec, dir: &Path, extra: Vec<String>, m: Measured) -> Result<Measured> {
+    fn ysb(
+        &self,
+        spec: &RunSpec,
+        dir: &Path,
+        extra: Vec<String>,
+        router: Option<Router>,
+        m: Measured,
+    ) -> Result<Measured> {
         let p = self.point(spec);
         let counts = dir.join("counts.csv");
         let (exe, args) = self.engines.command(Engine::Xorflow, p, &counts, &extra)?;
-        let out = run_logged(dir, &exe, &args, Duration::from_secs(self.duration_s + 180))?;
+        // Processes started by hand share a schedule starting on a whole second after their
+        // start-up, which crosses the delay too: connections and the clock alignment's round
+        // trips took about 110 RTTs in namespaces (11 s at 100 ms).
+        let now_ms = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)?
+            .as_millis() as u64;
+        let start_ms = (now_ms / 1000 + 5 + (m.rtt_max_ms * 0.15).ceil() as u64) * 1000;
+        let hosts = ["--start-ms".to_string(), start_ms.to_string()];
+        let timeout = Duration::from_secs(self.duration_s + 180);
+        let out = launch(router.as_ref(), dir, &exe, &args, &hosts, timeout)?;
         let r = self.engines.result_of(Engine::Xorflow, p, &counts, &out)?;
         Ok(measured_ysb(&r, m))
     }
@@ -165,6 +195,7 @@ impl Runner {
         spec: &RunSpec,
         dir: &Path,
         extra: Vec<String>,
+        router: Option<Router>,
         m: Measured,
     ) -> Result<Measured> {
         let elements = spec.rate * self.chain_duration_s;
@@ -188,7 +219,7 @@ impl Runner {
         args.extend(extra);
         let exe = self.engines.xorflow.display().to_string();
         let timeout = Duration::from_secs(self.chain_duration_s + 180);
-        let out = run_logged(dir, &exe, &args, timeout)?;
+        let out = launch(router.as_ref(), dir, &exe, &args, &[], timeout)?;
         let line = (out.lines().rev())
             .find(|l| l.trim_start().starts_with('{'))
             .context("bench chain printed no JSON result")?;
@@ -224,6 +255,34 @@ fn measured_ysb(r: &xorflow_ysb::bench::BenchResult, m: Measured) -> Measured {
         below_frontier: r.elements_below_frontier,
         ..m
     }
+}
+
+/// Runs `exe args` on loopback ([`run_logged`]) or, with a router, as its hosts' processes
+/// with `hostfile_extra` added ([`Router::run`]); writes `command.txt` and `stdout.txt` (process
+/// 0's) into `dir` either way and returns that stdout.
+fn launch(
+    router: Option<&Router>,
+    dir: &Path,
+    exe: &str,
+    args: &[String],
+    hostfile_extra: &[String],
+    timeout: Duration,
+) -> Result<String> {
+    let Some(r) = router else {
+        return run_logged(dir, exe, args, timeout);
+    };
+    let cmd = format!(
+        "{}
+ip netns exec NAMESPACE-i {exe} {} {} --hostfile hosts --process i --cluster-token T
+",
+        r.command(),
+        args.join(" "),
+        hostfile_extra.join(" ")
+    );
+    crate::stand::files::write_whole(&dir.join("command.txt"), cmd.as_bytes())?;
+    let out = r.run(exe, args, hostfile_extra, dir, timeout)?;
+    crate::stand::files::write_whole(&dir.join("stdout.txt"), out.as_bytes())?;
+    Ok(out)
 }
 
 /// Runs `exe args` within `timeout`, writing `command.txt` and `stdout.txt` into `dir`; returns

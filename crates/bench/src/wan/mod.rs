@@ -13,6 +13,7 @@
 //!   one; [`report`]: the tables.
 
 pub mod measured;
+pub mod netns;
 pub mod plan;
 pub mod report;
 pub mod spec;
@@ -24,7 +25,7 @@ use std::io::Write as _;
 use std::path::PathBuf;
 
 pub use plan::Plan;
-pub use spec::Experiment;
+pub use spec::{Experiment, Network};
 
 /// Runs the plan with `stand`'s xorflow; returns the results folder. A run that fails is
 /// recorded in `failures.txt` and left out of the tables.
@@ -46,6 +47,7 @@ pub fn run(plan: &Plan, stand: &StandConfig) -> Result<PathBuf> {
         runs_dir: dir.join("runs"),
         duration_s: plan.duration_s,
         chain_duration_s: plan.chain_duration_s,
+        network: plan.network,
     };
     let specs = plan.specs();
     let mut done: Vec<Measured> = Vec::new();

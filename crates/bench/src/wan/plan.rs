@@ -32,6 +32,10 @@ pub struct Plan {
     pub chain_rtts_ms: Vec<u64>,
     /// Fewer variants (notification: replicated and markers; tuning: two knobs).
     pub quick: bool,
+    /// Where xorflow's processes talk (Flink stays behind its proxies on loopback). Results
+    /// written before namespaces existed ran on loopback.
+    #[serde(default)]
+    pub network: super::Network,
 }
 
 /// The notification experiment's variants: (name, options, a dedicated tracker process).
@@ -244,6 +248,7 @@ mod tests {
             chain_duration_s: 10,
             chain_rtts_ms: vec![0, 40],
             quick,
+            network: Default::default(),
         }
     }
 

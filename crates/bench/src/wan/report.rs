@@ -199,13 +199,24 @@ fn markdown(file: &PlanFile, runs: &[Measured]) -> String {
         s,
         "Command: `{}`\n\nYSB runs: {} s of generation, one worker per process, one source per \
          process, 10 s windows; chain runs: {} s, 2 processes x 1 worker, granularity 100. \
-         Delay injected in user space on every frame between processes (docs/wan.md). The \
+         {} The \
          knee: the first RTT whose window p99 exceeds the bound (the RTT-0 p99 + half the \
          largest RTT + {SLACK_MS} ms), or whose throughput falls under {:.0} % of the rate, \
          or whose counts are wrong.\n",
         file.command,
         plan.duration_s,
         plan.chain_duration_s,
+        match plan.network {
+            super::Network::Loopback => {
+                "Processes on loopback, the delay injected in user space on every frame between \
+                 them (docs/wan.md)."
+            }
+            super::Network::Netns => {
+                "xorflow's processes each in a network namespace behind `xorflow delay-router`, \
+                 which delays every IP packet between them, kernel TCP included (docs/wan.md, \
+                 \"Processes in network namespaces\")."
+            }
+        },
         KEEPS_UP * 100.0
     );
     if plan.engines.contains(&crate::ysb::Engine::Flink) {
@@ -364,6 +375,7 @@ mod tests {
                 chain_duration_s: 10,
                 chain_rtts_ms: Vec::new(),
                 quick: false,
+                network: Default::default(),
             },
         };
         let runs = [b, outlier, r40, r80];

@@ -52,6 +52,28 @@ impl Experiment {
     }
 }
 
+/// Where a run's xorflow processes talk to each other.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Network {
+    /// On loopback, the delay injected inside xorflow (`--rtt` and friends on the job).
+    #[default]
+    Loopback,
+    /// Each process in its own network namespace behind `xorflow delay-router`, which delays
+    /// every packet (`super::netns`).
+    Netns,
+}
+
+impl Network {
+    /// `loopback` or `netns`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Network::Loopback => "loopback",
+            Network::Netns => "netns",
+        }
+    }
+}
+
 /// The delay between the processes of a run.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]

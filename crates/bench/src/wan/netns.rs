@@ -1,0 +1,205 @@
+//! `bench wan --network netns`: a run's processes in network namespaces behind
+//! `xorflow delay-router`, which delays every IP packet between them (kernel TCP included,
+//! `crates/runtime/src/net/delay/router.rs`), instead of on loopback with the delay inside
+//! xorflow. The job's command is the loopback one with `--processes N` replaced by a hostfile:
+//! process `i` runs in namespace `i` at `10.78.0.(i + 1)`.
+
+use anyhow::{bail, Context, Result};
+use std::io::{BufRead, BufReader};
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// Port every process listens on, in its own namespace.
+const PORT: u16 = 7700;
+
+/// A running `xorflow delay-router`; stopped (and its namespaces deleted) when dropped.
+pub struct Router {
+    child: Child,
+    prefix: String,
+    hosts: usize,
+    /// Its command line, for `command.txt`.
+    command: String,
+}
+
+impl Router {
+    /// Starts the router for `hosts` hosts with `delay` (the jobs' delay options: `--rtt`,
+    /// `--rtt-topology`, `--delay-matrix`, `--rtt-jitter`; none for no delay), its stderr into
+    /// `log`, and waits for its ready line.
+    ///
+    /// # Errors
+    /// The router cannot start (not root, namespaces left by a killed run: the message says).
+    pub fn start(xorflow: &Path, hosts: usize, delay: &[String], log: &Path) -> Result<Router> {
+        let prefix = format!("xfw{}", std::process::id() % 100_000);
+        let err = std::fs::File::create(log)
+            .with_context(|| format!("cannot create '{}'", log.display()))?;
+        let mut child = Command::new(xorflow)
+            .args(["delay-router", "--hosts", &hosts.to_string()])
+            .args(["--prefix", &prefix, "--exit-with-parent"])
+            .args(delay)
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(err)
+            .spawn()
+            .context("cannot start xorflow delay-router")?;
+        let mut line = String::new();
+        let _ = BufReader::new(child.stdout.take().expect("piped")).read_line(&mut line);
+        if !line.starts_with("ready ") {
+            let status = child.wait()?;
+            let why = std::fs::read_to_string(log).unwrap_or_default();
+            bail!(
+                "xorflow delay-router did not start ({status}): {}",
+                why.trim()
+            );
+        }
+        Ok(Router {
+            child,
+            command: format!(
+                "{} delay-router --hosts {hosts} --prefix {prefix} {}",
+                xorflow.display(),
+                delay.join(" ")
+            ),
+            prefix,
+            hosts,
+        })
+    }
+
+    /// The router's command line.
+    pub fn command(&self) -> &str {
+        &self.command
+    }
+
+    fn namespace(&self, i: usize) -> String {
+        format!("{}{i}", self.prefix)
+    }
+
+    /// The hostfile's text: host `i` at `10.78.0.(i + 1)`.
+    fn hostfile(&self) -> String {
+        (0..self.hosts)
+            .map(|i| format!("10.78.0.{}:{PORT}\n", i + 1))
+            .collect()
+    }
+
+    /// Runs `exe args` as every host's process, `--processes N` replaced by `--hostfile`,
+    /// `--process i` and a cluster token (and `extra` for every process, e.g. `--start-ms`),
+    /// each with `ip netns exec`; stdout and stderr of process `i` into `dir/process-i.*`.
+    /// Returns process 0's stdout.
+    ///
+    /// # Errors
+    /// A process fails, or outlives `timeout` (then every process is killed).
+    pub fn run(
+        &self,
+        exe: &str,
+        args: &[String],
+        extra: &[String],
+        dir: &Path,
+        timeout: Duration,
+    ) -> Result<String> {
+        let hostfile = dir.join("hosts");
+        crate::stand::files::write_whole(&hostfile, self.hostfile().as_bytes())?;
+        let token = token()?;
+        let args = without_processes(args);
+        let mut children = Vec::new();
+        for i in 0..self.hosts {
+            let out = std::fs::File::create(dir.join(format!("process-{i}.out")))?;
+            let err = std::fs::File::create(dir.join(format!("process-{i}.err")))?;
+            let child = Command::new("ip")
+                .args(["netns", "exec", &self.namespace(i), exe])
+                .args(&args)
+                .args(extra)
+                .args(["--hostfile", &hostfile.display().to_string()])
+                .args(["--process", &i.to_string(), "--cluster-token", &token])
+                .env_remove("XORFLOW_CLUSTER_TOKEN")
+                .stdin(Stdio::null())
+                .stdout(out)
+                .stderr(err)
+                .spawn()
+                .context("cannot run 'ip netns exec'")?;
+            children.push(child);
+        }
+        let deadline = Instant::now() + timeout;
+        let mut failed = Vec::new();
+        for (i, c) in children.iter_mut().enumerate() {
+            match wait_until(c, deadline)? {
+                Some(s) if s.success() => {}
+                Some(s) => failed.push(format!("process {i} {s}")),
+                None => failed.push(format!("process {i} still running after {timeout:?}")),
+            }
+        }
+        if !failed.is_empty() {
+            for c in &mut children {
+                let _ = c.kill();
+                let _ = c.wait();
+            }
+            bail!(
+                "{} (their stderr: {}/process-*.err)",
+                failed.join(", "),
+                dir.display()
+            );
+        }
+        Ok(std::fs::read_to_string(dir.join("process-0.out"))?)
+    }
+}
+
+impl Drop for Router {
+    fn drop(&mut self) {
+        // SAFETY: kill takes no memory; the pid is our child's.
+        unsafe { libc::kill(self.child.id() as libc::pid_t, libc::SIGTERM) };
+        let _ = self.child.wait();
+    }
+}
+
+/// A fresh cluster token: 16 bytes of `/dev/urandom` in hex.
+fn token() -> Result<String> {
+    let mut b = [0u8; 16];
+    std::io::Read::read_exact(&mut std::fs::File::open("/dev/urandom")?, &mut b)?;
+    Ok(b.iter().map(|x| format!("{x:02x}")).collect())
+}
+
+/// `args` without `--processes N` (the hostfile says how many).
+fn without_processes(args: &[String]) -> Vec<String> {
+    let mut out = Vec::with_capacity(args.len());
+    let mut it = args.iter();
+    while let Some(a) = it.next() {
+        if a == "--processes" {
+            it.next();
+        } else if !a.starts_with("--processes=") {
+            out.push(a.clone());
+        }
+    }
+    out
+}
+
+/// Waits for `c` until `deadline`; `None` when it is still running then.
+fn wait_until(c: &mut Child, deadline: Instant) -> Result<Option<std::process::ExitStatus>> {
+    loop {
+        if let Some(s) = c.try_wait()? {
+            return Ok(Some(s));
+        }
+        if Instant::now() >= deadline {
+            return Ok(None);
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_process_count_leaves_the_command() {
+        let a: Vec<String> = [
+            "bench",
+            "ysb",
+            "--processes",
+            "4",
+            "--workers",
+            "1",
+            "--processes=2",
+        ]
+        .map(String::from)
+        .to_vec();
+        assert_eq!(without_processes(&a), ["bench", "ysb", "--workers", "1"]);
+    }
+}
