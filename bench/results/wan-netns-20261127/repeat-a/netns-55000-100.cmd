@@ -1,0 +1,1 @@
+/tmp/xorflow-ns delay-router --hosts 2 --rtt 100ms --prefix xfw; ip netns exec xfwI /tmp/xorflow-ns bench ysb --rate 55000 --duration 30s --workers 1 --sources 2 --hostfile hosts --process I --cluster-token T --start-ms 1795769727000 --json

@@ -1,0 +1,1 @@
+/tmp/xorflow-ns bench ysb --rate 22000 --duration 30s --processes 2 --workers 1 --sources 2 --rtt 40ms --json
