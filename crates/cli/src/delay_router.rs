@@ -15,7 +15,7 @@ use std::sync::atomic::Ordering;
 use std::time::Duration;
 use xorflow_runtime::net::delay::router::{DelayRouter, MAX_PACKET};
 use xorflow_runtime::net::delay::tun::TunDevice;
-use xorflow_runtime::net::delay::{DelayConfig, DelaySpec, Topology};
+use xorflow_runtime::net::delay::{DelayConfig, Topology};
 
 /// Most hosts the router joins (one /24, and a thread per ordered pair).
 const MAX_HOSTS: usize = 32;
@@ -107,16 +107,12 @@ impl DelayRouterArgs {
     }
 
     fn delay(&self) -> DelayConfig {
-        let spec = match (&self.rtt, self.rtt_topology, &self.delay_matrix) {
-            (Some(rtt), _, _) => DelaySpec::Mesh(*rtt),
-            (_, Some(t), _) => DelaySpec::Topology(t),
-            (_, _, Some(f)) => DelaySpec::File(f.clone()),
-            _ => DelaySpec::None,
-        };
-        DelayConfig {
-            spec,
-            jitter: self.rtt_jitter,
-        }
+        DelayConfig::of_options(
+            self.rtt,
+            self.rtt_topology,
+            self.delay_matrix.as_deref(),
+            self.rtt_jitter,
+        )
     }
 
     fn namespace(&self, i: usize) -> String {

@@ -4,7 +4,7 @@
 //! renders it back as arguments with [`EngineArgs::to_argv`].
 
 use crate::net::cluster::{ClusterConfig, Launch};
-use crate::net::delay::{DelayConfig, DelaySpec};
+use crate::net::delay::DelayConfig;
 use crate::{RuntimeConfig, TrackingMode};
 use clap::{Args, Parser};
 use std::fmt::Display;
@@ -308,16 +308,12 @@ impl EngineArgs {
 
     /// The delay options as the transport takes them.
     pub fn delay(&self) -> DelayConfig {
-        let spec = match (&self.rtt, self.rtt_topology, &self.delay_matrix) {
-            (Some(rtt), _, _) => DelaySpec::Mesh(*rtt),
-            (_, Some(t), _) => DelaySpec::Topology(t),
-            (_, _, Some(f)) => DelaySpec::File(f.clone()),
-            _ => DelaySpec::None,
-        };
-        DelayConfig {
-            spec,
-            jitter: self.rtt_jitter,
-        }
+        DelayConfig::of_options(
+            self.rtt,
+            self.rtt_topology,
+            self.delay_matrix.as_deref(),
+            self.rtt_jitter,
+        )
     }
 
     /// Checks what clap cannot (the runtime checks the rest when it starts).
@@ -526,6 +522,7 @@ impl Argv {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::net::delay::DelaySpec;
     use proptest::prelude::*;
 
     fn parse(argv: &[String]) -> Result<EngineArgs, clap::Error> {

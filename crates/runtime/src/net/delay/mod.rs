@@ -54,6 +54,23 @@ pub struct DelayConfig {
 }
 
 impl DelayConfig {
+    /// The delay a command line's options ask for: `--rtt`, `--rtt-topology` or
+    /// `--delay-matrix` (the first given; clap lets only one through), and `--rtt-jitter`.
+    pub fn of_options(
+        rtt: Option<Duration>,
+        topology: Option<Topology>,
+        matrix: Option<&std::path::Path>,
+        jitter: Duration,
+    ) -> Self {
+        let spec = match (rtt, topology, matrix) {
+            (Some(rtt), _, _) => DelaySpec::Mesh(rtt),
+            (_, Some(t), _) => DelaySpec::Topology(t),
+            (_, _, Some(f)) => DelaySpec::File(f.to_path_buf()),
+            _ => DelaySpec::None,
+        };
+        DelayConfig { spec, jitter }
+    }
+
     /// True when no delay is configured.
     pub fn is_none(&self) -> bool {
         self.spec == DelaySpec::None
