@@ -78,6 +78,11 @@ impl Runner {
         };
         let mut extra = if router.is_some() { Vec::new() } else { delay };
         extra.extend(spec.args.iter().cloned());
+        let at = Where {
+            dir: &dir,
+            extra,
+            router,
+        };
         let (rtt_mean_ms, rtt_max_ms) = spec.delay.rtt_ms(self.total_processes(spec));
         let base = Measured {
             id,
@@ -94,9 +99,9 @@ impl Runner {
             proxied_bytes: None,
         };
         match (spec.workload, spec.engine) {
-            (Workload::Ysb, Engine::Xorflow) => self.ysb(spec, &dir, extra, router, base),
+            (Workload::Ysb, Engine::Xorflow) => self.ysb(spec, at, base),
             (Workload::Ysb, Engine::Flink) => self.flink(spec, &dir, base),
-            (Workload::Chain, Engine::Xorflow) => self.chain(spec, &dir, extra, router, base),
+            (Workload::Chain, Engine::Xorflow) => self.chain(spec, at, base),
             (w, e) => anyhow::bail!("bench wan runs no {w:?} on {}", e.name()),
         }
     }
@@ -117,17 +122,12 @@ impl Runner {
         }
     }
 
-    fn ysb(
-        &self,
-        spec: &RunSpec,
-        dir: &Path,
-        extra: Vec<String>,
-        router: Option<Router>,
-        m: Measured,
-    ) -> Result<Measured> {
+    fn ysb(&self, spec: &RunSpec, at: Where, m: Measured) -> Result<Measured> {
         let p = self.point(spec);
-        let counts = dir.join("counts.csv");
-        let (exe, args) = self.engines.command(Engine::Xorflow, p, &counts, &extra)?;
+        let counts = at.dir.join("counts.csv");
+        let (exe, args) = self
+            .engines
+            .command(Engine::Xorflow, p, &counts, &at.extra)?;
         // Processes started by hand share a schedule starting on a whole second after their
         // start-up, which crosses the delay too: connections and the clock alignment's round
         // trips took about 110 RTTs in namespaces (11 s at 100 ms).
@@ -137,7 +137,7 @@ impl Runner {
         let start_ms = (now_ms / 1000 + 5 + (m.rtt_max_ms * 0.15).ceil() as u64) * 1000;
         let hosts = ["--start-ms".to_string(), start_ms.to_string()];
         let timeout = Duration::from_secs(self.duration_s + 180);
-        let out = launch(router.as_ref(), dir, &exe, &args, &hosts, timeout)?;
+        let out = at.launch(&exe, &args, &hosts, timeout)?;
         let r = self.engines.result_of(Engine::Xorflow, p, &counts, &out)?;
         Ok(measured_ysb(&r, m))
     }
@@ -190,14 +190,7 @@ impl Runner {
         })
     }
 
-    fn chain(
-        &self,
-        spec: &RunSpec,
-        dir: &Path,
-        extra: Vec<String>,
-        router: Option<Router>,
-        m: Measured,
-    ) -> Result<Measured> {
+    fn chain(&self, spec: &RunSpec, at: Where, m: Measured) -> Result<Measured> {
         let elements = spec.rate * self.chain_duration_s;
         let mut args: Vec<String> = [
             "bench",
@@ -216,10 +209,10 @@ impl Runner {
         ]
         .map(String::from)
         .to_vec();
-        args.extend(extra);
+        args.extend(at.extra.iter().cloned());
         let exe = self.engines.xorflow.display().to_string();
         let timeout = Duration::from_secs(self.chain_duration_s + 180);
-        let out = launch(router.as_ref(), dir, &exe, &args, &[], timeout)?;
+        let out = at.launch(&exe, &args, &[], timeout)?;
         let line = (out.lines().rev())
             .find(|l| l.trim_start().starts_with('{'))
             .context("bench chain printed no JSON result")?;
@@ -257,32 +250,41 @@ fn measured_ysb(r: &xorflow_ysb::bench::BenchResult, m: Measured) -> Measured {
     }
 }
 
-/// Runs `exe args` on loopback ([`run_logged`]) or, with a router, as its hosts' processes
-/// with `hostfile_extra` added ([`Router::run`]); writes `command.txt` and `stdout.txt` (process
-/// 0's) into `dir` either way and returns that stdout.
-fn launch(
-    router: Option<&Router>,
-    dir: &Path,
-    exe: &str,
-    args: &[String],
-    hostfile_extra: &[String],
-    timeout: Duration,
-) -> Result<String> {
-    let Some(r) = router else {
-        return run_logged(dir, exe, args, timeout);
-    };
-    let cmd = format!(
-        "{}
-ip netns exec NAMESPACE-i {exe} {} {} --hostfile hosts --process i --cluster-token T
-",
-        r.command(),
-        args.join(" "),
-        hostfile_extra.join(" ")
-    );
-    crate::stand::files::write_whole(&dir.join("command.txt"), cmd.as_bytes())?;
-    let out = r.run(exe, args, hostfile_extra, dir, timeout)?;
-    crate::stand::files::write_whole(&dir.join("stdout.txt"), out.as_bytes())?;
-    Ok(out)
+/// Where an xorflow run runs: its folder, its extra options, and the router when its
+/// processes sit in namespaces.
+struct Where<'a> {
+    dir: &'a Path,
+    extra: Vec<String>,
+    router: Option<Router>,
+}
+
+impl Where<'_> {
+    /// Runs `exe args` on loopback ([`run_logged`]) or, with a router, as its hosts' processes
+    /// with `hostfile_extra` added ([`Router::run`]); writes `command.txt` and `stdout.txt`
+    /// (process 0's) into the run's folder either way and returns that stdout.
+    fn launch(
+        &self,
+        exe: &str,
+        args: &[String],
+        hostfile_extra: &[String],
+        timeout: Duration,
+    ) -> Result<String> {
+        let Some(r) = &self.router else {
+            return run_logged(self.dir, exe, args, timeout);
+        };
+        let cmd = format!(
+            "{}\nip netns exec NAMESPACE-i {exe} {} {} --hostfile hosts --process i \
+             --cluster-token T\n",
+            r.command(),
+            args.join(" "),
+            hostfile_extra.join(" ")
+        );
+        let write = crate::stand::files::write_whole;
+        write(&self.dir.join("command.txt"), cmd.as_bytes())?;
+        let out = r.run(exe, args, hostfile_extra, self.dir, timeout)?;
+        write(&self.dir.join("stdout.txt"), out.as_bytes())?;
+        Ok(out)
+    }
 }
 
 /// Runs `exe args` within `timeout`, writing `command.txt` and `stdout.txt` into `dir`; returns
