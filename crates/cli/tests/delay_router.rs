@@ -168,32 +168,21 @@ fn a_stop_deletes_the_namespaces_and_what_ran_in_them() {
 
 #[test]
 fn bad_options_are_refused_by_name() {
-    refused(
-        &["delay-router", "--hosts", "1", "--rtt", "10ms"],
-        "--hosts 1",
-    );
-    refused(
-        &["delay-router", "--hosts", "2", "--subnet", "10.78"],
-        "--subnet '10.78'",
-    );
-    refused(
-        &["delay-router", "--hosts", "2", "--prefix", "a/b"],
-        "--prefix 'a/b'",
-    );
-    refused(
-        &["delay-router", "--hosts", "9", "--rtt-topology", "eu"],
-        "8 cities",
-    );
-    refused(
-        &[
-            "delay-router",
-            "--hosts",
-            "2",
-            "--delay-matrix",
+    let cases: [(&[&str], &str); 5] = [
+        (&["--hosts", "1", "--rtt", "10ms"], "--hosts 1"),
+        (&["--hosts", "2", "--subnet", "10.78"], "--subnet '10.78'"),
+        (&["--hosts", "2", "--prefix", "a/b"], "--prefix 'a/b'"),
+        (&["--hosts", "9", "--rtt-topology", "eu"], "8 cities"),
+        (
+            &["--hosts", "2", "--delay-matrix", "/nonexistent/m.txt"],
             "/nonexistent/m.txt",
-        ],
-        "/nonexistent/m.txt",
-    );
+        ),
+    ];
+    for (args, want) in cases {
+        let mut a = vec!["delay-router"];
+        a.extend_from_slice(args);
+        refused(&a, want);
+    }
 }
 
 #[test]
