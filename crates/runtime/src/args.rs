@@ -113,10 +113,13 @@ pub struct EngineArgs {
     /// Local acker flushes after this many updates (0: unbatched, every ack sent at once).
     #[arg(long, default_value_t = 4096)]
     pub ack_flush_count: usize,
-    /// A worker going idle flushes the acker at once (true: lowest latency at low load; false:
-    /// only --ack-flush-interval and --ack-flush-count trigger flushes, fewest messages).
-    #[arg(long, default_value_t = true, action = clap::ArgAction::Set)]
-    pub ack_flush_on_idle: bool,
+    /// What a worker going idle does with its acks: true (flush at once what can move a
+    /// frontier: a heartbeat passing a slot boundary, or acks of a slot the sources have
+    /// passed; the rest waits for the next such flush or --ack-flush-interval), always (flush
+    /// everything at once, a flush per idle moment) or false (only --ack-flush-interval and
+    /// --ack-flush-count flush: fewest messages). See docs/cpu.md.
+    #[arg(long, default_value = "true")]
+    pub ack_flush_on_idle: crate::config::AckOnIdle,
     /// A worker going idle sends its partial batches at once (true: lowest latency at low load,
     /// a batch per element then; false: they leave when full or --flush-timeout old, fewer
     /// wake-ups and less CPU per element at low load; docs/cpu.md).
@@ -403,8 +406,8 @@ impl EngineArgs {
         a.value("ack-flush-count", self.ack_flush_count, d.ack_flush_count);
         a.value(
             "ack-flush-on-idle",
-            self.ack_flush_on_idle,
-            d.ack_flush_on_idle,
+            self.ack_flush_on_idle.name(),
+            d.ack_flush_on_idle.name(),
         );
         a.value(
             "batch-flush-on-idle",
@@ -551,7 +554,7 @@ mod tests {
         ])
         .unwrap();
         assert_eq!(e.process_timeout, Duration::from_secs(2));
-        assert!(!e.ack_flush_on_idle && e.no_latency_probe);
+        assert!(e.ack_flush_on_idle == crate::config::AckOnIdle::Never && e.no_latency_probe);
         let c = e.runtime(7);
         assert_eq!(c.cluster.peer_timeout, Duration::from_secs(2));
         assert!(!c.latency_probe);
@@ -671,7 +674,7 @@ mod tests {
             flush_timeout in duration(),
             ack_flush_interval in duration(),
             ack_flush_count in 0usize..100_000,
-            ack_flush_on_idle in any::<bool>(),
+            ack_flush_on_idle in 0usize..3,
             (batch_flush_on_idle, instance_frontiers) in (any::<bool>(), any::<bool>()),
             timer_slack in (0u64..=10_000_000).prop_map(Duration::from_nanos),
             ack_multiplier in 0usize..2000,
@@ -721,7 +724,10 @@ mod tests {
                 flush_timeout,
                 ack_flush_interval,
                 ack_flush_count,
-                ack_flush_on_idle,
+                ack_flush_on_idle: {
+                    use crate::config::AckOnIdle;
+                    [AckOnIdle::Useful, AckOnIdle::Always, AckOnIdle::Never][ack_flush_on_idle]
+                },
                 batch_flush_on_idle,
                 instance_frontiers,
                 timer_slack,

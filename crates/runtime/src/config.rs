@@ -42,6 +42,48 @@ impl std::str::FromStr for TrackingMode {
     }
 }
 
+/// What a worker going idle does with its acks (`--ack-flush-on-idle`; `progress/flush_policy.rs`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum AckOnIdle {
+    /// `true`: hand them over and flush at once whatever can move a frontier
+    /// (`progress/idle_gate.rs`); the rest waits in the process acker for the next such flush
+    /// or the interval. The tracker sees the same acks, in fewer flushes.
+    #[default]
+    Useful,
+    /// `always`: hand them over and flush the process acker at once, every time: a flush per
+    /// idle moment. Where parking costs more than a flush (this 2-core VM), the flushing keeps
+    /// workers awake for the next element (docs/cpu.md, "Idle flushes that can move a frontier").
+    Always,
+    /// `false`: hand them over; only `--ack-flush-interval` and `--ack-flush-count` flush
+    /// (FlameStream's batching, fewest messages).
+    Never,
+}
+
+impl AckOnIdle {
+    /// The CLI name.
+    pub fn name(self) -> &'static str {
+        match self {
+            AckOnIdle::Useful => "true",
+            AckOnIdle::Always => "always",
+            AckOnIdle::Never => "false",
+        }
+    }
+}
+
+impl std::str::FromStr for AckOnIdle {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s {
+            "true" => Ok(AckOnIdle::Useful),
+            "always" => Ok(AckOnIdle::Always),
+            "false" => Ok(AckOnIdle::Never),
+            _ => Err(format!(
+                "unknown --ack-flush-on-idle '{s}' (true, always or false)"
+            )),
+        }
+    }
+}
+
 /// Where the tracker shards run and how frontiers reach the workers (`--tracker-layout`).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum TrackerLayout {
@@ -123,10 +165,9 @@ pub struct RuntimeConfig {
     /// The local acker flushes after this many updates (0: unbatched, every ack is sent at once
     /// as its own message).
     pub ack_flush_count: usize,
-    /// A worker going idle flushes its process's acker at once (lowest notification latency at
-    /// low load, but up to a message per element then); `false`: only the interval and the count
-    /// trigger flushes (FlameStream's batching, fewest messages).
-    pub ack_flush_on_idle: bool,
+    /// What a worker going idle does with its acks: flush what can move a frontier at once
+    /// (the default), flush everything at once, or leave them to the interval and the count.
+    pub ack_flush_on_idle: AckOnIdle,
     /// A worker going idle sends its partial batches at once (lowest latency at low load, but a
     /// batch and a wake-up of its receiver per element then); `false`: a partial batch leaves
     /// only when it is full or `flush_timeout` old, as Flink's buffer timeout: fewer, fuller
@@ -206,7 +247,7 @@ impl Default for RuntimeConfig {
             granularity: 1,
             ack_flush_interval: Duration::from_millis(1),
             ack_flush_count: 4096,
-            ack_flush_on_idle: true,
+            ack_flush_on_idle: AckOnIdle::Useful,
             batch_flush_on_idle: true,
             instance_frontiers: true,
             timer_slack: Duration::from_micros(1),

@@ -45,6 +45,9 @@ pub struct LocalAcker {
     /// Updates (point XORs and heartbeats) registered since the last flush, merged or not: the
     /// count trigger of `--ack-flush-count`.
     updates: usize,
+    /// The lowest slot key XORed since the last flush (`INF`: none); never raised when a
+    /// difference cancels, so it may be lower than the lowest key held.
+    lowest: Slot,
 }
 
 impl LocalAcker {
@@ -56,6 +59,7 @@ impl LocalAcker {
             diffs: FxHashMap::default(),
             heartbeats: Vec::new(),
             updates: 0,
+            lowest: INF,
         }
     }
 
@@ -109,6 +113,7 @@ impl LocalAcker {
     #[inline]
     fn xor_point(&mut self, c: ComponentId, key: Slot, x: u64) {
         self.updates += 1;
+        self.lowest = self.lowest.min(key);
         let e = self.diffs.entry((c, key)).or_insert(0);
         *e ^= x;
         if *e == 0 {
@@ -145,6 +150,18 @@ impl LocalAcker {
         self.updates
     }
 
+    /// A lower bound on the slot keys held (`INF`: none since the last flush). A difference at key
+    /// `k` changes slots `k` and above only, so a flush whose bound lies at or above every slot
+    /// the sources have passed cannot complete a slot (`progress/idle_gate.rs` in the runtime).
+    pub fn lowest_slot(&self) -> Slot {
+        self.lowest
+    }
+
+    /// The heartbeats held, one per source.
+    pub fn heartbeats(&self) -> &[Heartbeat] {
+        &self.heartbeats
+    }
+
     /// True when a flush would carry nothing.
     pub fn is_empty(&self) -> bool {
         self.diffs.is_empty()
@@ -156,6 +173,7 @@ impl LocalAcker {
     /// tracker, not here, so a flush stays in time units.
     pub fn flush(&mut self) -> Flush {
         self.updates = 0;
+        self.lowest = INF;
         let acks = self
             .diffs
             .drain()

@@ -172,11 +172,17 @@ impl Plan {
 
     /// xorflow with trAcker and with the markers baseline at each granularity.
     fn tracking(&self, v: &mut Vec<RunSpec>) {
-        // trAcker with its latency defaults, trAcker batched as FlameStream batched its acks
-        // (XORFLOW_MODES' last), and markers.
+        // trAcker with its latency defaults, trAcker flushing on every idle moment (the
+        // defaults before progress/idle_gate.rs), trAcker batched as FlameStream batched its
+        // acks (XORFLOW_MODES' last), and markers.
         let batched: &[&str] = XORFLOW_MODES[XORFLOW_MODES.len() - 1].1;
-        let modes: [(&str, &str, &[&str]); 3] = [
+        let modes: [(&str, &str, &[&str]); 4] = [
             ("tracker", "tracker", &[]),
+            (
+                "tracker idle-always",
+                "tracker",
+                &["--ack-flush-on-idle", "always"],
+            ),
             ("tracker batched", "tracker", batched),
             ("markers", "markers", &[]),
         ];
@@ -261,12 +267,13 @@ mod tests {
             [1000, 1000, 16000, 16000]
         );
         let s = plan(vec![Experiment::Tracking]).specs();
-        assert_eq!(s.len(), 9);
+        assert_eq!(s.len(), 12);
         assert!(s.iter().all(|s| s.engine == Engine::Xorflow));
-        assert_eq!(s[7].label, "tracker batched g=1000ms");
-        assert_eq!(s[7].xorflow_args[4..], *XORFLOW_MODES[1].1);
+        assert_eq!(s[9].label, "tracker idle-always g=1000ms");
+        assert_eq!(s[10].label, "tracker batched g=1000ms");
+        assert_eq!(s[10].xorflow_args[4..], *XORFLOW_MODES[1].1);
         assert_eq!(
-            s[8].xorflow_args,
+            s[11].xorflow_args,
             ["--tracking", "markers", "--granularity", "1000ms"]
         );
     }

@@ -424,7 +424,8 @@ fn tracking(t: &mut String, runs: &[Measured]) {
     let _ = writeln!(t, "## trAcker's own share, next to the markers baseline\n");
     let _ = writeln!(
         t,
-        "xorflow with trAcker (its latency defaults, and batched: 50 us timer slack, batches \
+        "xorflow with trAcker (its latency defaults; flushing acks on every idle moment, \
+         `--ack-flush-on-idle always`; and batched: 50 us timer slack, batches \
          and acks left to their 1 ms timeouts) and with in-band markers closing the windows, at \
          each tracking granularity (substream length). Tracking CPU = tracker + acker \
          (trAcker) or markers. \

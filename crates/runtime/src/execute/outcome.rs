@@ -95,6 +95,9 @@ pub(crate) fn merge_local(
     }
     if let Some(a) = acker {
         traffic += a.traffic();
+        if let Some(t) = &mut tracker {
+            t.deferred_handoffs += a.deferred_handoffs();
+        }
     }
     Merged {
         vertices,

@@ -70,7 +70,7 @@ pub(crate) fn setup(config: &RuntimeConfig, place: &Placement, cx: ShardContext)
         routes.push(ShardRoute { local, remotes });
     }
     let policy = FlushPolicy::of(config);
-    let acker = ProcessAcker::new(g, routes, policy, config.ack_multiplier);
+    let acker = ProcessAcker::new(g, cx.sources, routes, policy, config.ack_multiplier);
     ProgressSetup {
         agents,
         acker: Some(Arc::new(acker)),

@@ -5,14 +5,18 @@
 //! Three knobs: `--ack-flush-interval` (flush at least this often while updates are pending),
 //! `--ack-flush-count` (flush after this many updates; 0 means unbatched: every ack leaves at once
 //! as its own message, in program order) and `--ack-flush-on-idle` (a worker that runs out of work
-//! flushes at once, so notifications never wait for the interval at low load).
+//! flushes at once what can move a frontier, `progress/idle_gate.rs`, or everything with
+//! `always`, so notifications never wait for the interval at low load).
 
-use crate::config::RuntimeConfig;
+use crate::config::{AckOnIdle, RuntimeConfig};
 use xorflow_tracking::{Granularity, LocalAcker};
 
 /// What a worker that ran out of work does with its acks.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum IdleFlush {
+    /// Hand them over and flush the process acker to the shards now if that can move a
+    /// frontier (`progress/idle_gate.rs`).
+    Useful,
     /// Hand them over and flush the process acker to the shards now.
     Now,
     /// Hand them over; the process acker flushes when the interval is due, so the worker asks
@@ -27,8 +31,8 @@ pub struct FlushPolicy {
     pub interval_ns: u64,
     /// Flush after this many pending updates; 0: unbatched.
     pub count: usize,
-    /// A worker going idle flushes at once.
-    pub on_idle: bool,
+    /// What a worker going idle does.
+    pub on_idle: AckOnIdle,
 }
 
 impl FlushPolicy {
@@ -74,11 +78,17 @@ impl FlushPolicy {
 
     /// What a worker going idle does (unbatched acks never wait).
     pub fn idle(&self) -> IdleFlush {
-        if self.on_idle || self.unbatched() {
-            IdleFlush::Now
-        } else {
-            IdleFlush::AfterInterval(self.interval_ns)
+        match self.on_idle {
+            _ if self.unbatched() => IdleFlush::Now,
+            AckOnIdle::Useful => IdleFlush::Useful,
+            AckOnIdle::Always => IdleFlush::Now,
+            AckOnIdle::Never => IdleFlush::AfterInterval(self.interval_ns),
         }
+    }
+
+    /// Whether a hand-off that can move a frontier is flushed at once, whatever its urgency.
+    pub fn flush_useful(&self) -> bool {
+        self.on_idle == AckOnIdle::Useful && !self.unbatched()
     }
 }
 
@@ -87,7 +97,7 @@ mod tests {
     use super::*;
     use std::time::Duration;
 
-    fn policy(count: usize, on_idle: bool) -> FlushPolicy {
+    fn policy(count: usize, on_idle: AckOnIdle) -> FlushPolicy {
         FlushPolicy::of(&RuntimeConfig {
             ack_flush_count: count,
             ack_flush_interval: Duration::from_micros(1000),
@@ -98,7 +108,7 @@ mod tests {
 
     #[test]
     fn batched_hands_over_on_count_or_interval_only() {
-        let p = policy(4096, true);
+        let p = policy(4096, AckOnIdle::Always);
         assert!(!p.unbatched());
         assert!(
             !p.handoff_due(0, 10_000_000),
@@ -111,14 +121,17 @@ mod tests {
         assert!(p.flush_due(1, 10, true));
         assert_eq!(p.idle(), IdleFlush::Now);
         assert_eq!(
-            policy(4096, false).idle(),
+            policy(4096, AckOnIdle::Never).idle(),
             IdleFlush::AfterInterval(1_000_000)
         );
+        assert_eq!(policy(4096, AckOnIdle::Useful).idle(), IdleFlush::Useful);
+        assert!(policy(4096, AckOnIdle::Useful).flush_useful());
+        assert!(!policy(4096, AckOnIdle::Always).flush_useful());
     }
 
     #[test]
     fn count_zero_is_unbatched_everywhere() {
-        let p = policy(0, false);
+        let p = policy(0, AckOnIdle::Never);
         assert!(p.unbatched());
         assert!(p.handoff_due(1, 0), "every ack leaves at once");
         assert!(p.flush_due(0, 0, false));

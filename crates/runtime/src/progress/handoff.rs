@@ -2,7 +2,7 @@
 //! [`FlushPolicy`] (`progress/flush_policy.rs`) says so.
 
 use super::flush_policy::{FlushPolicy, IdleFlush};
-use super::process_acker::ProcessAcker;
+use super::process_acker::{ProcessAcker, Urgency};
 use crate::worker::ctx::Tracking;
 use std::sync::Arc;
 use xorflow_tracking::Flush;
@@ -35,7 +35,7 @@ impl Handoff {
         let since = now_ns.saturating_sub(self.last_ns);
         if self.policy.handoff_due(tr.acker.pending_updates(), since) {
             self.last_ns = now_ns;
-            self.hand_over(tr, now_ns, false)
+            self.hand_over(tr, now_ns, Urgency::Due)
         } else {
             self.acker.tick(now_ns)
         }
@@ -48,9 +48,10 @@ impl Handoff {
     /// As [`Handoff::after_iteration`].
     pub fn on_idle(&mut self, tr: &mut Tracking, now_ns: u64) -> Result<Option<u64>, String> {
         match self.policy.idle() {
-            IdleFlush::Now => self.hand_over(tr, now_ns, true).map(|()| None),
+            IdleFlush::Useful => self.hand_over(tr, now_ns, Urgency::Idle).map(|()| None),
+            IdleFlush::Now => self.hand_over(tr, now_ns, Urgency::Now).map(|()| None),
             IdleFlush::AfterInterval(ns) => {
-                self.hand_over(tr, now_ns, false)?;
+                self.hand_over(tr, now_ns, Urgency::Due)?;
                 Ok(self.acker.has_pending().then_some(now_ns + ns))
             }
         }
@@ -61,11 +62,11 @@ impl Handoff {
     /// # Errors
     /// As [`Handoff::after_iteration`].
     pub fn finish(&mut self, tr: &mut Tracking, now_ns: u64) -> Result<(), String> {
-        self.hand_over(tr, now_ns, true)
+        self.hand_over(tr, now_ns, Urgency::Now)
     }
 
-    /// Gives the process acker this worker's acks; `force` flushes it to the shards now.
-    fn hand_over(&self, tr: &mut Tracking, now_ns: u64, force: bool) -> Result<(), String> {
+    /// Gives the process acker this worker's acks, flushing it to the shards as `urgency` asks.
+    fn hand_over(&self, tr: &mut Tracking, now_ns: u64, urgency: Urgency) -> Result<(), String> {
         if self.policy.unbatched() {
             let log = tr.acker.take_log();
             if !log.is_empty() {
@@ -78,6 +79,6 @@ impl Handoff {
         } else {
             tr.acker.flush()
         };
-        self.acker.submit(&f, now_ns, force)
+        self.acker.submit(f, now_ns, urgency)
     }
 }

@@ -11,5 +11,6 @@ pub mod cut;
 pub mod flush_policy;
 pub mod frontiers;
 pub mod handoff;
+pub mod idle_gate;
 pub mod process_acker;
 pub mod tracker_agent;

@@ -44,6 +44,12 @@ pub struct TrackerStats {
     pub busy_s: f64,
     /// Largest number of non-zero differences the tables held at once.
     pub peak_table_entries: usize,
+    /// Hand-offs a worker left to another worker of its process because the process acker's
+    /// mutex was held (`progress/process_acker.rs`), summed over the processes hosting a shard.
+    /// Kept with the
+    /// tracker's statistics: it is how often tracking's hand-offs met.
+    #[serde(default)]
+    pub deferred_handoffs: u64,
 }
 
 impl TrackerStats {
@@ -57,6 +63,7 @@ impl TrackerStats {
         self.epoch_regressions += o.epoch_regressions;
         self.busy_s += o.busy_s;
         self.peak_table_entries += o.peak_table_entries;
+        self.deferred_handoffs += o.deferred_handoffs;
     }
 }
 

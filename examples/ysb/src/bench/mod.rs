@@ -117,6 +117,10 @@ pub struct BenchResult {
     /// CPU by operator and by task (xorflow's in-engine accounting; `None` for the peers).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cpu: Option<xorflow_runtime::measure::cpu_report::CpuReport>,
+    /// What trAcker did: pieces applied, frontier computations, hand-offs deferred
+    /// (`None` without trAcker and for the peers).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tracker: Option<xorflow_runtime::progress::tracker_agent::TrackerStats>,
 }
 
 fn one() -> usize {
@@ -361,6 +365,7 @@ fn result(
         elements_below_frontier: report.below_frontier(),
         schedule_spread: schedule_clock::spread(report, "events"),
         cpu: Some(xorflow_runtime::measure::cpu_report::CpuReport::of(report)),
+        tracker: report.tracker.clone(),
     }
 }
 

@@ -176,7 +176,7 @@ fn tracking(config: &str, e: &mut EngineArgs) {
             if c.ends_with("unbatched") {
                 e.ack_flush_count = 0;
             } else {
-                e.ack_flush_on_idle = false;
+                e.ack_flush_on_idle = xorflow_runtime::config::AckOnIdle::Never;
                 e.ack_flush_interval = Duration::from_millis(5);
             }
         }
