@@ -382,8 +382,39 @@ impl ProcessAcker {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::progress::frontiers::Notification;
     use crate::wake::Unparkers;
     use xorflow_tracking::{Topology, Tracker, INF};
+
+    /// A process acker flushing on idle what can move a frontier (never on count or interval) to
+    /// one inline tracker shard over a single component and `sources` sources, which notifies
+    /// `inboxes`.
+    fn acker_and_tracker(
+        g: Granularity,
+        sources: usize,
+        inboxes: Vec<crossbeam_channel::Sender<Notification>>,
+    ) -> (Arc<ProcessAcker>, Arc<TrackerAgent>) {
+        let unparkers = Arc::new(Unparkers::new(inboxes.len()));
+        let agent = Arc::new(TrackerAgent::new(
+            0,
+            Tracker::new(g, Topology::chain(1), sources),
+            vec![true],
+            inboxes,
+            unparkers,
+            Vec::new(),
+        ));
+        let policy = FlushPolicy {
+            interval_ns: u64::MAX,
+            count: usize::MAX,
+            on_idle: crate::config::AckOnIdle::Useful,
+        };
+        let route = ShardRoute {
+            local: Some(agent.clone()),
+            remotes: Vec::new(),
+        };
+        let acker = ProcessAcker::new(g, sources, vec![route], policy, 0);
+        (Arc::new(acker), agent)
+    }
 
     /// Workers hand their acks over concurrently, each tag in one hand-off and its cancelling twin
     /// in another, some forcing a flush, none waiting for the mutex. Once they are done, every
@@ -398,25 +429,7 @@ mod tests {
         let mut deferred = 0;
         for round in 0..ROUNDS {
             let g = Granularity::new(1);
-            let tracker = Tracker::new(g, Topology::chain(1), WORKERS);
-            let agent = Arc::new(TrackerAgent::new(
-                0,
-                tracker,
-                vec![true],
-                Vec::new(),
-                Arc::new(Unparkers::new(0)),
-                Vec::new(),
-            ));
-            let policy = FlushPolicy {
-                interval_ns: u64::MAX,
-                count: usize::MAX,
-                on_idle: crate::config::AckOnIdle::Useful,
-            };
-            let route = ShardRoute {
-                local: Some(agent.clone()),
-                remotes: Vec::new(),
-            };
-            let acker = Arc::new(ProcessAcker::new(g, WORKERS, vec![route], policy, 0));
+            let (acker, agent) = acker_and_tracker(g, WORKERS, Vec::new());
             // The last hand-offs meet on purpose: the ones most likely to be stranded.
             let last = std::sync::Barrier::new(WORKERS);
             std::thread::scope(|s| {
@@ -457,24 +470,7 @@ mod tests {
     fn idle_hand_offs_wait_until_they_can_complete_a_slot() {
         let g = Granularity::new(10);
         let (tx, rx) = crossbeam_channel::unbounded();
-        let agent = Arc::new(TrackerAgent::new(
-            0,
-            Tracker::new(g, Topology::chain(1), 1),
-            vec![true],
-            vec![tx],
-            Arc::new(Unparkers::new(1)),
-            Vec::new(),
-        ));
-        let policy = FlushPolicy {
-            interval_ns: u64::MAX,
-            count: usize::MAX,
-            on_idle: crate::config::AckOnIdle::Useful,
-        };
-        let route = ShardRoute {
-            local: Some(agent.clone()),
-            remotes: Vec::new(),
-        };
-        let acker = ProcessAcker::new(g, 1, vec![route], policy, 0);
+        let (acker, agent) = acker_and_tracker(g, 1, vec![tx]);
         let hand_off = |edit: &dyn Fn(&mut LocalAcker)| {
             let mut a = LocalAcker::new(g);
             edit(&mut a);
