@@ -284,4 +284,20 @@ mod tests {
         let got = expand_with("", &["flights", "--workers", "2"]).unwrap();
         assert_eq!(got, ["xorflow", "run", "flights", "--workers", "2"]);
     }
+
+    /// The shipped example parses into a valid `xorflow run` command.
+    #[test]
+    fn the_example_job_file_is_valid() {
+        use clap::{CommandFactory, Parser};
+        let p = concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../../examples/jobs/flights.toml"
+        );
+        let argv = vec!["xorflow".into(), "run".into(), "--config".into(), p.into()];
+        let v = expand(argv, &crate::Cli::command()).unwrap();
+        assert!(v.len() > 10, "{v:?}");
+        if let Err(e) = crate::Cli::try_parse_from(v) {
+            panic!("{e}");
+        }
+    }
 }
