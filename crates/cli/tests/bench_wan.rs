@@ -70,11 +70,13 @@ fn sees_the_delay(runs: &[BTreeMap<String, String>]) {
         (num(base, "rtt_max_ms"), num(delayed, "rtt_max_ms")),
         (0.0, 40.0)
     );
-    // A window closes once every process's source has passed its end: at least one 20 ms hop
-    // later than without delay, at the median.
+    // A window closes once every process's source has passed its end, and the other process's
+    // heartbeat takes a 20 ms hop: no median under 20 ms, and later than without delay. (Not
+    // "20 ms later": the base run's own waiting overlaps the hop, and the tests of this binary
+    // run side by side on 2 cores, which inflated a base to 17 ms in CI.)
     let (p50_0, p50_40) = (num(base, "window_p50_ms"), num(delayed, "window_p50_ms"));
     assert!(
-        p50_40 >= p50_0 + 15.0,
+        p50_40 >= 19.0 && p50_40 >= p50_0 + 5.0,
         "window p50 {p50_0} ms -> {p50_40} ms at 40 ms RTT"
     );
     for r in runs.iter().filter(|r| r["workload"] == "Chain") {
