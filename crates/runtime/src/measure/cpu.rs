@@ -459,8 +459,11 @@ mod tests {
             iterations(&mut c, 1, &[0, 100_000]);
         }
         let (v, w) = c.finish();
+        // Expected 0.5; the band is wide because a preempted short iteration counts as long
+        // on a shared machine (0.63 seen under a parallel build). Losing the heavy steps
+        // would give under 0.1.
         let ratio = v[1] as f64 / v[0] as f64;
-        assert!((0.375..0.625).contains(&ratio), "{ratio}: {v:?} {w:?}");
+        assert!((0.3..0.8).contains(&ratio), "{ratio}: {v:?} {w:?}");
     }
 
     #[test]
