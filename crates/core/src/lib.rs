@@ -6,10 +6,14 @@
 
 pub mod element;
 pub mod graph;
+pub mod process;
+pub mod session;
 pub mod time;
 pub mod window;
 
 pub use element::{Data, Element};
 pub use graph::{ComponentId, EdgeDesc, GraphDesc, Partitioning, VertexDesc, VertexId};
+pub use process::{KeyedProcess, ProcessContext};
+pub use session::{Session, SessionWindows};
 pub use time::{Time, INF};
-pub use window::{Aggregate, TumblingWindows, WindowResult};
+pub use window::{Aggregate, EventTime, WindowResult, WindowSpec};

@@ -40,7 +40,7 @@ pub mod worker;
 
 pub use config::{RuntimeConfig, TrackingMode};
 pub use connectors::PartFiles;
-pub use dataflow::{Dataflow, SharedVec, Stream, VecSink};
+pub use dataflow::{Dataflow, Processed, SharedVec, Stream, VecSink, Windowed};
 pub use job_error::JobError;
 pub use measure::stats::VertexStats;
 pub use measure::traffic::{MessageKind, Traffic};
@@ -49,4 +49,7 @@ pub use operators::iterate::Iteration;
 pub use operators::sink::{Sink, Staging};
 pub use operators::source::{Source, SourceOutput, SourcePoll};
 pub use report::{RunError, RunReport};
-pub use xorflow_core::{Aggregate, ComponentId, Element, Time, WindowResult, INF};
+pub use xorflow_core::{
+    Aggregate, ComponentId, Element, KeyedProcess, ProcessContext, SessionWindows, Time,
+    WindowResult, WindowSpec, INF,
+};

@@ -30,7 +30,7 @@ mod edges;
 mod stream;
 mod vec_sink;
 
-pub use stream::Stream;
+pub use stream::{Processed, Stream, Windowed};
 pub use vec_sink::{SharedVec, VecSink};
 
 use crate::channel::OutputPort;

@@ -5,8 +5,10 @@
 use super::edges::{key_hash, make_output, Consumers, PartitionSpec};
 use super::{with_output, Builder, Dataflow, Role};
 use crate::channel::OutputPort;
+use crate::net::link::Wiring;
 use crate::operators::epoch_snapshot::{EpochSnapshot, EpochSpec};
 use crate::operators::iterate::{Iterate, Iteration};
+use crate::operators::process::Process;
 use crate::operators::sink::{Sink, SinkOp};
 use crate::operators::unary::Unary;
 use crate::operators::window::Window;
@@ -16,8 +18,35 @@ use std::cell::RefCell;
 use std::hash::Hash;
 use std::rc::Rc;
 use std::sync::Arc;
-use xorflow_core::{Aggregate, ComponentId, Data, Element, VertexId, WindowResult};
+use xorflow_core::{
+    Aggregate, ComponentId, Data, Element, KeyedProcess, SessionWindows, VertexId, WindowResult,
+    WindowSpec,
+};
 use xorflow_tracking::Time;
+
+/// What [`Stream::window`] returns: the windows' results and the late side output.
+pub struct Windowed<K, O, T> {
+    /// One [`WindowResult`] per (window, key), and an updated one per late element taken.
+    pub results: Stream<WindowResult<K, O>>,
+    /// Elements past the allowed lateness of all their windows.
+    pub late: Stream<T>,
+}
+
+/// What [`Stream::process`] returns: the function's results and its side output.
+pub struct Processed<O, S> {
+    /// What the function emitted.
+    pub results: Stream<O>,
+    /// What it sent to the side output.
+    pub side: Stream<S>,
+}
+
+/// See [`Stream::keyed`].
+struct Keyed<T, K> {
+    input: Stream<T>,
+    key: Arc<dyn Fn(&T) -> K + Send + Sync>,
+    group: Arc<dyn Fn(&K) -> xorflow_state::KeyGroup + Send + Sync>,
+    rank: usize,
+}
 
 /// A typed stream of elements produced by one vertex.
 pub struct Stream<T> {
@@ -257,28 +286,70 @@ impl<T: Data> Stream<T> {
         A::Acc: Data,
     {
         assert!(size > 0, "window '{name}' needs a size of at least 1");
-        let key: Arc<dyn Fn(&T) -> K + Send + Sync> = Arc::new(key);
-        let k2 = key.clone();
-        let keyed = Stream {
-            partition: PartitionSpec::Hash(Arc::new(move |x| key_hash(&k2(x)))),
-            ..self.clone()
-        };
+        self.window(name, WindowSpec::tumbling(size), key, agg)
+            .results
+    }
+
+    /// Keyed sliding (hopping) windows of `size` time units starting every `slide`: as
+    /// [`Stream::tumbling_window`], each element counted in every window that holds it.
+    ///
+    /// # Panics
+    /// If `size == 0` or `slide` is not in `1..=size`.
+    pub fn sliding_window<K, A>(
+        &self,
+        name: &str,
+        size: Time,
+        slide: Time,
+        key: impl Fn(&T) -> K + Send + Sync + 'static,
+        agg: A,
+    ) -> Stream<WindowResult<K, A::Out>>
+    where
+        K: Hash + Eq + Data,
+        A: Aggregate<T>,
+        A::Out: Data,
+        A::Acc: Data,
+    {
+        self.window(name, WindowSpec::sliding(size, slide), key, agg)
+            .results
+    }
+
+    /// Keyed event-time windows as `spec` says (tumbling or sliding, allowed lateness, event
+    /// time read from the element: `crates/core/src/window.rs`), re-partitioned by `key`.
+    /// Returns the results and the late side output: elements past the allowed lateness of
+    /// every window they belong to, with the time they travelled with.
+    pub fn window<K, A>(
+        &self,
+        name: &str,
+        spec: WindowSpec<T>,
+        key: impl Fn(&T) -> K + Send + Sync + 'static,
+        agg: A,
+    ) -> Windowed<K, A::Out, T>
+    where
+        K: Hash + Eq + Data,
+        A: Aggregate<T>,
+        A::Out: Data,
+        A::Acc: Data,
+    {
+        let Keyed {
+            input,
+            key,
+            group,
+            rank,
+        } = self.keyed(key);
         let agg = Arc::new(agg);
         let (state, form) = {
             let b = self.b.borrow();
             (b.config.state.clone(), b.config.window_state)
         };
-        let groups = xorflow_state::KeyGroups::DEFAULT;
-        let group: Arc<dyn Fn(&K) -> xorflow_state::KeyGroup + Send + Sync> =
-            Arc::new(move |k: &K| groups.of_hash(key_hash(k)));
         let vertex_name = name.to_string();
-        // Windows already built come first among the emitters (`execute/mod.rs`).
-        let rank = self.b.borrow().deferred.iter().filter(|d| **d).count();
-        self.one_to_one(name, Role::Window, &keyed, move |_, _, output| {
+        let late_consumers: Consumers<T> = Rc::default();
+        let late = late_consumers.clone();
+        let results = self.two_outputs(name, Role::Window, &input, move |w, wiring, output| {
+            // Holds go to the results' components only: late elements are emitted at once.
             let downstream = output.components().collect();
-            Window::new(
+            let window = Window::new(
                 &vertex_name,
-                size,
+                spec.clone(),
                 downstream,
                 key.clone(),
                 agg.clone(),
@@ -286,7 +357,137 @@ impl<T: Data> Stream<T> {
                 form,
                 group.clone(),
                 rank,
-            )
+            );
+            (window, make_output(&late, w, wiring))
+        });
+        let late = Stream::new(&self.b, results.vertex, late_consumers);
+        Windowed { results, late }
+    }
+
+    /// Runs the keyed process function `f` (`crates/core/src/process.rs`) per key of `key`
+    /// (the stream is re-partitioned by it): its state and timers are checkpointed, and a timer
+    /// at `t` fires once the vertex's frontier reaches `t`. Returns its results and its side
+    /// output.
+    pub fn process<K, F>(
+        &self,
+        name: &str,
+        key: impl Fn(&T) -> K + Send + Sync + 'static,
+        f: F,
+    ) -> Processed<F::Out, F::Side>
+    where
+        K: Hash + Eq + Data,
+        F: KeyedProcess<K, T>,
+    {
+        let Keyed {
+            input,
+            key,
+            group,
+            rank,
+        } = self.keyed(key);
+        let f = Arc::new(f);
+        let state = self.b.borrow().config.state.clone();
+        let vertex_name = name.to_string();
+        let side_consumers: Consumers<F::Side> = Rc::default();
+        let side = side_consumers.clone();
+        let results = self.two_outputs(name, Role::Window, &input, move |w, wiring, output| {
+            let side = make_output(&side, w, wiring);
+            // A timer may emit on either output: both are held.
+            let downstream = output.components().chain(side.components()).collect();
+            let op = Process::new(
+                &vertex_name,
+                downstream,
+                key.clone(),
+                f.clone(),
+                state.clone(),
+                group.clone(),
+                rank,
+            );
+            (op, side)
+        });
+        let side = Stream::new(&self.b, results.vertex, side_consumers);
+        Processed { results, side }
+    }
+
+    /// Keyed event-time session windows (`crates/core/src/session.rs`): per key of `key`,
+    /// sessions that close `gap` after their last element, with the lateness and event time
+    /// `sessions` was given. Returns the results and the late side output.
+    pub fn session_window<K, A>(
+        &self,
+        name: &str,
+        sessions: SessionWindows<T, A>,
+        key: impl Fn(&T) -> K + Send + Sync + 'static,
+    ) -> Windowed<K, A::Out, T>
+    where
+        T: Sync,
+        K: Hash + Eq + Data,
+        A: Aggregate<T>,
+        A::Out: Data,
+    {
+        let p = self.process(name, key, sessions);
+        Windowed {
+            results: p.results,
+            late: p.side,
+        }
+    }
+
+    /// The pieces of a keyed vertex: this stream re-partitioned by `key`, the key function, its
+    /// key groups, and the vertex's rank among those with deferred output.
+    fn keyed<K: Hash + Eq + Data>(
+        &self,
+        key: impl Fn(&T) -> K + Send + Sync + 'static,
+    ) -> Keyed<T, K> {
+        let key: Arc<dyn Fn(&T) -> K + Send + Sync> = Arc::new(key);
+        let k2 = key.clone();
+        let input = Stream {
+            partition: PartitionSpec::Hash(Arc::new(move |x| key_hash(&k2(x)))),
+            ..self.clone()
+        };
+        let groups = xorflow_state::KeyGroups::DEFAULT;
+        let group: Arc<dyn Fn(&K) -> xorflow_state::KeyGroup + Send + Sync> =
+            Arc::new(move |k: &K| groups.of_hash(key_hash(k)));
+        // Vertices with deferred output already built come first among the emitters
+        // (`execute/mod.rs`).
+        let rank = self.b.borrow().deferred.iter().filter(|d| **d).count();
+        Keyed {
+            input,
+            key,
+            group,
+            rank,
+        }
+    }
+
+    /// As [`Stream::one_to_one`] for an operator with a second output (a side output), which
+    /// `make` returns beside the operator; returns the first output's stream.
+    fn two_outputs<O, S, Op>(
+        &self,
+        name: &str,
+        role: Role,
+        input: &Stream<T>,
+        mut make: impl FnMut(usize, &Wiring, &OutputPort<O>) -> (Op, OutputPort<S>) + 'static,
+    ) -> Stream<O>
+    where
+        O: Data,
+        S: Data,
+        Op: Operator<In = T, Out = (OutputPort<O>, OutputPort<S>)>,
+    {
+        let split = self.instance_components(role, input);
+        let (vertex, base) = Dataflow::add_vertex(&self.b, name, 0, self.joined(), role, split);
+        self.b.borrow_mut().stateful[vertex] = Op::STATEFUL;
+        let input = input.connect(vertex, base);
+        let name = name.to_string();
+        with_output(&self.b, vertex, move |w, wiring, output| {
+            let component = instance_component(base, split, w);
+            let (op, side) = make(w, wiring, &output);
+            let input = Some(input(w, wiring));
+            let notified = true;
+            Box::new(OperatorVertex::new(
+                &name,
+                component,
+                op,
+                input,
+                (output, side),
+                notified,
+            ))
         })
     }
 

@@ -11,14 +11,17 @@
 //!            snapshot(epoch) / restore(state) at any point between steps
 //! ```
 //!
-//! The kinds: [`source`], [`unary`] (map, filter, flat_map), [`inspect`], [`window`], [`sink`],
-//! [`iterate`] (a cycle) and [`epoch_snapshot`].
+//! The kinds: [`source`], [`unary`] (map, filter, flat_map), [`inspect`], [`window`],
+//! [`process`] (keyed functions with timers: session windows), [`sink`], [`iterate`] (a cycle)
+//! and [`epoch_snapshot`]; [`deferred`] is what windows and timers share.
 
+mod deferred;
 pub mod driver;
 pub mod epoch_snapshot;
 pub mod inspect;
 pub mod iterate;
 pub mod outputs;
+pub mod process;
 pub mod sink;
 pub mod source;
 mod store;

@@ -1,4 +1,5 @@
-//! Keyed event-time tumbling windows, closed by the frontier of their tracking component.
+//! Keyed event-time windows (tumbling or sliding, with allowed lateness and a late side
+//! output: `crates/core/src/window.rs`), fired by the frontier of their tracking component.
 //!
 //! Deferred output holds its slot open (docs/design.md, requirement 8): when a window `[a, b)` is opened
 //! on an instance by an input batch tracked over slots `[lo, hi]`, before that batch's receive tag,
@@ -10,9 +11,17 @@
 //! creator's receive tag and the output all live in the shard owning `lo` (docs/sharding-notes.md,
 //! option 1: conservative, shard-local).
 //!
+//! Allowed lateness: the contents of window `[s, e)` are kept under `e + lateness` (so the state
+//! layer's close at the frontier is the purge), and the window fires once at `e` from a copy. A
+//! late element reaching a fired window is added and its key's updated result is emitted at
+//! once, with the element's own time and tracking range (it is in flight, so its slot is open:
+//! no hold needed). Windows that keep contents past their firing make the instance use the
+//! buffered cut, not the versioned one.
+//!
 //! The windows' contents live in the `state` crate (`crates/state/src/window/`), in the form the
 //! job chose (fold-left or retain-all) and on the backend it chose (memory or disk); only the
 //! holds and arrival times stay here.
+use super::deferred;
 use super::window_version::WindowVersion;
 use super::{Operator, OperatorState, Receipt};
 use crate::batch::Batch;
@@ -22,7 +31,7 @@ use crate::worker::ctx::WorkerCtx;
 use std::collections::BTreeMap;
 use std::hash::Hash;
 use std::sync::Arc;
-use xorflow_core::{Aggregate, Data, Element, WindowResult};
+use xorflow_core::{Aggregate, Data, Element, WindowResult, WindowSpec};
 use xorflow_state::checkpoint::Hold;
 use xorflow_state::window::{Fold, WindowForm, WindowState};
 use xorflow_state::{KeyGroup, StateConfig, StateError, StateStore, ValueTable};
@@ -38,6 +47,10 @@ pub const CHANGELOG_BYTES: &str = "changelog_bytes";
 pub const STORE_BYTES: &str = "state_store_bytes";
 /// Counter: records replayed from changelogs by restores.
 pub const CHANGELOG_REPLAYED: &str = "changelog_replayed";
+/// Counter: elements past every window's allowed lateness, sent to the late side output.
+pub const LATE_ELEMENTS: &str = "late_elements";
+/// Counter: updated results emitted for late elements that reached a fired window.
+pub const LATE_UPDATES: &str = "late_updates";
 
 /// Per-window metadata: the hold tag and the last element's arrival.
 #[derive(Debug)]
@@ -76,10 +89,12 @@ fn state_err(name: &str) -> impl Fn(StateError) -> String + '_ {
     move |e| format!("window '{name}': {e}")
 }
 
-/// A keyed tumbling window operator.
+/// A keyed window operator: results on its first output, late elements on its second.
 pub struct Window<T, K, A: Aggregate<T>> {
     name: String,
-    size: Time,
+    spec: WindowSpec<T>,
+    /// Late elements sent to the side output, and updated results emitted for late elements.
+    late: (u64, u64),
     /// Components of the downstream vertices: where holds go.
     downstream: Vec<ComponentId>,
     key: Arc<dyn Fn(&T) -> K + Send + Sync>,
@@ -122,13 +137,13 @@ where
     A: Aggregate<T>,
     A::Acc: Data,
 {
-    /// A window operator named `name` with windows of `size` time units, feeding the components
+    /// A window operator named `name` with the windows of `spec`, feeding the components
     /// `downstream` (its output port's, where the holds go). Its contents are kept as `state`
     /// and `form` say (opened with the operator; `group` gives a key's key group).
     #[allow(clippy::too_many_arguments)]
     pub fn new(
         name: &str,
-        size: Time,
+        spec: WindowSpec<T>,
         downstream: Vec<ComponentId>,
         key: Arc<dyn Fn(&T) -> K + Send + Sync>,
         agg: Arc<A>,
@@ -139,7 +154,8 @@ where
     ) -> Self {
         Window {
             name: name.into(),
-            size,
+            spec,
+            late: (0, 0),
             downstream,
             key,
             agg: AggFold(agg),
@@ -184,7 +200,9 @@ where
                 (end, m)
             })
             .collect();
-        if contents.windows() != self.meta.len() {
+        // With lateness, fired windows keep their contents after their holds are gone.
+        let (n, m) = (contents.windows(), self.meta.len());
+        if n < m || (n != m && self.spec.lateness() == 0) {
             return Err(format!(
                 "window '{}': the checkpoint holds {} open windows but {} holds",
                 self.name,
@@ -195,10 +213,11 @@ where
         Ok(())
     }
 
-    /// The end of the window holding time `t`.
+    /// Where the state keeps the contents of the window ending at `end`: at the end of its
+    /// allowed lateness, so the state's close at the frontier is the purge.
     #[inline]
-    fn end_of(&self, t: Time) -> Time {
-        (t - t % self.size).saturating_add(self.size)
+    fn kept_at(&self, end: Time) -> Time {
+        end.saturating_add(self.spec.lateness())
     }
 
     /// Marks window `end` as receiving input now, opening it (and its hold, in the creating
@@ -213,28 +232,19 @@ where
                 (true, true) => {}
             }
         }
-        let meta = self.meta.entry(end).or_insert_with(|| {
-            let mut hold = 0;
-            if let Some(tr) = &mut ctx.tracking {
-                // Hold the creator's slot of every downstream component before this batch's
-                // receive tag, which the driver registers after on_batch returns.
-                hold = tr.tags.next_tag();
-                for &c in &self.downstream {
-                    tr.acker.xor_slots(c, lo, lo, hold);
-                }
-            }
-            Meta {
-                hold,
-                hold_slot: lo,
-                last_arrival_ns: now,
-            }
+        let meta = self.meta.entry(end).or_insert_with(|| Meta {
+            // Before this batch's receive tag, which the driver registers after on_batch.
+            hold: deferred::open_hold(&self.downstream, lo, ctx),
+            hold_slot: lo,
+            last_arrival_ns: now,
         });
         meta.last_arrival_ns = now;
     }
 
-    /// Adds a batch's elements to their windows. Consecutive elements of one window (the usual
-    /// case: input arrives roughly in time order) are added as one run: one window lookup, then
-    /// a key lookup per element. Returns how many were below what has been fired (late).
+    /// Adds a batch's elements to their windows. Consecutive elements of the same windows (the
+    /// usual case: input arrives roughly in time order) are added as one run per window: one
+    /// window lookup, then a key lookup per element. Returns how many were below what has been
+    /// fired (late).
     fn add_batch(
         &mut self,
         data: &[Element<T>],
@@ -243,6 +253,7 @@ where
         ctx: &mut WorkerCtx,
     ) -> Result<u64, String> {
         let fired = self.fired_below;
+        let slide = self.spec.slide();
         let mut late = 0;
         let mut i = 0;
         while i < data.len() {
@@ -251,24 +262,184 @@ where
                 i += 1;
                 continue;
             }
-            let end = self.end_of(data[i].time);
+            let (first, n) = self.spec.ends(data[i].time);
             let run = data[i..]
                 .iter()
-                .take_while(|e| e.time >= fired && self.end_of(e.time) == end)
+                .take_while(|e| e.time >= fired && self.spec.ends(e.time) == (first, n))
                 .count();
-            self.touch(end, lo, later, ctx);
-            let key = &self.key;
+            for end in (0..n).map(|k| first + k * slide) {
+                self.touch(end, lo, later, ctx);
+                let kept_at = self.kept_at(end);
+                let key = &self.key;
+                let contents = self
+                    .contents
+                    .as_mut()
+                    .expect("opened before the first step");
+                let items = data[i..i + run].iter().map(|e| (key(&e.data), &e.data));
+                (contents.add_run(kept_at, items, &self.agg)).map_err(state_err(&self.name))?;
+            }
+            i += run;
+        }
+        Ok(late)
+    }
+
+    /// Adds a batch by the elements' event times (`WindowSpec::event_time`): a window whose
+    /// lateness the element's own time has passed does not take it; a fired one takes it and
+    /// emits its key's updated result now; an element no window takes goes to `late`.
+    fn add_by_event_time(
+        &mut self,
+        b: &Batch<T>,
+        later: bool,
+        (results, late): &mut <Self as Operator>::Out,
+        ctx: &mut WorkerCtx,
+    ) -> Result<(), String> {
+        let event_time = self.spec.event_time_fn().expect("called with one").clone();
+        results.set_lineage(Some((b.lo, b.hi)), ctx);
+        late.set_lineage(Some((b.lo, b.hi)), ctx);
+        let (late_before, slide) = (self.late, self.spec.slide());
+        for el in &b.data {
+            let (first, n) = self.spec.ends(event_time(&el.data));
+            let key = (self.key)(&el.data);
+            let mut taken = false;
+            for end in (0..n).map(|k| first + k * slide) {
+                let kept_at = self.kept_at(end);
+                if kept_at <= el.time {
+                    continue;
+                }
+                taken = true;
+                if end > self.fired_below {
+                    self.touch(end, b.lo, later, ctx);
+                }
+                let contents = self
+                    .contents
+                    .as_mut()
+                    .expect("opened before the first step");
+                let err = state_err(&self.name);
+                contents
+                    .add(kept_at, key.clone(), &el.data, &self.agg)
+                    .map_err(&err)?;
+                if end <= self.fired_below {
+                    let acc = contents.get(kept_at, &key, &self.agg).map_err(&err)?;
+                    let value = self.agg.0.finish(acc.expect("just added"));
+                    let (start, key) = (self.spec.start(end), key.clone());
+                    let r = WindowResult {
+                        start,
+                        end,
+                        key,
+                        value,
+                    };
+                    results.push(Element::new(el.time, r), ctx);
+                    self.late.1 += 1;
+                }
+            }
+            if !taken {
+                late.push(el.clone(), ctx);
+                self.late.0 += 1;
+            }
+        }
+        if self.late != late_before {
+            results.commit(ctx);
+            late.commit(ctx);
+        }
+        Ok(())
+    }
+
+    /// Emits the results of window `end` (`groups`: every key's accumulator) in the slot of its
+    /// hold, in epoch `epoch`, and returns the hold to release.
+    #[allow(clippy::too_many_arguments)]
+    fn emit(
+        &mut self,
+        end: Time,
+        groups: Vec<(K, A::Acc)>,
+        epoch: u64,
+        out: &mut OutputPort<WindowResult<K, A::Out>>,
+        ctx: &mut WorkerCtx,
+        stats: &mut VertexStats,
+    ) -> (u64, u64) {
+        let meta = self
+            .meta
+            .remove(&end)
+            .expect("every open window has its metadata");
+        if let Some(v) = &mut self.version {
+            v.fired_later(end, meta.hold, meta.hold_slot);
+        }
+        if ctx.frontiers.live() {
+            stats.record_latency(ctx.frontiers.seen_ns.saturating_sub(meta.last_arrival_ns));
+        }
+        out.set_lineage(Some((meta.hold_slot, meta.hold_slot)), ctx);
+        out.set_epoch(epoch, ctx);
+        let start = self.spec.start(end);
+        for (key, acc) in groups {
+            let value = self.agg.0.finish(acc);
+            stats.elements_out += 1;
+            let r = WindowResult {
+                start,
+                end,
+                key,
+                value,
+            };
+            out.push(Element::new(end - 1, r), ctx);
+        }
+        (meta.hold_slot, meta.hold)
+    }
+
+    /// Fires every window ending at or below `frontier` into `out`; returns their holds.
+    fn fire(
+        &mut self,
+        frontier: Time,
+        out: &mut OutputPort<WindowResult<K, A::Out>>,
+        ctx: &mut WorkerCtx,
+        stats: &mut VertexStats,
+    ) -> Result<Vec<(u64, u64)>, String> {
+        let mut holds = Vec::new();
+        // Versioned cut: firing is the later epoch's, and so are the results.
+        let emit_epoch = self.version.as_ref().map_or(self.epoch, |v| v.epoch);
+        let contents = self
+            .contents
+            .as_mut()
+            .expect("opened before the first step");
+        if self.version.is_some() {
+            contents.set_later(true);
+        }
+        if self.spec.lateness() > 0 {
+            // Fire from a copy; the contents stay until the lateness has passed.
+            let due: Vec<Time> = self.meta.range(..=frontier).map(|(&e, _)| e).collect();
+            for end in due {
+                let kept_at = self.kept_at(end);
+                let contents = self
+                    .contents
+                    .as_mut()
+                    .expect("opened before the first step");
+                let groups = contents
+                    .peek(kept_at, &self.agg)
+                    .map_err(state_err(&self.name))?;
+                holds.push(self.emit(end, groups, emit_epoch, out, ctx, stats));
+            }
             let contents = self
                 .contents
                 .as_mut()
                 .expect("opened before the first step");
-            let items = data[i..i + run].iter().map(|e| (key(&e.data), &e.data));
-            contents
-                .add_run(end, items, &self.agg)
-                .map_err(state_err(&self.name))?;
-            i += run;
+            while contents
+                .close_next(frontier, &self.agg)
+                .map_err(state_err(&self.name))?
+                .is_some()
+            {}
+            return Ok(holds);
         }
-        Ok(late)
+        loop {
+            let contents = self
+                .contents
+                .as_mut()
+                .expect("opened before the first step");
+            let Some((end, groups)) = contents
+                .close_next(frontier, &self.agg)
+                .map_err(state_err(&self.name))?
+            else {
+                break;
+            };
+            holds.push(self.emit(end, groups, emit_epoch, out, ctx, stats));
+        }
+        Ok(holds)
     }
 }
 
@@ -281,7 +452,8 @@ where
     WindowResult<K, A::Out>: Clone,
 {
     type In = T;
-    type Out = OutputPort<WindowResult<K, A::Out>>;
+    /// Results, and late elements (the side output).
+    type Out = (OutputPort<WindowResult<K, A::Out>>, OutputPort<T>);
     const STATEFUL: bool = true;
 
     /// Opens the state store of this instance and declares the window contents in it.
@@ -302,7 +474,7 @@ where
     fn on_batch(
         &mut self,
         b: Batch<T>,
-        _out: &mut Self::Out,
+        out: &mut Self::Out,
         ctx: &mut WorkerCtx,
         stats: &mut VertexStats,
     ) -> Result<Receipt, String> {
@@ -311,7 +483,11 @@ where
         if let Some(c) = self.contents.as_mut().filter(|_| self.version.is_some()) {
             c.set_later(later);
         }
-        stats.below_frontier += self.add_batch(&b.data, b.lo, later, ctx)?;
+        if self.spec.event_time_fn().is_some() {
+            self.add_by_event_time(&b, later, out, ctx)?;
+        } else {
+            stats.below_frontier += self.add_batch(&b.data, b.lo, later, ctx)?;
+        }
         Ok(Receipt::Done)
     }
 
@@ -323,58 +499,11 @@ where
         ctx: &mut WorkerCtx,
         stats: &mut VertexStats,
     ) -> Result<(), String> {
-        let mut holds = Vec::new();
-        // Versioned cut: firing is the later epoch's, and so are the results.
-        let emit_epoch = self.version.as_ref().map_or(self.epoch, |v| v.epoch);
-        loop {
-            let agg = &self.agg;
-            let contents = self
-                .contents
-                .as_mut()
-                .expect("opened before the first step");
-            if self.version.is_some() {
-                contents.set_later(true);
-            }
-            let closed = contents.close_next(frontier, agg);
-            let Some((end, groups)) = closed.map_err(state_err(&self.name))? else {
-                break;
-            };
-            let meta = self
-                .meta
-                .remove(&end)
-                .expect("every open window has its metadata");
-            if let Some(v) = &mut self.version {
-                v.fired_later(end, meta.hold, meta.hold_slot);
-            }
-            if ctx.frontiers.live() {
-                stats.record_latency(ctx.frontiers.seen_ns.saturating_sub(meta.last_arrival_ns));
-            }
-            out.set_lineage(Some((meta.hold_slot, meta.hold_slot)), ctx);
-            out.set_epoch(emit_epoch, ctx);
-            let start = end - self.size;
-            for (key, acc) in groups {
-                let value = self.agg.0.finish(acc);
-                stats.elements_out += 1;
-                let r = WindowResult {
-                    start,
-                    end,
-                    key,
-                    value,
-                };
-                out.push(Element::new(end - 1, r), ctx);
-            }
-            holds.push((meta.hold_slot, meta.hold));
-        }
+        let holds = self.fire(frontier, &mut out.0, ctx, stats)?;
         if !holds.is_empty() {
-            out.commit(ctx);
+            out.0.commit(ctx);
         }
-        if let Some(tr) = &mut ctx.tracking {
-            for (s, r) in holds {
-                for &c in &self.downstream {
-                    tr.acker.xor_slots(c, s, s, r);
-                }
-            }
-        }
+        deferred::release_holds(&self.downstream, &holds, ctx);
         self.fired_below = self.fired_below.max(frontier);
         Ok(())
     }
@@ -383,9 +512,9 @@ where
     /// instance's emitter id (`2S + rank * workers + worker`: `execute/mod.rs`, `epoch_domain`),
     /// so downstream epochs wait for what it may still emit.
     fn on_epoch(&mut self, epoch: u64, ctx: &mut WorkerCtx) {
-        let Some(ep) = ctx.epochs else {
+        if ctx.epochs.is_none() {
             return;
-        };
+        }
         self.epoch = epoch;
         self.version = None;
         if let Some(c) = &mut self.contents {
@@ -394,10 +523,7 @@ where
         if epoch != xorflow_tracking::INF {
             self.epoch_rises += 1;
         }
-        let id = ep.emitter_id(self.rank * ctx.workers + ctx.index);
-        if let Some(tr) = &mut ctx.tracking {
-            tr.acker.heartbeat(id, epoch);
-        }
+        deferred::heartbeat_epoch(self.rank, epoch, ctx);
     }
 
     /// The window contents' changes since the previous snapshot (all of them if `full`), and
@@ -443,9 +569,10 @@ where
         Ok(OperatorState::Delta(d))
     }
 
-    /// Fold-left windows keep versions (retain-all ones buffer).
+    /// Fold-left windows keep versions (retain-all ones buffer, and so do windows with
+    /// allowed lateness, whose contents outlive their firing).
     fn versioned(&self) -> bool {
-        self.form != WindowForm::Retain
+        self.form != WindowForm::Retain && self.spec.lateness() == 0
     }
 
     /// Keeps the open windows, their holds and the contents as of now apart from what epoch
@@ -459,15 +586,7 @@ where
 
     /// The hold of every window open as of the last snapshot, on every downstream component.
     fn holds(&self) -> Vec<Hold> {
-        let mut out = Vec::new();
-        for &(_, tag, slot) in self.snapshot_holds.iter().filter(|h| h.1 != 0) {
-            out.extend(self.downstream.iter().map(|&c| Hold {
-                component: c,
-                slot,
-                tag,
-            }));
-        }
-        out
+        deferred::holds_of(&self.snapshot_holds, &self.downstream)
     }
 
     /// Flushes the contents and records the store's savepoint (on disk: local recovery).
@@ -540,6 +659,8 @@ where
         stats.count(CHANGELOG_BYTES, self.changelog.bytes);
         stats.count(CHANGELOG_REPLAYED, self.changelog.replayed);
         stats.count(STORE_BYTES, self.store_bytes);
+        stats.count(LATE_ELEMENTS, self.late.0);
+        stats.count(LATE_UPDATES, self.late.1);
     }
 
     /// Removes the instance's on-disk state: without checkpoints nothing can use it again.

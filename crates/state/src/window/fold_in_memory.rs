@@ -77,6 +77,17 @@ where
         self.windows.get(&end)?.get(key).map(|s| &s.acc)
     }
 
+    /// Every key of window `end` with a copy of its accumulator.
+    pub(crate) fn peek(&self, end: u64) -> Vec<(K, Acc)>
+    where
+        Acc: Clone,
+    {
+        let Some(w) = self.windows.get(&end) else {
+            return Vec::new();
+        };
+        w.iter().map(|(k, s)| (k.clone(), s.acc.clone())).collect()
+    }
+
     /// After a snapshot stated an older version of `(end, key)` (versioned cut): the next
     /// snapshot states the live one, or deletes the pair if it is gone.
     pub(crate) fn restate(&mut self, end: u64, key: K) {

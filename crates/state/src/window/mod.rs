@@ -70,6 +70,15 @@ pub trait Fold<T>: Send + Sync {
     fn add(&self, acc: &mut Self::Acc, el: &T);
 }
 
+/// `elements` folded into a fresh accumulator, in order.
+fn fold_all<T, F: Fold<T>>(fold: &F, elements: Vec<T>) -> F::Acc {
+    let mut acc = fold.init();
+    for el in &elements {
+        fold.add(&mut acc, el);
+    }
+    acc
+}
+
 /// A closed window: its end and every key's accumulator.
 pub type Closed<K, Acc> = (u64, Vec<(K, Acc)>);
 
@@ -273,6 +282,51 @@ where
         Ok(())
     }
 
+    /// A copy of `key`'s accumulator in the window ending at `end` (retain-all: its elements
+    /// folded), without closing anything: for a fired window that still takes late elements.
+    ///
+    /// # Errors
+    /// The backend failed.
+    pub fn get<F: Fold<T, Acc = Acc>>(
+        &mut self,
+        end: u64,
+        key: &K,
+        fold: &F,
+    ) -> Result<Option<Acc>, StateError> {
+        let wk = (end, key.clone());
+        match &mut self.contents {
+            Contents::FoldInMemory(f) => Ok(f.get(end, key).cloned()),
+            Contents::Fold(t) => Ok(t.get(&wk)?.cloned()),
+            Contents::Retain(t) => {
+                let els = t.get(&wk)?;
+                Ok((!els.is_empty()).then(|| fold_all(fold, els)))
+            }
+        }
+    }
+
+    /// Every key of the window ending at `end` with a copy of its accumulator, leaving the
+    /// window open (the first firing of a window that keeps its contents for late elements).
+    ///
+    /// # Errors
+    /// The backend failed.
+    pub fn peek<F: Fold<T, Acc = Acc>>(
+        &mut self,
+        end: u64,
+        fold: &F,
+    ) -> Result<Vec<(K, Acc)>, StateError> {
+        if let Contents::FoldInMemory(f) = &self.contents {
+            return Ok(f.peek(end));
+        }
+        let keys: Vec<K> = (self.open.get(&end).into_iter().flatten().cloned()).collect();
+        let mut out = Vec::with_capacity(keys.len());
+        for k in keys {
+            if let Some(acc) = self.get(end, &k, fold)? {
+                out.push((k, acc));
+            }
+        }
+        Ok(out)
+    }
+
     /// The end of the earliest open window.
     pub fn first_end(&self) -> Option<u64> {
         match &self.contents {
@@ -329,13 +383,7 @@ where
                     }
                     acc.unwrap_or_else(|| fold.init())
                 }
-                Contents::Retain(t) => {
-                    let mut acc = fold.init();
-                    for el in t.take(&wk)? {
-                        fold.add(&mut acc, &el);
-                    }
-                    acc
-                }
+                Contents::Retain(t) => fold_all(fold, t.take(&wk)?),
                 Contents::FoldInMemory(_) => unreachable!("handled above"),
             };
             out.push((wk.1, acc));

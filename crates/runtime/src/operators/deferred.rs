@@ -1,0 +1,64 @@
+//! Deferred output: what an operator that emits later than its input arrives (a window's
+//! results, a timer's) does with trAcker, shared by [`super::window`] and [`super::process`].
+//!
+//! When it takes on output to emit later, the instance XORs a fresh tag into the creator's slot
+//! `lo` of every downstream component (the hold: docs/design.md, requirement 8), emits that output
+//! in slot `lo`, commits it, and only then XORs the tag again (the release). Results of a
+//! checkpoint epoch are heartbeated under the instance's emitter id, so downstream epochs wait
+//! for what it may still emit (`crates/tracking/src/epochs.rs`).
+
+use crate::worker::ctx::WorkerCtx;
+use xorflow_state::checkpoint::Hold;
+use xorflow_tracking::{ComponentId, Time};
+
+/// Opens a hold in slot `slot` of every component of `downstream`; returns its tag (0 without
+/// trAcker: nothing to hold).
+pub(crate) fn open_hold(downstream: &[ComponentId], slot: u64, ctx: &mut WorkerCtx) -> u64 {
+    let Some(tr) = &mut ctx.tracking else {
+        return 0;
+    };
+    let tag = tr.tags.next_tag();
+    for &c in downstream {
+        tr.acker.xor_slots(c, slot, slot, tag);
+    }
+    tag
+}
+
+/// Releases holds `(slot, tag)` on every component of `downstream` (after their output was
+/// committed).
+pub(crate) fn release_holds(downstream: &[ComponentId], holds: &[(u64, u64)], ctx: &mut WorkerCtx) {
+    let Some(tr) = &mut ctx.tracking else {
+        return;
+    };
+    for &(slot, tag) in holds {
+        for &c in downstream {
+            tr.acker.xor_slots(c, slot, slot, tag);
+        }
+    }
+}
+
+/// The holds `(time, tag, slot)` recorded with a snapshot, as trAcker restores them (one per
+/// downstream component; tag 0: none was opened).
+pub(crate) fn holds_of(recorded: &[(Time, u64, u64)], downstream: &[ComponentId]) -> Vec<Hold> {
+    let mut out = Vec::new();
+    for &(_, tag, slot) in recorded.iter().filter(|h| h.1 != 0) {
+        out.extend(downstream.iter().map(|&component| Hold {
+            component,
+            slot,
+            tag,
+        }));
+    }
+    out
+}
+
+/// Heartbeats checkpoint epoch `epoch` as the emitter of instance `ctx.index` of the deferred
+/// vertex of rank `rank` (`2S + rank * workers + worker`: `execute/mod.rs`, `epoch_domain`).
+pub(crate) fn heartbeat_epoch(rank: usize, epoch: u64, ctx: &mut WorkerCtx) {
+    let Some(ep) = ctx.epochs else {
+        return;
+    };
+    let id = ep.emitter_id(rank * ctx.workers + ctx.index);
+    if let Some(tr) = &mut ctx.tracking {
+        tr.acker.heartbeat(id, epoch);
+    }
+}
