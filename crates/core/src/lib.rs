@@ -6,6 +6,7 @@
 
 pub mod element;
 pub mod graph;
+pub mod interval_join;
 pub mod process;
 pub mod session;
 pub mod time;
@@ -13,6 +14,7 @@ pub mod window;
 
 pub use element::{Data, Element};
 pub use graph::{ComponentId, EdgeDesc, GraphDesc, Partitioning, VertexDesc, VertexId};
+pub use interval_join::{IntervalJoin, JoinSide};
 pub use process::{KeyedProcess, ProcessContext};
 pub use session::{Session, SessionWindows};
 pub use time::{Time, INF};

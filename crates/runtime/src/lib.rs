@@ -50,6 +50,6 @@ pub use operators::sink::{Sink, Staging};
 pub use operators::source::{Source, SourceOutput, SourcePoll};
 pub use report::{RunError, RunReport};
 pub use xorflow_core::{
-    Aggregate, ComponentId, Element, KeyedProcess, ProcessContext, SessionWindows, Time,
-    WindowResult, WindowSpec, INF,
+    Aggregate, ComponentId, Element, IntervalJoin, JoinSide, KeyedProcess, ProcessContext,
+    SessionWindows, Time, WindowResult, WindowSpec, INF,
 };

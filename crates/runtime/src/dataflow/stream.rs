@@ -19,8 +19,8 @@ use std::hash::Hash;
 use std::rc::Rc;
 use std::sync::Arc;
 use xorflow_core::{
-    Aggregate, ComponentId, Data, Element, KeyedProcess, SessionWindows, VertexId, WindowResult,
-    WindowSpec,
+    Aggregate, ComponentId, Data, Element, IntervalJoin, JoinSide, KeyedProcess, SessionWindows,
+    VertexId, WindowResult, WindowSpec,
 };
 use xorflow_tracking::Time;
 
@@ -406,6 +406,71 @@ impl<T: Data> Stream<T> {
         });
         let side = Stream::new(&self.b, results.vertex, side_consumers);
         Processed { results, side }
+    }
+
+    /// The elements of this stream and `other` in one stream (a vertex reading both; each keeps
+    /// its time). Both must come from the same dataflow.
+    ///
+    /// # Panics
+    /// If `other` belongs to another dataflow.
+    pub fn union(&self, name: &str, other: &Stream<T>) -> Stream<T> {
+        assert!(
+            Rc::ptr_eq(&self.b, &other.b),
+            "union '{name}': the streams belong to different dataflows"
+        );
+        let (vertex, component) =
+            Dataflow::add_vertex(&self.b, name, 0, self.joined(), Role::Plain, 0);
+        let (a, b) = (
+            self.connect(vertex, component),
+            other.connect(vertex, component),
+        );
+        let name = name.to_string();
+        with_output(&self.b, vertex, move |w, wiring, output| {
+            let pass = |batch: Vec<Element<T>>, out: &mut OutputPort<T>, ctx: &mut WorkerCtx| {
+                out.push_all(batch.into_iter(), ctx)
+            };
+            Box::new(OperatorVertex::new(
+                &name,
+                component,
+                Unary::new(pass),
+                Some(a(w, wiring).merge(b(w, wiring))),
+                output,
+                false,
+            ))
+        })
+    }
+
+    /// Keyed interval join with `other` (`crates/core/src/interval_join.rs`): a pair of this
+    /// stream's element at time `a` and `other`'s at time `b` with the same key (`key` and
+    /// `other_key`) joins when `a + lower <= b <= a + upper`, and `join` gives the result,
+    /// emitted once with the later-arriving element's time. State is kept per key until the
+    /// frontier passes the interval.
+    ///
+    /// # Panics
+    /// If `lower > upper`, or `other` belongs to another dataflow.
+    pub fn interval_join<U, K, O>(
+        &self,
+        name: &str,
+        other: &Stream<U>,
+        key: impl Fn(&T) -> K + Send + Sync + 'static,
+        other_key: impl Fn(&U) -> K + Send + Sync + 'static,
+        (lower, upper): (i64, i64),
+        join: impl Fn(&T, &U) -> O + Send + Sync + 'static,
+    ) -> Stream<O>
+    where
+        U: Data,
+        K: Hash + Eq + Data,
+        O: Data,
+    {
+        let f = IntervalJoin::new(lower, upper, join);
+        let left = self.map(&format!("{name}.left"), JoinSide::<T, U>::Left);
+        let right = other.map(&format!("{name}.right"), JoinSide::<T, U>::Right);
+        let both = left.union(&format!("{name}.union"), &right);
+        let key = move |e: &JoinSide<T, U>| match e {
+            JoinSide::Left(l) => key(l),
+            JoinSide::Right(r) => other_key(r),
+        };
+        both.process(name, key, f).results
     }
 
     /// Keyed event-time session windows (`crates/core/src/session.rs`): per key of `key`,

@@ -1,5 +1,5 @@
-//! Sliding and session windows, allowed lateness and the late side output, against batch
-//! oracles.
+//! Event-time operators against batch oracles: sliding and session windows, allowed lateness
+//! and the late side output, keyed timers (through sessions), unions and interval joins.
 //!
 //! Sources replay scripts of `(event time, key, value)` records in arrival order. A source
 //! heartbeats `arrival - bound` (its watermark); a record whose event time is below the watermark
@@ -554,6 +554,122 @@ fn late_records_update_sessions_and_the_rest_go_aside() {
 }
 
 // ---------------------------------------------------------------------------------------------
+// Unions and interval joins
+// ---------------------------------------------------------------------------------------------
+
+/// Runs an interval join of `left` and `right` scripts (one source each, pausing `pace_ns`
+/// after every 4 records) with bounds `(lower, upper)`; returns the (left value, right value)
+/// pairs emitted.
+fn run_join(
+    (workers, mode, pace_ns): (usize, TrackingMode, u64),
+    left: Vec<Ev>,
+    right: Vec<Ev>,
+    bounds: (i64, i64),
+) -> Vec<(u64, u64)> {
+    let out = VecSink::<(u64, u64)>::shared();
+    let f = out.factory();
+    bounded(60, move || {
+        let cfg = RuntimeConfig {
+            workers,
+            tracking: mode,
+            batch_size: 16,
+            granularity: 5,
+            ..RuntimeConfig::default()
+        };
+        let df = Dataflow::new(cfg).unwrap();
+        let source = |name: &str, evs: Vec<Ev>| {
+            let evs = Arc::new(evs);
+            df.source(name, 1, move |_| Script {
+                evs: evs.clone(),
+                next: 0,
+                pace_ns,
+            })
+        };
+        let (l, r) = (source("left", left), source("right", right));
+        let key = |x: &Rec| x.1;
+        l.interval_join("join", &r, key, key, bounds, |a: &Rec, b: &Rec| (a.2, b.2))
+            .sink("out", f);
+        df.run().unwrap()
+    });
+    let mut pairs: Vec<(u64, u64)> = out.take().into_iter().map(|e| e.data).collect();
+    pairs.sort();
+    pairs
+}
+
+/// The nested-loop join: every (left, right) pair of a key with `a + lower <= b <= a + upper`.
+fn join_oracle(left: &[Ev], right: &[Ev], (lower, upper): (i64, i64)) -> Vec<(u64, u64)> {
+    let mut out = Vec::new();
+    for l in left {
+        for r in right.iter().filter(|r| r.rec.1 == l.rec.1) {
+            let d = r.time as i64 - l.time as i64;
+            if lower <= d && d <= upper {
+                out.push((l.rec.2, r.rec.2));
+            }
+        }
+    }
+    out.sort();
+    out
+}
+
+#[test]
+fn interval_joins_emit_every_matching_pair_once() {
+    for mode in [
+        TrackingMode::Tracker,
+        TrackingMode::Markers,
+        TrackingMode::None,
+    ] {
+        for bounds in [(-5, 5), (0, 12), (-20, -3), (0, 0)] {
+            // Disordered within the watermark: no element is late.
+            let left = script(50, 400, 600, 20, 20, 6);
+            let mut right = script(51, 400, 600, 20, 20, 6);
+            right.iter_mut().for_each(|e| e.rec.2 += 1_000_000);
+            let want = join_oracle(&left, &right, bounds);
+            assert!(
+                want.len() > 20 || bounds == (0, 0),
+                "{bounds:?}: {} pairs",
+                want.len()
+            );
+            // Paced, so buffers are cleaned up while partners are still to come.
+            let got = run_join((3, mode, 200_000), left, right, bounds);
+            assert_eq!(got, want, "{mode:?} {bounds:?}");
+        }
+    }
+}
+
+#[test]
+fn a_union_carries_both_streams_with_their_times() {
+    let out = VecSink::<Rec>::shared();
+    let f = out.factory();
+    let (a, b) = (
+        script(60, 300, 500, 10, 10, 3),
+        script(61, 300, 500, 10, 10, 3),
+    );
+    let mut want: Vec<(Time, Rec)> = a.iter().chain(&b).map(|e| (e.time, e.rec)).collect();
+    want.sort();
+    bounded(60, move || {
+        let df = Dataflow::new(RuntimeConfig {
+            workers: 2,
+            ..RuntimeConfig::default()
+        })
+        .unwrap();
+        let src = |name: &str, evs: Vec<Ev>| {
+            let evs = Arc::new(evs);
+            df.source(name, 1, move |_| Script {
+                evs: evs.clone(),
+                next: 0,
+                pace_ns: 0,
+            })
+        };
+        let (x, y) = (src("a", a), src("b", b));
+        x.union("both", &y).sink("out", f);
+        df.run().unwrap()
+    });
+    let mut got: Vec<(Time, Rec)> = out.take().into_iter().map(|e| (e.time, e.data)).collect();
+    got.sort();
+    assert_eq!(got, want);
+}
+
+// ---------------------------------------------------------------------------------------------
 // Checkpoints: a run that fails, resumed
 // ---------------------------------------------------------------------------------------------
 
@@ -692,6 +808,25 @@ proptest! {
         let case = Case { workers, sources, size, slide, lateness, mode, event_time: true, pace_ns: 0 };
         let scripts = (0..sources as u64).map(|i| script(seed ^ i, 200, 200, delay, bound, 3)).collect();
         check(case, scripts);
+    }
+
+    /// Interval joins of any bounds over disordered inputs match the nested-loop join.
+    #[test]
+    fn interval_joins_match_the_oracle(
+        seed in any::<u64>(),
+        lower in -30i64..30,
+        width in 0i64..30,
+        delay in 0u64..40,
+        workers in 1usize..4,
+        tracker in any::<bool>(),
+    ) {
+        let mode = if tracker { TrackingMode::Tracker } else { TrackingMode::None };
+        let bounds = (lower, lower + width);
+        let left = script(seed, 200, 300, delay, delay, 4);
+        let mut right = script(seed ^ 1, 200, 300, delay, delay, 4);
+        right.iter_mut().for_each(|e| e.rec.2 += 1_000_000);
+        let want = join_oracle(&left, &right, bounds);
+        prop_assert_eq!(run_join((workers, mode, 0), left, right, bounds), want);
     }
 
     /// Sessions of any gap and lateness over one disordered source: final results and the
