@@ -9,8 +9,8 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use xorflow_flights::oracle::data_path;
 use xorflow_runtime::{
-    Aggregate, Dataflow, Element, RuntimeConfig, SessionWindows, Source, SourceOutput,
-    SourcePoll, Time, TrackingMode, VecSink, WindowResult, WindowSpec,
+    Aggregate, Dataflow, Element, RuntimeConfig, SessionWindows, Source, SourceOutput, SourcePoll,
+    Time, TrackingMode, VecSink, WindowResult, WindowSpec,
 };
 
 /// One departure: scheduled time (s since the epoch, UTC), origin, carrier, delay (min).
@@ -25,7 +25,11 @@ struct Dep {
 /// Every row of `flights.csv` (panics if a row's time does not parse: the file is known good).
 fn departures() -> Vec<Dep> {
     let path = data_path();
-    assert!(path.is_file(), "{} is missing: run `make data`", path.display());
+    assert!(
+        path.is_file(),
+        "{} is missing: run `make data`",
+        path.display()
+    );
     let mut r = csv::Reader::from_path(&path).unwrap();
     let h = r.headers().unwrap().clone();
     let col = |name: &str| h.iter().position(|c| c == name).unwrap();
@@ -39,7 +43,9 @@ fn departures() -> Vec<Dep> {
     let mut out = Vec::new();
     for row in r.records() {
         let row = row.unwrap();
-        let hour = chrono::DateTime::parse_from_rfc3339(&row[th]).unwrap().timestamp();
+        let hour = chrono::DateTime::parse_from_rfc3339(&row[th])
+            .unwrap()
+            .timestamp();
         let minute: i64 = row[mi].parse().unwrap();
         out.push(Dep {
             t: (hour + minute * 60) as Time,
@@ -145,14 +151,19 @@ fn three_hour_windows_sliding_by_one_hour_per_origin_with_lateness() {
         for k in 0..size / slide {
             let start = (d.t / slide - k) * slide;
             if start + size + lateness > *time {
-                let acc = want.entry((start, start + size, d.origin.clone())).or_default();
+                let acc = want
+                    .entry((start, start + size, d.origin.clone()))
+                    .or_default();
                 Delayed.add(acc, d);
                 taken = true;
             }
         }
         late += u64::from(!taken);
     }
-    assert!(late > 100, "a one-hour bound leaves flights past the lateness: {late}");
+    assert!(
+        late > 100,
+        "a one-hour bound leaves flights past the lateness: {late}"
+    );
     let results = VecSink::<Res<String>>::shared();
     let aside = VecSink::<Dep>::shared();
     let (rf, af) = (results.factory(), aside.factory());
@@ -186,7 +197,10 @@ fn sessions_of_departures_per_carrier_and_origin_with_a_30_minute_gap() {
     // departure start a new session [first, last + 30 min).
     let mut by_key: BTreeMap<(String, String), Vec<&Dep>> = BTreeMap::new();
     for d in &deps {
-        by_key.entry((d.carrier.clone(), d.origin.clone())).or_default().push(d);
+        by_key
+            .entry((d.carrier.clone(), d.origin.clone()))
+            .or_default()
+            .push(d);
     }
     let mut want = BTreeMap::new();
     for (key, mut v) in by_key {
@@ -219,7 +233,11 @@ fn sessions_of_departures_per_carrier_and_origin_with_a_30_minute_gap() {
     df.run().unwrap();
     assert!(aside.take().is_empty(), "nothing is late");
     let results = results.take();
-    assert_eq!(results.len(), want.len(), "one result per session, never updated");
+    assert_eq!(
+        results.len(),
+        want.len(),
+        "one result per session, never updated"
+    );
     let got = last(&results);
     assert!(got == want, "sessions differ from the oracle");
     assert!(want.len() > 50_000, "{} sessions", want.len());
