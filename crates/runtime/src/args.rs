@@ -155,6 +155,13 @@ pub struct EngineArgs {
     /// buffered, counter[:PERIOD], xoy:X/Y, downsample:N, first-last. Off by default.
     #[arg(long = "log", value_name = "SPEC")]
     pub event_log: Option<String>,
+    /// Serve live metrics and a status page on ADDR while the job runs: Prometheus' text
+    /// format on `/metrics` (per operator instance: elements in and out, CPU, backpressure,
+    /// frontier and its lag; checkpoints, restarts and traffic by kind), the dataflow graph
+    /// with live rates on `/` (docs/operations.md). In a local launch process `p` listens on
+    /// the port plus `p`.
+    #[arg(long, value_name = "ADDR")]
+    pub metrics_addr: Option<std::net::SocketAddr>,
     /// Folder of the event-log files (`CHANNEL.pPROCESS.iINSTANCE.xflog`; with several
     /// processes, process 0 also writes the run's clock alignment there as `clock.json`).
     #[arg(
@@ -267,6 +274,7 @@ impl EngineArgs {
                 }),
             latency_probe: !self.no_latency_probe,
             latency_sample: self.latency_sample,
+            metrics_addr: self.metrics_addr,
             event_log: self.event_log.as_deref().and_then(|s| {
                 // validate() reports a bad spec; a config built without it logs nothing.
                 xorflow_measure::log::LogConfig::parse(s)
@@ -424,6 +432,7 @@ impl EngineArgs {
         a.switch("no-latency-probe", self.no_latency_probe);
         a.option("latency-sample", self.latency_sample);
         a.option("log", self.event_log.as_deref());
+        a.option("metrics-addr", self.metrics_addr);
         if self.event_log.is_some() {
             a.value(
                 "log-dir",
@@ -689,6 +698,8 @@ mod tests {
             // --processes conflicts with --hostfile: a hostfile run leaves it at its default.
             let processes = if hosts.is_some() { 1 } else { processes };
             EngineArgs {
+                metrics_addr: (workers % 2 == 0)
+                    .then(|| std::net::SocketAddr::from(([127, 0, 0, 1], 9000 + workers as u16))),
                 workers,
                 tracking,
                 processes,

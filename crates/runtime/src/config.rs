@@ -202,6 +202,9 @@ pub struct RuntimeConfig {
     /// Event logging on the runtime's channels (`VERTEX.in`, `SOURCE.out`; seed 002's
     /// handlers, `crates/measure/src/log`); `None`: off, nothing is checked per batch.
     pub event_log: Option<xorflow_measure::log::LogConfig>,
+    /// Serve live metrics (Prometheus, `/metrics`) and the status page (`/`) here
+    /// (`measure/live/`); `None`: off.
+    pub metrics_addr: Option<std::net::SocketAddr>,
     /// Warm-up: elements with a smaller time (time units) are processed like any other but left
     /// out of measurements (notification latency at sinks, the measured spans of sources and
     /// sinks). 0: everything is measured.
@@ -259,6 +262,7 @@ impl Default for RuntimeConfig {
             latency_probe: true,
             latency_sample: None,
             event_log: None,
+            metrics_addr: None,
             warmup_until: 0,
             snapshot_work: None,
             state: xorflow_state::StateConfig::default(),

@@ -66,6 +66,8 @@ pub(crate) struct Coordinator {
     /// processes (`Kind::Checkpoint` frames).
     announce: Option<(super::Committed, Vec<RemoteTx>)>,
     stats: CheckpointStats,
+    /// Live metrics (`--metrics-addr`), and the bytes already reported to them.
+    live: Option<(Arc<crate::measure::live::Live>, u64)>,
 }
 
 impl Coordinator {
@@ -87,12 +89,18 @@ impl Coordinator {
             first_seen: BTreeMap::new(),
             committed: after,
             announce: None,
+            live: None,
             stats: CheckpointStats {
                 resumed_from: after,
                 skipped: resume.map(|r| r.skipped.clone()).unwrap_or_default(),
                 ..CheckpointStats::default()
             },
         }
+    }
+
+    /// Reports every checkpoint it completes to the live metrics.
+    pub(crate) fn report_to(&mut self, live: Option<Arc<crate::measure::live::Live>>) {
+        self.live = live.map(|l| (l, self.stats.bytes));
     }
 
     /// Announces every checkpoint it completes to `local` and to `peers`.
@@ -209,6 +217,11 @@ impl Coordinator {
         let started = self.first_seen.range(..=e).next().map(|(_, t)| *t);
         if let Some(t) = started {
             self.stats.duration_ms.push(t.elapsed().as_secs_f64() * 1e3);
+        }
+        if let Some((live, reported)) = &mut self.live {
+            let s = started.map_or(0.0, |t| t.elapsed().as_secs_f64());
+            live.checkpoint_completed(s, self.stats.bytes - *reported);
+            *reported = self.stats.bytes;
         }
         self.first_seen = self.first_seen.split_off(&(e + 1));
         self.committed = Some(e);

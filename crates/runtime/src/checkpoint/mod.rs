@@ -247,6 +247,7 @@ pub(crate) fn start(
             let resume = prepared.resume.as_deref();
             let mut c = coordinator::Coordinator::new(store.clone(), job, reporters, resume);
             c.announce_to(committed.clone(), peers);
+            c.report_to(b.live.clone());
             spawn("xorflow-checkpoints", Box::new(move || c.run(rx)))?
         }
     };

@@ -67,6 +67,10 @@ pub(crate) struct Builder {
     /// Per component: some vertex acts on its frontier (a window or sink), so trackers notify
     /// it. Known from the graph, so a tracker process without workers knows it too.
     pub interest: Vec<bool>,
+    /// The live metrics of the running attempt (`--metrics-addr`).
+    pub live: Option<std::sync::Arc<crate::measure::live::Live>>,
+    /// Why earlier attempts failed (`execute/restart.rs`), for the status page.
+    pub restart_causes: Vec<String>,
 }
 
 /// What a vertex does with tracking, as far as the builder cares.
@@ -104,6 +108,8 @@ impl Dataflow {
                 deferred: Vec::new(),
                 stateful: Vec::new(),
                 interest: Vec::new(),
+                live: None,
+                restart_causes: Vec::new(),
             })),
         })
     }
@@ -232,6 +238,8 @@ impl Dataflow {
             deferred: std::mem::take(&mut bb.deferred),
             stateful: std::mem::take(&mut bb.stateful),
             interest: std::mem::take(&mut bb.interest),
+            live: None,
+            restart_causes: Vec::new(),
         };
         drop(bb);
         crate::execute::run_built(b)

@@ -55,6 +55,8 @@ fn attempt(b: &mut Builder, finished: &mut bool) -> Result<RunReport, RunError> 
     // the checkpoint every process resumes from.
     let prepared = crate::checkpoint::prepare(&mut config, job)?;
     let mut cluster = crate::net::cluster::resolve(&config.cluster).map_err(RunError::Cluster)?;
+    // Served for this attempt; dropped (stopped) when it ends.
+    let _live = start_live(b, &config, &cluster)?;
     let place = Placement::new(&config, &cluster);
     let unparkers = Arc::new(Unparkers::new(place.local_workers));
     let abort = Arc::new(AtomicBool::new(false));
@@ -200,6 +202,36 @@ fn epoch_domain(
     (Some(domain), interest)
 }
 
+/// Starts the live metrics and their server (`--metrics-addr`; a local launch's process `p`
+/// listens on the port plus `p`, so its processes can share a host), and puts them on `b`.
+///
+/// # Errors
+/// The address cannot be bound.
+fn start_live(
+    b: &mut Builder,
+    config: &RuntimeConfig,
+    cluster: &Resolved,
+) -> Result<Option<crate::measure::live::LiveSetup>, RunError> {
+    b.live = None;
+    let Some(mut addr) = config.metrics_addr else {
+        return Ok(None);
+    };
+    let local = matches!(
+        config.cluster.launch,
+        crate::net::cluster::Launch::Local { .. }
+    );
+    if local && addr.port() != 0 {
+        addr.set_port(addr.port().saturating_add(cluster.process as u16));
+    }
+    let setup = crate::measure::live::LiveSetup::start(addr, b.graph.clone(), cluster.process)
+        .map_err(RunError::Config)?;
+    for cause in &b.restart_causes {
+        setup.live.restarted(cause);
+    }
+    b.live = Some(setup.live.clone());
+    Ok(Some(setup))
+}
+
 /// Refuses a cycle without trAcker: an instance would wait for a marker that depends on its own
 /// output.
 fn check_cycles(graph: &GraphDesc, tracking: TrackingMode) -> Result<(), RunError> {
@@ -306,6 +338,7 @@ fn make_workers(
             let now = crate::measure::clock::now_ns();
             let cpu = crate::measure::cpu::WorkerClock::new(vertices.len());
             Worker {
+                live: b.live.as_ref().map(|l| l.worker(w)),
                 ctx,
                 vertices,
                 handoff: progress

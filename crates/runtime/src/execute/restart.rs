@@ -34,6 +34,7 @@ pub(crate) fn run_built(mut b: Builder) -> Result<RunReport, RunError> {
                     b.config.restart_attempts
                 );
                 causes.push(e.to_string());
+                b.restart_causes = causes.clone();
                 b.config.resume = true;
             }
             Err(e) => return Err(e),

@@ -49,10 +49,15 @@ pub struct OperatorVertex<Op: Operator> {
     reporter: String,
     /// Event-log channel `<vertex>.in`: every input element's time ([`WorkerCtx::open_log`]).
     log_in: Option<xorflow_measure::log::Channel>,
+    /// Time the outputs were full and the instance could not go on, ns (backpressure), and
+    /// since when they are full now (0: they are not).
+    blocked: (u64, u64),
 }
 
 /// Longest chain of snapshot files before a full snapshot (`xorflow_state::checkpoint::Chain`).
 const MAX_CHAIN: usize = 16;
+/// Counter: time the instance's outputs were full and it waited, ns (backpressure).
+pub const BACKPRESSURE_NS: &str = "backpressure_ns";
 /// The same for append-only state (`Operator::append_only`): its increments never re-state a
 /// key, so only the manifest's length bounds the chain; a full snapshot every 256 checkpoints
 /// costs the staged output once per 256.
@@ -88,6 +93,7 @@ impl<Op: Operator> OperatorVertex<Op> {
             },
             reporter: name.to_string(),
             log_in: None,
+            blocked: (0, 0),
         }
     }
 
@@ -435,9 +441,16 @@ impl<Op: Operator> Vertex for OperatorVertex<Op> {
         if self.out.blocked() {
             let sent = self.out.flush(ctx, false);
             if !sent && !Op::DRAINS_WHEN_BLOCKED {
+                if self.blocked.1 == 0 {
+                    self.blocked.1 = ctx.now_ns.max(1);
+                }
                 return Ok(false);
             }
             did |= sent;
+        }
+        if self.blocked.1 != 0 {
+            self.blocked.0 += ctx.now_ns.saturating_sub(self.blocked.1);
+            self.blocked.1 = 0;
         }
         let f = ctx.frontier(self.component, self.in_band());
         did |= self.op.tick(f, &mut self.out, ctx, &mut self.stats);
@@ -479,7 +492,29 @@ impl<Op: Operator> Vertex for OperatorVertex<Op> {
     fn stats(&mut self) -> VertexStats {
         let mut s = self.stats.clone();
         self.op.report(&mut s);
+        s.count(BACKPRESSURE_NS, self.blocked.0);
         s
+    }
+
+    fn live_counts(&self, ctx: &WorkerCtx) -> crate::measure::live::InstanceCounts {
+        let ongoing = match self.blocked.1 {
+            0 => 0,
+            since => ctx.now_ns.saturating_sub(since),
+        };
+        let frontier = match self.op.heartbeat() {
+            Some(h) => h,
+            None => ctx.frontier(self.component, self.in_band()),
+        };
+        crate::measure::live::InstanceCounts {
+            elements_in: self.stats.elements_in,
+            elements_out: self.stats.elements_out,
+            blocked_ns: self.blocked.0 + ongoing,
+            frontier,
+        }
+    }
+
+    fn is_source(&self) -> bool {
+        self.input.is_none()
     }
 
     fn notified_component(&self) -> Option<ComponentId> {

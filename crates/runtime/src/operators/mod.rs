@@ -260,6 +260,12 @@ pub trait Operator: Send + Sized + 'static {
 
     /// Adds the operator's own measurements to its vertex's statistics at the end of the run.
     fn report(&mut self, _stats: &mut VertexStats) {}
+
+    /// Sources: the lowest heartbeat of the instances still running (how far the input has
+    /// got, for the live frontier lag: `measure/live/`). `None` for other operators.
+    fn heartbeat(&self) -> Option<Time> {
+        None
+    }
 }
 
 /// Accepts a chain of snapshots only if it holds no state at all; `who` names the operator in
@@ -322,7 +328,13 @@ pub trait Vertex: Send {
     /// Counters of this instance.
     fn stats(&mut self) -> VertexStats;
 
+    /// Its totals so far, for the live metrics (`measure/live/`): cheap, no allocation.
+    fn live_counts(&self, ctx: &WorkerCtx) -> crate::measure::live::InstanceCounts;
+
     /// The component whose frontier this vertex acts on (windows, sinks, snapshots), if any:
     /// notifications for other components are not worth waking a worker for.
     fn notified_component(&self) -> Option<ComponentId>;
+
+    /// True for a source's instance (it has no input).
+    fn is_source(&self) -> bool;
 }

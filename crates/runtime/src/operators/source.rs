@@ -315,6 +315,14 @@ impl<T: Clone + Send> Sources<T> {
 }
 
 impl<T: Clone + Send + 'static> Operator for Sources<T> {
+    fn heartbeat(&self) -> Option<Time> {
+        let running = self
+            .instances
+            .iter()
+            .filter(|i| !matches!(i.state, State::Done));
+        Some(running.map(|i| i.heartbeat).min().unwrap_or(INF))
+    }
+
     type In = ();
     type Out = OutputPort<T>;
 

@@ -38,6 +38,8 @@ pub(crate) struct Worker {
     pub abort: Arc<AtomicBool>,
     /// Where this thread's CPU goes (`measure/cpu.rs`); started when the loop starts.
     pub cpu: WorkerClock,
+    /// Live metrics (`--metrics-addr`): this worker's handles.
+    pub live: Option<crate::measure::live::WorkerLive>,
 }
 
 /// What a worker hands back at the end.
@@ -85,7 +87,31 @@ impl Worker {
         crate::net::outbox::flush_queued();
         cpu.task(Task::Network);
         cpu.end_iteration();
+        if self.live.as_ref().is_some_and(|l| l.due(self.ctx.now_ns)) {
+            self.publish();
+        }
         Ok(did)
+    }
+
+    /// Publishes the live metrics (`measure/live/`): every vertex's totals, the CPU estimate so
+    /// far, the sources' progress and the traffic.
+    fn publish(&mut self) {
+        let Some(live) = &mut self.live else {
+            return;
+        };
+        let ctx = &self.ctx;
+        let counts: Vec<_> = self.vertices.iter().map(|v| v.live_counts(ctx)).collect();
+        // How far the input has got here: the most advanced source vertex's lowest running
+        // instance heartbeat (what the frontier lag is measured against).
+        let newest = (self.vertices.iter().zip(&counts))
+            .filter(|(v, _)| v.is_source())
+            .map(|(_, c)| c.frontier)
+            .filter(|&f| f != xorflow_tracking::INF)
+            .max()
+            .unwrap_or(0);
+        // The estimate so far (the clock keeps running; `finish` only reads it).
+        let (cpu_ns, _) = self.cpu.finish();
+        live.publish(ctx.now_ns, &counts, &cpu_ns, newest, &ctx.traffic);
     }
 
     /// Nothing to do: send partial batches and hand acks on at once (so notifications do not
@@ -147,6 +173,8 @@ impl Worker {
         if let (Some(h), Some(tr)) = (&mut self.handoff, &mut self.ctx.tracking) {
             h.finish(tr, self.ctx.now_ns)?;
         }
+        self.ctx.now_ns = crate::measure::clock::now_ns();
+        self.publish();
         let (vertex_cpu, cpu) = self.cpu.finish();
         let mut vertices = Vec::with_capacity(self.vertices.len());
         for (v, ns) in self.vertices.iter_mut().zip(vertex_cpu) {

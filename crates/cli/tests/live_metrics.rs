@@ -1,0 +1,270 @@
+//! `--metrics-addr`: a running flights job (real data, paced) serves Prometheus metrics that
+//! move while it runs, and a status page that a real browser (headless Chromium, Debian's
+//! `chromium` package) renders with the job's graph, live rates, frontiers and checkpoints; a
+//! screenshot of it is checked. With two processes each serves its own port.
+//!
+//! Chromium is found as `chromium`, `chromium-browser` or `$XORFLOW_CHROMIUM`; without it the
+//! browser part is skipped, except under CI (`CI` set), where it fails.
+
+mod common;
+use common::{bin, flights_csv};
+use std::io::{Read, Write};
+use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// A free local port (bound and released; the job binds it right after).
+fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+/// `GET path` on `addr`: the body, or `None` if nothing answers.
+fn get(addr: SocketAddr, path: &str) -> Option<String> {
+    let mut s = TcpStream::connect_timeout(&addr, Duration::from_millis(500)).ok()?;
+    s.set_read_timeout(Some(Duration::from_secs(5))).ok()?;
+    write!(s, "GET {path} HTTP/1.0\r\nHost: {addr}\r\n\r\n").ok()?;
+    let mut text = String::new();
+    s.read_to_string(&mut text).ok()?;
+    let (head, body) = text.split_once("\r\n\r\n")?;
+    head.starts_with("HTTP/1.").then(|| body.to_string())
+}
+
+/// Waits up to 15 s for `path` on `addr` to answer.
+fn wait_for(addr: SocketAddr, path: &str) -> String {
+    let deadline = Instant::now() + Duration::from_secs(15);
+    loop {
+        if let Some(b) = get(addr, path) {
+            return b;
+        }
+        assert!(Instant::now() < deadline, "nothing answers on {addr}{path}");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+/// The value of the sample `name{labels}` in an OpenMetrics text.
+fn sample(text: &str, series: &str) -> Option<f64> {
+    let line = text
+        .lines()
+        .find(|l| l.starts_with(series) && l[series.len()..].starts_with(' '))?;
+    line.rsplit(' ').next()?.parse().ok()
+}
+
+/// Sum of every sample of metric `name` whose labels contain `label`.
+fn total(text: &str, name: &str, label: &str) -> f64 {
+    (text.lines())
+        .filter(|l| l.starts_with(&format!("{name}{{")) && l.contains(label))
+        .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
+        .sum()
+}
+
+/// Starts the flights job paced to run about 8 s, serving metrics on `port`.
+fn start_job(input: &Path, dir: &Path, port: u16, extra: &[&str]) -> Child {
+    Command::new(bin())
+        .args(["run", "flights", "--input"])
+        .arg(input)
+        .arg("--output")
+        .arg(dir.join("out.csv"))
+        .args([
+            "--speed",
+            "4000000",
+            "--metrics-addr",
+            &format!("127.0.0.1:{port}"),
+        ])
+        .args(["--checkpoint-interval", "500ms", "--checkpoint-dir"])
+        .arg(dir.join("ck"))
+        .args(extra)
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap()
+}
+
+fn finish(child: Child) {
+    let o = child.wait_with_output().unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+}
+
+fn chromium() -> Option<PathBuf> {
+    let named = std::env::var_os("XORFLOW_CHROMIUM").map(PathBuf::from);
+    let found = named
+        .into_iter()
+        .chain(["chromium", "chromium-browser"].map(PathBuf::from));
+    for c in found {
+        let ok = Command::new(&c)
+            .arg("--version")
+            .output()
+            .is_ok_and(|o| o.status.success());
+        if ok {
+            return Some(c);
+        }
+    }
+    assert!(
+        std::env::var_os("CI").is_none(),
+        "headless Chromium is missing (apt-get install chromium), and CI needs it"
+    );
+    eprintln!("skipped: no chromium for the status page");
+    None
+}
+
+/// Runs headless Chromium on `url` with `args`, letting the page's script run 3.5 s of
+/// virtual time; returns its stdout.
+fn browse(chrome: &Path, url: &str, args: &[&str]) -> String {
+    let o = Command::new(chrome)
+        .args([
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--virtual-time-budget=3500",
+        ])
+        .args(["--window-size=1100,800"])
+        .args(args)
+        .arg(url)
+        .stderr(Stdio::null())
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "chromium failed on {url}");
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+/// Width and height of a PNG file (its IHDR chunk), and its size.
+fn png_shape(p: &Path) -> (u32, u32, usize) {
+    let b = std::fs::read(p).unwrap();
+    assert_eq!(
+        &b[..8],
+        b"\x89PNG\r\n\x1a\n",
+        "{} is not a PNG",
+        p.display()
+    );
+    assert_eq!(&b[12..16], b"IHDR");
+    let be = |i: usize| u32::from_be_bytes(b[i..i + 4].try_into().unwrap());
+    (be(16), be(20), b.len())
+}
+
+#[test]
+fn a_running_job_serves_moving_metrics_and_a_status_page_a_browser_renders() {
+    let Some(input) = flights_csv() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let port = free_port();
+    let addr = SocketAddr::from(([127, 0, 0, 1], port));
+    let child = start_job(&input, dir.path(), port, &[]);
+    let first = wait_for(addr, "/metrics");
+    std::thread::sleep(Duration::from_millis(1500));
+    let second = get(addr, "/metrics").expect("metrics while the job runs");
+    // Prometheus conventions: counters end in _total, units in names, a TYPE per family.
+    for line in [
+        "# TYPE xorflow_vertex_elements_in counter",
+        "# TYPE xorflow_vertex_frontier gauge",
+        "# TYPE xorflow_vertex_cpu_seconds counter",
+        "# TYPE xorflow_vertex_backpressure_seconds counter",
+        "# TYPE xorflow_checkpoints_completed counter",
+        "# TYPE xorflow_traffic_bytes counter",
+    ] {
+        assert!(second.contains(line), "missing '{line}' in:\n{second}");
+    }
+    let window_in = |t: &str| total(t, "xorflow_vertex_elements_in_total", "vertex=\"hourly\"");
+    assert!(
+        window_in(&second) > window_in(&first),
+        "the window's input moves"
+    );
+    assert!(
+        window_in(&second) < 336_776.0,
+        "and the job is still running"
+    );
+    let frontier = "xorflow_vertex_frontier{vertex=\"hourly\",worker=\"0\"}";
+    assert!(
+        sample(&second, frontier).unwrap() > 1_356_998_400.0,
+        "frontier in 2013 (s)"
+    );
+    assert!(sample(&second, "xorflow_checkpoints_completed_total").unwrap() >= 1.0);
+    let status: serde_json::Value =
+        serde_json::from_str(&get(addr, "/api/status").unwrap()).unwrap();
+    let names: Vec<&str> = (status["vertices"].as_array().unwrap().iter())
+        .map(|v| v["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["departures", "hourly", "csv"]);
+    assert!(status["vertices"][1]["in_per_s"].as_f64().unwrap() > 0.0);
+    if let Some(chrome) = chromium() {
+        let url = format!("http://{addr}/");
+        let dom = browse(&chrome, &url, &["--dump-dom"]);
+        for v in ["departures", "hourly", "csv"] {
+            assert!(
+                dom.contains(&format!("data-name=\"{v}\"")),
+                "vertex {v} drawn:\n{dom}"
+            );
+        }
+        assert!(dom.contains("frontier 13"), "frontiers shown");
+        assert!(dom.contains(" completed, last "), "checkpoints shown");
+        let refreshed = dom
+            .split("id=\"updated\">")
+            .nth(1)
+            .and_then(|r| r.split('<').next());
+        let refreshed: u32 = refreshed.and_then(|n| n.parse().ok()).unwrap_or(0);
+        assert!(refreshed >= 2, "the page refreshes itself ({refreshed})");
+        let shot = dir.path().join("status.png");
+        browse(
+            &chrome,
+            &url,
+            &[&format!("--screenshot={}", shot.display())],
+        );
+        let (w, h, bytes) = png_shape(&shot);
+        assert_eq!((w, h), (1100, 800));
+        // A blank page compresses to a few kB; the graph, table and text do not.
+        assert!(bytes > 15_000, "screenshot of {bytes} bytes looks empty");
+    }
+    finish(child);
+    assert!(
+        get(addr, "/metrics").is_none(),
+        "the server stops with the job"
+    );
+}
+
+#[test]
+fn each_process_of_a_local_launch_serves_its_own_port() {
+    let Some(input) = flights_csv() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let port = free_port();
+    let child = start_job(
+        &input,
+        dir.path(),
+        port,
+        &["--processes", "2", "--workers", "1"],
+    );
+    for p in 0..2u16 {
+        let addr = SocketAddr::from(([127, 0, 0, 1], port + p));
+        let status = wait_for(addr, "/api/status");
+        let status: serde_json::Value = serde_json::from_str(&status).unwrap();
+        assert_eq!(status["process"], p, "port {} is process {p}'s", port + p);
+    }
+    finish(child);
+}
+
+#[test]
+fn a_metrics_address_in_use_is_refused_naming_it() {
+    let Some(input) = flights_csv() else { return };
+    let taken = TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = taken.local_addr().unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let o = Command::new(bin())
+        .args(["run", "flights", "--input"])
+        .arg(&input)
+        .arg("--output")
+        .arg(dir.path().join("out.csv"))
+        .args(["--metrics-addr", &addr.to_string()])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(!o.status.success());
+    assert!(
+        err.contains(&format!("--metrics-addr {addr}: cannot listen")),
+        "{err}"
+    );
+    assert!(
+        !dir.path().join("out.csv").exists(),
+        "no output from a refused run"
+    );
+}

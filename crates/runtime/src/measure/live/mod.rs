@@ -1,0 +1,435 @@
+//! Live metrics (`--metrics-addr`): what a running job exposes to Prometheus and to its status
+//! page, while it runs.
+//!
+//! Workers publish their vertex instances' counters into the registry every
+//! [`PUBLISH_INTERVAL_NS`] (and once at the end), from the statistics they keep anyway
+//! (`measure/stats.rs`, `measure/cpu.rs`, `measure/traffic.rs`): nothing on the per-element path
+//! touches the registry or allocates for it. Names follow Prometheus' conventions: units in the
+//! name, `_total` for counters (added by the OpenMetrics encoder). The server is [`server`].
+
+pub mod server;
+
+use crate::measure::traffic::{MessageKind, Traffic};
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::Gauge;
+use prometheus_client::registry::Registry;
+use std::sync::atomic::AtomicU64;
+use std::sync::{Arc, Mutex};
+use xorflow_core::{GraphDesc, Time};
+
+/// A lock that a panic elsewhere does not poison for the metrics (they only count).
+fn locked<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// How often a worker publishes, ns.
+pub const PUBLISH_INTERVAL_NS: u64 = 250_000_000;
+
+/// A label set: `vertex` and `worker`, or `kind`.
+type Labels = Vec<(&'static str, String)>;
+type FloatCounter = Counter<f64, AtomicU64>;
+
+/// One process's live metrics and what its status page shows.
+pub struct Live {
+    registry: Registry,
+    graph: GraphDesc,
+    process: usize,
+    elements_in: Family<Labels, Counter>,
+    elements_out: Family<Labels, Counter>,
+    cpu: Family<Labels, FloatCounter>,
+    backpressure: Family<Labels, FloatCounter>,
+    frontier: Family<Labels, Gauge>,
+    lag: Family<Labels, Gauge>,
+    traffic_bytes: Family<Labels, Counter>,
+    traffic_messages: Family<Labels, Counter>,
+    checkpoints: Counter,
+    checkpoint_seconds: Gauge<f64, AtomicU64>,
+    checkpoint_bytes: Counter,
+    restarts: Counter,
+    /// Why the job restarted, newest last.
+    failures: Mutex<Vec<String>>,
+    /// (vertex, worker) of every instance published here.
+    instances: Mutex<Vec<(usize, usize)>>,
+    /// Per (vertex, worker), over its last publication interval: elements in and out per
+    /// second, and the share of the time it was blocked (the status page's rates).
+    rates: Mutex<std::collections::HashMap<(usize, usize), [f64; 3]>>,
+}
+
+impl std::fmt::Debug for Live {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Live")
+            .field("process", &self.process)
+            .finish()
+    }
+}
+
+/// What a vertex instance reports to [`WorkerLive::publish`]: totals since the run started.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct InstanceCounts {
+    /// Elements taken in.
+    pub elements_in: u64,
+    /// Elements emitted.
+    pub elements_out: u64,
+    /// Time its outputs were full and it could not go on, ns.
+    pub blocked_ns: u64,
+    /// Its frontier (time units; `INF` once its input ended).
+    pub frontier: Time,
+}
+
+impl Live {
+    /// The registry of process `process` of the job `graph` describes.
+    pub fn new(graph: GraphDesc, process: usize) -> Self {
+        let mut r = Registry::with_prefix("xorflow");
+        let elements_in = Family::default();
+        let elements_out = Family::default();
+        let cpu = Family::default();
+        let backpressure = Family::default();
+        let frontier = Family::default();
+        let lag = Family::default();
+        let traffic_bytes = Family::default();
+        let traffic_messages = Family::default();
+        let checkpoints = Counter::default();
+        let checkpoint_seconds = Gauge::default();
+        let checkpoint_bytes = Counter::default();
+        let restarts = Counter::default();
+        r.register(
+            "vertex_elements_in",
+            "Elements a vertex instance took in",
+            elements_in.clone(),
+        );
+        r.register(
+            "vertex_elements_out",
+            "Elements a vertex instance emitted",
+            elements_out.clone(),
+        );
+        r.register(
+            "vertex_cpu_seconds",
+            "CPU time of a vertex instance",
+            cpu.clone(),
+        );
+        r.register(
+            "vertex_backpressure_seconds",
+            "Time a vertex instance's outputs were full and it waited",
+            backpressure.clone(),
+        );
+        r.register(
+            "vertex_frontier",
+            "Frontier of a vertex instance, time units",
+            frontier.clone(),
+        );
+        r.register(
+            "vertex_frontier_lag",
+            "How far a vertex instance's frontier is behind the newest source heartbeat, time units",
+            lag.clone(),
+        );
+        r.register(
+            "traffic_bytes",
+            "Bytes this process sent, by message kind",
+            traffic_bytes.clone(),
+        );
+        r.register(
+            "traffic_messages",
+            "Messages this process sent, by kind",
+            traffic_messages.clone(),
+        );
+        r.register(
+            "checkpoints_completed",
+            "Checkpoints completed",
+            checkpoints.clone(),
+        );
+        r.register(
+            "checkpoint_duration_seconds",
+            "Duration of the last completed checkpoint",
+            checkpoint_seconds.clone(),
+        );
+        r.register(
+            "checkpoint_bytes",
+            "Bytes written by completed checkpoints",
+            checkpoint_bytes.clone(),
+        );
+        r.register(
+            "restarts",
+            "Restarts of the job after a lost process",
+            restarts.clone(),
+        );
+        Live {
+            registry: r,
+            graph,
+            process,
+            elements_in,
+            elements_out,
+            cpu,
+            backpressure,
+            frontier,
+            lag,
+            traffic_bytes,
+            traffic_messages,
+            checkpoints,
+            checkpoint_seconds,
+            checkpoint_bytes,
+            restarts,
+            failures: Mutex::default(),
+            instances: Mutex::default(),
+            rates: Mutex::default(),
+        }
+    }
+
+    /// The metrics in the OpenMetrics text format.
+    pub fn encode(&self) -> String {
+        let mut s = String::new();
+        // Writing to a String cannot fail.
+        let _ = prometheus_client::encoding::text::encode(&mut s, &self.registry);
+        s
+    }
+
+    /// The handles worker `worker` publishes through, one per vertex (in graph order).
+    pub fn worker(self: &Arc<Self>, worker: usize) -> WorkerLive {
+        let mut inst = locked(&self.instances);
+        inst.extend((0..self.graph.vertices.len()).map(|v| (v, worker)));
+        WorkerLive {
+            live: self.clone(),
+            worker,
+            last_ns: 0,
+            last: vec![(InstanceCounts::default(), 0); self.graph.vertices.len()],
+            traffic: Traffic::default(),
+        }
+    }
+
+    fn labels(&self, vertex: usize, worker: usize) -> Labels {
+        vec![
+            ("vertex", self.graph.vertices[vertex].name.clone()),
+            ("worker", worker.to_string()),
+        ]
+    }
+
+    /// A checkpoint completed: its duration and the bytes it wrote.
+    pub fn checkpoint_completed(&self, duration_s: f64, bytes: u64) {
+        self.checkpoints.inc();
+        self.checkpoint_seconds.set(duration_s);
+        self.checkpoint_bytes.inc_by(bytes);
+    }
+
+    /// The job failed with `cause` and restarts.
+    pub fn restarted(&self, cause: &str) {
+        self.restarts.inc();
+        let mut f = locked(&self.failures);
+        f.push(cause.to_string());
+    }
+
+    /// The status page's data: the graph, and per vertex its instances' totals.
+    pub fn status(&self) -> serde_json::Value {
+        let inst = locked(&self.instances).clone();
+        let rates = locked(&self.rates).clone();
+        let vertices: Vec<serde_json::Value> = (self.graph.vertices.iter().enumerate())
+            .map(|(v, d)| {
+                let mine = inst.iter().filter(|i| i.0 == v);
+                let (mut i, mut o, mut bp, mut cpu, mut f) = (0, 0, 0.0, 0.0, i64::MAX);
+                let (mut n, mut lag, mut r) = (0, 0, [0.0; 3]);
+                for &(_, w) in mine {
+                    let l = self.labels(v, w);
+                    let ri = rates.get(&(v, w)).copied().unwrap_or_default();
+                    (r[0], r[1], r[2]) = (r[0] + ri[0], r[1] + ri[1], r[2] + ri[2]);
+                    lag = lag.max(self.lag.get_or_create(&l).get());
+                    i += self.elements_in.get_or_create(&l).get();
+                    o += self.elements_out.get_or_create(&l).get();
+                    bp += self.backpressure.get_or_create(&l).get();
+                    cpu += self.cpu.get_or_create(&l).get();
+                    f = f.min(self.frontier.get_or_create(&l).get());
+                    n += 1;
+                }
+                serde_json::json!({
+                    "name": d.name, "instances": n, "elements_in": i, "elements_out": o,
+                    "backpressure_s": bp, "cpu_s": cpu,
+                    "frontier": if n == 0 || f == i64::MAX { None } else { Some(f) },
+                    "frontier_lag": lag,
+                    "in_per_s": r[0], "out_per_s": r[1],
+                    "backpressure": if n == 0 { 0.0 } else { r[2] / n as f64 },
+                })
+            })
+            .collect();
+        let edges: Vec<serde_json::Value> = (self.graph.edges.iter())
+            .map(|e| serde_json::json!({"from": e.from, "to": e.to}))
+            .collect();
+        let failures = locked(&self.failures).clone();
+        serde_json::json!({
+            "process": self.process,
+            "vertices": vertices,
+            "edges": edges,
+            "checkpoints": {
+                "completed": self.checkpoints.get(),
+                "last_duration_s": self.checkpoint_seconds.get(),
+                "bytes": self.checkpoint_bytes.get(),
+            },
+            "restarts": self.restarts.get(),
+            "failures": failures,
+        })
+    }
+}
+
+/// A worker's handles: it publishes the differences since its last publication.
+pub struct WorkerLive {
+    live: Arc<Live>,
+    worker: usize,
+    last_ns: u64,
+    /// What was published last per vertex: counts and CPU ns.
+    last: Vec<(InstanceCounts, u64)>,
+    traffic: Traffic,
+}
+
+impl WorkerLive {
+    /// True when a publication is due at `now_ns`.
+    #[inline]
+    pub fn due(&self, now_ns: u64) -> bool {
+        now_ns.saturating_sub(self.last_ns) >= PUBLISH_INTERVAL_NS
+    }
+
+    /// Publishes per vertex its totals and CPU so far (ns), the newest source heartbeat
+    /// `newest` (for the frontier lag), and the worker's traffic so far.
+    pub fn publish(
+        &mut self,
+        now_ns: u64,
+        counts: &[InstanceCounts],
+        cpu_ns: &[u64],
+        newest: Time,
+        traffic: &Traffic,
+    ) {
+        let dt = now_ns.saturating_sub(self.last_ns).max(1) as f64 / 1e9;
+        let first = self.last_ns == 0;
+        self.last_ns = now_ns;
+        let l = &self.live;
+        let mut rates = locked(&l.rates);
+        for (v, (c, &cpu)) in counts.iter().zip(cpu_ns).enumerate() {
+            let labels = l.labels(v, self.worker);
+            let (prev, prev_cpu) = self.last[v];
+            l.elements_in
+                .get_or_create(&labels)
+                .inc_by(c.elements_in.saturating_sub(prev.elements_in));
+            l.elements_out
+                .get_or_create(&labels)
+                .inc_by(c.elements_out.saturating_sub(prev.elements_out));
+            let bp = c.blocked_ns.saturating_sub(prev.blocked_ns) as f64 / 1e9;
+            l.backpressure.get_or_create(&labels).inc_by(bp);
+            l.cpu
+                .get_or_create(&labels)
+                .inc_by(cpu.saturating_sub(prev_cpu) as f64 / 1e9);
+            let f = c.frontier.min(i64::MAX as u64) as i64;
+            l.frontier.get_or_create(&labels).set(f);
+            let lag = newest.saturating_sub(c.frontier);
+            l.lag
+                .get_or_create(&labels)
+                .set(lag.min(i64::MAX as u64) as i64);
+            if !first {
+                let per_s = |now: u64, before: u64| now.saturating_sub(before) as f64 / dt;
+                let r = [
+                    per_s(c.elements_in, prev.elements_in),
+                    per_s(c.elements_out, prev.elements_out),
+                    (per_s(c.blocked_ns, prev.blocked_ns) / 1e9).min(1.0),
+                ];
+                rates.insert((v, self.worker), r);
+            }
+            self.last[v] = (*c, cpu);
+        }
+        drop(rates);
+        for k in MessageKind::ALL {
+            let (now, before) = (traffic.get(k), self.traffic.get(k));
+            let labels = vec![("kind", k.name().to_string())];
+            l.traffic_bytes
+                .get_or_create(&labels)
+                .inc_by(now.bytes.saturating_sub(before.bytes));
+            (l.traffic_messages.get_or_create(&labels))
+                .inc_by(now.messages.saturating_sub(before.messages));
+        }
+        self.traffic = *traffic;
+    }
+}
+
+/// The live metrics of a process and its server, while the job runs (`execute/restart.rs`).
+pub struct LiveSetup {
+    /// The registry.
+    pub live: Arc<Live>,
+    /// Stops the server when dropped.
+    pub server: server::Server,
+}
+
+impl LiveSetup {
+    /// Registers the job's metrics and serves them on `addr`.
+    ///
+    /// # Errors
+    /// The address cannot be bound (naming it).
+    pub fn start(
+        addr: std::net::SocketAddr,
+        graph: GraphDesc,
+        process: usize,
+    ) -> Result<Self, String> {
+        let live = Arc::new(Live::new(graph, process));
+        let server = server::Server::start(addr, live.clone())?;
+        Ok(LiveSetup { live, server })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn metrics_follow_prometheus_naming_and_publish_differences() {
+        let vertex = |name: &str, component| xorflow_core::VertexDesc {
+            name: name.into(),
+            component,
+            instance_components: 0,
+            is_source: component == 0,
+            source_instances: 1,
+        };
+        let g = GraphDesc {
+            vertices: vec![vertex("src", 0), vertex("win", 1)],
+            edges: Vec::new(),
+        };
+        let live = Arc::new(Live::new(g, 0));
+        let mut w = live.worker(1);
+        let c = |i, o, b, f| InstanceCounts {
+            elements_in: i,
+            elements_out: o,
+            blocked_ns: b,
+            frontier: f,
+        };
+        let mut t = Traffic::default();
+        t.record(MessageKind::Data, 96);
+        w.publish(
+            1,
+            &[c(0, 10, 0, 5), c(10, 2, 500_000_000, 3)],
+            &[1_000, 2_000_000_000],
+            9,
+            &t,
+        );
+        t.record(MessageKind::Data, 96);
+        w.publish(
+            2,
+            &[c(0, 15, 0, 8), c(15, 3, 500_000_000, 7)],
+            &[1_000, 3_000_000_000],
+            12,
+            &t,
+        );
+        let text = live.encode();
+        for line in [
+            "xorflow_vertex_elements_in_total{vertex=\"win\",worker=\"1\"} 15",
+            "xorflow_vertex_elements_out_total{vertex=\"src\",worker=\"1\"} 15",
+            "xorflow_vertex_cpu_seconds_total{vertex=\"win\",worker=\"1\"} 3.0",
+            "xorflow_vertex_backpressure_seconds_total{vertex=\"win\",worker=\"1\"} 0.5",
+            "xorflow_vertex_frontier{vertex=\"win\",worker=\"1\"} 7",
+            "xorflow_vertex_frontier_lag{vertex=\"win\",worker=\"1\"} 5",
+            "xorflow_traffic_bytes_total{kind=\"data\"} 200",
+            "xorflow_traffic_messages_total{kind=\"data\"} 2",
+        ] {
+            assert!(text.contains(line), "missing {line} in:\n{text}");
+        }
+        let s = live.status();
+        assert_eq!(s["vertices"][1]["elements_in"], 15);
+        assert_eq!(s["vertices"][1]["frontier"], 7);
+        live.checkpoint_completed(0.25, 4096);
+        live.restarted("process 1 lost");
+        let s = live.status();
+        assert_eq!(s["checkpoints"]["completed"], 1);
+        assert_eq!(s["failures"][0], "process 1 lost");
+    }
+}

@@ -1,0 +1,117 @@
+//! The HTTP server of `--metrics-addr`: `GET /metrics` (OpenMetrics text, for Prometheus),
+//! `GET /` (the status page, `status.html`) and `GET /api/status` (its data, JSON). It runs on
+//! a thread of its own with a single-threaded tokio runtime, away from the workers, and stops
+//! when the [`Server`] is dropped.
+
+use super::Live;
+use axum::http::header;
+use axum::response::{Html, IntoResponse};
+use axum::routing::get;
+use axum::{Json, Router};
+use std::net::SocketAddr;
+use std::sync::Arc;
+
+/// The status page: the dataflow graph with per-vertex rate, backpressure and frontier, the
+/// checkpoints and failures, refreshed every second from `/api/status`.
+const STATUS_PAGE: &str = include_str!("status.html");
+
+/// A running server; dropping it stops it.
+pub struct Server {
+    addr: SocketAddr,
+    stop: Option<tokio::sync::oneshot::Sender<()>>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl Server {
+    /// Binds `addr` (port 0: any free port) and serves `live`.
+    ///
+    /// # Errors
+    /// The address cannot be bound, naming it and why.
+    pub fn start(addr: SocketAddr, live: Arc<Live>) -> Result<Server, String> {
+        let listener = std::net::TcpListener::bind(addr)
+            .map_err(|e| format!("--metrics-addr {addr}: cannot listen there: {e}"))?;
+        let bound = listener
+            .local_addr()
+            .map_err(|e| format!("--metrics-addr {addr}: {e}"))?;
+        listener
+            .set_nonblocking(true)
+            .map_err(|e| format!("--metrics-addr {addr}: {e}"))?;
+        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+        let thread = std::thread::Builder::new()
+            .name("xorflow-metrics".into())
+            .spawn(move || serve(listener, live, stopped))
+            .map_err(|e| format!("metrics server thread: {e}"))?;
+        tracing::info!("metrics on http://{bound}/metrics, status page on http://{bound}/");
+        Ok(Server {
+            addr: bound,
+            stop: Some(stop),
+            thread: Some(thread),
+        })
+    }
+
+    /// The address it listens on.
+    pub fn addr(&self) -> SocketAddr {
+        self.addr
+    }
+}
+
+impl Drop for Server {
+    /// Stops the server and waits up to a second for it (a client holding a request open must
+    /// not keep the job from ending; the thread then ends with the process).
+    fn drop(&mut self) {
+        if let Some(s) = self.stop.take() {
+            let _ = s.send(());
+        }
+        if let Some(t) = self.thread.take() {
+            let deadline = std::time::Instant::now() + std::time::Duration::from_secs(1);
+            while !t.is_finished() && std::time::Instant::now() < deadline {
+                std::thread::sleep(std::time::Duration::from_millis(5));
+            }
+            if t.is_finished() {
+                let _ = t.join();
+            }
+        }
+    }
+}
+
+/// The server thread's body: serves until `stopped` fires. Failures are logged: the job goes
+/// on without its metrics rather than failing.
+fn serve(
+    listener: std::net::TcpListener,
+    live: Arc<Live>,
+    stopped: tokio::sync::oneshot::Receiver<()>,
+) {
+    let rt = match tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(rt) => rt,
+        Err(e) => return tracing::error!("metrics server: {e}"),
+    };
+    rt.block_on(async move {
+        let listener = match tokio::net::TcpListener::from_std(listener) {
+            Ok(l) => l,
+            Err(e) => return tracing::error!("metrics server: {e}"),
+        };
+        let (l1, l2) = (live.clone(), live);
+        let app = Router::new()
+            .route("/", get(|| async { Html(STATUS_PAGE) }))
+            .route(
+                "/metrics",
+                get(move || async move {
+                    let ct = "application/openmetrics-text; version=1.0.0; charset=utf-8";
+                    ([(header::CONTENT_TYPE, ct)], l1.encode()).into_response()
+                }),
+            )
+            .route("/api/status", get(move || async move { Json(l2.status()) }));
+        let shutdown = async {
+            let _ = stopped.await;
+        };
+        if let Err(e) = axum::serve(listener, app)
+            .with_graceful_shutdown(shutdown)
+            .await
+        {
+            tracing::error!("metrics server: {e}");
+        }
+    });
+}
