@@ -161,6 +161,7 @@ fn a_running_job_serves_moving_metrics_and_a_status_page_a_browser_renders() {
         "# TYPE xorflow_vertex_frontier gauge",
         "# TYPE xorflow_vertex_cpu_seconds counter",
         "# TYPE xorflow_vertex_backpressure_seconds counter",
+        "# TYPE xorflow_vertex_input_queue_fill_ratio gauge",
         "# TYPE xorflow_checkpoints_completed counter",
         "# TYPE xorflow_traffic_bytes counter",
     ] {

@@ -101,6 +101,19 @@ impl<T> InputPort<T> {
         self.ends >= self.queues.len()
     }
 
+    /// Batches queued on its local channels now, and their capacity (remote channels are
+    /// left out: their queues are the network's).
+    pub fn fill(&self) -> (usize, usize) {
+        let mut f = (0, 0);
+        for q in &self.queues {
+            if let InLink::Local(c) = q {
+                let (n, cap) = c.fill();
+                f = (f.0 + n, f.1 + cap);
+            }
+        }
+        f
+    }
+
     /// Number of channels (sender instances) feeding this port.
     pub fn senders(&self) -> usize {
         self.queues.len()

@@ -33,6 +33,11 @@ impl<T> LocalQueue<T> {
         self.slots.get()?.pop()
     }
 
+    /// Messages queued now, and the capacity (for the live queue-fill metric: two atomic loads).
+    pub fn fill(&self) -> (usize, usize) {
+        (self.slots.get().map_or(0, |q| q.len()), self.capacity)
+    }
+
     /// True once a message was ever sent (the slots are allocated).
     pub fn is_allocated(&self) -> bool {
         self.slots.get().is_some()

@@ -505,11 +505,17 @@ impl<Op: Operator> Vertex for OperatorVertex<Op> {
             Some(h) => h,
             None => ctx.frontier(self.component, self.in_band()),
         };
+        let (queued, capacity) = self.input.as_ref().map_or((0, 0), |i| i.fill());
         crate::measure::live::InstanceCounts {
             elements_in: self.stats.elements_in,
             elements_out: self.stats.elements_out,
             blocked_ns: self.blocked.0 + ongoing,
             frontier,
+            queue_fill: if capacity == 0 {
+                0.0
+            } else {
+                queued as f64 / capacity as f64
+            },
         }
     }
 

@@ -41,6 +41,7 @@ pub struct Live {
     backpressure: Family<Labels, FloatCounter>,
     frontier: Family<Labels, Gauge>,
     lag: Family<Labels, Gauge>,
+    queue_fill: Family<Labels, Gauge<f64, AtomicU64>>,
     traffic_bytes: Family<Labels, Counter>,
     traffic_messages: Family<Labels, Counter>,
     checkpoints: Counter,
@@ -75,6 +76,8 @@ pub struct InstanceCounts {
     pub blocked_ns: u64,
     /// Its frontier (time units; `INF` once its input ended).
     pub frontier: Time,
+    /// Share of its local input channels' capacity queued now (0-1).
+    pub queue_fill: f64,
 }
 
 impl Live {
@@ -87,6 +90,7 @@ impl Live {
         let backpressure = Family::default();
         let frontier = Family::default();
         let lag = Family::default();
+        let queue_fill = Family::default();
         let traffic_bytes = Family::default();
         let traffic_messages = Family::default();
         let checkpoints = Counter::default();
@@ -122,6 +126,11 @@ impl Live {
             "vertex_frontier_lag",
             "How far a vertex instance's frontier is behind the newest source heartbeat, time units",
             lag.clone(),
+        );
+        r.register(
+            "vertex_input_queue_fill_ratio",
+            "Share of a vertex instance's local input channel capacity queued",
+            queue_fill.clone(),
         );
         r.register(
             "traffic_bytes",
@@ -163,6 +172,7 @@ impl Live {
             backpressure,
             frontier,
             lag,
+            queue_fill,
             traffic_bytes,
             traffic_messages,
             checkpoints,
@@ -225,12 +235,13 @@ impl Live {
             .map(|(v, d)| {
                 let mine = inst.iter().filter(|i| i.0 == v);
                 let (mut i, mut o, mut bp, mut cpu, mut f) = (0, 0, 0.0, 0.0, i64::MAX);
-                let (mut n, mut lag, mut r) = (0, 0, [0.0; 3]);
+                let (mut n, mut lag, mut r, mut fill) = (0, 0, [0.0; 3], 0.0f64);
                 for &(_, w) in mine {
                     let l = self.labels(v, w);
                     let ri = rates.get(&(v, w)).copied().unwrap_or_default();
                     (r[0], r[1], r[2]) = (r[0] + ri[0], r[1] + ri[1], r[2] + ri[2]);
                     lag = lag.max(self.lag.get_or_create(&l).get());
+                    fill = fill.max(self.queue_fill.get_or_create(&l).get());
                     i += self.elements_in.get_or_create(&l).get();
                     o += self.elements_out.get_or_create(&l).get();
                     bp += self.backpressure.get_or_create(&l).get();
@@ -243,6 +254,7 @@ impl Live {
                     "backpressure_s": bp, "cpu_s": cpu,
                     "frontier": if n == 0 || f == i64::MAX { None } else { Some(f) },
                     "frontier_lag": lag,
+                    "queue_fill": fill,
                     "in_per_s": r[0], "out_per_s": r[1],
                     "backpressure": if n == 0 { 0.0 } else { r[2] / n as f64 },
                 })
@@ -319,6 +331,7 @@ impl WorkerLive {
             l.lag
                 .get_or_create(&labels)
                 .set(lag.min(i64::MAX as u64) as i64);
+            l.queue_fill.get_or_create(&labels).set(c.queue_fill);
             if !first {
                 let per_s = |now: u64, before: u64| now.saturating_sub(before) as f64 / dt;
                 let r = [
@@ -392,6 +405,7 @@ mod tests {
             elements_out: o,
             blocked_ns: b,
             frontier: f,
+            queue_fill: 0.25,
         };
         let mut t = Traffic::default();
         t.record(MessageKind::Data, 96);
@@ -419,6 +433,7 @@ mod tests {
             "xorflow_vertex_frontier{vertex=\"win\",worker=\"1\"} 7",
             "xorflow_vertex_frontier_lag{vertex=\"win\",worker=\"1\"} 5",
             "xorflow_traffic_bytes_total{kind=\"data\"} 200",
+            "xorflow_vertex_input_queue_fill_ratio{vertex=\"win\",worker=\"1\"} 0.25",
             "xorflow_traffic_messages_total{kind=\"data\"} 2",
         ] {
             assert!(text.contains(line), "missing {line} in:\n{text}");
