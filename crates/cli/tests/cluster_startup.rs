@@ -147,14 +147,18 @@ fn cpu_seconds(pid: u32) -> f64 {
 
 /// `--processes 3`: child 2 is stopped (SIGSTOP) as soon as it exists, long before it can report
 /// its port (it reads the whole input first). Process 0 must give up within the start-up timeout
-/// (30 s by default) naming process 2, and leave no child behind. Before the fix it waited for
+/// (8 s here, 30 s by default) naming process 2, and leave no child behind. Before the fix it waited for
 /// the port forever, silently.
 #[test]
 fn defect4_stopped_local_child_fails_start_naming_it() {
     let Some(input) = flights_csv() else { return };
     let dir = tempfile::tempdir().unwrap();
     let mut p0 = Group::start(
-        flights(&input, dir.path(), &["--processes", "3"]),
+        flights(
+            &input,
+            dir.path(),
+            &["--processes", "3", "--startup-timeout", "8s"],
+        ),
         dir.path(),
         "process0",
     );
@@ -379,7 +383,7 @@ fn defect10_tracker_processes_beyond_shards_refused() {
 // ---------------------------------------------------------------------------------------------
 
 /// A name that never resolves (`.invalid` never does) is looked up again until the start-up
-/// timeout (30 s by default), then reported with the resolver's error; before the fix it failed
+/// timeout (8 s here, 30 s by default), then reported with the resolver's error; before the fix it failed
 /// at once with "'name:port' is not host:port".
 #[test]
 fn defect11_unresolvable_hostfile_name_is_retried_and_reported() {
@@ -394,7 +398,13 @@ fn defect11_unresolvable_hostfile_name_is_retried_and_reported() {
         ],
     );
     let mut p0 = Group::start(
-        host_process(&input, dir.path(), &hosts, 0, &["--cluster-token", "t"]),
+        host_process(
+            &input,
+            dir.path(),
+            &hosts,
+            0,
+            &["--cluster-token", "t", "--startup-timeout", "8s"],
+        ),
         dir.path(),
         "process0",
     );
@@ -414,7 +424,7 @@ fn defect11_unresolvable_hostfile_name_is_retried_and_reported() {
         "the error does not give the resolver's cause\n{err}"
     );
     assert!(
-        took >= Duration::from_secs(20),
+        took >= Duration::from_secs(7),
         "gave up after {took:?}, before the start-up timeout\n{err}"
     );
 }
