@@ -18,8 +18,12 @@ use xorflow_runtime::connectors::replay::Replay;
 use xorflow_runtime::connectors::rows::{read_rows, RowFormat};
 use xorflow_runtime::{
     Aggregate, Dataflow, JobError, SessionWindows, SharedVec, Time, VecSink, WindowResult,
-    WindowSpec,
+    WindowSpec, Windowed,
 };
+
+/// A result as the sink receives it: `Some` values per (window, key), `None` withdrawing a
+/// session a late row merged into another (`crates/core/src/session.rs`).
+type FileResult = WindowResult<Vec<String>, Option<Vec<Option<f64>>>>;
 
 #[derive(Args)]
 pub struct FileArgs {
@@ -65,6 +69,10 @@ pub struct FileArgs {
     /// Source instances (the rows are dealt round-robin over them).
     #[arg(long, default_value_t = 1)]
     sources: usize,
+    /// Replay the rows at this many per second over all sources, as a live feed of the file
+    /// would deliver them (0: as fast as the job takes them).
+    #[arg(long, default_value_t = 0.0)]
+    rate: f64,
     #[command(flatten)]
     engine: EngineArgs,
 }
@@ -264,12 +272,11 @@ fn parse_aggregates(specs: &[String]) -> Result<Aggregates, String> {
 pub fn run(a: FileArgs) -> Result<(), JobError> {
     let cfg = |e: String| JobError::Config(e);
     a.engine.validate().map_err(cfg)?;
-    if a.engine.checkpoint_interval.is_some() {
-        return Err(cfg(
-            "xorflow run file writes its output whole at the end and does not resume \
-             yet: leave out --checkpoint-interval"
-                .into(),
-        ));
+    if !(a.rate.is_finite() && a.rate >= 0.0) {
+        return Err(cfg(format!(
+            "--rate {}: expected rows per second, 0 or more",
+            a.rate
+        )));
     }
     let format = match a.format.or_else(|| RowFormat::of_path(&a.input)) {
         Some(f) => f,
@@ -332,7 +339,7 @@ pub fn run(a: FileArgs) -> Result<(), JobError> {
     let rows = records.len();
     let records = Arc::new(records);
 
-    let results = VecSink::<WindowResult<Vec<String>, Vec<Option<f64>>>>::shared();
+    let results = VecSink::<FileResult>::shared();
     let late = VecSink::<FileRecord>::shared();
     // Slots as long as the windows allow: a window's end is a slot boundary, a session's
     // timer fires at most one gap late (in event time; the results are the same).
@@ -343,8 +350,12 @@ pub fn run(a: FileArgs) -> Result<(), JobError> {
     let runtime = a.engine.runtime(granularity);
     let df = Dataflow::new(runtime).map_err(JobError::Run)?;
     let sources = a.sources.max(1);
+    let per_source = a.rate / sources as f64;
+    // With checkpoints, results and late rows are staged in the sinks' state until the job ends
+    // (`Staging::AtEnd`, crates/runtime/src/operators/sink.rs), and the sources resume from their
+    // record index: a restarted or resumed run writes what a run without the failure would.
     let src = df.source("rows", sources, move |i| {
-        Replay::new(records.clone(), i, sources, bound)
+        Replay::new(records.clone(), i, sources, bound).paced(per_source)
     });
     let agg = RowAgg {
         funcs,
@@ -356,7 +367,18 @@ pub fn run(a: FileArgs) -> Result<(), JobError> {
             let spec = WindowSpec::sliding(size, slide)
                 .allowed_lateness(allowed)
                 .event_time(|r: &FileRecord| r.t);
-            src.window("windows", spec, key, agg)
+            let w = src.window("windows", spec, key, agg);
+            // The same changelog as sessions', without tombstones.
+            let results = (w.results).map("windows.changelog", |r| WindowResult {
+                start: r.start,
+                end: r.end,
+                key: r.key,
+                value: Some(r.value),
+            });
+            Windowed {
+                results,
+                late: w.late,
+            }
         }
         Windows::Session(gap) => {
             let s = SessionWindows::new(gap, agg)
@@ -380,7 +402,30 @@ pub fn run(a: FileArgs) -> Result<(), JobError> {
         write_late(p, out_format, &a.key, &time, &late_rows)?;
     }
     say_summary(&a, rows, &malformed, late_rows.len(), n, start.elapsed());
+    if let Some(c) = &report.checkpoints {
+        say_checkpoints(c);
+    }
     Ok(())
+}
+
+/// What checkpointing did: how many, and every resume and restart with its cause.
+fn say_checkpoints(c: &xorflow_runtime::checkpoint::coordinator::CheckpointStats) {
+    let latest = c.latest.map_or("none".into(), |l| l.to_string());
+    say!(
+        "checkpoints: {} completed (latest {latest}), {} files, {} bytes",
+        c.completed,
+        c.files,
+        c.bytes
+    );
+    if let Some(r) = c.resumed_from {
+        say!("resumed from checkpoint {r}");
+    }
+    for s in &c.skipped {
+        say!("resume skipped checkpoint {s}");
+    }
+    for r in &c.restarts {
+        say!("restarted from the last checkpoint after: {r}");
+    }
 }
 
 fn gcd(a: u64, b: u64) -> u64 {
@@ -391,21 +436,27 @@ fn gcd(a: u64, b: u64) -> u64 {
     }
 }
 
-/// Keeps each (window, key)'s final result (the one over the most rows: updates only add) and
-/// writes them sorted; returns how many.
+/// Keeps each (window, key)'s final result (the one over the most rows: updates only add),
+/// applying the results in arrival order (one key's come in order) so that a tombstone removes
+/// a merged session, and writes them sorted; returns how many.
 fn write_results(
     path: &std::path::Path,
     format: RowFormat,
     header: &[String],
     time: &TimeFormat,
-    results: SharedVec<WindowResult<Vec<String>, Vec<Option<f64>>>>,
+    results: SharedVec<FileResult>,
 ) -> Result<usize, JobError> {
     let mut last: BTreeMap<(Time, Time, Vec<String>), Vec<Option<f64>>> = BTreeMap::new();
     for e in results.take() {
         let r = e.data;
-        let slot = last.entry((r.end, r.start, r.key)).or_default();
-        if slot.first().copied().flatten() <= r.value.first().copied().flatten() {
-            *slot = r.value;
+        let id = (r.end, r.start, r.key);
+        let Some(value) = r.value else {
+            last.remove(&id);
+            continue;
+        };
+        let slot = last.entry(id).or_default();
+        if slot.first().copied().flatten() <= value.first().copied().flatten() {
+            *slot = value;
         }
     }
     let rows = last.into_iter().map(|((end, start, key), value)| {

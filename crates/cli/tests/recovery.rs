@@ -7,7 +7,7 @@
 //! A run slower than [`RUN_TIMEOUT`] is killed and fails the test.
 
 mod common;
-use common::procs::{children_with_env, running};
+use common::procs::{kill9, live_child, running, wait_first_checkpoint, wait_output};
 use common::{bin, flights_csv, rows_of};
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
@@ -179,60 +179,9 @@ impl<'a> Scenario<'a> {
     }
 }
 
-/// Waits (up to 60 s) until `dir/manifests` holds a checkpoint: kill moments count from there,
-/// so a slow start (the input is read first, tests run side by side) does not turn a kill
-/// into one before any checkpoint.
-fn wait_first_checkpoint(dir: &Path) {
-    let t0 = Instant::now();
-    while std::fs::read_dir(dir.join("manifests")).map_or(true, |mut d| d.next().is_none()) {
-        assert!(
-            t0.elapsed() < Duration::from_secs(60),
-            "no checkpoint in {} after 60 s",
-            dir.display()
-        );
-        thread::sleep(Duration::from_millis(10));
-    }
-}
-
-/// The pid of process 0's local process `index`, waiting (up to 30 s) for one not in `killed`
-/// (after a kill, the restarted attempt's).
-fn live_child(parent: u32, index: usize, killed: &[u32]) -> u32 {
-    let t0 = Instant::now();
-    loop {
-        let pids = children_with_env(parent, "XORFLOW_LOCAL_PROCESS", &index.to_string());
-        if let Some(&p) = pids.iter().find(|p| !killed.contains(p) && running(**p)) {
-            return p;
-        }
-        assert!(
-            t0.elapsed() < Duration::from_secs(30),
-            "process {index} of {parent} never (re)started"
-        );
-        thread::sleep(Duration::from_millis(20));
-    }
-}
-
-/// kill -9 `pid` (through kill(1): the tests need no libc).
-fn kill9(pid: u32) {
-    let s = Command::new("kill")
-        .args(["-9", &pid.to_string()])
-        .status()
-        .expect("run kill");
-    assert!(s.success(), "kill -9 {pid} failed");
-}
-
 /// Waits for `child` to end (killing it and failing past [`RUN_TIMEOUT`]).
-fn wait_done(mut child: std::process::Child) -> Output {
-    {
-        let t0 = Instant::now();
-        while t0.elapsed() < RUN_TIMEOUT {
-            if child.try_wait().expect("wait").is_some() {
-                return child.wait_with_output().expect("output");
-            }
-            thread::sleep(Duration::from_millis(20));
-        }
-        let _ = child.kill();
-        panic!("the run hung: {:?}", child.wait_with_output());
-    }
+fn wait_done(child: std::process::Child) -> Output {
+    wait_output(child, RUN_TIMEOUT)
 }
 
 impl Scenario<'_> {

@@ -14,6 +14,12 @@
 //! emits the session's updated result at once, with the element's time; a session extended
 //! past the frontier fires again at its new end.
 //!
+//! Results are `WindowResult<K, Option<Out>>`, a changelog of sessions: `Some(value)` is a
+//! session's result (a later one for the same `(start, end, key)` replaces it), and `None` a
+//! tombstone, as Kafka Streams forwards for merged sessions: a late element merged this fired
+//! session into another, whose result follows. So the results a run has emitted, applied in
+//! order per key, leave exactly its final sessions, however the frontier was timed.
+//!
 //! Sessions keep their elements (the retain-all form, seed 001): merging needs no merge of
 //! accumulators, and the aggregate folds a session when it fires.
 
@@ -79,7 +85,7 @@ impl<T, A> SessionWindows<T, A> {
 
 impl<T: Data, A: Aggregate<T>> SessionWindows<T, A> {
     /// The session's result.
-    fn result<K: Clone>(&self, key: &K, s: &Session<T>) -> WindowResult<K, A::Out> {
+    fn result<K: Clone>(&self, key: &K, s: &Session<T>) -> WindowResult<K, Option<A::Out>> {
         let mut acc = self.agg.init();
         for el in &s.elements {
             self.agg.add(&mut acc, el);
@@ -88,7 +94,7 @@ impl<T: Data, A: Aggregate<T>> SessionWindows<T, A> {
             start: s.start,
             end: s.end,
             key: key.clone(),
-            value: self.agg.finish(acc),
+            value: Some(self.agg.finish(acc)),
         }
     }
 }
@@ -101,7 +107,7 @@ where
     A::Out: Data,
 {
     type State = Vec<Session<T>>;
-    type Out = WindowResult<K, A::Out>;
+    type Out = WindowResult<K, Option<A::Out>>;
     type Side = T;
 
     fn on_element(
@@ -141,6 +147,16 @@ where
             i += 1;
             if m {
                 elements.append(&mut s.elements);
+                // A fired session merged into a larger one: its result is withdrawn (the same
+                // range is simply updated by the merged result below).
+                if s.fired && (s.start, s.end) != (start, end) {
+                    ctx.emit(WindowResult {
+                        start: s.start,
+                        end: s.end,
+                        key: key.clone(),
+                        value: None,
+                    });
+                }
             }
             !m
         });
@@ -207,7 +223,7 @@ mod tests {
     }
 
     type Sessions = SessionWindows<u64, Count>;
-    type Out = Vec<WindowResult<u8, u64>>;
+    type Out = Vec<WindowResult<u8, Option<u64>>>;
 
     /// Drives one key: `(now, frontier, Some(event time))` elements or `(now, frontier, None)`
     /// timers; returns what was emitted, sent aside and the timers set.
@@ -224,12 +240,21 @@ mod tests {
         (out, side, timers)
     }
 
-    fn res(start: Time, end: Time, value: u64) -> WindowResult<u8, u64> {
+    fn res(start: Time, end: Time, value: u64) -> WindowResult<u8, Option<u64>> {
         WindowResult {
             start,
             end,
             key: 0,
-            value,
+            value: Some(value),
+        }
+    }
+
+    fn tombstone(start: Time, end: Time) -> WindowResult<u8, Option<u64>> {
+        WindowResult {
+            start,
+            end,
+            key: 0,
+            value: None,
         }
     }
 
@@ -269,7 +294,8 @@ mod tests {
             (40, 40, Some(3)), // [3, 13) + 20 <= 40: past the lateness of everything
         ];
         let (out, side, timers) = drive(&f, &steps);
-        assert_eq!(out, vec![res(0, 10, 1)]);
+        // [0, 10) was merged into [0, 15), which fires at 15: withdrawn now.
+        assert_eq!(out, vec![res(0, 10, 1), tombstone(0, 10)]);
         assert_eq!(side, vec![3]);
         // The merged session [0, 15) is past the frontier 12: it fires again at 15 (set for
         // just after the element's time, 15).
@@ -278,10 +304,17 @@ mod tests {
             (0, 0, Some(0)),
             (10, 10, None),
             (22, 20, Some(4)), // merged [0, 14) ends below the frontier 20: updated now
+            (23, 20, Some(2)), // inside [0, 14): the same session, updated
         ];
         let (out, _, timers) = drive(&f, &steps);
-        assert_eq!(out, vec![res(0, 10, 1), res(0, 14, 2)]);
-        assert_eq!(timers, vec![10, 30, 34]);
+        let want = vec![
+            res(0, 10, 1),
+            tombstone(0, 10),
+            res(0, 14, 2),
+            res(0, 14, 3),
+        ];
+        assert_eq!(out, want);
+        assert_eq!(timers, vec![10, 30, 34, 34]);
     }
 
     #[test]

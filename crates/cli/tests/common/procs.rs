@@ -1,6 +1,7 @@
 //! Processes and ports, for the tests that run clusters and kill their processes (Linux `/proc`).
 
 use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::path::Path;
 use std::thread;
 use std::time::{Duration, Instant};
 
@@ -58,4 +59,59 @@ pub fn wait_listening(addr: SocketAddr, within: Duration) -> bool {
         thread::sleep(Duration::from_millis(20));
     }
     false
+}
+
+/// Waits (up to 60 s) until the checkpoint directory `dir` holds a checkpoint (a file in
+/// `dir/manifests`): kill moments count from there, so a slow start (the input is read first,
+/// tests run side by side) does not turn a kill into one before any checkpoint.
+pub fn wait_first_checkpoint(dir: &Path) {
+    let t0 = Instant::now();
+    while std::fs::read_dir(dir.join("manifests")).map_or(true, |mut d| d.next().is_none()) {
+        assert!(
+            t0.elapsed() < Duration::from_secs(60),
+            "no checkpoint in {} after 60 s",
+            dir.display()
+        );
+        thread::sleep(Duration::from_millis(10));
+    }
+}
+
+/// The pid of process 0's local process `index`, waiting (up to 30 s) for one not in `killed`
+/// (after a kill, the restarted attempt's).
+pub fn live_child(parent: u32, index: usize, killed: &[u32]) -> u32 {
+    let t0 = Instant::now();
+    loop {
+        let pids = children_with_env(parent, "XORFLOW_LOCAL_PROCESS", &index.to_string());
+        if let Some(&p) = pids.iter().find(|p| !killed.contains(p) && running(**p)) {
+            return p;
+        }
+        assert!(
+            t0.elapsed() < Duration::from_secs(30),
+            "process {index} of {parent} never (re)started"
+        );
+        thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// kill -9 `pid` (through kill(1): the tests need no libc).
+pub fn kill9(pid: u32) {
+    let s = std::process::Command::new("kill")
+        .args(["-9", &pid.to_string()])
+        .status()
+        .expect("run kill");
+    assert!(s.success(), "kill -9 {pid} failed");
+}
+
+/// Waits for `child` to end and returns its output; past `within` it is killed and the test
+/// fails (the run hung).
+pub fn wait_output(mut child: std::process::Child, within: Duration) -> std::process::Output {
+    let t0 = Instant::now();
+    while t0.elapsed() < within {
+        if child.try_wait().expect("wait").is_some() {
+            return child.wait_with_output().expect("output");
+        }
+        thread::sleep(Duration::from_millis(20));
+    }
+    let _ = child.kill();
+    panic!("the run hung: {:?}", child.wait_with_output());
 }

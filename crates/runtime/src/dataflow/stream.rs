@@ -475,13 +475,15 @@ impl<T: Data> Stream<T> {
 
     /// Keyed event-time session windows (`crates/core/src/session.rs`): per key of `key`,
     /// sessions that close `gap` after their last element, with the lateness and event time
-    /// `sessions` was given. Returns the results and the late side output.
+    /// `sessions` was given. Returns the results and the late side output. Results are a
+    /// changelog: `Some(value)` per session firing or update, `None` (a tombstone) for a fired
+    /// session that a late element merged into another.
     pub fn session_window<K, A>(
         &self,
         name: &str,
         sessions: SessionWindows<T, A>,
         key: impl Fn(&T) -> K + Send + Sync + 'static,
-    ) -> Windowed<K, A::Out, T>
+    ) -> Windowed<K, Option<A::Out>, T>
     where
         T: Sync,
         K: Hash + Eq + Data,
