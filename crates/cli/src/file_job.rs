@@ -2,8 +2,8 @@
 //! without writing Rust. Rows are read with `connectors/rows.rs`, replayed in file order as a
 //! live feed with bounded disorder (`connectors/replay.rs`), keyed, windowed (tumbling, sliding
 //! or session windows, with allowed lateness and a late output: docs/operators.md) and
-//! aggregated; the final result per (window, key) is written, sorted, as CSV or JSON lines
-//! (docs/jobs.md, "Your own files").
+//! aggregated; the final result per (window, key) is written, sorted, as CSV, JSON lines or
+//! Parquet (docs/jobs.md, "Your own files").
 
 use clap::Args;
 use serde::{Deserialize, Serialize};
@@ -14,6 +14,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 use xorflow_runtime::args::EngineArgs;
 use xorflow_runtime::connectors::output_file::{check_distinct, PendingFile};
+use xorflow_runtime::connectors::parquet_rows::{self, ColumnType};
 use xorflow_runtime::connectors::replay::Replay;
 use xorflow_runtime::connectors::rows::{read_rows, RowFormat};
 use xorflow_runtime::{
@@ -60,7 +61,9 @@ pub struct FileArgs {
     /// The result: one row per window and key (its final value), sorted by window and key.
     #[arg(long)]
     output: PathBuf,
-    /// The result's format (default: from its extension; CSV otherwise).
+    /// The result's format: csv, jsonl or parquet (default: from its extension; CSV otherwise).
+    /// Parquet columns are typed: times as UTC timestamps (ms), keys as text, counts as
+    /// integers, other aggregates as doubles.
     #[arg(long)]
     output_format: Option<RowFormat>,
     /// Rows too late for every window (line, event time, key), in the output's format.
@@ -292,8 +295,16 @@ pub fn run(a: FileArgs) -> Result<(), JobError> {
         .or_else(|| RowFormat::of_path(&a.output))
         .unwrap_or(RowFormat::Csv);
     let time = TimeFormat::parse(&a.time_format).map_err(cfg)?;
+    let time_type = ColumnType::Timestamp {
+        per_second: time.per_second(),
+    };
     let windows = parse_windows(&a.window, time.per_second()).map_err(cfg)?;
     let (funcs, fields, names) = parse_aggregates(&a.aggregate).map_err(cfg)?;
+    let value_types = funcs.iter().map(|f| match f {
+        Func::Count => ColumnType::Int64,
+        _ => ColumnType::Double,
+    });
+    let value_columns: Vec<(String, ColumnType)> = names.into_iter().zip(value_types).collect();
     let mut paths = vec![
         ("--input", a.input.as_path()),
         ("--output", a.output.as_path()),
@@ -393,13 +404,27 @@ pub fn run(a: FileArgs) -> Result<(), JobError> {
     if report.process != 0 {
         return Ok(());
     }
-    let mut header = vec!["window_start".to_string(), "window_end".to_string()];
-    header.extend(a.key.iter().cloned());
-    header.extend(names);
-    let n = write_results(&a.output, out_format, &header, &time, results)?;
+    // Parquet has a timestamp type: times go there as numbers, whatever their input format.
+    let time = match out_format {
+        RowFormat::Parquet => TimeFormat::UnixSeconds,
+        _ => time,
+    };
+    let key_columns = a.key.iter().map(|k| (k.clone(), ColumnType::Text));
+    let mut columns = vec![
+        ("window_start".to_string(), time_type),
+        ("window_end".to_string(), time_type),
+    ];
+    columns.extend(key_columns.clone());
+    columns.extend(value_columns);
+    let n = write_results(&a.output, out_format, &columns, &time, results)?;
     let late_rows = late.take();
     if let Some(p) = &a.late_output {
-        write_late(p, out_format, &a.key, &time, &late_rows)?;
+        let mut columns = vec![
+            ("line".to_string(), ColumnType::Int64),
+            ("event_time".to_string(), time_type),
+        ];
+        columns.extend(key_columns);
+        write_late(p, out_format, &columns, &time, &late_rows)?;
     }
     say_summary(&a, rows, &malformed, late_rows.len(), n, start.elapsed());
     if let Some(c) = &report.checkpoints {
@@ -442,7 +467,7 @@ fn gcd(a: u64, b: u64) -> u64 {
 fn write_results(
     path: &std::path::Path,
     format: RowFormat,
-    header: &[String],
+    columns: &[(String, ColumnType)],
     time: &TimeFormat,
     results: SharedVec<FileResult>,
 ) -> Result<usize, JobError> {
@@ -466,7 +491,7 @@ fn write_results(
         row.extend(value.into_iter().skip(1).map(number));
         row
     });
-    write_rows(path, format, header, rows, "output")
+    write_rows(path, format, columns, rows, "output")
 }
 
 /// `v` as JSON: whole numbers without a fraction, none as null.
@@ -478,15 +503,14 @@ fn number(v: Option<f64>) -> serde_json::Value {
     }
 }
 
+/// Writes the late rows under `columns` (line, event time, key fields), by line.
 fn write_late(
     path: &std::path::Path,
     format: RowFormat,
-    key: &[String],
+    columns: &[(String, ColumnType)],
     time: &TimeFormat,
     late: &[xorflow_runtime::Element<FileRecord>],
 ) -> Result<usize, JobError> {
-    let mut header = vec!["line".to_string(), "event_time".to_string()];
-    header.extend(key.iter().cloned());
     let mut rows: Vec<&FileRecord> = late.iter().map(|e| &e.data).collect();
     rows.sort_by_key(|r| r.line);
     let rows = rows.into_iter().map(|r| {
@@ -494,14 +518,15 @@ fn write_late(
         row.extend(r.key.iter().map(|k| serde_json::Value::from(k.as_str())));
         row
     });
-    write_rows(path, format, header.as_slice(), rows, "late output")
+    write_rows(path, format, columns, rows, "late output")
 }
 
-/// Writes `rows` under `header` as CSV or JSON lines, whole (renamed into place at the end).
+/// Writes `rows` under `columns` (name, type: used by Parquet) as CSV, JSON lines or Parquet,
+/// whole (renamed into place at the end).
 fn write_rows(
     path: &std::path::Path,
     format: RowFormat,
-    header: &[String],
+    columns: &[(String, ColumnType)],
     rows: impl Iterator<Item = Vec<serde_json::Value>>,
     what: &'static str,
 ) -> Result<usize, JobError> {
@@ -511,6 +536,7 @@ fn write_rows(
     let werr = |e: &dyn std::fmt::Display| {
         JobError::Output(format!("cannot write {what} '{}': {e}", path.display()))
     };
+    let header = columns.iter().map(|(name, _)| name);
     let mut n = 0;
     let text = |v: &serde_json::Value| match v {
         serde_json::Value::String(s) => s.clone(),
@@ -531,13 +557,14 @@ fn write_rows(
             let mut w = std::io::BufWriter::new(file);
             for row in rows {
                 let obj: serde_json::Map<String, serde_json::Value> =
-                    header.iter().cloned().zip(row).collect();
+                    header.clone().cloned().zip(row).collect();
                 serde_json::to_writer(&mut w, &obj).map_err(|e| werr(&e))?;
                 w.write_all(b"\n").map_err(|e| werr(&e))?;
                 n += 1;
             }
             w.flush().map_err(|e| werr(&e))?;
         }
+        RowFormat::Parquet => n = parquet_rows::write(file, columns, rows).map_err(|e| werr(&e))?,
     }
     pending.commit().map_err(out)?;
     Ok(n)

@@ -509,3 +509,128 @@ fn sliding_windows_with_lateness_resume_after_process_zero_is_killed() {
     assert!(err.contains("resumed from checkpoint"), "{err}");
     same_outputs(dir.path(), "out", "ref");
 }
+
+/// The rows of a Parquet file, read with the `parquet` crate's record reader: per row, the
+/// columns' names and values as text (timestamps as their milliseconds, nulls empty).
+fn parquet_rows(p: &Path) -> Vec<Vec<(String, String)>> {
+    use parquet::file::reader::SerializedFileReader;
+    use parquet::record::Field;
+    let reader = SerializedFileReader::try_from(std::fs::File::open(p).unwrap()).unwrap();
+    (reader.into_iter())
+        .map(|row| {
+            let row = row.unwrap().into_columns();
+            (row.into_iter())
+                .map(|(name, f)| {
+                    let v = match f {
+                        Field::Null => String::new(),
+                        Field::Long(x) => format!("long {x}"),
+                        Field::Double(x) => format!("double {x}"),
+                        Field::Str(s) => format!("str {s}"),
+                        Field::TimestampMillis(ms) => format!("ms {ms}"),
+                        other => panic!("unexpected {other:?} in column {name}"),
+                    };
+                    (name, v)
+                })
+                .collect()
+        })
+        .collect()
+}
+
+/// `--output x.parquet` and `--late-output y.parquet` hold the rows of the CSV outputs of the
+/// same job, typed: times as UTC millisecond timestamps, keys as text, counts as integers, the
+/// other aggregates as doubles, and missing values (a mean over no number) as nulls. Parquet
+/// as an input is refused, naming the file.
+#[test]
+fn parquet_outputs_hold_the_csv_outputs_rows_with_typed_columns() {
+    let dir = tempfile::tempdir().unwrap();
+    let input = disordered_input(dir.path());
+    // A row whose value is not a number, under a key of its own: its window's mean and max
+    // have no number.
+    let mut text = std::fs::read_to_string(&input).unwrap();
+    text += "{\"ts\":20000,\"k\":\"z\",\"v\":\"NA\"}\n";
+    std::fs::write(&input, text).unwrap();
+    let job = |out: &str, late: &str| {
+        let o = run(&[
+            "--input",
+            input.to_str().unwrap(),
+            "--time-field",
+            "ts",
+            "--key",
+            "k",
+            "--window",
+            "tumbling:60s",
+            "--aggregate",
+            "count,mean:v,max:v",
+            "--lateness",
+            "30s",
+            "--output",
+            dir.path().join(out).to_str().unwrap(),
+            "--late-output",
+            dir.path().join(late).to_str().unwrap(),
+        ]);
+        ok(&o);
+    };
+    job("out.csv", "late.csv");
+    job("out.parquet", "late.parquet");
+    let csv = csv_rows(&dir.path().join("out.csv"));
+    let pq = parquet_rows(&dir.path().join("out.parquet"));
+    assert!(csv.len() > 100);
+    assert_eq!(pq.len(), csv.len());
+    let names = [
+        "window_start",
+        "window_end",
+        "k",
+        "count",
+        "mean_v",
+        "max_v",
+    ];
+    let mut nulls = 0;
+    for (p, c) in pq.iter().zip(&csv) {
+        assert_eq!(p.iter().map(|(n, _)| n.as_str()).collect::<Vec<_>>(), names);
+        let v = |i: usize| p[i].1.as_str();
+        let secs = |s: &str| s.parse::<i64>().unwrap() * 1000;
+        assert_eq!(v(0), format!("ms {}", secs(&c["window_start"])));
+        assert_eq!(v(1), format!("ms {}", secs(&c["window_end"])));
+        assert_eq!(v(2), format!("str {}", c["k"]));
+        assert_eq!(v(3), format!("long {}", c["count"]));
+        for (i, col) in [(4, "mean_v"), (5, "max_v")] {
+            match c[col].as_str() {
+                "" => {
+                    assert_eq!(v(i), "", "{col}");
+                    nulls += 1;
+                }
+                x => assert_eq!(v(i), format!("double {}", x.parse::<f64>().unwrap())),
+            }
+        }
+    }
+    assert_eq!(
+        nulls, 2,
+        "the window of key z has no number for mean and max"
+    );
+    let late_csv = csv_rows(&dir.path().join("late.csv"));
+    let late_pq = parquet_rows(&dir.path().join("late.parquet"));
+    assert!(!late_csv.is_empty());
+    assert_eq!(late_pq.len(), late_csv.len());
+    for (p, c) in late_pq.iter().zip(&late_csv) {
+        assert_eq!(p[0], ("line".into(), format!("long {}", c["line"])));
+        let ms = c["event_time"].parse::<i64>().unwrap() * 1000;
+        assert_eq!(p[1], ("event_time".into(), format!("ms {ms}")));
+        assert_eq!(p[2], ("k".into(), format!("str {}", c["k"])));
+    }
+    let o = run(&[
+        "--input",
+        dir.path().join("out.parquet").to_str().unwrap(),
+        "--time-field",
+        "window_start",
+        "--window",
+        "tumbling:1s",
+        "--output",
+        dir.path().join("again.csv").to_str().unwrap(),
+    ]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("out.parquet") && err.contains("Parquet is an output format"),
+        "{err}"
+    );
+}

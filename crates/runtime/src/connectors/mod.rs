@@ -7,9 +7,10 @@
 //! [`part_files`]: a directory of part files that a file sink commits one checkpoint at a time
 //! ([`crate::Staging::PerCheckpoint`]), assembled into the output when the job has finished.
 //! [`output_file`]: a job's result file, written beside its path and renamed there only when
-//! the run succeeded.
+//! the run succeeded. [`parquet_rows`]: rows written as a Parquet file.
 
 pub mod output_file;
+pub mod parquet_rows;
 pub mod part_files;
 pub mod replay;
 pub mod rows;

@@ -16,6 +16,8 @@ pub enum RowFormat {
     Csv,
     /// One JSON object per line.
     JsonLines,
+    /// Apache Parquet (an output format: [`super::parquet_rows`]).
+    Parquet,
 }
 
 impl RowFormat {
@@ -24,14 +26,17 @@ impl RowFormat {
         match self {
             RowFormat::Csv => "csv",
             RowFormat::JsonLines => "jsonl",
+            RowFormat::Parquet => "parquet",
         }
     }
 
-    /// The format a file name's extension says (`.csv`; `.jsonl`, `.ndjson`, `.json`).
+    /// The format a file name's extension says (`.csv`; `.jsonl`, `.ndjson`, `.json`;
+    /// `.parquet`).
     pub fn of_path(p: &Path) -> Option<RowFormat> {
         match p.extension()?.to_str()? {
             "csv" => Some(RowFormat::Csv),
             "jsonl" | "ndjson" | "json" => Some(RowFormat::JsonLines),
+            "parquet" => Some(RowFormat::Parquet),
             _ => None,
         }
     }
@@ -43,7 +48,10 @@ impl std::str::FromStr for RowFormat {
         match s {
             "csv" => Ok(RowFormat::Csv),
             "jsonl" | "ndjson" => Ok(RowFormat::JsonLines),
-            other => Err(format!("unknown format '{other}' (expected csv or jsonl)")),
+            "parquet" => Ok(RowFormat::Parquet),
+            other => Err(format!(
+                "unknown format '{other}' (expected csv, jsonl or parquet)"
+            )),
         }
     }
 }
@@ -69,15 +77,19 @@ pub struct Rows {
 /// Reads `columns` of every row of `path`.
 ///
 /// # Errors
-/// The file cannot be opened or read, or (CSV) its header lacks a column, naming both.
+/// The file cannot be opened or read, or (CSV) its header lacks a column, naming both; Parquet,
+/// which is an output format only.
 pub fn read_rows(path: &Path, format: RowFormat, columns: &[String]) -> Result<Rows, String> {
     let err = |e: &dyn std::fmt::Display| format!("cannot read '{}': {e}", path.display());
-    let file = std::fs::File::open(path).map_err(|e| err(&e))?;
+    let open = || std::fs::File::open(path).map_err(|e| err(&e));
     match format {
-        RowFormat::Csv => read_csv(path, file, columns),
+        RowFormat::Csv => read_csv(path, open()?, columns),
         RowFormat::JsonLines => {
-            read_json_lines(std::io::BufReader::new(file), columns).map_err(|e| err(&e))
+            read_json_lines(std::io::BufReader::new(open()?), columns).map_err(|e| err(&e))
         }
+        RowFormat::Parquet => Err(err(
+            &"Parquet is an output format here; the input must be CSV or JSON lines",
+        )),
     }
 }
 
