@@ -371,25 +371,53 @@ fn disordered_input(dir: &Path) -> PathBuf {
     p
 }
 
-/// `xorflow run file` with `job` and the outputs `NAME.csv`, `NAME-late.csv` in `dir`.
-fn file_job(dir: &Path, job: &[&str], name: &str, extra: &[&str]) -> Command {
+/// The job over [`disordered_input`] in `dir`: grouped by `k`, a disorder bound of 30 s, and
+/// `rest` (windows, aggregates, lateness).
+fn disordered_job(dir: &Path, rest: &[&str]) -> Vec<String> {
+    let input = disordered_input(dir);
+    let mut a = vec!["--input".to_string(), input.to_str().unwrap().to_string()];
+    let common = ["--time-field", "ts", "--key", "k", "--lateness", "30s"];
+    a.extend(common.iter().chain(rest).map(|s| s.to_string()));
+    a
+}
+
+/// Runs `job` unpaced in one process, the reference (outputs `ref.csv`, `ref-late.csv`), and
+/// checks that some rows were too late.
+fn reference_run(dir: &Path, job: &[String]) {
+    let err = ok(&file_job(dir, job, "ref.csv", &[]).output().unwrap());
+    assert!(
+        err.contains("8000 rows (0 malformed, skipped; ") && !err.contains("; 0 too late"),
+        "{err}"
+    );
+}
+
+/// The late output beside output `name` (`NAME.EXT` -> `NAME-late.EXT`).
+fn late_name(name: &str) -> String {
+    let (stem, ext) = name.rsplit_once('.').unwrap();
+    format!("{stem}-late.{ext}")
+}
+
+/// `xorflow run file` with `job` and the outputs `name` and its [`late_name`] in `dir`.
+fn file_job(dir: &Path, job: &[String], name: &str, extra: &[&str]) -> Command {
     let mut c = Command::new(bin());
     c.args(["run", "file"]).args(job);
-    c.arg("--output").arg(dir.join(format!("{name}.csv")));
-    c.arg("--late-output")
-        .arg(dir.join(format!("{name}-late.csv")));
+    c.arg("--output").arg(dir.join(name));
+    c.arg("--late-output").arg(dir.join(late_name(name)));
     c.args(extra).stdout(Stdio::piped()).stderr(Stdio::piped());
     c
 }
 
 /// Both outputs of run `name` are byte for byte those of run `reference`.
 fn same_outputs(dir: &Path, name: &str, reference: &str) {
-    for suffix in ["", "-late"] {
-        let read = |n: &str| std::fs::read_to_string(dir.join(format!("{n}{suffix}.csv")));
-        let (got, want) = (read(name).ok(), read(reference).unwrap());
+    for (n, r) in [
+        (name.into(), reference.into()),
+        (late_name(name), late_name(reference)),
+    ] {
+        let read = |n: &str| std::fs::read_to_string(dir.join(n));
+        let (got, want) = (read(&n).ok(), read(&r).unwrap());
         assert!(
             got.as_ref() == Some(&want),
-            "{name}{suffix}.csv differs from the unfailed run's"
+            "{n} differs from the unfailed run's"
         );
     }
 }
@@ -414,29 +442,12 @@ const PACED: [&str; 8] = [
 #[test]
 fn sessions_with_lateness_survive_a_killed_process_and_write_what_an_unfailed_run_writes() {
     let dir = tempfile::tempdir().unwrap();
-    let input = disordered_input(dir.path());
-    let job = [
-        "--input",
-        input.to_str().unwrap(),
-        "--time-field",
-        "ts",
-        "--key",
-        "k",
-        "--window",
-        "session:20s",
-        "--aggregate",
-        "count,sum:v",
-        "--lateness",
-        "30s",
-        "--allowed-lateness",
-        "60s",
-    ];
-    let reference = file_job(dir.path(), &job, "ref", &[]).output().unwrap();
-    let err = ok(&reference);
-    assert!(
-        err.contains("8000 rows (0 malformed, skipped; ") && !err.contains("; 0 too late"),
-        "{err}"
+    let sessions = ["--window", "session:20s", "--aggregate", "count,sum:v"];
+    let job = disordered_job(
+        dir.path(),
+        &[&sessions[..], &["--allowed-lateness", "60s"]].concat(),
     );
+    reference_run(dir.path(), &job);
     let ck = dir.path().join("ck");
     let mut extra = PACED.to_vec();
     extra.extend([
@@ -445,7 +456,9 @@ fn sessions_with_lateness_survive_a_killed_process_and_write_what_an_unfailed_ru
         "--restart-attempts",
         "2",
     ]);
-    let run = file_job(dir.path(), &job, "out", &extra).spawn().unwrap();
+    let run = file_job(dir.path(), &job, "out.csv", &extra)
+        .spawn()
+        .unwrap();
     let pid = run.id();
     wait_first_checkpoint(&ck);
     kill9(live_child(pid, 1, &[]));
@@ -455,7 +468,7 @@ fn sessions_with_lateness_survive_a_killed_process_and_write_what_an_unfailed_ru
         err.contains("restarted from the last checkpoint after") && err.contains("resumed from"),
         "{err}"
     );
-    same_outputs(dir.path(), "out", "ref");
+    same_outputs(dir.path(), "out.csv", "ref.csv");
 }
 
 /// Sliding windows with allowed lateness, two sources over two processes: process 0 is killed
@@ -465,35 +478,26 @@ fn sessions_with_lateness_survive_a_killed_process_and_write_what_an_unfailed_ru
 #[test]
 fn sliding_windows_with_lateness_resume_after_process_zero_is_killed() {
     let dir = tempfile::tempdir().unwrap();
-    let input = disordered_input(dir.path());
-    let job = [
-        "--input",
-        input.to_str().unwrap(),
-        "--time-field",
-        "ts",
-        "--key",
-        "k",
-        "--window",
-        "sliding:60s/20s",
-        "--aggregate",
-        "count,sum:v,max:v",
-        "--lateness",
-        "30s",
-        "--allowed-lateness",
-        "40s",
-        "--sources",
-        "2",
-    ];
-    let reference = file_job(dir.path(), &job, "ref", &[]).output().unwrap();
-    let err = ok(&reference);
-    assert!(
-        err.contains(" too late)") && !err.contains("; 0 too late"),
-        "{err}"
+    let job = disordered_job(
+        dir.path(),
+        &[
+            "--window",
+            "sliding:60s/20s",
+            "--aggregate",
+            "count,sum:v,max:v",
+            "--allowed-lateness",
+            "40s",
+            "--sources",
+            "2",
+        ],
     );
+    reference_run(dir.path(), &job);
     let ck = dir.path().join("ck");
     let mut extra = PACED.to_vec();
     extra.extend(["--checkpoint-dir", ck.to_str().unwrap()]);
-    let run = file_job(dir.path(), &job, "out", &extra).spawn().unwrap();
+    let run = file_job(dir.path(), &job, "out.csv", &extra)
+        .spawn()
+        .unwrap();
     wait_first_checkpoint(&ck);
     std::thread::sleep(Duration::from_millis(500));
     kill9(run.id());
@@ -504,10 +508,12 @@ fn sliding_windows_with_lateness_resume_after_process_zero_is_killed() {
         "a killed run wrote its output"
     );
     extra.push("--resume");
-    let o = file_job(dir.path(), &job, "out", &extra).output().unwrap();
+    let o = file_job(dir.path(), &job, "out.csv", &extra)
+        .output()
+        .unwrap();
     let err = ok(&o);
     assert!(err.contains("resumed from checkpoint"), "{err}");
-    same_outputs(dir.path(), "out", "ref");
+    same_outputs(dir.path(), "out.csv", "ref.csv");
 }
 
 /// The rows of a Parquet file, read with the `parquet` crate's record reader: per row, the
@@ -543,35 +549,22 @@ fn parquet_rows(p: &Path) -> Vec<Vec<(String, String)>> {
 #[test]
 fn parquet_outputs_hold_the_csv_outputs_rows_with_typed_columns() {
     let dir = tempfile::tempdir().unwrap();
-    let input = disordered_input(dir.path());
+    let windows = [
+        "--window",
+        "tumbling:60s",
+        "--aggregate",
+        "count,mean:v,max:v",
+    ];
+    let job = disordered_job(dir.path(), &windows);
     // A row whose value is not a number, under a key of its own: its window's mean and max
     // have no number.
+    let input = dir.path().join("in.jsonl");
     let mut text = std::fs::read_to_string(&input).unwrap();
     text += "{\"ts\":20000,\"k\":\"z\",\"v\":\"NA\"}\n";
     std::fs::write(&input, text).unwrap();
-    let job = |out: &str, late: &str| {
-        let o = run(&[
-            "--input",
-            input.to_str().unwrap(),
-            "--time-field",
-            "ts",
-            "--key",
-            "k",
-            "--window",
-            "tumbling:60s",
-            "--aggregate",
-            "count,mean:v,max:v",
-            "--lateness",
-            "30s",
-            "--output",
-            dir.path().join(out).to_str().unwrap(),
-            "--late-output",
-            dir.path().join(late).to_str().unwrap(),
-        ]);
-        ok(&o);
-    };
-    job("out.csv", "late.csv");
-    job("out.parquet", "late.parquet");
+    for out in ["out.csv", "out.parquet"] {
+        ok(&file_job(dir.path(), &job, out, &[]).output().unwrap());
+    }
     let csv = csv_rows(&dir.path().join("out.csv"));
     let pq = parquet_rows(&dir.path().join("out.parquet"));
     assert!(csv.len() > 100);
@@ -607,8 +600,8 @@ fn parquet_outputs_hold_the_csv_outputs_rows_with_typed_columns() {
         nulls, 2,
         "the window of key z has no number for mean and max"
     );
-    let late_csv = csv_rows(&dir.path().join("late.csv"));
-    let late_pq = parquet_rows(&dir.path().join("late.parquet"));
+    let late_csv = csv_rows(&dir.path().join("out-late.csv"));
+    let late_pq = parquet_rows(&dir.path().join("out-late.parquet"));
     assert!(!late_csv.is_empty());
     assert_eq!(late_pq.len(), late_csv.len());
     for (p, c) in late_pq.iter().zip(&late_csv) {
