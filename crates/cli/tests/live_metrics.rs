@@ -224,12 +224,25 @@ fn a_running_job_serves_moving_metrics_and_a_status_page_a_browser_renders() {
     );
 }
 
+/// A free local port whose successor is free too (both bound, then released): process `p` of a
+/// local launch listens on the port plus `p`. (With only the first port checked, CI once found
+/// the second taken by another test's connection.)
+fn free_port_pair() -> u16 {
+    loop {
+        let first = TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = first.local_addr().unwrap().port();
+        if port < u16::MAX && TcpListener::bind(("127.0.0.1", port + 1)).is_ok() {
+            return port;
+        }
+    }
+}
+
 #[test]
 fn each_process_of_a_local_launch_serves_its_own_port() {
     let Some(input) = flights_csv() else { return };
     let dir = tempfile::tempdir().unwrap();
-    let port = free_port();
-    let child = start_job(
+    let port = free_port_pair();
+    let mut child = start_job(
         &input,
         dir.path(),
         port,
@@ -237,7 +250,19 @@ fn each_process_of_a_local_launch_serves_its_own_port() {
     );
     for p in 0..2u16 {
         let addr = SocketAddr::from(([127, 0, 0, 1], port + p));
-        let status = wait_for(addr, "/api/status");
+        let deadline = Instant::now() + Duration::from_secs(15);
+        let status = loop {
+            if let Some(b) = get(addr, "/api/status") {
+                break b;
+            }
+            if Instant::now() > deadline || child.try_wait().unwrap().is_some() {
+                let _ = child.kill();
+                let o = child.wait_with_output().unwrap();
+                let err = String::from_utf8_lossy(&o.stderr);
+                panic!("nothing answers on {addr}/api/status; the job said:\n{err}");
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        };
         let status: serde_json::Value = serde_json::from_str(&status).unwrap();
         assert_eq!(status["process"], p, "port {} is process {p}'s", port + p);
     }
