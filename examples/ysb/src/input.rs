@@ -74,7 +74,7 @@ pub fn check(bytes: &[u8], lateness_ms: u64, campaigns: &Campaigns) -> Events {
         ev.lines += 1;
         let parsed = std::str::from_utf8(raw)
             .map_err(|e| format!("not UTF-8: {e}"))
-            .and_then(|line| event::parse(line).map(|e| (line, e)));
+            .and_then(|line| event::parse_ref(line).map(|e| (line, e)));
         let (line, e) = match parsed {
             Ok(p) => p,
             Err(reason) => {

@@ -136,7 +136,7 @@ impl Decoder<String> for YsbDecoder {
             Ok(l) => l,
             Err(e) => return Decoded::Malformed(format!("not UTF-8: {e}")),
         };
-        match event::parse(line) {
+        match event::parse_ref(line) {
             Ok(e) => {
                 if e.event_type == EventType::View && self.table.of(&e.ad_id).is_none() {
                     self.unknown_ad_views.fetch_add(1, Ordering::Relaxed);
