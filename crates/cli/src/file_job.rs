@@ -24,7 +24,7 @@ use xorflow_runtime::{
 
 /// A result as the sink receives it: `Some` values per (window, key), `None` withdrawing a
 /// session a late row merged into another (`crates/core/src/session.rs`).
-type FileResult = WindowResult<Vec<String>, Option<Vec<Option<f64>>>>;
+type FileResult = WindowResult<u32, Option<Vec<Option<f64>>>>;
 
 #[derive(Args)]
 pub struct FileArgs {
@@ -84,9 +84,67 @@ pub struct FileArgs {
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct FileRecord {
     t: Time,
-    key: Vec<String>,
+    /// The row's key fields, as an index into the run's [`Keys`] (no allocation per row where
+    /// the operators key and hash it).
+    key: u32,
     values: Vec<Option<f64>>,
     line: u64,
+}
+
+/// The distinct keys of the input, in order of first appearance: every process reads the same
+/// file, so every process numbers them alike (and a resumed run as the checkpointed one did).
+#[derive(Default)]
+struct Keys {
+    list: Vec<Vec<String>>,
+    index: std::collections::HashMap<Vec<String>, u32>,
+}
+
+impl Keys {
+    fn id(&mut self, key: &[String]) -> u32 {
+        if let Some(&id) = self.index.get(key) {
+            return id;
+        }
+        let id = self.list.len() as u32;
+        self.list.push(key.to_vec());
+        self.index.insert(key.to_vec(), id);
+        id
+    }
+}
+
+/// The rows read, as the dataflow's records by event time; rows whose time does not parse join
+/// `malformed`.
+fn to_records(
+    a: &FileArgs,
+    time: &TimeFormat,
+    rows: Vec<xorflow_runtime::connectors::rows::Row>,
+    malformed: &mut Vec<(u64, String)>,
+) -> (Vec<(Time, FileRecord)>, Keys) {
+    let (mut records, mut keys) = (Vec::with_capacity(rows.len()), Keys::default());
+    let k = a.key.len();
+    for row in rows {
+        let t = match time.read(&row.fields[0]) {
+            Ok(t) => t,
+            Err(e) => {
+                malformed.push((row.line, format!("field '{}': {e}", a.time_field)));
+                continue;
+            }
+        };
+        let values = (row.fields[1 + k..].iter())
+            .map(|v| v.trim().parse().ok())
+            .collect();
+        let key = keys.id(&row.fields[1..1 + k]);
+        let line = row.line;
+        records.push((
+            t,
+            FileRecord {
+                t,
+                key,
+                values,
+                line,
+            },
+        ));
+    }
+    (records, keys)
 }
 
 /// How rows' times are read and results' times written.
@@ -322,31 +380,7 @@ pub fn run(a: FileArgs) -> Result<(), JobError> {
     columns.extend(fields.iter().cloned());
     let read = read_rows(&a.input, format, &columns).map_err(JobError::Input)?;
     let mut malformed = read.malformed;
-    let mut records = Vec::with_capacity(read.rows.len());
-    for row in read.rows {
-        let t = match time.read(&row.fields[0]) {
-            Ok(t) => t,
-            Err(e) => {
-                malformed.push((row.line, format!("field '{}': {e}", a.time_field)));
-                continue;
-            }
-        };
-        let k = a.key.len();
-        let key = row.fields[1..1 + k].to_vec();
-        let values = row.fields[1 + k..]
-            .iter()
-            .map(|v| v.trim().parse().ok())
-            .collect();
-        records.push((
-            t,
-            FileRecord {
-                t,
-                key,
-                values,
-                line: row.line,
-            },
-        ));
-    }
+    let (records, keys) = to_records(&a, &time, read.rows, &mut malformed);
     let rows = records.len();
     let records = Arc::new(records);
 
@@ -372,7 +406,7 @@ pub fn run(a: FileArgs) -> Result<(), JobError> {
         funcs,
         fields: fields.len(),
     };
-    let key = |r: &FileRecord| r.key.clone();
+    let key = |r: &FileRecord| r.key;
     let w = match windows {
         Windows::Fixed(size, slide) => {
             let spec = WindowSpec::sliding(size, slide)
@@ -416,7 +450,7 @@ pub fn run(a: FileArgs) -> Result<(), JobError> {
     ];
     columns.extend(key_columns.clone());
     columns.extend(value_columns);
-    let n = write_results(&a.output, out_format, &columns, &time, results)?;
+    let n = write_results(&a.output, out_format, &columns, &time, results, &keys)?;
     let late_rows = late.take();
     if let Some(p) = &a.late_output {
         let mut columns = vec![
@@ -424,7 +458,7 @@ pub fn run(a: FileArgs) -> Result<(), JobError> {
             ("event_time".to_string(), time_type),
         ];
         columns.extend(key_columns);
-        write_late(p, out_format, &columns, &time, &late_rows)?;
+        write_late(p, out_format, &columns, &time, &late_rows, &keys)?;
     }
     say_summary(&a, rows, &malformed, late_rows.len(), n, start.elapsed());
     if let Some(c) = &report.checkpoints {
@@ -470,11 +504,14 @@ fn write_results(
     columns: &[(String, ColumnType)],
     time: &TimeFormat,
     results: SharedVec<FileResult>,
+    keys: &Keys,
 ) -> Result<usize, JobError> {
-    let mut last: BTreeMap<(Time, Time, Vec<String>), Vec<Option<f64>>> = BTreeMap::new();
+    // (window end, window start, key fields) -> values.
+    type Id<'a> = (Time, Time, &'a [String]);
+    let mut last: BTreeMap<Id<'_>, Vec<Option<f64>>> = BTreeMap::new();
     for e in results.take() {
         let r = e.data;
-        let id = (r.end, r.start, r.key);
+        let id = (r.end, r.start, keys.list[r.key as usize].as_slice());
         let Some(value) = r.value else {
             last.remove(&id);
             continue;
@@ -486,7 +523,7 @@ fn write_results(
     }
     let rows = last.into_iter().map(|((end, start, key), value)| {
         let mut row = vec![time.write(start), time.write(end)];
-        row.extend(key.into_iter().map(serde_json::Value::from));
+        row.extend(key.iter().map(|k| serde_json::Value::from(k.as_str())));
         // The first value is the row count the final result was chosen by.
         row.extend(value.into_iter().skip(1).map(number));
         row
@@ -510,12 +547,14 @@ fn write_late(
     columns: &[(String, ColumnType)],
     time: &TimeFormat,
     late: &[xorflow_runtime::Element<FileRecord>],
+    keys: &Keys,
 ) -> Result<usize, JobError> {
     let mut rows: Vec<&FileRecord> = late.iter().map(|e| &e.data).collect();
     rows.sort_by_key(|r| r.line);
     let rows = rows.into_iter().map(|r| {
         let mut row = vec![r.line.into(), time.write(r.t)];
-        row.extend(r.key.iter().map(|k| serde_json::Value::from(k.as_str())));
+        let key = &keys.list[r.key as usize];
+        row.extend(key.iter().map(|k| serde_json::Value::from(k.as_str())));
         row
     });
     write_rows(path, format, columns, rows, "late output")
