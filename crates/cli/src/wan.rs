@@ -58,6 +58,11 @@ pub struct WanArgs {
     /// kernel TCP included; needs root). Flink stays behind its delay proxies on loopback.
     #[arg(long, default_value = "loopback", value_parser = ["loopback", "netns"])]
     network: String,
+    /// Runs per point (1-100): the sweep runs this many rounds, every point once per round (so
+    /// a drift of the machine spreads over every point); each table row is the run with its
+    /// point's median p99, and a table gives every point's spread.
+    #[arg(long, default_value_t = 1)]
+    repeat: usize,
     /// Where the JVM peers' Maven projects are.
     #[arg(long, default_value = "peers")]
     peers_dir: PathBuf,
@@ -117,6 +122,12 @@ impl WanArgs {
                  sets have 8 cities), got {processes:?}"
             ));
         }
+        if !(1..=100).contains(&self.repeat) {
+            return Err(format!(
+                "--repeat must be between 1 and 100, got {}",
+                self.repeat
+            ));
+        }
         if rtts.iter().chain(&chain_rtts).any(|&r| r > 60_000) {
             return Err("RTTs must be at most 60000 ms".into());
         }
@@ -136,6 +147,7 @@ impl WanArgs {
             chain_duration_s: 10,
             chain_rtts_ms: chain_rtts,
             quick: q,
+            repeat: self.repeat,
             network: if self.network == "netns" {
                 Network::Netns
             } else {

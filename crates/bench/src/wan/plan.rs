@@ -32,6 +32,10 @@ pub struct Plan {
     pub chain_rtts_ms: Vec<u64>,
     /// Fewer variants (notification: replicated and markers; tuning: two knobs).
     pub quick: bool,
+    /// Runs per point: the sweep runs this many rounds of every point (`--repeat`). Plans
+    /// written before repeats existed ran once.
+    #[serde(default = "one")]
+    pub repeat: usize,
     /// Where xorflow's processes talk (Flink stays behind its proxies on loopback). Results
     /// written before namespaces existed ran on loopback.
     #[serde(default)]
@@ -84,6 +88,10 @@ const TUNING: [(&str, &[&str]); 7] = [
     ),
 ];
 
+fn one() -> usize {
+    1
+}
+
 fn xorflow_only() -> Vec<Engine> {
     vec![Engine::Xorflow]
 }
@@ -93,7 +101,7 @@ fn strings(a: &[&str]) -> Vec<String> {
 }
 
 impl Plan {
-    /// Every run, in order.
+    /// Every run, in order: [`Plan::repeat`] rounds of every point.
     pub fn specs(&self) -> Vec<RunSpec> {
         let mut v = Vec::new();
         for &e in &self.experiments {
@@ -105,7 +113,11 @@ impl Plan {
                 Experiment::Tuning => self.tuning(&mut v),
             }
         }
-        v
+        let points = v.len();
+        v.into_iter()
+            .cycle()
+            .take(points * self.repeat.max(1))
+            .collect()
     }
 
     fn ysb(&self, e: Experiment, rate: u64, processes: usize, delay: Delay) -> RunSpec {
@@ -248,6 +260,7 @@ mod tests {
             chain_duration_s: 10,
             chain_rtts_ms: vec![0, 40],
             quick,
+            repeat: 1,
             network: Default::default(),
         }
     }
@@ -290,5 +303,12 @@ mod tests {
         assert_eq!((t.rate, t.delay.clone()), (55_000, Delay::mesh(100)));
         let q = plan(vec![Experiment::Notification, Experiment::Tuning], true).specs();
         assert_eq!(q.len(), 2 * 2 + 2);
+        // Repeats come in rounds: every point once, then again.
+        let mut p = plan(vec![Experiment::Tuning], true);
+        p.repeat = 3;
+        let r = p.specs();
+        assert_eq!(r.len(), 3 * 2);
+        assert_eq!((r[0].clone(), r[1].clone()), (r[2].clone(), r[3].clone()));
+        assert_ne!(r[0], r[1]);
     }
 }

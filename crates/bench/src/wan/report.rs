@@ -192,7 +192,84 @@ fn verdict(baseline: &Measured, series: &[&Measured]) -> String {
     }
 }
 
-fn markdown(file: &PlanFile, runs: &[Measured]) -> String {
+/// A run's headline latency, ms: its window p99 (YSB) or its notification p99 from the last
+/// arrival anywhere (chain); infinite when it measured none.
+fn headline_p99(m: &Measured) -> f64 {
+    (m.window_ms.map(|w| w[3]))
+        .or(m.notification_any_ms.map(|n| n[1]))
+        .unwrap_or(f64::INFINITY)
+}
+
+/// The runs of each point (equal specs), in the order points first ran.
+fn points(runs: &[Measured]) -> Vec<Vec<&Measured>> {
+    let mut groups: Vec<Vec<&Measured>> = Vec::new();
+    for m in runs {
+        match groups.iter_mut().find(|g| g[0].spec == m.spec) {
+            Some(g) => g.push(m),
+            None => groups.push(vec![m]),
+        }
+    }
+    groups
+}
+
+/// The run standing for a point in the tables: the one with the median [`headline_p99`] (the
+/// upper middle one of an even count: of two runs, the worse), so that a row is one real run,
+/// not a mix of several.
+fn median_run<'a>(runs: &[&'a Measured]) -> &'a Measured {
+    let mut sorted = runs.to_vec();
+    sorted.sort_by(|a, b| headline_p99(a).total_cmp(&headline_p99(b)));
+    sorted[sorted.len() / 2]
+}
+
+/// With repeats, each point's spread: how far its runs' p99 and throughput lie apart.
+fn spread_table(s: &mut String, groups: &[Vec<&Measured>]) {
+    if groups.iter().all(|g| g.len() < 2) {
+        return;
+    }
+    s.push_str(
+        "## Spread over repeats
+
+Each row of the tables above is the run with its point's \
+         median p99 (YSB: window; chain: notification from the last arrival anywhere). Every \
+         point's runs:\n\n| experiment | point | runs | p99 min / median / max ms | events/s \
+         min / max | counts |\n|---|---|---:|---:|---:|---|\n",
+    );
+    for g in groups {
+        let mut p99: Vec<f64> = g.iter().map(|m| headline_p99(m)).collect();
+        p99.sort_by(f64::total_cmp);
+        let tput = g.iter().map(|m| m.throughput_per_s);
+        let (lo, hi) = (
+            tput.clone().fold(f64::INFINITY, f64::min),
+            tput.fold(0.0, f64::max),
+        );
+        let m = g[0];
+        let _ = writeln!(
+            s,
+            "| {} | {} p={} {}/s {} {} | {} | {:.1} / {:.1} / {:.1} | {lo:.0} / {hi:.0} | {} |",
+            m.spec.experiment.name(),
+            m.spec.engine.name(),
+            m.spec.processes,
+            m.spec.rate,
+            m.spec.delay.label(),
+            m.spec.variant,
+            g.len(),
+            p99[0],
+            p99[p99.len() / 2],
+            p99[p99.len() - 1],
+            if g.iter().all(|m| m.correct) {
+                "oracle".to_string()
+            } else {
+                format!("{} WRONG", g.iter().filter(|m| !m.correct).count())
+            }
+        );
+    }
+    s.push('\n');
+}
+
+fn markdown(file: &PlanFile, all: &[Measured]) -> String {
+    let groups = points(all);
+    let medians: Vec<Measured> = groups.iter().map(|g| median_run(g).clone()).collect();
+    let runs = medians.as_slice();
     let plan = &file.plan;
     let mut s = String::from("# xorflow bench wan: seed 004's experiments\n\n");
     let _ = writeln!(
@@ -219,6 +296,15 @@ fn markdown(file: &PlanFile, runs: &[Measured]) -> String {
         },
         KEEPS_UP * 100.0
     );
+    if plan.repeat > 1 {
+        let _ = writeln!(
+            s,
+            "{} runs per point, in rounds (every point once per round); each table row is the \
+             run with its point's median p99, and \"Spread over repeats\" gives every point's \
+             range.\n",
+            plan.repeat
+        );
+    }
     if plan.engines.contains(&crate::ysb::Engine::Flink) {
         s.push_str(
             "Flink 1.20 runs (mesh only): a MiniCluster with one TaskManager of one slot per \
@@ -301,6 +387,7 @@ fn markdown(file: &PlanFile, runs: &[Measured]) -> String {
         }
         s.push('\n');
     }
+    spread_table(&mut s, &groups);
     s
 }
 
@@ -375,6 +462,7 @@ mod tests {
                 chain_duration_s: 10,
                 chain_rtts_ms: Vec::new(),
                 quick: false,
+                repeat: 1,
                 network: Default::default(),
             },
         };
@@ -400,5 +488,53 @@ mod tests {
         std::fs::write(dir.path().join("raw.jsonl"), "{\"id\": 3}\n").unwrap();
         let e = format!("{:#}", rewrite(dir.path()).unwrap_err());
         assert!(e.contains("raw.jsonl line 1"), "{e}");
+    }
+
+    /// With repeats a table row is the run with its point's median p99, the knee is judged on
+    /// those, and the spread table shows every point's range.
+    #[test]
+    fn repeats_are_shown_by_their_median_run_and_their_spread() {
+        let mut file_runs = Vec::new();
+        // Three rounds; at 40 ms one round's p99 is an outlier over the bound (50 + 20 + 5).
+        for (round, p40) in [(0, 70.0), (1, 140.0), (2, 72.0)] {
+            let mut b = run(0, 50.0 + round as f64, 22_000.0);
+            b.id = format!("b{round}");
+            let mut r = run(40, p40, 22_000.0);
+            r.id = format!("r{round}");
+            file_runs.extend([b, r]);
+        }
+        let groups = points(&file_runs);
+        assert_eq!(groups.len(), 2);
+        assert_eq!(median_run(&groups[0]).id, "b1");
+        assert_eq!(median_run(&groups[1]).id, "r2");
+        let file = PlanFile {
+            command: "xorflow bench wan --experiments mesh --repeat 3".into(),
+            plan: Plan {
+                experiments: vec![Experiment::Mesh],
+                engines: vec![crate::ysb::Engine::Xorflow],
+                rates: vec![22_000],
+                processes: vec![2],
+                rtts_ms: vec![0, 40],
+                topologies: Vec::new(),
+                duration_s: 30,
+                chain_rate: 20_000,
+                chain_duration_s: 10,
+                chain_rtts_ms: Vec::new(),
+                quick: false,
+                repeat: 3,
+                network: Default::default(),
+            },
+        };
+        let text = markdown(&file, &file_runs);
+        assert!(text.contains("no knee up to 40 ms"), "{text}");
+        assert!(text.contains("## Spread over repeats"), "{text}");
+        assert!(
+            text.contains(
+                "| mesh | xorflow p=2 22000/s rtt 40ms default | 3 | 70.0 / 72.0 / 140.0 |"
+            ),
+            "{text}"
+        );
+        // runs.csv keeps every run.
+        assert_eq!(csv(&file_runs).lines().count(), 1 + 6);
     }
 }

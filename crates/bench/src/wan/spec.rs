@@ -166,8 +166,8 @@ pub enum Workload {
     Chain,
 }
 
-/// One run.
-#[derive(Clone, Debug, Serialize, Deserialize)]
+/// One run (equal specs: one point of the sweep, run once per round).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct RunSpec {
     /// Which experiment it belongs to.
     pub experiment: Experiment,
