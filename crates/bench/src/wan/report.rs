@@ -422,6 +422,28 @@ mod tests {
         }
     }
 
+    /// A mesh sweep at 22,000 events/s on 2 processes over `rtts_ms`, `repeat` runs per point.
+    fn mesh_plan(command: &str, rtts_ms: Vec<u64>, repeat: usize) -> PlanFile {
+        PlanFile {
+            command: command.into(),
+            plan: Plan {
+                experiments: vec![Experiment::Mesh],
+                engines: vec![crate::ysb::Engine::Xorflow],
+                rates: vec![22_000],
+                processes: vec![2],
+                rtts_ms,
+                topologies: Vec::new(),
+                duration_s: 30,
+                chain_rate: 20_000,
+                chain_duration_s: 10,
+                chain_rtts_ms: Vec::new(),
+                quick: false,
+                repeat,
+                network: Default::default(),
+            },
+        }
+    }
+
     #[test]
     fn the_knee_is_where_runs_stay_past_the_bound_or_below_the_rate() {
         let (b, r40, r80) = (
@@ -448,24 +470,11 @@ mod tests {
             knee(&b, &[&b, &outlier, &r40, &r80]).map(|m| m.rtt_max_ms),
             Some(80.0)
         );
-        let file = PlanFile {
-            command: "xorflow bench wan --experiments mesh".into(),
-            plan: Plan {
-                experiments: vec![Experiment::Mesh],
-                engines: vec![crate::ysb::Engine::Xorflow],
-                rates: vec![22_000],
-                processes: vec![2],
-                rtts_ms: vec![0, 20, 40, 80],
-                topologies: Vec::new(),
-                duration_s: 30,
-                chain_rate: 20_000,
-                chain_duration_s: 10,
-                chain_rtts_ms: Vec::new(),
-                quick: false,
-                repeat: 1,
-                network: Default::default(),
-            },
-        };
+        let file = mesh_plan(
+            "xorflow bench wan --experiments mesh",
+            vec![0, 20, 40, 80],
+            1,
+        );
         let runs = [b, outlier, r40, r80];
         let text = markdown(&file, &runs);
         assert!(
@@ -507,24 +516,11 @@ mod tests {
         assert_eq!(groups.len(), 2);
         assert_eq!(median_run(&groups[0]).id, "b1");
         assert_eq!(median_run(&groups[1]).id, "r2");
-        let file = PlanFile {
-            command: "xorflow bench wan --experiments mesh --repeat 3".into(),
-            plan: Plan {
-                experiments: vec![Experiment::Mesh],
-                engines: vec![crate::ysb::Engine::Xorflow],
-                rates: vec![22_000],
-                processes: vec![2],
-                rtts_ms: vec![0, 40],
-                topologies: Vec::new(),
-                duration_s: 30,
-                chain_rate: 20_000,
-                chain_duration_s: 10,
-                chain_rtts_ms: Vec::new(),
-                quick: false,
-                repeat: 3,
-                network: Default::default(),
-            },
-        };
+        let file = mesh_plan(
+            "xorflow bench wan --experiments mesh --repeat 3",
+            vec![0, 40],
+            3,
+        );
         let text = markdown(&file, &file_runs);
         assert!(text.contains("no knee up to 40 ms"), "{text}");
         assert!(text.contains("## Spread over repeats"), "{text}");
