@@ -18,7 +18,7 @@ use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 use xorflow_runtime::args::{Argv, EngineArgs};
 use xorflow_runtime::measure::span_log::SpanLog;
-use xorflow_runtime::measure::stats::NOTIFICATION_LATENCY_ANY;
+use xorflow_runtime::measure::stats::{NOTIFICATION_LATENCY_ANY, NOTIFICATION_LATENCY_FRONTIER};
 use xorflow_runtime::measure::traffic::Count;
 use xorflow_runtime::operators::epoch_snapshot::{
     BUFFERED_ELEMENTS, BUFFERED_NS, BUFFERING_HISTOGRAM, SNAPSHOTS,
@@ -362,6 +362,13 @@ pub struct ChainMeasures {
     /// results from before it was measured).
     #[serde(default)]
     pub notification_latency_any: Percentiles,
+    /// The same measured from the first moment a frontier could pass the substream: the last
+    /// arrival of it or of an earlier substream at any instance (a frontier passes a substream
+    /// only with all before it). Differs from `notification_latency_any` where substreams arrive
+    /// out of order, e.g. the chain under delay; exact with `--latency-sample all`, at most
+    /// larger than the truth with sampled substreams (`SlotLog::settle`).
+    #[serde(default)]
+    pub notification_latency_frontier: Percentiles,
     /// Across processes: how `notification_latency_any` went through the clock alignment (its
     /// largest error bound; `None` in one process, whose stamps share one clock).
     #[serde(default)]
@@ -468,6 +475,10 @@ pub struct ChainResult {
     pub traffic_per_process: Vec<TrafficByKind>,
     /// Seconds spent inside the tracker (None without tracking).
     pub tracker_busy_s: Option<f64>,
+    /// Ack and heartbeat pieces the tracker shards applied, summed over shards and replicas:
+    /// with replicas, every piece once per replica (`--tracker-regions` has fewer).
+    #[serde(default)]
+    pub tracker_pieces_applied: Option<u64>,
     /// Tracker time per second of run, summed over shards (`tracker_busy_s / elapsed_s`).
     pub tracker_busy_per_s: Option<f64>,
     /// CPU seconds per second of run of the dedicated tracker processes, summed over them
@@ -884,6 +895,7 @@ fn result(
             latency_p95_us: sink.latency_us(0.95),
             latency_p99_us: sink.latency_us(0.99),
             notification_latency_any: Percentiles::of(sink, NOTIFICATION_LATENCY_ANY),
+            notification_latency_frontier: Percentiles::of(sink, NOTIFICATION_LATENCY_FRONTIER),
             notification_clock: sink.clock_check(),
             element_latency_clock: (sink.histograms.contains_key(ELEMENT_LATENCY_CLOCK))
                 .then(|| Percentiles::of(sink, ELEMENT_LATENCY_CLOCK)),
@@ -911,6 +923,7 @@ fn result(
             .map(TrafficByKind::from)
             .collect(),
         tracker_busy_s: busy,
+        tracker_pieces_applied: report.tracker.as_ref().map(|t| t.flushes_applied),
         tracker_busy_per_s: busy.map(per_s),
         tracker_process_cpu_per_s: tracker_sum(|pr| pr.cpu_s),
         tracker_process_wait_per_s: tracker_sum(|pr| pr.run_queue_wait_s),
@@ -930,7 +943,12 @@ pub fn describe(r: &ChainResult) -> String {
     };
     let any = &m.notification_latency_any;
     if let (Some(a), Some(b)) = (any.p50_us, any.p99_us) {
-        lat += &format!(" (from the last arrival at any instance: p50 {a:.1} us p99 {b:.1} us)");
+        lat += &format!(" (from the last arrival at any instance: p50 {a:.1} us p99 {b:.1} us");
+        let f = &m.notification_latency_frontier;
+        if let (Some(a), Some(b)) = (f.p50_us, f.p99_us) {
+            lat += &format!("; from the last arrival of it or an earlier substream: p50 {a:.1} us p99 {b:.1} us");
+        }
+        lat += ")";
     }
     if let Some(c) = &m.notification_clock {
         lat += &format!(

@@ -18,8 +18,8 @@ use xorflow_bench::ysb::Engine;
                   raw.jsonl and every run's command and output under runs/ (docs/wan.md)."
 )]
 pub struct WanArgs {
-    /// Experiments to run, comma-separated: mesh, topology, jitter, notification, tuning
-    /// (default: all).
+    /// Experiments to run, comma-separated: mesh, topology, jitter, notification, tuning,
+    /// regions (the last only when --processes has 8) (default: all).
     #[arg(long, value_delimiter = ',')]
     experiments: Vec<String>,
     /// YSB rates, events/s (default 22000,55000: seed 004's).

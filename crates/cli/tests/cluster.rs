@@ -83,6 +83,9 @@ struct Variant {
     /// `--tracker-layout central`: each shard in one process, instead of the default replica of
     /// every shard in every worker process (without tracker processes).
     central: bool,
+    /// `--tracker-regions`, e.g. `0,1/2` (empty: a replica in every worker process); each
+    /// region's first process hosts its replica.
+    regions: &'static str,
     /// Further options.
     extra: &'static [&'static str],
     /// `--sources`.
@@ -92,12 +95,19 @@ struct Variant {
 }
 
 impl Variant {
+    /// Whether process `i` hosts a replica (replicated layout).
+    fn hosts_replica(&self, i: u64) -> bool {
+        let first = |r: &str| r.split(',').next().and_then(|p| p.parse::<u64>().ok());
+        self.regions.is_empty() || self.regions.split('/').any(|r| first(r) == Some(i))
+    }
+
     fn new(tracking: Tracking) -> Self {
         Variant {
             tracking,
             shards: None,
             tracker_processes: 0,
             central: false,
+            regions: "",
             extra: &[],
             sources: 1,
             lateness: ("24h", 24 * 3600),
@@ -111,13 +121,18 @@ impl Variant {
             .unwrap_or_default();
         format!(
             "--processes {PROCESSES} --tracker-processes {} --workers {WORKERS} --tracking \
-             {}{shards}{} --sources {} --lateness {} {}",
+             {}{shards}{}{} --sources {} --lateness {} {}",
             self.tracker_processes,
             self.tracking.name(),
             if self.central {
                 " --tracker-layout central"
             } else {
                 ""
+            },
+            if self.regions.is_empty() {
+                String::new()
+            } else {
+                format!(" --tracker-regions {}", self.regions)
             },
             self.sources,
             self.lateness.0,
@@ -167,6 +182,9 @@ fn check(v: Variant) {
     }
     if v.central {
         cmd.args(["--tracker-layout", "central"]);
+    }
+    if !v.regions.is_empty() {
+        cmd.args(["--tracker-regions", v.regions]);
     }
     let run = cmd.output().expect("run xorflow");
     let stderr = String::from_utf8_lossy(&run.stderr);
@@ -297,7 +315,12 @@ fn check(v: Variant) {
     if matches!(v.tracking, Tracking::Tracker) && v.tracker_processes == 0 {
         // Who notifies: every process with a replica, or only the hosts of the shards.
         for (i, p) in per.iter().enumerate() {
-            let hosts = !v.central || (i as u64) < v.shards.unwrap_or(1);
+            let i = i as u64;
+            let hosts = if v.central {
+                i < v.shards.unwrap_or(1)
+            } else {
+                v.hosts_replica(i)
+            };
             assert_eq!(
                 m(p, "frontier") > 0,
                 hosts,
@@ -407,6 +430,18 @@ fn two_dedicated_tracker_processes_with_late_rows_match_oracle() {
         tracker_processes: 2,
         sources: 3,
         lateness: ("1h", 3600),
+        ..Variant::new(Tracking::Tracker)
+    });
+}
+
+#[test]
+fn tracker_replicas_by_region_under_the_eu_topology_match_oracle() {
+    // Regions {0, 2} and {1}: process 2 (Milan) sends its acks to both replicas and takes its
+    // frontiers from process 0's (Frankfurt), one 6 ms hop away.
+    check(Variant {
+        shards: Some(2),
+        regions: "0,2/1",
+        extra: &["--rtt-topology", "eu"],
         ..Variant::new(Tracking::Tracker)
     });
 }
@@ -582,7 +617,7 @@ fn bad_delay_options_exit_2_naming_the_option_file_and_line() {
 
 #[test]
 fn tracker_processes_need_the_tracker_enough_shards_and_worker_processes() {
-    let cases: [(&[&str], &str); 6] = [
+    let cases: [(&[&str], &str); 9] = [
         (
             &[
                 "--processes",
@@ -638,6 +673,25 @@ fn tracker_processes_need_the_tracker_enough_shards_and_worker_processes() {
         (
             &["--processes", "2", "--tracker-layout", "mirrored"],
             "unknown tracker layout 'mirrored'",
+        ),
+        (
+            &["--processes", "3", "--tracker-regions", "0,1"],
+            "--tracker-regions 0,1: process 2 is in no region",
+        ),
+        (
+            &["--processes", "3", "--tracker-regions", "0,1/2,3"],
+            "--tracker-regions 0,1/2,3: process 3 is not a worker process (the job has 3)",
+        ),
+        (
+            &[
+                "--processes",
+                "3",
+                "--tracker-regions",
+                "0,1/2",
+                "--tracker-layout",
+                "central",
+            ],
+            "--tracker-regions 0,1/2 needs --tracking tracker with the replicated layout",
         ),
     ];
     for (args, want) in cases {

@@ -63,6 +63,13 @@ pub struct EngineArgs {
     /// --tracker-processes).
     #[arg(long)]
     pub tracker_layout: Option<crate::config::TrackerLayout>,
+    /// With the replicated layout, one tracker replica per region instead of one per worker
+    /// process: regions separated by '/', processes by ',', each region's replica in its first
+    /// process, which notifies the region's others with frontier frames (fewer copies of every
+    /// ack across the long links, one short hop inside a region; docs/wan.md, "Tracker replicas
+    /// by region"). E.g. 0,5,6/1,2,4,7/3 for the global city set's Europe, America and Tokyo.
+    #[arg(long)]
+    pub tracker_regions: Option<crate::progress::regions::TrackerRegions>,
     /// Which thread writes frames to other processes: adaptive (a worker writes one
     /// iteration's frames itself, in one writev, when they total 64 KiB or more, and hands
     /// smaller bursts to the network thread), sender (the worker always writes) or
@@ -273,6 +280,7 @@ impl EngineArgs {
                 } else {
                     crate::config::TrackerLayout::Replicated
                 }),
+            tracker_regions: self.tracker_regions.clone(),
             latency_probe: !self.no_latency_probe,
             latency_sample: self.latency_sample,
             metrics_addr: self.metrics_addr,
@@ -388,6 +396,7 @@ impl EngineArgs {
             d.tracker_processes,
         );
         a.option("tracker-layout", self.tracker_layout.map(|l| l.name()));
+        a.option("tracker-regions", self.tracker_regions.as_ref());
         a.value("net-writes", self.net_writes.name(), d.net_writes.name());
         a.option(
             "rtt",
@@ -676,7 +685,11 @@ mod tests {
             startup_timeout in duration(),
             tracker_shards in 0usize..2000,
             tracker_processes in 0usize..10,
-            layout in proptest::option::of(any::<bool>()),
+            (layout, tracker_regions) in (
+                proptest::option::of(any::<bool>()),
+                proptest::option::of(proptest::collection::vec(
+                    proptest::collection::vec(0usize..10, 1..4), 1..4)),
+            ),
             net_writes in 0usize..3,
             batch_size in 0usize..100_000,
             (channel_capacity, max_credit_window) in
@@ -717,6 +730,12 @@ mod tests {
                     } else {
                         crate::config::TrackerLayout::Central
                     }
+                }),
+                tracker_regions: tracker_regions.map(|r| {
+                    let text: Vec<String> = (r.iter())
+                        .map(|g| g.iter().map(usize::to_string).collect::<Vec<_>>().join(","))
+                        .collect();
+                    text.join("/").parse().expect("numbers in groups")
                 }),
                 net_writes: [
                     crate::net::outbox::NetWrites::Adaptive,

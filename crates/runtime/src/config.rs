@@ -188,6 +188,11 @@ pub struct RuntimeConfig {
     pub tracker_shards: usize,
     /// Where the shards run: one process each, or replicated in every worker process.
     pub tracker_layout: TrackerLayout,
+    /// With the replicated layout: one replica per region instead of one per worker process
+    /// (`--tracker-regions`; `None`: every worker process hosts one). The first process of a
+    /// region hosts its replica and notifies the region's other processes with frontier
+    /// frames (`progress/regions.rs`).
+    pub tracker_regions: Option<crate::progress::regions::TrackerRegions>,
     /// Processes and how they find each other.
     pub cluster: crate::net::cluster::ClusterConfig,
     /// The job's own parameters that every process must agree on (window sizes, input, ...):
@@ -257,6 +262,7 @@ impl Default for RuntimeConfig {
             ack_multiplier: 0,
             tracker_shards: 1,
             tracker_layout: TrackerLayout::Replicated,
+            tracker_regions: None,
             cluster: crate::net::cluster::ClusterConfig::default(),
             job_key: String::new(),
             latency_probe: true,
@@ -312,6 +318,7 @@ impl RuntimeConfig {
                  run in the worker processes"
             ));
         }
+        self.validate_regions()?;
         if tp > self.tracker_shards {
             return Err(format!(
                 "--tracker-processes {tp} is more than --tracker-shards {}: a tracker process \
@@ -322,6 +329,24 @@ impl RuntimeConfig {
         self.cluster.validate()?;
         self.validate_checkpoints()?;
         self.validate_sizes()
+    }
+
+    /// `--tracker-regions`: with trAcker's replicated layout, covering the worker processes.
+    fn validate_regions(&self) -> Result<(), String> {
+        let Some(r) = &self.tracker_regions else {
+            return Ok(());
+        };
+        if self.tracker_layout != TrackerLayout::Replicated
+            || self.tracking != TrackingMode::Tracker
+        {
+            return Err(format!(
+                "--tracker-regions {r} needs --tracking tracker with the replicated layout (got \
+                 --tracking {} --tracker-layout {})",
+                self.tracking.name(),
+                self.tracker_layout.name()
+            ));
+        }
+        r.check(self.cluster.launch_processes())
     }
 
     /// Checkpoints need trAcker (the cut is its epoch frontier) and, for now, one process.

@@ -31,6 +31,17 @@ pub struct Measured {
     pub notification_ms: Option<[f64; 2]>,
     /// Chain: notification latency from the last arrival at any sink instance, p50 and p99.
     pub notification_any_ms: Option<[f64; 2]>,
+    /// Chain: the same from the last arrival of the substream *or an earlier one* anywhere (the
+    /// first moment a frontier could pass it; the runs measure every substream, so exact).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub notification_frontier_ms: Option<[f64; 2]>,
+    /// Chain with trAcker: ack and heartbeat pieces applied by all tracker shards and replicas
+    /// together (a piece once per replica), and the seconds they spent applying them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tracker_pieces: Option<u64>,
+    /// See `tracker_pieces`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tracker_busy_s: Option<f64>,
     /// Chain: element latency p50 and p99 (clock-aligned across processes).
     pub element_ms: Option<[f64; 2]>,
     /// Elements seen below a notified frontier (must be 0).
@@ -94,6 +105,9 @@ impl Runner {
             window_ms: None,
             notification_ms: None,
             notification_any_ms: None,
+            notification_frontier_ms: None,
+            tracker_pieces: None,
+            tracker_busy_s: None,
             element_ms: None,
             below_frontier: 0,
             proxied_bytes: None,
@@ -206,6 +220,9 @@ impl Runner {
             "--granularity",
             "100",
             "--json",
+            // Every substream, so the frontier measure is exact (10 substreams/s here).
+            "--latency-sample",
+            "all",
         ]
         .map(String::from)
         .to_vec();
@@ -224,6 +241,7 @@ impl Runner {
             .as_ref()
             .unwrap_or(&c.element_latency);
         let any = &c.notification_latency_any;
+        let frontier = &c.notification_latency_frontier;
         Ok(Measured {
             throughput_per_s: c.achieved_rate.unwrap_or(c.elements_per_s),
             correct: c.elements_received.is_none_or(|n| n == c.elements),
@@ -231,6 +249,10 @@ impl Runner {
                 .latency_p50_us
                 .map(|p50| [p50 / 1e3, ms(c.latency_p99_us)]),
             notification_any_ms: (any.count > 0).then(|| [ms(any.p50_us), ms(any.p99_us)]),
+            notification_frontier_ms: (frontier.count > 0)
+                .then(|| [ms(frontier.p50_us), ms(frontier.p99_us)]),
+            tracker_pieces: r.tracker_pieces_applied,
+            tracker_busy_s: r.tracker_busy_s,
             element_ms: Some([ms(el.p50_us), ms(el.p99_us)]),
             ..m
         })

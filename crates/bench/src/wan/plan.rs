@@ -88,6 +88,20 @@ const TUNING: [(&str, &[&str]); 7] = [
     ),
 ];
 
+/// The regions experiment's variants on the global city set's 8 cities (Frankfurt, New York,
+/// San Francisco, Tokyo, Seattle, London, Amsterdam, Atlanta; `net/delay/topology.rs`):
+/// (name, options).
+const REGIONS: [(&str, &[&str]); 4] = [
+    ("replicated", &[]),
+    // Europe (Frankfurt, London, Amsterdam), U.S. east (New York, Atlanta), U.S. west (San
+    // Francisco, Seattle), Tokyo; each region's replica in its first city. Hops inside a
+    // region: 4-15 ms one way.
+    ("regions-4", &["--tracker-regions", "0,5,6/1,7/2,4/3"]),
+    // America as one region: New York's replica is 35-38 ms from San Francisco and Seattle.
+    ("regions-3", &["--tracker-regions", "0,5,6/1,2,4,7/3"]),
+    ("central", &["--tracker-layout", "central"]),
+];
+
 fn one() -> usize {
     1
 }
@@ -111,6 +125,7 @@ impl Plan {
                 Experiment::Jitter => self.jitter(&mut v),
                 Experiment::Notification => self.notification(&mut v),
                 Experiment::Tuning => self.tuning(&mut v),
+                Experiment::Regions => self.regions(&mut v),
             }
         }
         let points = v.len();
@@ -225,6 +240,26 @@ impl Plan {
         }
     }
 
+    /// The chain on the global city set's 8 processes, each tracker layout once; only when the
+    /// sweep has 8 processes (the three regions need all 8 cities).
+    fn regions(&self, v: &mut Vec<RunSpec>) {
+        if !self.processes.contains(&8) {
+            return;
+        }
+        for (name, args) in REGIONS {
+            v.push(RunSpec {
+                experiment: Experiment::Regions,
+                engine: Engine::Xorflow,
+                workload: Workload::Chain,
+                rate: self.chain_rate,
+                processes: 8,
+                delay: Delay::Topology("global".into()),
+                variant: name.into(),
+                args: strings(args),
+            });
+        }
+    }
+
     /// The knobs at the largest RTT, the highest rate, the fewest processes.
     fn tuning(&self, v: &mut Vec<RunSpec>) {
         let rate = *self.rates.iter().max().expect("a rate");
@@ -278,6 +313,13 @@ mod tests {
         assert_eq!(count(Experiment::Jitter), 3 * 2);
         assert_eq!(count(Experiment::Notification), 7 * 2);
         assert_eq!(count(Experiment::Tuning), 7);
+        assert_eq!(count(Experiment::Regions), 4);
+        let regions = specs.iter().find(|s| s.variant == "regions-4").unwrap();
+        assert_eq!((regions.processes, regions.workload), (8, Workload::Chain));
+        // Without 8 processes in the sweep there is no regions run.
+        let mut p4 = plan(vec![Experiment::Regions], false);
+        p4.processes = vec![2, 4];
+        assert!(p4.specs().is_empty());
         // Ids are unique and file-name safe.
         let ids: std::collections::BTreeSet<String> =
             specs.iter().enumerate().map(|(i, s)| s.id(i)).collect();

@@ -68,7 +68,8 @@ fn csv(runs: &[Measured]) -> String {
         "id,experiment,engine,workload,processes,rate,delay,variant,rtt_mean_ms,rtt_max_ms,\
          throughput_per_s,correct,window_p50_ms,window_p90_ms,window_p95_ms,window_p99_ms,\
          window_max_ms,notification_p50_ms,notification_p99_ms,notification_any_p50_ms,\
-         notification_any_p99_ms,element_p50_ms,element_p99_ms,below_frontier,\
+         notification_any_p99_ms,notification_frontier_p50_ms,notification_frontier_p99_ms,\
+         element_p50_ms,element_p99_ms,below_frontier,\
          proxied_bytes\n",
     );
     for m in runs {
@@ -76,7 +77,7 @@ fn csv(runs: &[Measured]) -> String {
         let two = |v: Option<[f64; 2]>, i: usize| f(v.map(|x| x[i]));
         let _ = writeln!(
             s,
-            "{},{},{},{:?},{},{},{},{},{:.2},{:.2},{:.0},{},{},{},{},{},{},{},{},{},{},{},{},{},{}",
+            "{},{},{},{:?},{},{},{},{},{:.2},{:.2},{:.0},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}",
             m.id,
             m.spec.experiment.name(),
             m.spec.engine.name(),
@@ -98,6 +99,8 @@ fn csv(runs: &[Measured]) -> String {
             two(m.notification_ms, 1),
             two(m.notification_any_ms, 0),
             two(m.notification_any_ms, 1),
+            two(m.notification_frontier_ms, 0),
+            two(m.notification_frontier_ms, 1),
             two(m.element_ms, 0),
             two(m.element_ms, 1),
             m.below_frontier,
@@ -357,38 +360,59 @@ fn markdown(file: &PlanFile, all: &[Measured]) -> String {
             s.push('\n');
         }
     }
-    let n = of(Experiment::Notification);
-    if !n.is_empty() {
-        s.push_str(
-            "## Notification latency under RTT (chain)\n\n| variant | delay | RTT max ms | \
-             elements/s | notification p50 / p99 ms | from last arrival anywhere p50 / p99 ms \
-             | element p50 / p99 ms | complete |\n|---|---|---:|---:|---:|---:|---:|---|\n",
-        );
-        for m in n {
-            let two = |v: Option<[f64; 2]>| {
-                v.map_or("-".into(), |x| format!("{:.1} / {:.1}", x[0], x[1]))
-            };
-            let _ = writeln!(
-                s,
-                "| {} | {} | {:.0} | {:.0} | {} | {} | {} | {} |",
-                m.spec.variant,
-                m.spec.delay.label(),
-                m.rtt_max_ms,
-                m.throughput_per_s,
-                two(m.notification_ms),
-                two(m.notification_any_ms),
-                two(m.element_ms),
-                if m.correct && m.below_frontier == 0 {
-                    "yes"
-                } else {
-                    "NO"
-                }
-            );
+    for (e, title) in [
+        (
+            Experiment::Notification,
+            "Notification latency under RTT (chain)",
+        ),
+        (
+            Experiment::Regions,
+            "Tracker replicas by region (chain, global city set, 8 processes)",
+        ),
+    ] {
+        let rs = of(e);
+        if !rs.is_empty() {
+            chain_table(&mut s, title, &rs);
         }
-        s.push('\n');
     }
     spread_table(&mut s, &groups);
     s
+}
+
+/// The chain runs of one experiment: notification latency (per instance, from the last arrival
+/// anywhere, from the first moment a frontier could pass), element latency, and the tracker's
+/// work (pieces applied over all shards and replicas, seconds applying them).
+fn chain_table(s: &mut String, title: &str, runs: &[&Measured]) {
+    let _ = write!(
+        s,
+        "## {title}\n\n| variant | delay | RTT max ms | elements/s | notification p50 / p99 ms \
+         | from last arrival anywhere p50 / p99 ms | from the first moment a frontier could \
+         pass p50 / p99 ms | element p50 / p99 ms | tracker pieces applied | tracker s | \
+         complete |\n|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---|\n",
+    );
+    let two = |v: Option<[f64; 2]>| v.map_or("-".into(), |x| format!("{:.1} / {:.1}", x[0], x[1]));
+    for m in runs {
+        let _ = writeln!(
+            s,
+            "| {} | {} | {:.0} | {:.0} | {} | {} | {} | {} | {} | {} | {} |",
+            m.spec.variant,
+            m.spec.delay.label(),
+            m.rtt_max_ms,
+            m.throughput_per_s,
+            two(m.notification_ms),
+            two(m.notification_any_ms),
+            two(m.notification_frontier_ms),
+            two(m.element_ms),
+            m.tracker_pieces.map_or("-".into(), |n| n.to_string()),
+            m.tracker_busy_s.map_or("-".into(), |t| format!("{t:.2}")),
+            if m.correct && m.below_frontier == 0 {
+                "yes"
+            } else {
+                "NO"
+            }
+        );
+    }
+    s.push('\n');
 }
 
 #[cfg(test)]
@@ -416,6 +440,9 @@ mod tests {
             window_ms: Some([1.0, 2.0, 3.0, p99, p99]),
             notification_ms: None,
             notification_any_ms: None,
+            notification_frontier_ms: None,
+            tracker_pieces: None,
+            tracker_busy_s: None,
             element_ms: None,
             below_frontier: 0,
             proxied_bytes: None,

@@ -20,16 +20,20 @@ pub enum Experiment {
     /// The YSB at the largest RTT with the knobs seed 004 tunes: channel capacity (credits
     /// against the bandwidth-delay product), flush timeout, batching of acks and batches.
     Tuning,
+    /// Tracker replicas by region: the chain on the global city set's 8 processes with a
+    /// replica per process, one per region (Europe, America, Tokyo) and one central tracker.
+    Regions,
 }
 
 impl Experiment {
     /// All of them, in the order they run.
-    pub const ALL: [Experiment; 5] = [
+    pub const ALL: [Experiment; 6] = [
         Experiment::Mesh,
         Experiment::Topology,
         Experiment::Jitter,
         Experiment::Notification,
         Experiment::Tuning,
+        Experiment::Regions,
     ];
 
     /// Its name on the command line and in results.
@@ -40,6 +44,7 @@ impl Experiment {
             Experiment::Jitter => "jitter",
             Experiment::Notification => "notification",
             Experiment::Tuning => "tuning",
+            Experiment::Regions => "regions",
         }
     }
 

@@ -11,13 +11,14 @@ pub(crate) fn job_id(graph: &GraphDesc, c: &RuntimeConfig, processes: usize) -> 
     let mut h = rustc_hash::FxHasher::default();
     // Not the launch itself: it names this process's own index and hostfile path.
     format!(
-        "{graph:?}|{}|{:?}|{}|{}|{}|{}|{processes}|{}|{}|{}|{}",
+        "{graph:?}|{}|{:?}|{}|{}|{}|{:?}|{}|{processes}|{}|{}|{}|{}",
         c.workers,
         c.tracking,
         c.granularity,
         c.tracker_shards,
         // Which processes apply whose acks and send frontiers to whom.
         c.tracker_layout.name(),
+        c.tracker_regions,
         c.channel_capacity,
         c.cluster.tracker_processes,
         // Checkpointed state is laid out by the window form: a resumed job must use the same.

@@ -50,10 +50,23 @@ pub(crate) fn setup(config: &RuntimeConfig, place: &Placement, cx: ShardContext)
     }
     let g = Granularity::new(config.granularity);
     let replicated = config.tracker_layout == TrackerLayout::Replicated;
+    let regions = config.tracker_regions.as_ref();
+    let replica_hosts =
+        regions.map_or_else(|| (0..place.worker_processes).collect(), |r| r.hosts());
+    // The worker processes a shard hosted here notifies by frontier frames: replicated, the
+    // rest of this replica's region (none when every process has a replica); else all others.
+    let notified: Vec<RemoteTx> = match (replicated, regions) {
+        (true, None) => Vec::new(),
+        (true, Some(r)) => (cx.worker_remotes.iter())
+            .filter(|p| p.process != place.me && r.region_of_host(place.me).contains(&p.process))
+            .cloned()
+            .collect(),
+        (false, _) => cx.worker_remotes.to_vec(),
+    };
     let mut routes = Vec::new();
     for (k, agent) in agents.iter_mut().enumerate() {
         let hosts: Vec<usize> = if replicated {
-            (0..place.worker_processes).collect()
+            replica_hosts.clone()
         } else {
             vec![place.shard_host(k)]
         };
@@ -63,7 +76,7 @@ pub(crate) fn setup(config: &RuntimeConfig, place: &Placement, cx: ShardContext)
             .map(|&h| cx.remotes[h].clone().expect("shard host has a connection"))
             .collect();
         let local = hosts.contains(&place.me).then(|| {
-            let a = Arc::new(shard_agent(g, shards, k, &cx, replicated));
+            let a = Arc::new(shard_agent(g, shards, k, &cx, notified.clone()));
             *agent = Some(a.clone());
             a
         });
@@ -77,32 +90,26 @@ pub(crate) fn setup(config: &RuntimeConfig, place: &Placement, cx: ShardContext)
     }
 }
 
-/// Shard `k`'s tracker, notifying this process's workers and, unless every worker process runs
-/// its own replica, the other worker processes.
+/// Shard `k`'s tracker, notifying this process's workers and the worker processes `notified`.
 fn shard_agent(
     g: Granularity,
     shards: usize,
     k: usize,
     cx: &ShardContext,
-    replicated: bool,
+    notified: Vec<RemoteTx>,
 ) -> TrackerAgent {
     let map = ShardMap::new(shards as u64, k as u64);
     let mut tracker = Tracker::sharded(g, cx.topology.clone(), cx.sources, map);
     if let Some(d) = &cx.epochs {
         tracker = tracker.with_epochs(d.clone());
     }
-    let remotes = if replicated {
-        Vec::new()
-    } else {
-        cx.worker_remotes.to_vec()
-    };
     TrackerAgent::new(
         k as u32,
         tracker,
         cx.interest.to_vec(),
         cx.inboxes.to_vec(),
         cx.unparkers.clone(),
-        remotes,
+        notified,
     )
 }
 

@@ -113,39 +113,56 @@ impl SlotLog {
     }
 
     /// Consumes the records of all instances and feeds `sample` once per record: its
-    /// notification minus the latest last arrival of the same slot over all instances. With
-    /// `clock` (a run of several processes), the latest arrival is chosen and the duration
+    /// notification minus the latest last arrival of the same slot over all instances (`any`),
+    /// and minus the latest last arrival of this slot *or an earlier one* (`frontier`). With
+    /// `clock` (a run of several processes), the latest arrival is chosen and the durations
     /// measured in process 0's time by seed 002's four cases
     /// ([`Alignment::monotonic_duration`]), each with its error bound; a record the alignment
     /// cannot convert (a process without a map) keeps the plain difference, `converted` false.
-    pub fn settle(&mut self, clock: Option<&Alignment>, mut sample: impl FnMut(Settled)) {
+    ///
+    /// Why two: a frontier passes slot `s` only once every slot before it is complete too, so
+    /// when an earlier slot's last element arrives after `s`'s (on the 10-stage chain under
+    /// delay, elements of one slot arrive over 500 ms), `any` counts the wait for that slot.
+    /// `frontier` starts from the earliest moment any frontier (trAcker's or a marker's) could
+    /// pass `s`. It is exact when every slot is measured (`--latency-sample all`); with sampled
+    /// slots it misses unsampled earlier slots and so can only come out larger than the truth.
+    pub fn settle(&mut self, clock: Option<&Alignment>, mut sample: impl FnMut(Settled, Settled)) {
         let mut r = std::mem::take(&mut self.records);
         // Stable: records of one slot keep their instance order.
         r.sort_by_key(|x| x.slot);
+        let mut prefix: Option<SlotRecord> = None;
         for group in r.chunk_by(|a, b| a.slot == b.slot) {
-            let last = latest(group, clock);
+            let last = *latest(group, clock);
+            let before = prefix.filter(|p| arrival(p, clock) > arrival(&last, clock));
+            let first_possible = before.unwrap_or(last);
+            prefix = Some(first_possible);
             for x in group {
                 let end = (x.process as usize, x.notified_ns);
-                let start = (last.process as usize, last.last_arrival_ns);
-                sample(Settled::between(clock, start, end));
+                let start = |r: &SlotRecord| (r.process as usize, r.last_arrival_ns);
+                sample(
+                    Settled::between(clock, start(&last), end),
+                    Settled::between(clock, start(&first_possible), end),
+                );
             }
         }
     }
 }
 
+/// `x`'s last arrival, in process 0's time with `clock` (ns).
+fn arrival(x: &SlotRecord, clock: Option<&Alignment>) -> f64 {
+    clock
+        .and_then(|a| {
+            a.monotonic_stamp(x.process as usize, x.last_arrival_ns)
+                .ok()
+        })
+        .map_or(x.last_arrival_ns as f64, |s| s.ns)
+}
+
 /// The record of `group` whose last arrival is latest (in process 0's time with `clock`).
 fn latest<'a>(group: &'a [SlotRecord], clock: Option<&Alignment>) -> &'a SlotRecord {
-    let at = |x: &SlotRecord| -> f64 {
-        clock
-            .and_then(|a| {
-                a.monotonic_stamp(x.process as usize, x.last_arrival_ns)
-                    .ok()
-            })
-            .map_or(x.last_arrival_ns as f64, |s| s.ns)
-    };
     group
         .iter()
-        .max_by(|a, b| at(a).total_cmp(&at(b)))
+        .max_by(|a, b| arrival(a, clock).total_cmp(&arrival(b, clock)))
         .expect("chunk_by yields non-empty groups")
 }
 
@@ -172,10 +189,42 @@ mod tests {
         let mut log = a.log.take().unwrap();
         log.append(b.log.as_mut().unwrap());
         let mut any = vec![];
-        log.settle(None, |x| any.push(x.ns));
-        // Slot 0: a notified at 1100, b at 1120, last arrival anywhere 1070. Slot 1: a only.
+        let mut frontier = vec![];
+        log.settle(None, |x, f| {
+            any.push(x.ns);
+            frontier.push(f.ns);
+        });
+        // Slot 0: a notified at 1100, b at 1120, last arrival anywhere 1070. Slot 1: a only,
+        // arrived at 1100, notified at 1100; slot 0's last arrival is earlier, so the same.
         assert_eq!(any, vec![30, 50, 0]);
+        assert_eq!(frontier, vec![30, 50, 0]);
         assert!(log.records.is_empty());
+    }
+
+    /// Slot 0's last element reaches instance a at 2000, after slot 1's last one reached b at
+    /// 1500; a frontier passes slot 1 only with slot 0, so both are notified at 2100. From slot
+    /// 1's own last arrival that is 600 ns; from the first moment a frontier could pass it, 100.
+    #[test]
+    fn frontier_measure_starts_at_the_last_arrival_of_any_earlier_slot() {
+        let rec = |slot, last_arrival_ns, process| SlotRecord {
+            slot,
+            last_arrival_ns,
+            notified_ns: 2100,
+            process,
+        };
+        let mut log = SlotLog {
+            records: vec![
+                rec(1, 1500, 1),
+                rec(0, 2000, 0),
+                rec(0, 1200, 1),
+                rec(2, 2050, 0),
+            ],
+            dropped: 0,
+        };
+        let mut got = vec![];
+        log.settle(None, |any, frontier| got.push((any.ns, frontier.ns)));
+        // Slot 0 (a, then b), slot 1, slot 2 (its own arrival is the latest again).
+        assert_eq!(got, vec![(100, 100), (100, 100), (600, 100), (50, 50)]);
     }
 
     #[test]

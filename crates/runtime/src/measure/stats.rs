@@ -141,6 +141,13 @@ pub struct VertexStats {
 /// sample within [`NOTIFICATION_LATENCY_ANY_BOUND`] of the truth.
 pub const NOTIFICATION_LATENCY_ANY: &str = "notification_latency_any_ns";
 
+/// Histogram of a sink's notification latency in ns measured from the first moment a frontier
+/// could pass the substream: the last arrival at any instance of it *or of an earlier one*
+/// (a frontier passes a slot only with every slot before it). Equal to
+/// [`NOTIFICATION_LATENCY_ANY`] where slots arrive in order; see
+/// [`crate::measure::slot_log::SlotLog::settle`].
+pub const NOTIFICATION_LATENCY_FRONTIER: &str = "notification_latency_frontier_ns";
+
 /// Counter: the largest error bound of a [`NOTIFICATION_LATENCY_ANY`] sample, ns (rounded up;
 /// absent in a run of one process, whose stamps share one clock).
 pub const NOTIFICATION_LATENCY_ANY_BOUND: &str = "notification_latency_any_bound_ns_max";
@@ -276,7 +283,7 @@ impl VertexStats {
     }
 
     /// Turns the per-slot records of all instances merged so far into the
-    /// [`NOTIFICATION_LATENCY_ANY`] histogram (and [`SLOT_LOG_DROPPED`]); call once every instance
+    /// [`NOTIFICATION_LATENCY_ANY`] and [`NOTIFICATION_LATENCY_FRONTIER`] histograms (and [`SLOT_LOG_DROPPED`]); call once every instance
     /// of the process is merged. `clock`: the run's alignment (runs of several processes), which
     /// converts the samples and fills the clock counters ([`NOTIFICATION_LATENCY_ANY_BOUND`],
     /// [`CLOCK_CONVERTED`], [`CLOCK_BOUND_EXCEEDED`], [`CLOCK_UNCONVERTED`]).
@@ -286,11 +293,21 @@ impl VertexStats {
         }
         let mut log = std::mem::take(&mut self.slot_log);
         let mut tally = ClockTally::default();
-        let h = self.histogram_mut(NOTIFICATION_LATENCY_ANY);
-        log.settle(clock, |s| {
-            h.saturating_record(s.ns.max(1));
+        let mut any = histogram();
+        let mut frontier = histogram();
+        log.settle(clock, |s, f| {
+            any.saturating_record(s.ns.max(1));
+            frontier.saturating_record(f.ns.max(1));
             tally.add(&s, clock);
         });
+        // Equal bounds (`histogram()`), so adding cannot fail.
+        let equal = "histograms of equal bounds add";
+        self.histogram_mut(NOTIFICATION_LATENCY_ANY)
+            .add(&any)
+            .expect(equal);
+        self.histogram_mut(NOTIFICATION_LATENCY_FRONTIER)
+            .add(&frontier)
+            .expect(equal);
         if clock.is_some() {
             tally.write(self, SLOT_COUNTERS);
         }
