@@ -61,7 +61,7 @@ fn smoke_run_compares_xorflow_and_timely() {
         assert_eq!(&row[col("ok")], "true", "a run failed: {row:?}");
         let sys = row[col("config")].to_string();
         assert!(
-            sys == "xorflow" || sys == "timely",
+            ["xorflow", "xorflow-idle-always", "timely"].contains(&sys.as_str()),
             "unexpected system {sys}"
         );
         seen.insert((row[col("sweep")].to_string(), sys.clone()));
@@ -102,6 +102,21 @@ fn smoke_run_compares_xorflow_and_timely() {
             );
         }
     }
+    // The idle flush before gating runs beside the default in the latency sweeps only.
+    for sweep in ["latency", "cluster-latency"] {
+        let always = (sweep.to_string(), "xorflow-idle-always".to_string());
+        assert!(
+            seen.contains(&always),
+            "no xorflow-idle-always run in {sweep}"
+        );
+    }
+    let always_elsewhere = seen
+        .iter()
+        .any(|(sweep, sys)| sys == "xorflow-idle-always" && !sweep.contains("latency"));
+    assert!(
+        !always_elsewhere,
+        "xorflow-idle-always outside the latency sweeps"
+    );
     let report = std::fs::read_to_string(dir.join("REPORT.md")).unwrap();
     assert!(report.contains("xorflow / timely"), "ratio column missing");
     assert!(

@@ -315,8 +315,15 @@ fn latency_points(
 ) -> Vec<Point> {
     let (elements, warmup) = latency_elements(p);
     let run = Workload::fixed_rate(w, LATENCY_RATE, elements, warmup).on(processes);
+    let xorflow = sys.xorflow(&run, TrackingMode::Tracker);
+    // The idle flush before gating (docs/distributed.md, session 6): a worker going idle hands
+    // over every ack, not only those that can move a frontier. Beside the default, since the
+    // gate trades latency in one process for fewer messages across processes.
+    let mut always = xorflow.clone();
+    always.extend(["--ack-flush-on-idle".into(), "always".into()]);
     let mut commands = vec![
-        ("xorflow", Some(sys.xorflow(&run, TrackingMode::Tracker))),
+        ("xorflow", Some(xorflow)),
+        ("xorflow-idle-always", Some(always)),
         ("timely", Some(sys.timely(&run))),
     ];
     for (config, o) in &FLINK_LATENCY_CONFIGS {
