@@ -151,6 +151,34 @@ where
         Ok(())
     }
 
+    /// Lets `f` change `k`'s value in place (`None`: absent; leaving `None` deletes it) and
+    /// returns what `f` returns. Marks `k` dirty and changed when it was or is present, as
+    /// [`ValueTable::remove`] then [`ValueTable::insert`] would, so an absent key that stays
+    /// absent costs no write. One lookup where get, remove and insert take three (a keyed
+    /// process function per element, `operators/process.rs` in the runtime).
+    ///
+    /// # Errors
+    /// As [`ValueTable::upsert`]; `f` is not called then.
+    pub fn update<R>(
+        &mut self,
+        k: &K,
+        f: impl FnOnce(&mut Option<V>) -> R,
+    ) -> Result<R, StateError> {
+        if self.dirty >= self.t.config.dirty_limit {
+            self.flush()?;
+        }
+        let e = self.load(k, false)?;
+        let was = e.value.is_some();
+        let r = f(&mut e.value);
+        let mut newly_dirty = false;
+        if was || e.value.is_some() {
+            e.changed = true;
+            newly_dirty = !std::mem::replace(&mut e.dirty, true);
+        }
+        self.dirty += usize::from(newly_dirty);
+        Ok(r)
+    }
+
     /// Deletes `k`; returns its value.
     ///
     /// # Errors

@@ -15,6 +15,8 @@ enum Op {
     Add(u8, u32),
     /// Value table: delete key.
     Remove(u8),
+    /// Value table, changed in place ([`update_rule`]).
+    Update(u8, u32),
     /// List table: append to key.
     Append(u8, u32),
     /// List table: take key's list.
@@ -29,11 +31,24 @@ fn op() -> impl Strategy<Value = Op> {
     prop_oneof![
         6 => (0u8..12, any::<u32>()).prop_map(|(k, v)| Op::Add(k, v)),
         1 => (0u8..12).prop_map(Op::Remove),
+        4 => (0u8..12, any::<u32>()).prop_map(|(k, v)| Op::Update(k, v)),
         6 => (0u8..12, any::<u32>()).prop_map(|(k, v)| Op::Append(k, v)),
         1 => (0u8..12).prop_map(Op::Take),
         1 => Just(Op::Flush),
         1 => any::<bool>().prop_map(Op::Snapshot),
     ]
+}
+
+/// What `Op::Update(_, v)` does to a value in place: `v mod 3 == 0` deletes it; otherwise a
+/// present value grows by `v`, and an absent one is created when `v mod 3 == 1` and left absent
+/// when it is 2 (an absent key that stays absent must cost no write).
+fn update_rule(slot: &mut Option<u64>, v: u32) {
+    *slot = match (v % 3, *slot) {
+        (0, _) => None,
+        (_, Some(x)) => Some(x + u64::from(v)),
+        (1, None) => Some(u64::from(v)),
+        (_, None) => None,
+    };
 }
 
 fn group(k: &u8) -> u16 {
@@ -121,6 +136,11 @@ proptest! {
             match op {
                 Op::Add(k, v) => *values.entry(k).or_default() += u64::from(v),
                 Op::Remove(k) => { values.remove(&k); }
+                Op::Update(k, v) => {
+                    let mut slot = values.remove(&k);
+                    update_rule(&mut slot, v);
+                    if let Some(x) = slot { values.insert(k, x); }
+                }
                 Op::Append(k, v) => lists.entry(k).or_default().push(v),
                 Op::Take(k) => { lists.remove(&k); }
                 _ => {}
@@ -129,6 +149,7 @@ proptest! {
                 match op {
                     Op::Add(k, v) => *t.values.upsert(&k, || 0).unwrap() += u64::from(v),
                     Op::Remove(k) => { t.values.remove(&k).unwrap(); }
+                    Op::Update(k, v) => t.values.update(&k, |slot| update_rule(slot, v)).unwrap(),
                     Op::Append(k, v) => t.lists.append(&k, v).unwrap(),
                     Op::Take(k) => { t.lists.take(&k).unwrap(); }
                     Op::Flush => { t.values.flush().unwrap(); t.lists.flush().unwrap(); }

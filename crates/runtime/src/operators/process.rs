@@ -130,23 +130,6 @@ where
         self.tables.as_mut().expect("opened before the first step")
     }
 
-    /// Takes `key`'s state out of its table (without marking an absent key dirty).
-    fn take_state(&mut self, key: &K) -> Result<Option<F::State>, StateError> {
-        let t = &mut self.tables().state;
-        match t.get(key)?.is_some() {
-            true => t.remove(key),
-            false => Ok(None),
-        }
-    }
-
-    /// Puts back what the function left of `key`'s state.
-    fn put_state(&mut self, key: &K, st: Option<F::State>) -> Result<(), StateError> {
-        match st {
-            Some(v) => self.tables().state.insert(key, v),
-            None => Ok(()),
-        }
-    }
-
     /// Records the timers the last call set for `key`, holding slot `slot` for new times.
     fn add_timers(&mut self, key: &K, slot: u64, ctx: &mut WorkerCtx) -> Result<(), StateError> {
         while let Some(t) = self.buf.timers.pop() {
@@ -209,11 +192,15 @@ where
                 .timers
                 .remove(&(t, key.clone()))
                 .map_err(&err)?;
-            let mut st = self.take_state(&key).map_err(&err)?;
             let b = &mut self.buf;
-            let mut pc = ProcessContext::new(t, frontier, &mut b.out, &mut b.side, &mut b.timers);
-            f.on_timer(&key, &mut st, &mut pc);
-            self.put_state(&key, st).map_err(&err)?;
+            let tables = self.tables.as_mut().expect("opened before the first step");
+            (tables.state)
+                .update(&key, |st| {
+                    let mut pc =
+                        ProcessContext::new(t, frontier, &mut b.out, &mut b.side, &mut b.timers);
+                    f.on_timer(&key, st, &mut pc);
+                })
+                .map_err(&err)?;
             self.add_timers(&key, slot, ctx).map_err(&err)?;
             self.push_outputs(t - 1, out, ctx, stats);
             self.fired += 1;
@@ -306,12 +293,21 @@ where
         let mut any = false;
         for el in b.data {
             let key = (self.key)(&el.data);
-            let mut st = self.take_state(&key).map_err(&err)?;
             let bf = &mut self.buf;
-            let mut pc =
-                ProcessContext::new(el.time, frontier, &mut bf.out, &mut bf.side, &mut bf.timers);
-            f.on_element(&key, &mut st, el.data, &mut pc);
-            self.put_state(&key, st).map_err(&err)?;
+            let tables = self.tables.as_mut().expect("opened before the first step");
+            // In place: one lookup of the key per element instead of get, remove and insert.
+            (tables.state)
+                .update(&key, |st| {
+                    let mut pc = ProcessContext::new(
+                        el.time,
+                        frontier,
+                        &mut bf.out,
+                        &mut bf.side,
+                        &mut bf.timers,
+                    );
+                    f.on_element(&key, st, el.data, &mut pc);
+                })
+                .map_err(&err)?;
             // New timer times hold the batch's first slot, before its receive tag.
             self.add_timers(&key, b.lo, ctx).map_err(&err)?;
             any |= self.push_outputs(el.time, out, ctx, stats);
