@@ -271,7 +271,17 @@ fn killed_processes_are_restarted_and_the_run_writes_the_oracle_rows() {
         "--checkpoint-cut",
         "versioned",
     ];
-    let cases: [(&[&str], &[usize]); 7] = [
+    // Tracker replicas by region: process 0 has none and takes its frontiers from process 1's
+    // replica, which is killed (then process 2's, a region of its own).
+    let regions: &[&str] = &[
+        "--processes",
+        "3",
+        "--sources",
+        "3",
+        "--tracker-regions",
+        "1,0/2",
+    ];
+    let cases: [(&[&str], &[usize]); 8] = [
         (three, &[1]),
         (three, &[2]),
         (tracker, &[2]),
@@ -279,6 +289,7 @@ fn killed_processes_are_restarted_and_the_run_writes_the_oracle_rows() {
         (tracker, &[1, 2]),
         (markers, &[1]),
         (versioned, &[1, 2]),
+        (regions, &[1, 2]),
     ];
     for (seed, (extra, victims)) in cases.iter().enumerate() {
         let mut rng = Rng(100 + seed as u64);
