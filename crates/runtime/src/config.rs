@@ -318,7 +318,6 @@ impl RuntimeConfig {
                  run in the worker processes"
             ));
         }
-        self.validate_regions()?;
         if tp > self.tracker_shards {
             return Err(format!(
                 "--tracker-processes {tp} is more than --tracker-shards {}: a tracker process \
@@ -327,6 +326,8 @@ impl RuntimeConfig {
             ));
         }
         self.cluster.validate()?;
+        // After the cluster: the regions are checked against the hostfile's process count.
+        self.validate_regions()?;
         self.validate_checkpoints()?;
         self.validate_sizes()
     }
