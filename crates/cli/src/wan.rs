@@ -87,7 +87,8 @@ impl WanArgs {
     ///
     /// # Errors
     /// An unknown experiment or city set, a duration under 20 s or not whole, a rate or
-    /// process count out of range, an RTT over 60 s.
+    /// process count out of range, the regions experiment named without 8 processes, an RTT
+    /// over 60 s.
     pub fn plan(&self) -> Result<Plan, String> {
         let experiments = chosen(&self.experiments, &Experiment::ALL, Experiment::parse)?;
         let duration_s = sweep_duration(self.duration)?;
@@ -120,6 +121,14 @@ impl WanArgs {
             return Err(format!(
                 "--processes must be between 2 and 8 (a delay acts between processes; the city \
                  sets have 8 cities), got {processes:?}"
+            ));
+        }
+        // Asked for by name, the regions experiment must not silently run nothing.
+        let named_regions = self.experiments.iter().any(|e| e == "regions");
+        if named_regions && !processes.contains(&8) {
+            return Err(format!(
+                "the regions experiment runs on the global city set's 8 processes: add 8 to \
+                 --processes (got {processes:?})"
             ));
         }
         if !(1..=100).contains(&self.repeat) {

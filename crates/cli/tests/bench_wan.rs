@@ -174,8 +174,12 @@ fn flink_behind_the_delay_proxies_sees_the_delay() {
 fn bad_options_exit_2_naming_them_and_write_nothing() {
     let out = tempfile::tempdir().expect("tempdir");
     let root = out.path().to_str().expect("utf-8");
-    let cases: [(&[&str], &str); 7] = [
+    let cases: [(&[&str], &str); 8] = [
         (&["--experiments", "moon"], "unknown experiment 'moon'"),
+        (
+            &["--experiments", "regions", "--processes", "2,4"],
+            "add 8 to --processes (got [2, 4])",
+        ),
         (&["--repeat", "0"], "--repeat must be between 1 and 100"),
         (&["--duration", "10s"], "at least 20s"),
         (&["--processes", "1"], "between 2 and 8"),
