@@ -49,13 +49,15 @@ pub struct WanArgs {
     /// two notification variants at 0 and 40 ms, two tuning variants.
     #[arg(long)]
     quick: bool,
-    /// Leave Apache Flink out of the mesh experiment (by default it runs there too, each
-    /// TaskManager behind a delay proxy; built with Maven from --peers-dir).
+    /// Leave Apache Flink out (by default it runs in the mesh experiment, each TaskManager
+    /// behind a delay proxy, and with --network netns as a standalone cluster in the
+    /// namespaces, in the topology experiment too; built with Maven from --peers-dir).
     #[arg(long)]
     no_flink: bool,
     /// Where xorflow's processes talk: loopback (the delay inside xorflow) or netns (each
     /// process in its own network namespace behind `xorflow delay-router`, every packet delayed,
-    /// kernel TCP included; needs root). Flink stays behind its delay proxies on loopback.
+    /// kernel TCP included; needs root). Flink then runs as a standalone cluster, a JVM per
+    /// TaskManager in each namespace, and joins the topology experiment.
     #[arg(long, default_value = "loopback", value_parser = ["loopback", "netns"])]
     network: String,
     /// Runs per point (1-100): the sweep runs this many rounds, every point once per round (so

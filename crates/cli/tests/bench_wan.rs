@@ -170,6 +170,60 @@ fn flink_behind_the_delay_proxies_sees_the_delay() {
     );
 }
 
+/// Flink as a standalone cluster in network namespaces (`--network netns`; the JVMs of a
+/// JobManager and a TaskManager per namespace, `wan/flink_cluster.rs`), gated as the test above
+/// and on namespaces: on the mesh at RTT 0 and 40 ms and on the EU city set, its counts match the
+/// oracle, the router carried its bytes, and its windows close at least one 20 ms hop later at
+/// 40 ms than at 0.
+#[test]
+fn flink_in_network_namespaces_runs_the_mesh_and_a_city_set() {
+    if std::env::var("XORFLOW_FLINK_TESTS").as_deref() != Ok("1") {
+        eprintln!("skipped: set XORFLOW_FLINK_TESTS=1 to build and run the Flink peer");
+        return;
+    }
+    let root = unsafe { libc::geteuid() } == 0;
+    if !root || !Path::new("/dev/net/tun").exists() {
+        eprintln!("skipped: network namespaces need root and /dev/net/tun");
+        return;
+    }
+    let out = tempfile::tempdir().expect("tempdir");
+    let peers = concat!(env!("CARGO_MANIFEST_DIR"), "/../../peers");
+    let args = [
+        "--network",
+        "netns",
+        "--experiments",
+        "mesh,topology",
+        "--topologies",
+        "eu",
+        "--peers-dir",
+        peers,
+    ];
+    let (dir, runs) = sweep(out.path(), &args);
+    let flink: Vec<_> = runs.iter().filter(|r| r["engine"] == "flink").collect();
+    assert_eq!(flink.len(), 3, "{runs:?}");
+    for r in &flink {
+        assert_eq!(r["correct"], "true", "counts differ from the oracle: {r:?}");
+        assert!(num(r, "proxied_bytes") > 100_000.0, "{r:?}");
+        assert!(num(r, "throughput_per_s") > 0.95 * 22_000.0, "{r:?}");
+    }
+    let mesh: Vec<_> = flink.iter().filter(|r| r["experiment"] == "mesh").collect();
+    let (p50_0, p50_40) = (num(mesh[0], "window_p50_ms"), num(mesh[1], "window_p50_ms"));
+    assert!(
+        p50_40 >= p50_0 + 15.0,
+        "Flink window p50 {p50_0} ms -> {p50_40} ms at 40 ms RTT"
+    );
+    let run = dir.join("runs").join(&flink[2]["id"]);
+    for node in ["jobmanager", "taskmanager-0", "taskmanager-1", "client"] {
+        assert!(
+            run.join(format!("{node}.err")).exists(),
+            "{node} in {}",
+            run.display()
+        );
+    }
+    let report = std::fs::read_to_string(dir.join("REPORT.md")).expect("REPORT.md");
+    assert!(report.contains("standalone cluster"), "{report}");
+}
+
 #[test]
 fn bad_options_exit_2_naming_them_and_write_nothing() {
     let out = tempfile::tempdir().expect("tempdir");

@@ -1,5 +1,6 @@
 //! Running one `xorflow bench wan` run and what it measured.
 
+use super::flink_cluster::FlinkCluster;
 use super::netns::Router;
 use super::spec::{Delay, Network, RunSpec, Workload};
 use crate::chain::ChainResult;
@@ -47,7 +48,8 @@ pub struct Measured {
     /// Elements seen below a notified frontier (must be 0).
     pub below_frontier: u64,
     /// A peer behind delay proxies: bytes the proxies forwarded between its TaskManagers (both
-    /// directions; more than zero, or the run failed: its shuffle did not cross the delay).
+    /// directions); in namespaces, bytes the router delivered between its JVMs (JobManager RPC
+    /// included). More than zero, or the run failed: its traffic did not cross the delay.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub proxied_bytes: Option<u64>,
 }
@@ -114,6 +116,9 @@ impl Runner {
         };
         match (spec.workload, spec.engine) {
             (Workload::Ysb, Engine::Xorflow) => self.ysb(spec, at, base),
+            (Workload::Ysb, Engine::Flink) if self.network == Network::Netns => {
+                self.flink_netns(spec, &dir, base)
+            }
             (Workload::Ysb, Engine::Flink) => self.flink(spec, &dir, base),
             (Workload::Chain, Engine::Xorflow) => self.chain(spec, at, base),
             (w, e) => anyhow::bail!("bench wan runs no {w:?} on {}", e.name()),
@@ -196,6 +201,78 @@ impl Runner {
         anyhow::ensure!(
             bytes > 0,
             "no byte crossed the delay proxies: Flink's TaskManagers did not connect through them"
+        );
+        let r = self.engines.result_of(Engine::Flink, p, &counts, &out)?;
+        Ok(Measured {
+            proxied_bytes: Some(bytes),
+            ..measured_ysb(&r, m)
+        })
+    }
+
+    /// The YSB on a standalone Flink cluster in network namespaces ([`FlinkCluster`]): one
+    /// TaskManager (one slot) per process, each in its namespace behind the router with the
+    /// run's delay (any delay: full mesh, matrix or city set), the client in namespace 0.
+    fn flink_netns(&self, spec: &RunSpec, dir: &Path, m: Measured) -> Result<Measured> {
+        let delay = spec.delay.args(&dir.join("delay-matrix.txt"))?;
+        let router = Router::start(
+            &self.engines.xorflow,
+            spec.processes,
+            &delay,
+            &dir.join("router.txt"),
+        )?;
+        let java = (self.engines.flink.as_ref()).context("the Flink peer was not built")?;
+        let mut cluster = FlinkCluster::start(&router, java, spec.processes, 1, dir)?;
+        let p = self.point(spec);
+        let counts = dir.join("counts.csv");
+        let (exe, mut args) = self.engines.command(Engine::Flink, p, &counts, &[])?;
+        // T0 once every TaskManager registered, this far ahead: deployment crosses the delay
+        // (a few round trips per TaskManager) and 2 cores start the JVMs' classes.
+        let margin_ms = 5000 + 20 * m.rtt_max_ms.ceil() as u64;
+        args.extend([
+            "--cluster".into(),
+            FlinkCluster::rest_address(),
+            "--deploy-margin-ms".into(),
+            margin_ms.to_string(),
+        ]);
+        let cmd = format!(
+            "{}\n(a standalone Flink cluster: {}/flink-conf, jobmanager.*, taskmanager-*.*)\n\
+             ip netns exec NAMESPACE-0 {exe} {}\n",
+            router.command(),
+            dir.display(),
+            args.join(" ")
+        );
+        crate::stand::files::write_whole(&dir.join("command.txt"), cmd.as_bytes())?;
+        let mut client = router.spawn(0, &exe, &args, dir, "client")?;
+        let timeout = Duration::from_secs(self.duration_s + 300);
+        let status = super::netns::wait_until(&mut client, std::time::Instant::now() + timeout)?;
+        let exited = cluster.exited();
+        drop(cluster);
+        drop(router);
+        let out = std::fs::read_to_string(dir.join("client.out")).unwrap_or_default();
+        crate::stand::files::write_whole(&dir.join("stdout.txt"), out.as_bytes())?;
+        match status {
+            Some(s) if s.success() => {}
+            Some(s) => anyhow::bail!(
+                "the Flink client {s}{} (its stderr: {}/client.err)",
+                if exited.is_empty() {
+                    String::new()
+                } else {
+                    format!("; exited before it: {}", exited.join(", "))
+                },
+                dir.display()
+            ),
+            None => {
+                let _ = client.kill();
+                let _ = client.wait();
+                anyhow::bail!("the Flink client still ran after {timeout:?}");
+            }
+        }
+        // As behind the proxies, a run whose bytes did not cross the delay measured nothing.
+        let bytes = super::netns::delivered_bytes(&dir.join("router.txt")).unwrap_or(0);
+        anyhow::ensure!(
+            bytes > 0,
+            "the delay router delivered no byte: Flink's JobManager and TaskManagers did not talk \
+             through it"
         );
         let r = self.engines.result_of(Engine::Flink, p, &counts, &out)?;
         Ok(Measured {

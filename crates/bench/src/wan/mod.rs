@@ -12,6 +12,7 @@
 //! * [`spec`]: what one run is; [`plan`]: the runs of each experiment; [`measured`]: running
 //!   one; [`report`]: the tables.
 
+pub mod flink_cluster;
 pub mod measured;
 pub mod netns;
 pub mod plan;

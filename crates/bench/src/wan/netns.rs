@@ -73,10 +73,41 @@ impl Router {
         format!("{}{i}", self.prefix)
     }
 
+    /// Host `i`'s address in its namespace.
+    pub fn address(i: usize) -> String {
+        format!("10.78.0.{}", i + 1)
+    }
+
+    /// Starts `exe args` in host `i`'s namespace (`ip netns exec`), its stdout and stderr into
+    /// `dir/<name>.out` and `.err`; the caller waits for or kills it (the router kills what is
+    /// left in its namespaces when it stops).
+    ///
+    /// # Errors
+    /// The output files cannot be created or `ip` cannot run.
+    pub fn spawn(
+        &self,
+        i: usize,
+        exe: &str,
+        args: &[String],
+        dir: &Path,
+        name: &str,
+    ) -> Result<Child> {
+        let out = std::fs::File::create(dir.join(format!("{name}.out")))?;
+        let err = std::fs::File::create(dir.join(format!("{name}.err")))?;
+        Command::new("ip")
+            .args(["netns", "exec", &self.namespace(i), exe])
+            .args(args)
+            .stdin(Stdio::null())
+            .stdout(out)
+            .stderr(err)
+            .spawn()
+            .context("cannot run 'ip netns exec'")
+    }
+
     /// The hostfile's text: host `i` at `10.78.0.(i + 1)`.
     fn hostfile(&self) -> String {
         (0..self.hosts)
-            .map(|i| format!("10.78.0.{}:{PORT}\n", i + 1))
+            .map(|i| format!("{}:{PORT}\n", Self::address(i)))
             .collect()
     }
 
@@ -149,6 +180,18 @@ impl Drop for Router {
     }
 }
 
+/// The bytes a stopped router delivered, from its report in `log` (its stderr: "... packets
+/// (N bytes) delivered ..."); `None` if the report is not there.
+pub fn delivered_bytes(log: &Path) -> Option<u64> {
+    let text = std::fs::read_to_string(log).ok()?;
+    let line = text
+        .lines()
+        .rev()
+        .find(|l| l.contains("bytes) delivered"))?;
+    let before = &line[..line.find(" bytes) delivered")?];
+    before.rsplit('(').next()?.trim().parse().ok()
+}
+
 /// A fresh cluster token: 16 bytes of `/dev/urandom` in hex.
 fn token() -> Result<String> {
     let mut b = [0u8; 16];
@@ -171,7 +214,10 @@ fn without_processes(args: &[String]) -> Vec<String> {
 }
 
 /// Waits for `c` until `deadline`; `None` when it is still running then.
-fn wait_until(c: &mut Child, deadline: Instant) -> Result<Option<std::process::ExitStatus>> {
+pub(super) fn wait_until(
+    c: &mut Child,
+    deadline: Instant,
+) -> Result<Option<std::process::ExitStatus>> {
     loop {
         if let Some(s) = c.try_wait()? {
             return Ok(Some(s));
@@ -186,6 +232,23 @@ fn wait_until(c: &mut Child, deadline: Instant) -> Result<Option<std::process::E
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_delivered_bytes_come_from_the_routers_report() {
+        let dir = std::env::temp_dir().join(format!("xfw-router-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let log = dir.join("router.txt");
+        std::fs::write(
+            &log,
+            "delay-router: 2 hosts\ndelay-router: stopped; 3179 packets (16907063 bytes) \
+             delivered, 0 dropped on full queues\n",
+        )
+        .unwrap();
+        assert_eq!(delivered_bytes(&log), Some(16_907_063));
+        std::fs::write(&log, "delay-router: 2 hosts\n").unwrap();
+        assert_eq!(delivered_bytes(&log), None);
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
 
     #[test]
     fn the_process_count_leaves_the_command() {

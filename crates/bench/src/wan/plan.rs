@@ -36,7 +36,8 @@ pub struct Plan {
     /// written before repeats existed ran once.
     #[serde(default = "one")]
     pub repeat: usize,
-    /// Where xorflow's processes talk (Flink stays behind its proxies on loopback). Results
+    /// Where the processes talk: on loopback (Flink's TaskManagers behind delay proxies, full mesh
+    /// only) or in namespaces (Flink as a standalone cluster there, city sets too). Results
     /// written before namespaces existed ran on loopback.
     #[serde(default)]
     pub network: super::Network,
@@ -188,12 +189,20 @@ impl Plan {
         }
     }
 
-    /// The city sets at the first rate (seed 004's default load, 22,000 events/s).
+    /// The city sets at the first rate (seed 004's default load, 22,000 events/s); Flink too
+    /// in namespaces (its proxies on loopback cannot delay per pair).
     fn topology(&self, v: &mut Vec<RunSpec>) {
         let rate = self.rates[0];
+        let engines = (self.engines.iter())
+            .filter(|&&e| e == Engine::Xorflow || self.network == super::Network::Netns);
         for t in &self.topologies {
             for &p in self.processes.iter().filter(|&&p| p <= 8) {
-                v.push(self.ysb(Experiment::Topology, rate, p, Delay::Topology(t.clone())));
+                for &engine in engines.clone() {
+                    v.push(RunSpec {
+                        engine,
+                        ..self.ysb(Experiment::Topology, rate, p, Delay::Topology(t.clone()))
+                    });
+                }
             }
         }
     }
@@ -314,6 +323,17 @@ mod tests {
         assert_eq!(count(Experiment::Notification), 7 * 2);
         assert_eq!(count(Experiment::Tuning), 7);
         assert_eq!(count(Experiment::Regions), 4);
+        // In namespaces Flink runs the city sets too.
+        let netns = Plan {
+            network: super::super::Network::Netns,
+            ..plan(vec![Experiment::Topology], false)
+        };
+        let topo = netns.specs();
+        assert_eq!(topo.len(), 2 * 3 * 3);
+        assert_eq!(
+            topo.iter().filter(|s| s.engine == Engine::Flink).count(),
+            3 * 3
+        );
         let regions = specs.iter().find(|s| s.variant == "regions-4").unwrap();
         assert_eq!((regions.processes, regions.workload), (8, Workload::Chain));
         // Without 8 processes in the sweep there is no regions run.

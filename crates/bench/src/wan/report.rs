@@ -309,13 +309,23 @@ fn markdown(file: &PlanFile, all: &[Measured]) -> String {
         );
     }
     if plan.engines.contains(&crate::ysb::Engine::Flink) {
-        s.push_str(
-            "Flink 1.20 runs (mesh only): a MiniCluster with one TaskManager of one slot per \
-             process, buffer timeout 100 ms (Flink's default); each TaskManager's data port sits \
-             behind a delay proxy of ours that holds every byte half the RTT in each direction, \
-             so all traffic between TaskManagers crosses the RTT (docs/wan.md, \"Flink behind \
-             the proxy\"); the RPC between JobManager and TaskManagers is not delayed.\n\n",
-        );
+        s.push_str(match plan.network {
+            super::Network::Loopback => {
+                "Flink 1.20 runs (mesh only): a MiniCluster with one TaskManager of one slot per \
+                 process, buffer timeout 100 ms (Flink's default); each TaskManager's data port \
+                 sits behind a delay proxy of ours that holds every byte half the RTT in each \
+                 direction, so all traffic between TaskManagers crosses the RTT (docs/wan.md, \
+                 \"Flink behind the proxy\"); the RPC between JobManager and TaskManagers is not \
+                 delayed.\n\n"
+            }
+            super::Network::Netns => {
+                "Flink 1.20 runs (mesh and city sets): a standalone cluster, one TaskManager JVM \
+                 of one slot in each process's namespace, the JobManager and the client in \
+                 namespace 0, buffer timeout 100 ms (Flink's default); every packet between \
+                 them crosses the router's per-pair delay, JobManager RPC included (docs/wan.md, \
+                 \"A standalone Flink cluster in namespaces\").\n\n"
+            }
+        });
     }
     let of = |e: Experiment| -> Vec<&Measured> {
         runs.iter().filter(|m| m.spec.experiment == e).collect()

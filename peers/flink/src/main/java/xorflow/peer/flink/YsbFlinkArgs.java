@@ -16,6 +16,16 @@ final class YsbFlinkArgs extends YsbArgs {
      * on the first and forwards to the second ({@link ProxiedMiniCluster}). Empty: Flink's own.
      */
     List<ProxiedMiniCluster.Ports> dataPorts = List.of();
+    /**
+     * A standalone cluster's JobManager REST address ({@code --cluster HOST:PORT}): the job is
+     * submitted there instead of run in a MiniCluster. None: a MiniCluster.
+     */
+    StandaloneCluster cluster;
+    /**
+     * With --cluster and no --start-ms: T0 is the next whole second this much after the cluster's
+     * TaskManagers registered, ms (job deployment crosses the delay too).
+     */
+    long deployMarginMs = 5000;
 
     /** The window's parallelism: --workers (slots per TaskManager) * --task-managers. */
     int parallelism() {
@@ -40,6 +50,8 @@ final class YsbFlinkArgs extends YsbArgs {
             case "--task-managers" -> taskManagers = Integer.parseInt(v);
             case "--buffer-timeout-ms" -> bufferTimeoutMs = Long.parseLong(v);
             case "--data-ports" -> dataPorts = ports(v);
+            case "--cluster" -> cluster = StandaloneCluster.parse(v);
+            case "--deploy-margin-ms" -> deployMarginMs = Long.parseLong(v);
             default -> {
                 return false;
             }
@@ -59,6 +71,12 @@ final class YsbFlinkArgs extends YsbArgs {
         if (!dataPorts.isEmpty() && dataPorts.size() != taskManagers) {
             throw new IllegalArgumentException("--data-ports gives " + dataPorts.size() + " TaskManagers' ports, --task-managers is "
                     + taskManagers);
+        }
+        if (cluster != null && !dataPorts.isEmpty()) {
+            throw new IllegalArgumentException("--cluster and --data-ports exclude each other (--data-ports is for a MiniCluster)");
+        }
+        if (deployMarginMs < 0) {
+            throw new IllegalArgumentException("--deploy-margin-ms must be >= 0");
         }
         if (latenessMs < 0 || watermarkIntervalMs < 1 || bufferTimeoutMs < -1) {
             throw new IllegalArgumentException("--lateness-ms >= 0, --watermark-interval-ms >= 1, --buffer-timeout-ms >= -1");

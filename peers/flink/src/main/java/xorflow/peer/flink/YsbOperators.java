@@ -10,7 +10,7 @@ import org.apache.flink.api.java.tuple.Tuple4;
 import org.apache.flink.api.java.tuple.Tuple7;
 import org.apache.flink.shaded.jackson2.com.fasterxml.jackson.databind.JsonNode;
 import org.apache.flink.shaded.jackson2.com.fasterxml.jackson.databind.ObjectMapper;
-import org.apache.flink.streaming.api.functions.sink.SinkFunction;
+import org.apache.flink.streaming.api.functions.sink.RichSinkFunction;
 import org.apache.flink.streaming.api.functions.windowing.ProcessWindowFunction;
 import org.apache.flink.streaming.api.windowing.windows.TimeWindow;
 import org.apache.flink.util.Collector;
@@ -42,18 +42,26 @@ final class YsbOperators {
 
     /** A view's ad joined to its campaign: (campaign_id, ad_id, event_time); unknown ads dropped. */
     static final class Join extends RichFlatMapFunction<Tuple2<String, Long>, Tuple3<String, String, Long>> {
+        private final YsbFiles files;
         private transient java.util.Map<String, String> table;
+        private transient YsbPart part;
+
+        Join(YsbFiles files) {
+            this.files = files;
+        }
 
         @Override
         public void open(OpenContext ctx) {
+            files.loadIfAbsent();
             table = YsbInputs.CAMPAIGNS;
+            part = YsbAccumulator.register(getRuntimeContext(), "join");
         }
 
         @Override
         public void flatMap(Tuple2<String, Long> view, Collector<Tuple3<String, String, Long>> out) {
             String campaign = table.get(view.f0);
             if (campaign == null) {
-                YsbStats.UNKNOWN_AD.increment();
+                part.unknownAd++;
                 return;
             }
             out.collect(Tuple3.of(campaign, view.f0, view.f1));
@@ -62,7 +70,9 @@ final class YsbOperators {
 
     /**
      * The window's aggregate {views, largest event time}; every view's arrival is timed here
-     * (pre-window latency: now - event time).
+     * (pre-window latency: now - event time) into the part of the window task running it. An
+     * aggregate function cannot be rich, so it finds that part through {@link WindowPart}, set by
+     * the window's {@link Emit} when the task opens (on the same thread).
      */
     static final class CountMax implements AggregateFunction<Tuple3<String, String, Long>, long[], long[]> {
         @Override
@@ -72,7 +82,7 @@ final class YsbOperators {
 
         @Override
         public long[] add(Tuple3<String, String, Long> v, long[] acc) {
-            YsbStats.prewindow(v.f2);
+            WindowPart.CURRENT.get().prewindow(v.f2);
             acc[0]++;
             acc[1] = Math.max(acc[1], v.f2);
             return acc;
@@ -89,8 +99,46 @@ final class YsbOperators {
         }
     }
 
+    /** The window task's part and what its pre-window series needs (T0, D); one per task thread. */
+    static final class WindowPart {
+        /** The part of the window task on this thread; set by {@link Emit#open}. */
+        static final ThreadLocal<WindowPart> CURRENT = ThreadLocal.withInitial(() -> {
+            throw new IllegalStateException("a window aggregate ran on a thread whose window task never opened");
+        });
+
+        private final YsbPart part;
+        private final long t0Ms;
+        private final long durationS;
+
+        private WindowPart(YsbPart part, long t0Ms, long durationS) {
+            this.part = part;
+            this.t0Ms = t0Ms;
+            this.durationS = durationS;
+        }
+
+        void prewindow(long eventTimeMs) {
+            long t0 = t0Ms > 0 ? t0Ms : YsbClock.startMsIfFixed();
+            part.prewindow(t0, durationS, eventTimeMs, YsbClock.nowNs());
+        }
+    }
+
     /** (campaign_id, window_start_ms, views, largest event time ms) per fired window. */
     static final class Emit extends ProcessWindowFunction<long[], Tuple4<String, Long, Long, Long>, String, TimeWindow> {
+        private final long t0Ms;
+        private final long durationS;
+
+        /** T0 (0: fixed by this JVM's first source) and D, s, of the pre-window series. */
+        Emit(long t0Ms, long durationS) {
+            this.t0Ms = t0Ms;
+            this.durationS = durationS;
+        }
+
+        @Override
+        public void open(OpenContext ctx) {
+            YsbPart part = YsbAccumulator.register(getRuntimeContext(), "window");
+            WindowPart.CURRENT.set(new WindowPart(part, t0Ms, durationS));
+        }
+
         @Override
         public void process(String campaign, Context ctx, Iterable<long[]> acc, Collector<Tuple4<String, Long, Long, Long>> out) {
             long[] a = acc.iterator().next();
@@ -102,22 +150,46 @@ final class YsbOperators {
      * The sink: keeps the row and, for windows wholly inside [T0, T0 + D s), times the emission:
      * window latency (now - largest event time) and updated latency (now - window start).
      */
-    static final class Measure implements SinkFunction<Tuple4<String, Long, Long, Long>> {
+    static final class Measure extends RichSinkFunction<Tuple4<String, Long, Long, Long>> {
+        private final long t0Ms;
         private final long durationMs;
+        private transient YsbPart part;
 
-        Measure(long durationMs) {
+        /** T0 (0: fixed by this JVM's first source) and D, ms. */
+        Measure(long t0Ms, long durationMs) {
+            this.t0Ms = t0Ms;
             this.durationMs = durationMs;
+        }
+
+        @Override
+        public void open(OpenContext ctx) {
+            part = YsbAccumulator.register(getRuntimeContext(), "sink");
         }
 
         @Override
         public void invoke(Tuple4<String, Long, Long, Long> w, Context ctx) {
             long now = YsbClock.nowNs();
-            YsbStats.ROWS.add(new YsbStats.Row(w.f0, w.f1, w.f2));
-            long t0 = YsbClock.startMsIfFixed();
+            part.rows.add(new YsbStats.Row(w.f0, w.f1, w.f2));
+            long t0 = t0Ms > 0 ? t0Ms : YsbClock.startMsIfFixed();
             if (w.f1 >= t0 && w.f1 + YsbJob.WINDOW_MS <= t0 + durationMs) {
-                YsbStats.record(YsbStats.WINDOW, now - w.f3 * 1_000_000L);
-                YsbStats.record(YsbStats.UPDATED, now - w.f1 * 1_000_000L);
+                YsbPart.record(part.window, now - w.f3 * 1_000_000L);
+                YsbPart.record(part.updated, now - w.f1 * 1_000_000L);
             }
+        }
+    }
+
+    /** Counts the views the window dropped as late (its side output; must stay 0). */
+    static final class Late extends RichSinkFunction<Tuple3<String, String, Long>> {
+        private transient YsbPart part;
+
+        @Override
+        public void open(OpenContext ctx) {
+            part = YsbAccumulator.register(getRuntimeContext(), "late");
+        }
+
+        @Override
+        public void invoke(Tuple3<String, String, Long> v, Context ctx) {
+            part.late++;
         }
     }
 }

@@ -2,32 +2,42 @@ package xorflow.peer.flink;
 
 import java.nio.charset.StandardCharsets;
 import java.util.concurrent.locks.LockSupport;
+import org.apache.flink.api.common.functions.OpenContext;
 import org.apache.flink.streaming.api.functions.source.RichParallelSourceFunction;
 import xorflow.peer.ysb.YsbClock;
 import xorflow.peer.ysb.YsbInputs;
-import xorflow.peer.ysb.YsbStats;
 import xorflow.peer.ysb.YsbTemplate;
 
 /**
  * The generator inside the job (seed 002's ingestion): instance s of S emits events
  * k = s, s + S, ... below R * D, event k at epoch ns {@code T0 * 1e6 + k * 1e9 / R} (parked until
  * due, never a relative sleep), as template line {@code k mod N} with event_time
- * {@code T0 + (k * 1e9 / R) / 1e6}. The template is {@link YsbInputs#TEMPLATE}, loaded once before
- * the run (this JVM's MiniCluster shares it instead of shipping it in the job graph). Returning
- * ends the stream, and Flink then sends the final watermark that fires every window.
+ * {@code T0 + (k * 1e9 / R) / 1e6}. The template is {@link YsbInputs#TEMPLATE}, loaded once per
+ * JVM (by the client before the run, or from the file by a TaskManager of a standalone cluster)
+ * instead of shipped in the job graph. Returning ends the stream, and Flink then sends the final
+ * watermark that fires every window. What it emitted goes to its {@link YsbPart}.
  */
 final class YsbSource extends RichParallelSourceFunction<String> {
     private static final long serialVersionUID = 1L;
     private final long rate;
     private final long events;
     private final long startMs;
+    private final YsbFiles files;
     private volatile boolean running = true;
+    private transient YsbPart part;
 
-    /** R events/s, R * D events, T0 (0: chosen by {@link YsbClock#startMs}). */
-    YsbSource(long rate, long events, long startMs) {
+    /** R events/s, R * D events, T0 (0: chosen by {@link YsbClock#startMs}), the input files. */
+    YsbSource(long rate, long events, long startMs, YsbFiles files) {
         this.rate = rate;
         this.events = events;
         this.startMs = startMs;
+        this.files = files;
+    }
+
+    @Override
+    public void open(OpenContext ctx) {
+        files.loadIfAbsent();
+        part = YsbAccumulator.register(getRuntimeContext(), "source");
     }
 
     @Override
@@ -60,12 +70,10 @@ final class YsbSource extends RichParallelSourceFunction<String> {
                 emitted++;
             }
         } finally {
-            YsbStats.EMITTED.add(emitted);
-            YsbStats.LAG_MAX_NS.accumulate(lagMax);
-            if (emitted > 0) {
-                YsbStats.FIRST_EMIT_NS.accumulate(first);
-                YsbStats.LAST_EMIT_NS.accumulate(last);
-            }
+            part.emitted += emitted;
+            part.lagMaxNs = Math.max(part.lagMaxNs, lagMax);
+            part.firstEmitNs = Math.min(part.firstEmitNs, first);
+            part.lastEmitNs = Math.max(part.lastEmitNs, last);
         }
     }
 

@@ -15,6 +15,21 @@ public final class YsbInputs {
     public static volatile HashMap<String, String> CAMPAIGNS;
 
     /**
+     * Loads the template and the table from their files unless this JVM has them: a Flink
+     * TaskManager started on its own (a standalone cluster) reads them when its first task opens.
+     *
+     * @throws IllegalArgumentException naming the file and line of a malformed input
+     */
+    public static synchronized void loadIfAbsent(String events, String adCampaigns) {
+        if (TEMPLATE == null) {
+            TEMPLATE = YsbTemplate.load(java.nio.file.Path.of(events));
+        }
+        if (CAMPAIGNS == null) {
+            CAMPAIGNS = YsbCampaigns.load(java.nio.file.Path.of(adCampaigns));
+        }
+    }
+
+    /**
      * Loads the template and the table of {@code a}, and makes the per-second latency series of
      * D = {@code a.durationS} seconds.
      *

@@ -43,6 +43,18 @@ public final class YsbSeries {
         h.recordValue(Math.max(0, latencyNs / 1000));
     }
 
+    /**
+     * Adds the µs histogram {@code h} of second {@code i} (recorded elsewhere, e.g. in a Flink
+     * TaskManager's JVM) to this series; a second outside [0, D) is left out.
+     */
+    public void add(int i, org.HdrHistogram.AbstractHistogram h) {
+        if (i < 0 || i >= seconds.length() || h == null || h.getTotalCount() == 0) {
+            return;
+        }
+        seconds.compareAndSet(i, null, new ConcurrentHistogram(MAX_US, 2));
+        seconds.get(i).add(h);
+    }
+
     /** The JSON array of the D seconds' 99th percentiles, ms with 3 decimals; 0 for a second without views. */
     public String p99Json() {
         StringBuilder b = new StringBuilder("[");

@@ -39,8 +39,8 @@ public final class YsbStats {
     /** Views whose ad the table lacks (dropped by the join). */
     public static final LongAdder UNKNOWN_AD = new LongAdder();
 
-    /** One emitted window. */
-    public record Row(String campaign, long windowStartMs, long views) {}
+    /** One emitted window (serializable: Flink's TaskManagers in other JVMs send rows back). */
+    public record Row(String campaign, long windowStartMs, long views) implements java.io.Serializable {}
 
     /**
      * Records a view's pre-window latency, now - its event time {@code eventTimeMs} (epoch ms), in
