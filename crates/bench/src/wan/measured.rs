@@ -28,6 +28,10 @@ pub struct Measured {
     pub correct: bool,
     /// YSB window latency (last event to emission): p50, p90, p95, p99, max.
     pub window_ms: Option<[f64; 5]>,
+    /// YSB: the largest lateness of an emission behind its schedule, ms (a source held back by
+    /// backpressure, or started late). Results written before it was kept have none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub generator_lag_ms: Option<f64>,
     /// Notification latency p50 and p99: YSB at the window; chain per sink instance.
     pub notification_ms: Option<[f64; 2]>,
     /// Chain: notification latency from the last arrival at any sink instance, p50 and p99.
@@ -105,6 +109,7 @@ impl Runner {
             throughput_per_s: 0.0,
             correct: false,
             window_ms: None,
+            generator_lag_ms: None,
             notification_ms: None,
             notification_any_ms: None,
             notification_frontier_ms: None,
@@ -226,8 +231,9 @@ impl Runner {
         let counts = dir.join("counts.csv");
         let (exe, mut args) = self.engines.command(Engine::Flink, p, &counts, &[])?;
         // T0 once every TaskManager registered, this far ahead: deployment crosses the delay
-        // (a few round trips per TaskManager) and 2 cores start the JVMs' classes.
-        let margin_ms = 5000 + 20 * m.rtt_max_ms.ceil() as u64;
+        // (a few round trips per TaskManager), and the JVMs load and compile their tasks' classes
+        // on 2 cores (4 TaskManagers took 8 s: with a 5 s margin their sources started 2.9 s late).
+        let margin_ms = 3000 + 2500 * spec.processes as u64 + 20 * m.rtt_max_ms.ceil() as u64;
         args.extend([
             "--cluster".into(),
             FlinkCluster::rest_address(),
@@ -343,6 +349,7 @@ fn measured_ysb(r: &xorflow_ysb::bench::BenchResult, m: Measured) -> Measured {
         throughput_per_s: r.throughput_events_per_s,
         correct: r.counts_match_oracle == Some(true) && r.events_emitted == r.events_expected,
         window_ms: Some([w.p50, w.p90, w.p95, w.p99, w.max]),
+        generator_lag_ms: Some(r.generator_lag_ms_max),
         notification_ms: r.notification_latency_ms.as_ref().map(|n| [n.p50, n.p99]),
         below_frontier: r.elements_below_frontier,
         ..m

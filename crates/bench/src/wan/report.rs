@@ -134,15 +134,16 @@ pub fn knee<'a>(baseline: &Measured, series: &[&'a Measured]) -> Option<&'a Meas
 
 fn ysb_table(s: &mut String, runs: &[&Measured], baseline: impl Fn(&Measured) -> Option<f64>) {
     s.push_str(
-        "| processes | rate | delay | engine, variant | RTT mean / max ms | events/s | window p50 / p90 / \
-         p95 / p99 ms | bound ms | counts |\n|---:|---:|---|---|---:|---:|---:|---:|---|\n",
+        "| processes | rate | delay | engine, variant | RTT mean / max ms | events/s | generator lag \
+         max ms | window p50 / p90 / p95 / p99 ms | bound ms | counts |\n\
+         |---:|---:|---|---|---:|---:|---:|---:|---:|---|\n",
     );
     for m in runs {
         let w = m.window_ms.unwrap_or_default();
         let bound = baseline(m).map(|b| b + m.rtt_max_ms / 2.0 + SLACK_MS);
         let _ = writeln!(
             s,
-            "| {} | {} | {} | {} | {:.1} / {:.1} | {:.0} | {:.1} / {:.1} / {:.1} / {:.1} | {} | {} |",
+            "| {} | {} | {} | {} | {:.1} / {:.1} | {:.0} | {} | {:.1} / {:.1} / {:.1} / {:.1} | {} | {} |",
             m.spec.processes,
             m.spec.rate,
             m.spec.delay.label(),
@@ -150,6 +151,7 @@ fn ysb_table(s: &mut String, runs: &[&Measured], baseline: impl Fn(&Measured) ->
             m.rtt_mean_ms,
             m.rtt_max_ms,
             m.throughput_per_s,
+            f(m.generator_lag_ms),
             w[0],
             w[1],
             w[2],
@@ -448,6 +450,7 @@ mod tests {
             throughput_per_s: throughput,
             correct: true,
             window_ms: Some([1.0, 2.0, 3.0, p99, p99]),
+            generator_lag_ms: None,
             notification_ms: None,
             notification_any_ms: None,
             notification_frontier_ms: None,

@@ -22,8 +22,8 @@ final class YsbFlinkArgs extends YsbArgs {
      */
     StandaloneCluster cluster;
     /**
-     * With --cluster and no --start-ms: T0 is the next whole second this much after the cluster's
-     * TaskManagers registered, ms (job deployment crosses the delay too).
+     * With --cluster and no --start-ms: T0 is the first whole second at least this much after the
+     * cluster's TaskManagers registered, ms (job deployment crosses the delay too).
      */
     long deployMarginMs = 5000;
 

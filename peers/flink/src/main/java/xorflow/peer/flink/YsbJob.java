@@ -72,7 +72,7 @@ public final class YsbJob implements YsbMain.Job<YsbFlinkArgs> {
             // are other JVMs, each with its own clock statics) far enough ahead for deployment.
             a.cluster.awaitTaskManagers(a.taskManagers, a.parallelism());
             if (t0 == 0) {
-                t0 = (YsbClock.nowNs() / 1_000_000_000L + 1) * 1000 + a.deployMarginMs;
+                t0 = ((YsbClock.nowNs() / 1_000_000L + a.deployMarginMs) / 1000 + 1) * 1000;
             }
             YsbClock.startMs(t0);
             env = StreamExecutionEnvironment.createRemoteEnvironment(a.cluster.host(), a.cluster.port(), conf);
