@@ -198,3 +198,57 @@ fn namespaces_that_exist_are_not_taken_over() {
     assert!(connect_ms(&r, 0, 1) < 5.0);
     r.stop();
 }
+
+/// A job's processes in namespaces where one pair is far: the clock alignment before the run
+/// takes 100 round trips per pair, 8 s for the far pair (0, 2) and 1 s for the near ones, so
+/// process 1 finishes first and hears nothing from 0 and 2 for about 7 s. That silence is
+/// start-up, bounded by --startup-timeout, not a dead peer (--peer-timeout 1s): the run must
+/// finish (it failed with "sent nothing for 1s: presumed dead" before the first frame was given
+/// the start-up bound; a 4-process global city-set run met it at the default 5 s).
+#[test]
+fn a_far_pair_aligning_clocks_is_not_taken_for_a_dead_peer() {
+    let dir = tempfile::tempdir().unwrap();
+    let matrix = dir.path().join("rtt.txt");
+    std::fs::write(&matrix, "0 10 80\n10 0 10\n80 10 0\n").unwrap();
+    let Some(r) = Router::start(
+        "f",
+        &["--hosts", "3", "--delay-matrix", matrix.to_str().unwrap()],
+    ) else {
+        return;
+    };
+    let hosts = dir.path().join("hosts");
+    let lines: String = (0..3).map(|i| format!("{}\n", addr(i, 7700))).collect();
+    std::fs::write(&hosts, lines).unwrap();
+    let children: Vec<Child> = (0..3)
+        .map(|i| {
+            Command::new("ip")
+                .args(["netns", "exec", &r.namespace(i)])
+                .arg(common::bin())
+                .args(["bench", "chain", "--workers", "1", "--elements", "20000"])
+                .args(["--rate", "20000", "--peer-timeout", "1s"])
+                .args([
+                    "--hostfile",
+                    hosts.to_str().unwrap(),
+                    "--process",
+                    &i.to_string(),
+                ])
+                .args(["--cluster-token", "0123456789abcdef0123456789abcdef"])
+                .env_remove("XORFLOW_CLUSTER_TOKEN")
+                .stdin(Stdio::null())
+                .stdout(Stdio::piped())
+                .stderr(Stdio::piped())
+                .spawn()
+                .expect("ip netns exec runs")
+        })
+        .collect();
+    for (i, c) in children.into_iter().enumerate() {
+        let out = c.wait_with_output().unwrap();
+        assert!(
+            out.status.success(),
+            "process {i}: {} {}",
+            out.status,
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    r.stop();
+}

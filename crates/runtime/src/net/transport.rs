@@ -863,6 +863,7 @@ fn spawn_links(
             delivery: delivery.clone(),
             events: events.clone(),
             peer_timeout: cfg.peer_timeout,
+            first_timeout: cfg.startup_timeout,
         };
         tokio::spawn(read_loop(cx, reader, line));
     }
@@ -1005,9 +1006,23 @@ struct ReadCtx {
     events: UnboundedSender<Event>,
     /// Silence for this long fails the job.
     peer_timeout: Duration,
+    /// How long the first frame may take: the start-up timeout. The other process may still be
+    /// aligning clocks with a farther peer (100 round trips of that pair's RTT) and sends
+    /// nothing here until it is done; at 221 ms that is 22 s (docs/wan.md, "A standalone Flink
+    /// cluster in namespaces", the failed run).
+    first_timeout: Duration,
 }
 
 impl ReadCtx {
+    /// The silence allowed before the next frame, the first one's if `first`.
+    fn silence(&self, first: bool) -> Duration {
+        if first {
+            self.first_timeout.max(self.peer_timeout)
+        } else {
+            self.peer_timeout
+        }
+    }
+
     /// Routes one frame; `Some` when it ends the connection's reading.
     fn take(&self, f: Bytes) -> Option<Ending> {
         match route(&self.delivery, f) {
@@ -1039,8 +1054,9 @@ async fn read_loop(cx: ReadCtx, mut r: Reader, delay: Option<super::delay::Delay
     if let Some(line) = delay {
         return read_delayed(cx, r, line).await;
     }
+    let mut first = true;
     loop {
-        let end = match next_frame(&mut r, cx.peer_timeout).await {
+        let end = match next_frame(&mut r, cx.silence(std::mem::take(&mut first))).await {
             Ok(f) => match cx.take(f) {
                 None => continue,
                 Some(end) => end,
@@ -1066,10 +1082,12 @@ enum Arrival {
 /// other process sent before it dies still arrives first.
 async fn read_delayed(cx: ReadCtx, mut r: Reader, mut line: super::delay::DelayLine) {
     let (tx, mut rx) = unbounded_channel::<(std::time::Instant, Arrival)>();
-    let peer_timeout = cx.peer_timeout;
+    let silence = [cx.silence(true), cx.silence(false)];
     tokio::spawn(async move {
+        let mut first = true;
         loop {
-            let (arrival, last) = match next_frame(&mut r, peer_timeout).await {
+            let allowed = silence[usize::from(!std::mem::take(&mut first))];
+            let (arrival, last) = match next_frame(&mut r, allowed).await {
                 Ok(f) => {
                     let last = matches!(Kind::of(f[0]), Ok(Kind::Done | Kind::Abort));
                     (Arrival::Frame(f), last)
