@@ -109,6 +109,7 @@ public final class YsbJob implements YsbMain.Job<YsbFlinkArgs> {
         env.getConfig().setAutoWatermarkInterval(a.watermarkIntervalMs);
         int s = a.sources;
         YsbFiles files = YsbFiles.of(a);
+        YsbSchedule schedule = new YsbSchedule(t0, a.durationS);
         DataStream<Tuple2<String, Long>> views = env
                 .addSource(new YsbSource(a.rate, a.events(), t0, files), "events", Types.STRING).setParallelism(s)
                 .map(new YsbOperators.Parse()).name("parse").setParallelism(s)
@@ -127,11 +128,11 @@ public final class YsbJob implements YsbMain.Job<YsbFlinkArgs> {
                 .keyBy(e -> e.f0, Types.STRING)
                 .window(TumblingEventTimeWindows.of(Duration.ofMillis(WINDOW_MS)))
                 .sideOutputLateData(late)
-                .aggregate(new YsbOperators.CountMax(), new YsbOperators.Emit(t0, a.durationS),
+                .aggregate(new YsbOperators.CountMax(), new YsbOperators.Emit(schedule),
                         PrimitiveArrayTypeInfo.LONG_PRIMITIVE_ARRAY_TYPE_INFO, PrimitiveArrayTypeInfo.LONG_PRIMITIVE_ARRAY_TYPE_INFO,
                         Types.TUPLE(Types.STRING, Types.LONG, Types.LONG, Types.LONG))
                 .name("window");
-        windows.addSink(new YsbOperators.Measure(t0, a.durationS * 1000)).name("sink");
+        windows.addSink(new YsbOperators.Measure(schedule)).name("sink");
         windows.getSideOutput(late).addSink(new YsbOperators.Late()).name("late");
     }
 

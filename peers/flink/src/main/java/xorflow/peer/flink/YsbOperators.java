@@ -107,36 +107,31 @@ final class YsbOperators {
         });
 
         private final YsbPart part;
-        private final long t0Ms;
-        private final long durationS;
+        private final YsbSchedule schedule;
 
-        private WindowPart(YsbPart part, long t0Ms, long durationS) {
+        private WindowPart(YsbPart part, YsbSchedule schedule) {
             this.part = part;
-            this.t0Ms = t0Ms;
-            this.durationS = durationS;
+            this.schedule = schedule;
         }
 
         void prewindow(long eventTimeMs) {
-            long t0 = t0Ms > 0 ? t0Ms : YsbClock.startMsIfFixed();
-            part.prewindow(t0, durationS, eventTimeMs, YsbClock.nowNs());
+            part.prewindow(schedule.t0Ms(), schedule.durationS(), eventTimeMs, YsbClock.nowNs());
         }
     }
 
     /** (campaign_id, window_start_ms, views, largest event time ms) per fired window. */
     static final class Emit extends ProcessWindowFunction<long[], Tuple4<String, Long, Long, Long>, String, TimeWindow> {
-        private final long t0Ms;
-        private final long durationS;
+        private final YsbSchedule schedule;
 
-        /** T0 (0: fixed by this JVM's first source) and D, s, of the pre-window series. */
-        Emit(long t0Ms, long durationS) {
-            this.t0Ms = t0Ms;
-            this.durationS = durationS;
+        /** The schedule of the pre-window series. */
+        Emit(YsbSchedule schedule) {
+            this.schedule = schedule;
         }
 
         @Override
         public void open(OpenContext ctx) {
             YsbPart part = YsbAccumulator.register(getRuntimeContext(), "window");
-            WindowPart.CURRENT.set(new WindowPart(part, t0Ms, durationS));
+            WindowPart.CURRENT.set(new WindowPart(part, schedule));
         }
 
         @Override
@@ -151,14 +146,12 @@ final class YsbOperators {
      * window latency (now - largest event time) and updated latency (now - window start).
      */
     static final class Measure extends RichSinkFunction<Tuple4<String, Long, Long, Long>> {
-        private final long t0Ms;
-        private final long durationMs;
+        private final YsbSchedule schedule;
         private transient YsbPart part;
 
-        /** T0 (0: fixed by this JVM's first source) and D, ms. */
-        Measure(long t0Ms, long durationMs) {
-            this.t0Ms = t0Ms;
-            this.durationMs = durationMs;
+        /** Windows wholly inside the schedule's [T0, T0 + D) are timed. */
+        Measure(YsbSchedule schedule) {
+            this.schedule = schedule;
         }
 
         @Override
@@ -170,8 +163,8 @@ final class YsbOperators {
         public void invoke(Tuple4<String, Long, Long, Long> w, Context ctx) {
             long now = YsbClock.nowNs();
             part.rows.add(new YsbStats.Row(w.f0, w.f1, w.f2));
-            long t0 = t0Ms > 0 ? t0Ms : YsbClock.startMsIfFixed();
-            if (w.f1 >= t0 && w.f1 + YsbJob.WINDOW_MS <= t0 + durationMs) {
+            long t0 = schedule.t0Ms();
+            if (w.f1 >= t0 && w.f1 + YsbJob.WINDOW_MS <= t0 + schedule.durationMs()) {
                 YsbPart.record(part.window, now - w.f3 * 1_000_000L);
                 YsbPart.record(part.updated, now - w.f1 * 1_000_000L);
             }
