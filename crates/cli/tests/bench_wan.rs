@@ -173,8 +173,7 @@ fn flink_behind_the_delay_proxies_sees_the_delay() {
 /// Flink as a standalone cluster in network namespaces (`--network netns`; the JVMs of a
 /// JobManager and a TaskManager per namespace, `wan/flink_cluster.rs`), gated as the test above
 /// and on namespaces: on the mesh at RTT 0 and 40 ms and on the EU city set, its counts match the
-/// oracle, the router carried its bytes, and its windows close at least one 20 ms hop later at
-/// 40 ms than at 0.
+/// oracle, the router carried its bytes, it held the rate, and every JVM left its output.
 #[test]
 fn flink_in_network_namespaces_runs_the_mesh_and_a_city_set() {
     if std::env::var("XORFLOW_FLINK_TESTS").as_deref() != Ok("1") {
@@ -206,12 +205,10 @@ fn flink_in_network_namespaces_runs_the_mesh_and_a_city_set() {
         assert!(num(r, "proxied_bytes") > 100_000.0, "{r:?}");
         assert!(num(r, "throughput_per_s") > 0.95 * 22_000.0, "{r:?}");
     }
-    let mesh: Vec<_> = flink.iter().filter(|r| r["experiment"] == "mesh").collect();
-    let (p50_0, p50_40) = (num(mesh[0], "window_p50_ms"), num(mesh[1], "window_p50_ms"));
-    assert!(
-        p50_40 >= p50_0 + 15.0,
-        "Flink window p50 {p50_0} ms -> {p50_40} ms at 40 ms RTT"
-    );
+    // Each JVM sits in its own namespace, so whatever they exchanged crossed the router and its
+    // delay (`delay_router.rs` checks that the router delays). Flink's window p50 is not compared
+    // across RTTs here: its 200 ms watermark period moves it by up to 100 ms from run to run
+    // (docs/wan.md), and a 40 ms run came out 22 ms faster than its RTT-0 run.
     let run = dir.join("runs").join(&flink[2]["id"]);
     for node in ["jobmanager", "taskmanager-0", "taskmanager-1", "client"] {
         assert!(
