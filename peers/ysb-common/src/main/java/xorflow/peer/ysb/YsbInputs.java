@@ -4,7 +4,8 @@ import java.util.HashMap;
 
 /**
  * The run's inputs, loaded by {@link YsbMain} before the run and read by the engine's tasks
- * through statics: the engine runs in this JVM, so they are shared instead of shipped in the job.
+ * through statics instead of shipped in the job: the engine runs in this JVM, or (a standalone
+ * Flink cluster) each TaskManager loads them from the same files ({@link #loadIfAbsent}).
  */
 public final class YsbInputs {
     private YsbInputs() {}

@@ -6,8 +6,10 @@ import java.util.concurrent.atomic.LongAdder;
 import org.HdrHistogram.ConcurrentHistogram;
 
 /**
- * What the YSB job's tasks measure, shared through statics: the engine (Flink's MiniCluster or
- * Storm's LocalCluster) runs in this JVM. Engine-only figures live beside the engine's job.
+ * What the YSB run measured, which the report reads. Storm's tasks record here directly (its
+ * LocalCluster runs in this JVM); Flink's tasks keep their own parts, which come back as
+ * accumulators and are added here by the client (so its TaskManagers may be other JVMs).
+ * Engine-only figures live beside the engine's job.
  */
 public final class YsbStats {
     private YsbStats() {}
