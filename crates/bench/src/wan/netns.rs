@@ -97,6 +97,8 @@ impl Router {
         Command::new("ip")
             .args(["netns", "exec", &self.namespace(i), exe])
             .args(args)
+            // A job's token comes from its command line, never from this environment.
+            .env_remove("XORFLOW_CLUSTER_TOKEN")
             .stdin(Stdio::null())
             .stdout(out)
             .stderr(err)
@@ -131,22 +133,17 @@ impl Router {
         let token = token()?;
         let args = without_processes(args);
         let mut children = Vec::new();
+        let hostfile_arg = hostfile.display().to_string();
         for i in 0..self.hosts {
-            let out = std::fs::File::create(dir.join(format!("process-{i}.out")))?;
-            let err = std::fs::File::create(dir.join(format!("process-{i}.err")))?;
-            let child = Command::new("ip")
-                .args(["netns", "exec", &self.namespace(i), exe])
-                .args(&args)
-                .args(extra)
-                .args(["--hostfile", &hostfile.display().to_string()])
-                .args(["--process", &i.to_string(), "--cluster-token", &token])
-                .env_remove("XORFLOW_CLUSTER_TOKEN")
-                .stdin(Stdio::null())
-                .stdout(out)
-                .stderr(err)
-                .spawn()
-                .context("cannot run 'ip netns exec'")?;
-            children.push(child);
+            let mut a = args.clone();
+            a.extend(extra.iter().cloned());
+            a.extend([
+                "--hostfile".into(),
+                hostfile_arg.clone(),
+                "--process".into(),
+            ]);
+            a.extend([i.to_string(), "--cluster-token".into(), token.clone()]);
+            children.push(self.spawn(i, exe, &a, dir, &format!("process-{i}"))?);
         }
         let deadline = Instant::now() + timeout;
         let mut failed = Vec::new();
