@@ -3,6 +3,7 @@
 use super::flink_cluster::FlinkCluster;
 use super::netns::Router;
 use super::spec::{Delay, Network, RunSpec, Workload};
+use super::tcp_counters::TcpCounters;
 use crate::chain::ChainResult;
 use crate::subprocess::stdout_within;
 use crate::ysb::{Engine, Engines, Point};
@@ -56,6 +57,10 @@ pub struct Measured {
     /// included). More than zero, or the run failed: its traffic did not cross the delay.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub proxied_bytes: Option<u64>,
+    /// In namespaces: the kernels' TCP retransmissions, timeouts and device drops over every
+    /// namespace of the run (each namespace's in `runs/<id>/tcp.txt`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tcp: Option<TcpCounters>,
 }
 
 /// Runs specs with this binary and a YSB input.
@@ -118,6 +123,7 @@ impl Runner {
             element_ms: None,
             below_frontier: 0,
             proxied_bytes: None,
+            tcp: None,
         };
         match (spec.workload, spec.engine) {
             (Workload::Ysb, Engine::Xorflow) => self.ysb(spec, at, base),
@@ -163,7 +169,10 @@ impl Runner {
         let timeout = Duration::from_secs(self.duration_s + 180);
         let out = at.launch(&exe, &args, &hosts, timeout)?;
         let r = self.engines.result_of(Engine::Xorflow, p, &counts, &out)?;
-        Ok(measured_ysb(&r, m))
+        Ok(Measured {
+            tcp: at.tcp(),
+            ..measured_ysb(&r, m)
+        })
     }
 
     /// The YSB on Flink, one TaskManager per process, each behind a delay proxy
@@ -253,6 +262,7 @@ impl Runner {
         let status = super::netns::wait_until(&mut client, std::time::Instant::now() + timeout)?;
         let exited = cluster.exited();
         drop(cluster);
+        let tcp = router.tcp_counters(dir);
         drop(router);
         let out = std::fs::read_to_string(dir.join("client.out")).unwrap_or_default();
         crate::stand::files::write_whole(&dir.join("stdout.txt"), out.as_bytes())?;
@@ -283,6 +293,7 @@ impl Runner {
         let r = self.engines.result_of(Engine::Flink, p, &counts, &out)?;
         Ok(Measured {
             proxied_bytes: Some(bytes),
+            tcp,
             ..measured_ysb(&r, m)
         })
     }
@@ -337,6 +348,7 @@ impl Runner {
             tracker_pieces: r.tracker_pieces_applied,
             tracker_busy_s: r.tracker_busy_s,
             element_ms: Some([ms(el.p50_us), ms(el.p99_us)]),
+            tcp: at.tcp(),
             ..m
         })
     }
@@ -365,6 +377,11 @@ struct Where<'a> {
 }
 
 impl Where<'_> {
+    /// The TCP counters of the run's namespaces (`None` on loopback).
+    fn tcp(&self) -> Option<TcpCounters> {
+        self.router.as_ref().and_then(|r| r.tcp_counters(self.dir))
+    }
+
     /// Runs `exe args` on loopback ([`run_logged`]) or, with a router, as its hosts' processes
     /// with `hostfile_extra` added ([`Router::run`]); writes `command.txt` and `stdout.txt`
     /// (process 0's) into the run's folder either way and returns that stdout.

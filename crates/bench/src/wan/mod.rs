@@ -10,7 +10,7 @@
 //!   `plan.json` and `raw.jsonl` by `xorflow bench wan --report DIR`).
 //!
 //! * [`spec`]: what one run is; [`plan`]: the runs of each experiment; [`measured`]: running
-//!   one; [`report`]: the tables.
+//!   one; [`report`]: the tables; [`tcp_counters`]: what the kernels' TCP did in namespaces.
 
 pub mod flink_cluster;
 pub mod measured;
@@ -18,6 +18,7 @@ pub mod netns;
 pub mod plan;
 pub mod report;
 pub mod spec;
+pub mod tcp_counters;
 
 use crate::ysb::{append_raw, StandConfig};
 use anyhow::Result;

@@ -4,6 +4,7 @@
 //! xorflow. The job's command is the loopback one with `--processes N` replaced by a hostfile:
 //! process `i` runs in namespace `i` at `10.78.0.(i + 1)`.
 
+use super::tcp_counters::{self, TcpCounters};
 use anyhow::{bail, Context, Result};
 use std::io::{BufRead, BufReader};
 use std::path::Path;
@@ -104,6 +105,30 @@ impl Router {
             .stderr(err)
             .spawn()
             .context("cannot run 'ip netns exec'")
+    }
+
+    /// Every namespace's TCP counters so far ([`super::tcp_counters`]), summed; each
+    /// namespace's raw counters go to `dir/tcp.txt`. `None` (and the reason in that file) if a
+    /// namespace could not be read: the counters are a diagnosis, not a result, so a run does not
+    /// fail for them.
+    pub fn tcp_counters(&self, dir: &Path) -> Option<TcpCounters> {
+        let mut sum = TcpCounters::default();
+        let mut text = String::new();
+        let mut ok = true;
+        for i in 0..self.hosts {
+            match tcp_counters::read(&self.namespace(i)) {
+                Ok((c, raw)) => {
+                    sum.add(&c);
+                    text.push_str(&format!("# namespace {i} ({}): {c:?}\n{raw}\n", Self::address(i)));
+                }
+                Err(e) => {
+                    ok = false;
+                    text.push_str(&format!("# namespace {i}: {e}\n"));
+                }
+            }
+        }
+        let _ = crate::stand::files::write_whole(&dir.join("tcp.txt"), text.as_bytes());
+        ok.then_some(sum)
     }
 
     /// The hostfile's text: host `i` at `10.78.0.(i + 1)`.

@@ -1,6 +1,7 @@
 //! `runs.csv` and `REPORT.md` of a `xorflow bench wan` sweep: per experiment a table, and per
 //! series of the mesh experiment its knee (docs/wan.md, "The knee").
 
+use super::tcp_counters::TcpCounters;
 use super::measured::Measured;
 use super::plan::Plan;
 use super::spec::Experiment;
@@ -70,14 +71,14 @@ fn csv(runs: &[Measured]) -> String {
          window_max_ms,notification_p50_ms,notification_p99_ms,notification_any_p50_ms,\
          notification_any_p99_ms,notification_frontier_p50_ms,notification_frontier_p99_ms,\
          element_p50_ms,element_p99_ms,below_frontier,\
-         proxied_bytes\n",
+         proxied_bytes,tcp_retransmitted,tcp_timeouts,tcp_device_drops\n",
     );
     for m in runs {
         let w = |i: usize| f(m.window_ms.map(|w| w[i]));
         let two = |v: Option<[f64; 2]>, i: usize| f(v.map(|x| x[i]));
         let _ = writeln!(
             s,
-            "{},{},{},{:?},{},{},{},{},{:.2},{:.2},{:.0},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}",
+            "{},{},{},{:?},{},{},{},{},{:.2},{:.2},{:.0},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}",
             m.id,
             m.spec.experiment.name(),
             m.spec.engine.name(),
@@ -104,10 +105,18 @@ fn csv(runs: &[Measured]) -> String {
             two(m.element_ms, 0),
             two(m.element_ms, 1),
             m.below_frontier,
-            m.proxied_bytes.map_or(String::new(), |b| b.to_string())
+            m.proxied_bytes.map_or(String::new(), |b| b.to_string()),
+            tcp(m, |c| c.retransmitted),
+            tcp(m, |c| c.timeouts),
+            tcp(m, |c| c.device_drops)
         );
     }
     s
+}
+
+/// A TCP counter of a namespaced run (empty on loopback).
+fn tcp(m: &Measured, c: impl Fn(&TcpCounters) -> u64) -> String {
+    m.tcp.as_ref().map_or(String::new(), |t| c(t).to_string())
 }
 
 /// Whether run `m` misses its bound against `baseline` (RTT 0): window latency p99 over the
@@ -135,15 +144,16 @@ pub fn knee<'a>(baseline: &Measured, series: &[&'a Measured]) -> Option<&'a Meas
 fn ysb_table(s: &mut String, runs: &[&Measured], baseline: impl Fn(&Measured) -> Option<f64>) {
     s.push_str(
         "| processes | rate | delay | engine, variant | RTT mean / max ms | events/s | generator lag \
-         max ms | window p50 / p90 / p95 / p99 ms | bound ms | counts |\n\
-         |---:|---:|---|---|---:|---:|---:|---:|---:|---|\n",
+         max ms | window p50 / p90 / p95 / p99 ms | bound ms | counts | TCP retransmitted / \
+         timeouts |\n\
+         |---:|---:|---|---|---:|---:|---:|---:|---:|---|---:|\n",
     );
     for m in runs {
         let w = m.window_ms.unwrap_or_default();
         let bound = baseline(m).map(|b| b + m.rtt_max_ms / 2.0 + SLACK_MS);
         let _ = writeln!(
             s,
-            "| {} | {} | {} | {} | {:.1} / {:.1} | {:.0} | {} | {:.1} / {:.1} / {:.1} / {:.1} | {} | {} |",
+            "| {} | {} | {} | {} | {:.1} / {:.1} | {:.0} | {} | {:.1} / {:.1} / {:.1} / {:.1} | {} | {} | {} |",
             m.spec.processes,
             m.spec.rate,
             m.spec.delay.label(),
@@ -157,7 +167,8 @@ fn ysb_table(s: &mut String, runs: &[&Measured], baseline: impl Fn(&Measured) ->
             w[2],
             w[3],
             f(bound),
-            if m.correct { "oracle" } else { "WRONG" }
+            if m.correct { "oracle" } else { "WRONG" },
+            m.tcp.map_or(String::new(), |t| format!("{} / {}", t.retransmitted, t.timeouts))
         );
     }
 }
@@ -459,6 +470,7 @@ mod tests {
             element_ms: None,
             below_frontier: 0,
             proxied_bytes: None,
+            tcp: None,
         }
     }
 

@@ -1,0 +1,116 @@
+//! What the kernels' TCP did in a namespaced run: retransmissions, retransmission timeouts and
+//! packets the TUN devices dropped, per namespace, read after the run from the namespace's own
+//! `/proc/net/snmp`, `/proc/net/netstat` and `/sys/class/net/*/statistics` (each namespace has its
+//! own counters, starting at 0 when `xorflow delay-router` creates it).
+//!
+//! The router counts what it drops on its own queues; a packet the kernel drops before the router
+//! reads it (a full TUN queue) or after it writes it (a full backlog) shows only here, as a
+//! retransmission. A retransmission timeout stalls a connection for at least 200 ms (Linux's
+//! minimum RTO) plus the round trip: the size of the late windows docs/wan.md reports.
+
+use serde::{Deserialize, Serialize};
+use std::process::Command;
+
+/// TCP counters of one namespace (or their sum over a run's namespaces).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TcpCounters {
+    /// Segments retransmitted (`Tcp: RetransSegs`).
+    pub retransmitted: u64,
+    /// Retransmission timeouts (`TcpExt: TCPTimeouts`).
+    pub timeouts: u64,
+    /// Tail loss probes sent (`TcpExt: TCPLossProbes`).
+    pub loss_probes: u64,
+    /// Packets the namespace's devices dropped on transmit or receive.
+    pub device_drops: u64,
+}
+
+impl TcpCounters {
+    /// Adds `o` to these counters.
+    pub fn add(&mut self, o: &TcpCounters) {
+        self.retransmitted += o.retransmitted;
+        self.timeouts += o.timeouts;
+        self.loss_probes += o.loss_probes;
+        self.device_drops += o.device_drops;
+    }
+
+    /// The counters in `text`: `/proc/net/snmp` and `/proc/net/netstat` (header line and value
+    /// line per protocol), then `NAME VALUE` lines of device drops. Missing counters are 0.
+    pub fn parse(text: &str) -> TcpCounters {
+        let mut c = TcpCounters::default();
+        let lines: Vec<&str> = text.lines().collect();
+        for pair in lines.windows(2) {
+            let (Some(h), Some(v)) = (pair[0].strip_prefix("Tcp: "), pair[1].strip_prefix("Tcp: "))
+            else {
+                if let (Some(h), Some(v)) = (
+                    pair[0].strip_prefix("TcpExt: "),
+                    pair[1].strip_prefix("TcpExt: "),
+                ) {
+                    c.timeouts = field(h, v, "TCPTimeouts").unwrap_or(c.timeouts);
+                    c.loss_probes = field(h, v, "TCPLossProbes").unwrap_or(c.loss_probes);
+                }
+                continue;
+            };
+            c.retransmitted = field(h, v, "RetransSegs").unwrap_or(c.retransmitted);
+        }
+        c.device_drops = (lines.iter())
+            .filter_map(|l| l.strip_prefix("drops "))
+            .filter_map(|n| n.trim().parse::<u64>().ok())
+            .sum();
+        c
+    }
+}
+
+/// The value under `name` in a `/proc/net` header line `h` and its value line `v`.
+fn field(h: &str, v: &str, name: &str) -> Option<u64> {
+    let i = h.split_whitespace().position(|k| k == name)?;
+    v.split_whitespace().nth(i)?.parse().ok()
+}
+
+/// The shell command that prints a namespace's counters in [`TcpCounters::parse`]'s form.
+const READ: &str = "cat /proc/net/snmp /proc/net/netstat; \
+    for d in /sys/class/net/*/statistics; do \
+    echo drops $(( $(cat $d/tx_dropped) + $(cat $d/rx_dropped) )); done";
+
+/// Reads namespace `ns`'s counters (`ip netns exec`), with the raw text for the run's folder.
+///
+/// # Errors
+/// `ip` cannot run or the namespace is gone: the error names it.
+pub fn read(ns: &str) -> Result<(TcpCounters, String), String> {
+    let out = Command::new("ip")
+        .args(["netns", "exec", ns, "sh", "-c", READ])
+        .output()
+        .map_err(|e| format!("cannot run 'ip netns exec {ns}': {e}"))?;
+    if !out.status.success() {
+        return Err(format!(
+            "reading the TCP counters of namespace {ns} failed ({}): {}",
+            out.status,
+            String::from_utf8_lossy(&out.stderr).trim()
+        ));
+    }
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    Ok((TcpCounters::parse(&text), text))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn counters_come_from_their_columns() {
+        let text = "Ip: Forwarding DefaultTTL\nIp: 2 64\n\
+            Tcp: RtoAlgorithm RtoMin RetransSegs InErrs\nTcp: 1 200 17 0\n\
+            Udp: InDatagrams\nUdp: 5\n\
+            TcpExt: SyncookiesSent TCPLossProbes TCPTimeouts\nTcpExt: 0 4 3\n\
+            drops 2\ndrops 0\ndrops 5\n";
+        assert_eq!(
+            TcpCounters::parse(text),
+            TcpCounters {
+                retransmitted: 17,
+                timeouts: 3,
+                loss_probes: 4,
+                device_drops: 7
+            }
+        );
+        assert_eq!(TcpCounters::parse("garbage\n"), TcpCounters::default());
+    }
+}
