@@ -71,14 +71,14 @@ fn csv(runs: &[Measured]) -> String {
          window_max_ms,notification_p50_ms,notification_p99_ms,notification_any_p50_ms,\
          notification_any_p99_ms,notification_frontier_p50_ms,notification_frontier_p99_ms,\
          element_p50_ms,element_p99_ms,below_frontier,\
-         proxied_bytes,tcp_retransmitted,tcp_timeouts,tcp_device_drops\n",
+         proxied_bytes,tcp_retransmitted,tcp_timeouts,tcp_tx_drops,tcp_rx_drops\n",
     );
     for m in runs {
         let w = |i: usize| f(m.window_ms.map(|w| w[i]));
         let two = |v: Option<[f64; 2]>, i: usize| f(v.map(|x| x[i]));
         let _ = writeln!(
             s,
-            "{},{},{},{:?},{},{},{},{},{:.2},{:.2},{:.0},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}",
+            "{},{},{},{:?},{},{},{},{},{:.2},{:.2},{:.0},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}",
             m.id,
             m.spec.experiment.name(),
             m.spec.engine.name(),
@@ -108,7 +108,8 @@ fn csv(runs: &[Measured]) -> String {
             m.proxied_bytes.map_or(String::new(), |b| b.to_string()),
             tcp(m, |c| c.retransmitted),
             tcp(m, |c| c.timeouts),
-            tcp(m, |c| c.device_drops)
+            tcp(m, |c| c.tx_drops),
+            tcp(m, |c| c.rx_drops)
         );
     }
     s

@@ -20,8 +20,12 @@ pub struct TcpCounters {
     pub timeouts: u64,
     /// Tail loss probes sent (`TcpExt: TCPLossProbes`).
     pub loss_probes: u64,
-    /// Packets the namespace's devices dropped on transmit or receive.
-    pub device_drops: u64,
+    /// Packets the namespace's devices dropped on transmit: the TUN device's queue was full
+    /// because the router did not read it in time.
+    pub tx_drops: u64,
+    /// Packets dropped on receive: the router wrote them into the device faster than the kernel
+    /// took them (its backlog, `net.core.netdev_max_backlog`, was full).
+    pub rx_drops: u64,
 }
 
 impl TcpCounters {
@@ -30,11 +34,13 @@ impl TcpCounters {
         self.retransmitted += o.retransmitted;
         self.timeouts += o.timeouts;
         self.loss_probes += o.loss_probes;
-        self.device_drops += o.device_drops;
+        self.tx_drops += o.tx_drops;
+        self.rx_drops += o.rx_drops;
     }
 
     /// The counters in `text`: `/proc/net/snmp` and `/proc/net/netstat` (header line and value
-    /// line per protocol), then `NAME VALUE` lines of device drops. Missing counters are 0.
+    /// line per protocol), then `tx_dropped N` and `rx_dropped N` lines, one per device. Missing
+    /// counters are 0.
     pub fn parse(text: &str) -> TcpCounters {
         let mut c = TcpCounters::default();
         let lines: Vec<&str> = text.lines().collect();
@@ -52,10 +58,14 @@ impl TcpCounters {
             };
             c.retransmitted = field(h, v, "RetransSegs").unwrap_or(c.retransmitted);
         }
-        c.device_drops = (lines.iter())
-            .filter_map(|l| l.strip_prefix("drops "))
-            .filter_map(|n| n.trim().parse::<u64>().ok())
-            .sum();
+        let sum = |prefix: &str| -> u64 {
+            (lines.iter())
+                .filter_map(|l| l.strip_prefix(prefix))
+                .filter_map(|n| n.trim().parse::<u64>().ok())
+                .sum()
+        };
+        c.tx_drops = sum("tx_dropped ");
+        c.rx_drops = sum("rx_dropped ");
         c
     }
 }
@@ -69,7 +79,7 @@ fn field(h: &str, v: &str, name: &str) -> Option<u64> {
 /// The shell command that prints a namespace's counters in [`TcpCounters::parse`]'s form.
 const READ: &str = "cat /proc/net/snmp /proc/net/netstat; \
     for d in /sys/class/net/*/statistics; do \
-    echo drops $(( $(cat $d/tx_dropped) + $(cat $d/rx_dropped) )); done";
+    echo tx_dropped $(cat $d/tx_dropped); echo rx_dropped $(cat $d/rx_dropped); done";
 
 /// Reads namespace `ns`'s counters (`ip netns exec`), with the raw text for the run's folder.
 ///
@@ -101,14 +111,15 @@ mod tests {
             Tcp: RtoAlgorithm RtoMin RetransSegs InErrs\nTcp: 1 200 17 0\n\
             Udp: InDatagrams\nUdp: 5\n\
             TcpExt: SyncookiesSent TCPLossProbes TCPTimeouts\nTcpExt: 0 4 3\n\
-            drops 2\ndrops 0\ndrops 5\n";
+            tx_dropped 2\nrx_dropped 1\ntx_dropped 0\nrx_dropped 5\n";
         assert_eq!(
             TcpCounters::parse(text),
             TcpCounters {
                 retransmitted: 17,
                 timeouts: 3,
                 loss_probes: 4,
-                device_drops: 7
+                tx_drops: 2,
+                rx_drops: 6
             }
         );
         assert_eq!(TcpCounters::parse("garbage\n"), TcpCounters::default());
