@@ -13,7 +13,7 @@ use std::path::PathBuf;
 use std::process::{Command, ExitCode};
 use std::sync::atomic::Ordering;
 use std::time::Duration;
-use xorflow_runtime::net::delay::router::{DelayRouter, MAX_PACKET};
+use xorflow_runtime::net::delay::router::{DelayRouter, MAX_PACKET, QUEUE_PACKETS};
 use xorflow_runtime::net::delay::tun::TunDevice;
 use xorflow_runtime::net::delay::{DelayConfig, Topology};
 
@@ -178,6 +178,12 @@ fn make_host(
     ip(&["link", "set", dev.name(), "netns", &ns]).map_err(skip)?;
     ip(&["-n", &ns, "link", "set", "lo", "up"]).map_err(skip)?;
     ip(&["-n", &ns, "addr", "add", &addr, "dev", dev.name()]).map_err(skip)?;
+    // The device's queue holds what a host sent until the router reads it. Linux's 500 packets
+    // overflowed (TUN tx_dropped, thousands in a run, each a TCP retransmission) when the
+    // router's reader thread waited for a core among 4 processes on 2; a router's input buffer
+    // is deep, as the pairs' queues here are (QUEUE_PACKETS).
+    let queue = QUEUE_PACKETS.to_string();
+    ip(&["-n", &ns, "link", "set", dev.name(), "txqueuelen", &queue]).map_err(skip)?;
     ip(&["-n", &ns, "link", "set", dev.name(), "mtu", &mtu, "up"]).map_err(skip)?;
     Ok(dev)
 }
