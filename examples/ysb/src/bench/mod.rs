@@ -103,6 +103,11 @@ pub struct BenchResult {
     /// Whether the counts equal [`crate::oracle::scheduled`]'s (xorflow checks every run).
     #[serde(default)]
     pub counts_match_oracle: Option<bool>,
+    /// Across processes: the window latency p99 of the windows each process emitted, ms, by
+    /// process (empty in one process and in the peers' results). Late windows confined to one
+    /// process point at what reaches that process late.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub window_p99_ms_by_process: Vec<f64>,
     /// trAcker's notification latency at the window (last arrival to notification), ms.
     #[serde(default)]
     pub notification_latency_ms: Option<Latency>,
@@ -361,12 +366,30 @@ fn result(
             schedule.duration_s,
         ),
         counts_match_oracle: Some(matches),
+        window_p99_ms_by_process: window_p99_by_process(report),
         notification_latency_ms: window.map(|w| Latency::of(Some(&w.notification_latency_ns), 1e6)),
         elements_below_frontier: report.below_frontier(),
         schedule_spread: schedule_clock::spread(report, "events"),
         cpu: Some(xorflow_runtime::measure::cpu_report::CpuReport::of(report)),
         tracker: report.tracker.clone(),
     }
+}
+
+/// The window latency p99 of each process's "emitted" vertex, ms (empty in one process).
+fn window_p99_by_process(report: &xorflow_runtime::RunReport) -> Vec<f64> {
+    if report.per_process.len() < 2 {
+        return Vec::new();
+    }
+    (report.per_process.iter())
+        .map(|p| {
+            (p.vertices.iter())
+                .map(xorflow_runtime::VertexStats::from_wire)
+                .find(|v| v.name == "emitted")
+                .and_then(|v| v.histograms.get(latency::WINDOW_US).cloned())
+                .filter(|h| !h.is_empty())
+                .map_or(0.0, |h| h.value_at_quantile(0.99) as f64 / 1000.0)
+        })
+        .collect()
 }
 
 /// Writes the header and `rows` to `out`'s temporary file.
