@@ -2,6 +2,7 @@ package xorflow.peer.flink;
 
 import org.apache.flink.api.common.accumulators.Accumulator;
 import org.apache.flink.api.common.functions.RuntimeContext;
+import xorflow.peer.ysb.YsbPart;
 
 /**
  * A Flink accumulator holding one function's {@link YsbPart}; every function of the YSB job that

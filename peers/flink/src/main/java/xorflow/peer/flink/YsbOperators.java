@@ -16,6 +16,7 @@ import org.apache.flink.streaming.api.windowing.windows.TimeWindow;
 import org.apache.flink.util.Collector;
 import xorflow.peer.ysb.YsbClock;
 import xorflow.peer.ysb.YsbInputs;
+import xorflow.peer.ysb.YsbPart;
 import xorflow.peer.ysb.YsbStats;
 
 /** The YSB job's operators on Flink, in pipeline order (as the original's Flink job). */

@@ -6,6 +6,7 @@ import org.apache.flink.api.common.functions.OpenContext;
 import org.apache.flink.streaming.api.functions.source.RichParallelSourceFunction;
 import xorflow.peer.ysb.YsbClock;
 import xorflow.peer.ysb.YsbInputs;
+import xorflow.peer.ysb.YsbPart;
 import xorflow.peer.ysb.YsbTemplate;
 
 /**

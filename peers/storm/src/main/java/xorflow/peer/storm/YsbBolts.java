@@ -32,6 +32,7 @@ final class YsbBolts {
 
         @Override
         public void prepare(Map<String, Object> conf, TopologyContext ctx, OutputCollector out) {
+            YsbStormWorker.setUp(conf, ctx);
             this.out = out;
         }
     }

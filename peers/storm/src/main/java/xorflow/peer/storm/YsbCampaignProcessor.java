@@ -32,6 +32,7 @@ final class YsbCampaignProcessor extends BaseRichBolt {
     private transient Map<String, long[]> buckets;
     private transient List<long[]> changed;
     private int markers;
+    private int task;
 
     YsbCampaignProcessor(long durationMs, int sources) {
         this.durationMs = durationMs;
@@ -40,6 +41,8 @@ final class YsbCampaignProcessor extends BaseRichBolt {
 
     @Override
     public void prepare(Map<String, Object> conf, TopologyContext ctx, OutputCollector out) {
+        YsbStormWorker.setUp(conf, ctx);
+        task = ctx.getThisTaskId();
         buckets = new HashMap<>();
         changed = new ArrayList<>();
     }
@@ -57,6 +60,7 @@ final class YsbCampaignProcessor extends BaseRichBolt {
             flush();
             return;
         }
+        YsbStormWorker.ensureStart();
         long end = t.getLong(4);
         if (end != 0) {
             // The first marker of a source follows all its views; its second is ignored.
@@ -103,7 +107,7 @@ final class YsbCampaignProcessor extends BaseRichBolt {
                 YsbStats.record(YsbStats.UPDATED, b[3] - b[2] * 1_000_000L);
             }
         }
-        YsbStormStats.DONE_TASKS.incrementAndGet();
+        YsbStormWorker.taskDone(task);
     }
 
     @Override

@@ -19,7 +19,8 @@ import xorflow.peer.ysb.YsbTemplate;
  * k = s, s + S, ... below R * D, event k at epoch ns {@code T0 * 1e6 + k * 1e9 / R} (parked until
  * due, never a relative sleep), as template line {@code k mod N} with event_time
  * {@code T0 + (k * 1e9 / R) / 1e6}; tuples (source, line, end_ms = 0). The template is
- * {@link YsbInputs#TEMPLATE}, loaded once before the run (same JVM).
+ * {@link YsbInputs#TEMPLATE}, loaded once before the run (same JVM; a cluster's worker loads it
+ * when its first task opens, {@link YsbStormWorker}).
  *
  * <p>After its last event it emits two end markers (line "", end_ms = their event time): the
  * first lies in the window after the run's last, the second far enough beyond it that the window
@@ -41,6 +42,10 @@ final class YsbSpout extends BaseRichSpout {
     private int source;
     private int sources;
     private long t0;
+    /** In a cluster's worker: T0 comes later (the client's start file), ready-{task} not yet written. */
+    private boolean cluster;
+    private boolean announced;
+    private int task;
     private long next;
     private boolean ended;
     private long emitted;
@@ -59,12 +64,16 @@ final class YsbSpout extends BaseRichSpout {
 
     @Override
     public void open(Map<String, Object> conf, TopologyContext ctx, SpoutOutputCollector out) {
+        YsbStormWorker.setUp(conf, ctx);
         this.out = out;
         this.template = YsbInputs.TEMPLATE;
         this.source = ctx.getThisTaskIndex();
         this.sources = ctx.getComponentTasks(ctx.getThisComponentId()).size();
         this.next = source;
-        this.t0 = YsbClock.startMs(startMs);
+        this.task = ctx.getThisTaskId();
+        this.cluster = conf.get(YsbStormWorker.STATS_DIR) != null;
+        // In a cluster T0 is the client's: 0 until its start file arrives (YsbStormWorker).
+        this.t0 = cluster ? YsbClock.startMsIfFixed() : YsbClock.startMs(startMs);
     }
 
     private long due(long k) {
@@ -73,6 +82,17 @@ final class YsbSpout extends BaseRichSpout {
 
     @Override
     public void nextTuple() {
+        if (cluster && (t0 == 0 || !announced)) {
+            if (!announced) {
+                announced = true;
+                YsbStormWorker.spoutReady(task);
+            }
+            t0 = YsbClock.startMsIfFixed();
+            if (t0 == 0) {
+                LockSupport.parkNanos(1_000_000);
+                return;
+            }
+        }
         if (next >= events) {
             end();
             return;

@@ -5,7 +5,7 @@ import java.util.concurrent.atomic.LongAdder;
 
 /**
  * What only the Storm topology measures, shared through statics as {@link xorflow.peer.ysb.YsbStats}
- * (the LocalCluster runs in this JVM).
+ * (the LocalCluster runs in this JVM; a cluster's workers hand theirs over, {@link YsbStormWorker}).
  */
 final class YsbStormStats {
     private YsbStormStats() {}

@@ -4,6 +4,7 @@ import java.util.List;
 import org.apache.storm.Config;
 import org.apache.storm.LocalCluster;
 import org.apache.storm.generated.KillOptions;
+import org.apache.storm.generated.StormTopology;
 import org.apache.storm.topology.BoltDeclarer;
 import org.apache.storm.topology.TopologyBuilder;
 import org.apache.storm.topology.base.BaseWindowedBolt;
@@ -12,8 +13,9 @@ import xorflow.peer.ysb.YsbReport;
 import xorflow.peer.ysb.YsbStats;
 
 /**
- * The Yahoo Streaming Benchmark on Apache Storm (LocalCluster, one worker, in this JVM), with the
- * generator inside the topology, following {@code peers/ysb-contract.md} as
+ * The Yahoo Streaming Benchmark on Apache Storm (LocalCluster, one worker, in this JVM; or with
+ * {@code --cluster NIMBUS_HOST:PORT} a Storm cluster's --storm-workers worker JVMs,
+ * {@link YsbStormCluster}), with the generator inside the topology, following {@code peers/ysb-contract.md} as
  * {@code xorflow bench ysb} does:
  *
  * <pre>
@@ -66,21 +68,9 @@ public final class YsbTopology implements YsbMain.Job<YsbStormArgs> {
 
     @Override
     public void run(YsbStormArgs a) throws Exception {
-        int s = a.sources;
-        TopologyBuilder b = new TopologyBuilder();
-        b.setSpout("events", new YsbSpout(a.rate, a.durationS, a.startMs, stormLagMs(a)), s);
-        b.setBolt("deserialize", new YsbBolts.Deserialize(), s).customGrouping("events", new YsbGrouping(false));
-        b.setBolt("filter", new YsbBolts.Filter(), s).customGrouping("deserialize", new YsbGrouping(false));
-        b.setBolt("projection", new YsbBolts.Project(), s).customGrouping("filter", new YsbGrouping(false));
-        b.setBolt("join", new YsbBolts.Join(s), s).customGrouping("projection", new YsbGrouping(false));
-        BoltDeclarer w = a.window.equals("processor")
-                ? b.setBolt("window", new YsbCampaignProcessor(a.durationS * 1000, s), a.workers)
-                : b.setBolt("window", new YsbWindowBolt.Timed(windowedBolt(a)), a.workers);
-        for (int i = 0; i < s; i++) {
-            w.customGrouping("join", YsbBolts.Join.stream(i), new YsbGrouping(true));
-        }
-        if (a.window.equals("bolt")) {
-            b.setBolt("late", new YsbBolts.Late(), 1).shuffleGrouping("window", "late");
+        if (a.cluster()) {
+            YsbStormCluster.run(a, t0 -> topology(a, t0));
+            return;
         }
         Config conf = new Config();
         conf.setNumWorkers(1);
@@ -88,7 +78,7 @@ public final class YsbTopology implements YsbMain.Job<YsbStormArgs> {
         conf.setNumEventLoggers(0);
         conf.setMessageTimeoutSecs(300);
         try (LocalCluster cluster = new LocalCluster()) {
-            cluster.submitTopology("ysb", conf, b.createTopology());
+            cluster.submitTopology("ysb", conf, topology(a, a.startMs));
             // The spouts fix T0 when they open; the run ends at T0 + D plus the windows' firing.
             long deadline = System.nanoTime() + (a.durationS + 600) * 1_000_000_000L;
             while (YsbStormStats.DONE_TASKS.get() < a.workers) {
@@ -104,6 +94,30 @@ public final class YsbTopology implements YsbMain.Job<YsbStormArgs> {
             now.set_wait_secs(0);
             cluster.killTopologyWithOpts("ysb", now);
         }
+    }
+
+    /**
+     * The topology of {@code a}, T0 {@code startMs} (0: in a LocalCluster fixed by the first spout
+     * that opens; on a cluster the spouts take T0 from {@link YsbStormWorker} instead).
+     */
+    static StormTopology topology(YsbStormArgs a, long startMs) {
+        int s = a.sources;
+        TopologyBuilder b = new TopologyBuilder();
+        b.setSpout("events", new YsbSpout(a.rate, a.durationS, startMs, stormLagMs(a)), s);
+        b.setBolt("deserialize", new YsbBolts.Deserialize(), s).customGrouping("events", new YsbGrouping(false));
+        b.setBolt("filter", new YsbBolts.Filter(), s).customGrouping("deserialize", new YsbGrouping(false));
+        b.setBolt("projection", new YsbBolts.Project(), s).customGrouping("filter", new YsbGrouping(false));
+        b.setBolt("join", new YsbBolts.Join(s), s).customGrouping("projection", new YsbGrouping(false));
+        BoltDeclarer w = a.window.equals("processor")
+                ? b.setBolt("window", new YsbCampaignProcessor(a.durationS * 1000, s), a.workers)
+                : b.setBolt("window", new YsbWindowBolt.Timed(windowedBolt(a)), a.workers);
+        for (int i = 0; i < s; i++) {
+            w.customGrouping("join", YsbBolts.Join.stream(i), new YsbGrouping(true));
+        }
+        if (a.window.equals("bolt")) {
+            b.setBolt("late", new YsbBolts.Late(), 1).shuffleGrouping("window", "late");
+        }
+        return b.createTopology();
     }
 
     /** Storm's windowed bolt as the window (--window bolt). */
@@ -141,7 +155,8 @@ public final class YsbTopology implements YsbMain.Job<YsbStormArgs> {
     @Override
     public String json(YsbStormArgs a, List<YsbStats.Row> rows) {
         return YsbReport.json("storm", org.apache.storm.utils.VersionInfo.getVersion(), a, rows,
-                ",\"window\":\"" + a.window + "\"" + ",\"lateness_ms\":" + a.latenessMs + ",\"storm_lag_ms\":" + stormLagMs(a)
+                (a.cluster() ? ",\"storm_workers\":" + a.stormWorkers : "")
+                        + ",\"window\":\"" + a.window + "\"" + ",\"lateness_ms\":" + a.latenessMs + ",\"storm_lag_ms\":" + stormLagMs(a)
                         + ",\"watermark_interval_ms\":" + a.watermarkIntervalMs,
                 ",\"parse_errors\":" + YsbStormStats.PARSE_ERRORS.sum() + ",\"views_dropped_by_window\":" + dropped(rows));
     }

@@ -2,6 +2,8 @@ package xorflow.peer.storm;
 
 import java.util.HashMap;
 import java.util.Map;
+import org.apache.storm.task.OutputCollector;
+import org.apache.storm.task.TopologyContext;
 import org.apache.storm.topology.IWindowedBolt;
 import org.apache.storm.topology.OutputFieldsDeclarer;
 import org.apache.storm.topology.WindowedBoltExecutor;
@@ -26,9 +28,16 @@ import xorflow.peer.ysb.YsbStats;
 final class YsbWindowBolt extends BaseWindowedBolt {
     private static final long serialVersionUID = 1L;
     private final long durationMs;
+    private int task;
 
     YsbWindowBolt(long durationMs) {
         this.durationMs = durationMs;
+    }
+
+    @Override
+    public void prepare(Map<String, Object> conf, TopologyContext ctx, OutputCollector out) {
+        YsbStormWorker.setUp(conf, ctx);
+        task = ctx.getThisTaskId();
     }
 
     @Override
@@ -58,7 +67,7 @@ final class YsbWindowBolt extends BaseWindowedBolt {
             }
         }
         if (marker) {
-            YsbStormStats.DONE_TASKS.incrementAndGet();
+            YsbStormWorker.taskDone(task);
         }
     }
 
@@ -75,6 +84,7 @@ final class YsbWindowBolt extends BaseWindowedBolt {
 
         @Override
         public void execute(Tuple t) {
+            YsbStormWorker.ensureStart();
             if (t.getLong(4) == 0) {
                 YsbStormStats.ARRIVED.increment();
                 YsbStats.prewindow(t.getLong(3));

@@ -55,6 +55,16 @@ public final class YsbSeries {
         seconds.get(i).add(h);
     }
 
+    /** D, the seconds of the series. */
+    public int length() {
+        return seconds.length();
+    }
+
+    /** Second {@code i}'s histogram (µs), or null before its first view. */
+    public ConcurrentHistogram second(int i) {
+        return seconds.get(i);
+    }
+
     /** The JSON array of the D seconds' 99th percentiles, ms with 3 decimals; 0 for a second without views. */
     public String p99Json() {
         StringBuilder b = new StringBuilder("[");

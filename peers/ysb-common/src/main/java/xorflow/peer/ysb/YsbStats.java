@@ -7,8 +7,10 @@ import org.HdrHistogram.ConcurrentHistogram;
 
 /**
  * What the YSB run measured, which the report reads. Storm's tasks record here directly (its
- * LocalCluster runs in this JVM); Flink's tasks keep their own parts, which come back as
- * accumulators and are added here by the client (so its TaskManagers may be other JVMs).
+ * LocalCluster runs in this JVM; on a Storm cluster each worker JVM records in its own statics
+ * and hands a {@link YsbPart#ofStats} copy to the client, which adds the parts here); Flink's
+ * tasks keep their own parts, which come back as accumulators and are added here by the client
+ * (so its TaskManagers may be other JVMs).
  * Engine-only figures live beside the engine's job.
  */
 public final class YsbStats {
