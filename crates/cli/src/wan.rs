@@ -54,6 +54,11 @@ pub struct WanArgs {
     /// namespaces, in the topology experiment too; built with Maven from --peers-dir).
     #[arg(long)]
     no_flink: bool,
+    /// Leave Apache Storm out (by default, with --network netns only, it runs in the mesh and
+    /// topology experiments as a Storm cluster: ZooKeeper and Nimbus with the first process, a
+    /// supervisor and its worker JVM in each namespace; built with Maven from --peers-dir).
+    #[arg(long)]
+    no_storm: bool,
     /// Where xorflow's processes talk: loopback (the delay inside xorflow) or netns (each
     /// process in its own network namespace behind `xorflow delay-router`, every packet delayed,
     /// kernel TCP included; needs root). Flink then runs as a standalone cluster, a JVM per
@@ -145,6 +150,11 @@ impl WanArgs {
         let mut engines = vec![Engine::Xorflow];
         if !self.no_flink && experiments.contains(&Experiment::Mesh) {
             engines.push(Engine::Flink);
+        }
+        // Storm's LocalCluster is one JVM: only its cluster, in namespaces, has links to delay.
+        let netns = self.network == "netns";
+        if !self.no_storm && netns && experiments.contains(&Experiment::Mesh) {
+            engines.push(Engine::Storm);
         }
         Ok(Plan {
             experiments,

@@ -282,7 +282,10 @@ mod tests {
         assert_eq!(s[2].label, "10/s batched");
         assert_eq!(s[2].xorflow_args, XORFLOW_MODES[1].1);
         assert_eq!(s[3].label, "10/s budget 2ms");
-        assert!(s[3].xorflow_args.windows(2).any(|w| w == ["--flush-timeout", "2ms"]));
+        assert!(s[3]
+            .xorflow_args
+            .windows(2)
+            .any(|w| w == ["--flush-timeout", "2ms"]));
         assert!(s[0].xorflow_args.is_empty());
         let s = plan(vec![Experiment::Scale]).specs();
         assert_eq!(s.len(), 4);

@@ -9,6 +9,7 @@
 //! coordinator sits with the first city); the YSB client (`YsbJob --cluster`) runs there too
 //! and submits the job to the JobManager's REST port once every TaskManager registered.
 
+use super::jvm::node_command;
 use super::netns::Router;
 use anyhow::{Context, Result};
 use std::path::Path;
@@ -52,6 +53,7 @@ impl FlinkCluster {
         let jm = node_command(
             java,
             JOB_MANAGER_HEAP,
+            &[],
             "org.apache.flink.runtime.entrypoint.StandaloneSessionClusterEntrypoint",
             &["--configDir".into(), conf.clone()],
         );
@@ -61,6 +63,7 @@ impl FlinkCluster {
             let tm = node_command(
                 java,
                 TASK_MANAGER_HEAP,
+                &[],
                 "org.apache.flink.runtime.taskexecutor.TaskManagerRunner",
                 &[
                     "--configDir".into(),
@@ -80,15 +83,11 @@ impl FlinkCluster {
     pub fn rest_address() -> String {
         format!("{}:{REST_PORT}", Router::address(0))
     }
+}
 
-    /// The nodes that exited, with their status (a TaskManager that exits ends the run).
-    pub fn exited(&mut self) -> Vec<String> {
-        (self.nodes.iter_mut())
-            .filter_map(|(name, c)| match c.try_wait() {
-                Ok(Some(s)) => Some(format!("{name} {s}")),
-                _ => None,
-            })
-            .collect()
+impl super::jvm::PeerCluster for FlinkCluster {
+    fn exited(&mut self) -> Vec<String> {
+        super::jvm::exited(&mut self.nodes)
     }
 }
 
@@ -130,52 +129,9 @@ fn config(slots: usize) -> String {
     )
 }
 
-/// `java` (`java [options] -cp CP MAIN`) with its heap set to `heap` and `main args` instead of
-/// its main class.
-fn node_command(java: &[String], heap: &str, main: &str, args: &[String]) -> Vec<String> {
-    let mut cmd: Vec<String> = java[..java.len().saturating_sub(1)]
-        .iter()
-        .filter(|a| !a.starts_with("-Xms") && !a.starts_with("-Xmx"))
-        .cloned()
-        .collect();
-    cmd.insert(1, format!("-Xmx{heap}"));
-    cmd.push(main.into());
-    cmd.extend(args.iter().cloned());
-    cmd
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn a_node_runs_the_peers_classpath_with_its_own_heap_and_main() {
-        let java: Vec<String> = [
-            "java",
-            "-Xms1g",
-            "-Xmx2g",
-            "-XX:+UseParallelGC",
-            "-cp",
-            "a:b/*",
-            "xorflow.peer.flink.YsbJob",
-        ]
-        .map(String::from)
-        .to_vec();
-        let cmd = node_command(&java, "768m", "M", &["--configDir".into(), "c".into()]);
-        assert_eq!(
-            cmd,
-            [
-                "java",
-                "-Xmx768m",
-                "-XX:+UseParallelGC",
-                "-cp",
-                "a:b/*",
-                "M",
-                "--configDir",
-                "c"
-            ]
-        );
-    }
 
     #[test]
     fn the_configuration_puts_the_job_manager_in_namespace_0() {

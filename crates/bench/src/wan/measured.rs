@@ -1,8 +1,10 @@
 //! Running one `xorflow bench wan` run and what it measured.
 
 use super::flink_cluster::FlinkCluster;
+use super::jvm::PeerCluster;
 use super::netns::Router;
 use super::spec::{Delay, Network, RunSpec, Workload};
+use super::storm_cluster::StormCluster;
 use super::tcp_counters::TcpCounters;
 use crate::chain::ChainResult;
 use crate::subprocess::stdout_within;
@@ -127,8 +129,8 @@ impl Runner {
         };
         match (spec.workload, spec.engine) {
             (Workload::Ysb, Engine::Xorflow) => self.ysb(spec, at, base),
-            (Workload::Ysb, Engine::Flink) if self.network == Network::Netns => {
-                self.flink_netns(spec, &dir, base)
+            (Workload::Ysb, Engine::Flink | Engine::Storm) if self.network == Network::Netns => {
+                self.peer_netns(spec, &dir, base)
             }
             (Workload::Ysb, Engine::Flink) => self.flink(spec, &dir, base),
             (Workload::Chain, Engine::Xorflow) => self.chain(spec, at, base),
@@ -223,10 +225,12 @@ impl Runner {
         })
     }
 
-    /// The YSB on a standalone Flink cluster in network namespaces ([`FlinkCluster`]): one
-    /// TaskManager (one slot) per process, each in its namespace behind the router with the
-    /// run's delay (any delay: full mesh, matrix or city set), the client in namespace 0.
-    fn flink_netns(&self, spec: &RunSpec, dir: &Path, m: Measured) -> Result<Measured> {
+    /// The YSB on a peer's own cluster in network namespaces: a standalone Flink cluster
+    /// ([`FlinkCluster`]: one TaskManager with one slot per process) or a Storm cluster
+    /// ([`StormCluster`]: one supervisor with one worker slot per process), each node in its
+    /// namespace behind the router with the run's delay (any delay: full mesh, matrix or city
+    /// set), the coordinator and the client in namespace 0.
+    fn peer_netns(&self, spec: &RunSpec, dir: &Path, m: Measured) -> Result<Measured> {
         let delay = spec.delay.args(&dir.join("delay-matrix.txt"))?;
         let router = Router::start(
             &self.engines.xorflow,
@@ -234,25 +238,16 @@ impl Runner {
             &delay,
             &dir.join("router.txt"),
         )?;
-        let java = (self.engines.flink.as_ref()).context("the Flink peer was not built")?;
-        let mut cluster = FlinkCluster::start(&router, java, spec.processes, 1, dir)?;
-        let p = self.point(spec);
+        let engine = spec.engine;
         let counts = dir.join("counts.csv");
-        let (exe, mut args) = self.engines.command(Engine::Flink, p, &counts, &[])?;
-        // T0 once every TaskManager registered, this far ahead: deployment crosses the delay
-        // (a few round trips per TaskManager), and the JVMs load and compile their tasks' classes
-        // on 2 cores (4 TaskManagers took 8 s: with a 5 s margin their sources started 2.9 s late).
-        let margin_ms = 3000 + 2500 * spec.processes as u64 + 20 * m.rtt_max_ms.ceil() as u64;
-        args.extend([
-            "--cluster".into(),
-            FlinkCluster::rest_address(),
-            "--deploy-margin-ms".into(),
-            margin_ms.to_string(),
-        ]);
+        let (p, mut cluster, exe, args) = match engine {
+            Engine::Flink => self.flink_cluster(spec, &router, dir, &counts, m.rtt_max_ms)?,
+            _ => self.storm_cluster(spec, &router, dir, &counts, m.rtt_max_ms)?,
+        };
         let cmd = format!(
-            "{}\n(a standalone Flink cluster: {}/flink-conf, jobmanager.*, taskmanager-*.*)\n\
-             ip netns exec NAMESPACE-0 {exe} {}\n",
+            "{}\n(a {} cluster: {}/*.out, *.err)\nip netns exec NAMESPACE-0 {exe} {}\n",
             router.command(),
+            engine.name(),
             dir.display(),
             args.join(" ")
         );
@@ -269,7 +264,8 @@ impl Runner {
         match status {
             Some(s) if s.success() => {}
             Some(s) => anyhow::bail!(
-                "the Flink client {s}{} (its stderr: {}/client.err)",
+                "the {} client {s}{} (its stderr: {}/client.err)",
+                engine.name(),
                 if exited.is_empty() {
                     String::new()
                 } else {
@@ -280,22 +276,86 @@ impl Runner {
             None => {
                 let _ = client.kill();
                 let _ = client.wait();
-                anyhow::bail!("the Flink client still ran after {timeout:?}");
+                anyhow::bail!("the {} client still ran after {timeout:?}", engine.name());
             }
         }
         // As behind the proxies, a run whose bytes did not cross the delay measured nothing.
         let bytes = super::netns::delivered_bytes(&dir.join("router.txt")).unwrap_or(0);
         anyhow::ensure!(
             bytes > 0,
-            "the delay router delivered no byte: Flink's JobManager and TaskManagers did not talk \
-             through it"
+            "the delay router delivered no byte: {}'s JVMs did not talk through it",
+            engine.name()
         );
-        let r = self.engines.result_of(Engine::Flink, p, &counts, &out)?;
+        let r = self.engines.result_of(engine, p, &counts, &out)?;
         Ok(Measured {
             proxied_bytes: Some(bytes),
             tcp,
             ..measured_ysb(&r, m)
         })
+    }
+
+    /// Starts a standalone Flink cluster for `spec` and returns its point, the cluster and the
+    /// client's command (`YsbJob --cluster`).
+    fn flink_cluster(
+        &self,
+        spec: &RunSpec,
+        router: &Router,
+        dir: &Path,
+        counts: &Path,
+        rtt_max_ms: f64,
+    ) -> Result<PeerRun> {
+        let java = (self.engines.flink.as_ref()).context("the Flink peer was not built")?;
+        let cluster = FlinkCluster::start(router, java, spec.processes, 1, dir)?;
+        let p = self.point(spec);
+        let (exe, mut args) = self.engines.command(Engine::Flink, p, counts, &[])?;
+        // T0 once every TaskManager registered, this far ahead: deployment crosses the delay
+        // (a few round trips per TaskManager), and the JVMs load and compile their tasks' classes
+        // on 2 cores (4 TaskManagers took 8 s: with a 5 s margin their sources started 2.9 s late).
+        let margin_ms = 3000 + 2500 * spec.processes as u64 + 20 * rtt_max_ms.ceil() as u64;
+        args.extend([
+            "--cluster".into(),
+            FlinkCluster::rest_address(),
+            "--deploy-margin-ms".into(),
+            margin_ms.to_string(),
+        ]);
+        Ok((p, Box::new(cluster), exe, args))
+    }
+
+    /// Starts a Storm cluster for `spec` and returns its point (N sources and N window tasks,
+    /// so each source's chain sits in one worker: `peers/ysb-contract.md`), the cluster and the
+    /// client's command (`YsbTopology --cluster`).
+    fn storm_cluster(
+        &self,
+        spec: &RunSpec,
+        router: &Router,
+        dir: &Path,
+        counts: &Path,
+        rtt_max_ms: f64,
+    ) -> Result<PeerRun> {
+        let java = (self.engines.storm.as_ref()).context("the Storm peer was not built")?;
+        let cluster = StormCluster::start(router, java, spec.processes, dir)?;
+        let p = Point {
+            workers: spec.processes,
+            ..self.point(spec)
+        };
+        let (exe, mut args) = self.engines.command(Engine::Storm, p, counts, &[])?;
+        super::storm_cluster::add_storm_jar(&mut args)?;
+        // The client fixes T0 once every spout runs (Storm's deployment took 13-43 s here), so
+        // the margin covers only the start file reaching the workers and their first tuples.
+        let margin_ms = 3000 + 10 * rtt_max_ms.ceil() as u64;
+        let stats = dir.join("storm-stats");
+        let _ = std::fs::remove_dir_all(&stats);
+        args.extend([
+            "--cluster".into(),
+            StormCluster::nimbus_address(),
+            "--storm-workers".into(),
+            spec.processes.to_string(),
+            "--stats-dir".into(),
+            stats.display().to_string(),
+            "--deploy-margin-ms".into(),
+            margin_ms.to_string(),
+        ]);
+        Ok((p, Box::new(cluster), exe, args))
     }
 
     fn chain(&self, spec: &RunSpec, at: Where, m: Measured) -> Result<Measured> {
@@ -353,6 +413,10 @@ impl Runner {
         })
     }
 }
+
+/// A peer's cluster started for a run: the run's point, the cluster, and the client's
+/// executable and arguments.
+type PeerRun = (Point, Box<dyn PeerCluster>, String, Vec<String>);
 
 /// `m` with a YSB result's figures.
 fn measured_ysb(r: &xorflow_ysb::bench::BenchResult, m: Measured) -> Measured {

@@ -13,11 +13,13 @@
 //!   one; [`report`]: the tables; [`tcp_counters`]: what the kernels' TCP did in namespaces.
 
 pub mod flink_cluster;
+mod jvm;
 pub mod measured;
 pub mod netns;
 pub mod plan;
 pub mod report;
 pub mod spec;
+pub mod storm_cluster;
 pub mod tcp_counters;
 
 use crate::ysb::{append_raw, StandConfig};

@@ -107,6 +107,35 @@ impl Router {
             .context("cannot run 'ip netns exec'")
     }
 
+    /// Waits until something in host `i`'s namespace accepts connections on `port` at its
+    /// address (a daemon another one needs, e.g. Storm's ZooKeeper).
+    ///
+    /// # Errors
+    /// Nothing listens there within `timeout`, or `ip` cannot run.
+    pub fn wait_listening(&self, i: usize, port: u16, timeout: Duration) -> Result<()> {
+        let deadline = Instant::now() + timeout;
+        let probe = format!("exec 3<>/dev/tcp/{}/{port}", Self::address(i));
+        loop {
+            let status = Command::new("ip")
+                .args(["netns", "exec", &self.namespace(i), "bash", "-c", &probe])
+                .stdin(Stdio::null())
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .status()
+                .context("cannot run 'ip netns exec'")?;
+            if status.success() {
+                return Ok(());
+            }
+            if Instant::now() >= deadline {
+                bail!(
+                    "nothing listens on {}:{port} after {timeout:?}",
+                    Self::address(i)
+                );
+            }
+            std::thread::sleep(Duration::from_millis(200));
+        }
+    }
+
     /// Every namespace's TCP counters so far ([`super::tcp_counters`]), summed; each
     /// namespace's raw counters go to `dir/tcp.txt`. `None` (and the reason in that file) if a
     /// namespace could not be read: the counters are a diagnosis, not a result, so a run does not
@@ -119,7 +148,10 @@ impl Router {
             match tcp_counters::read(&self.namespace(i)) {
                 Ok((c, raw)) => {
                     sum.add(&c);
-                    text.push_str(&format!("# namespace {i} ({}): {c:?}\n{raw}\n", Self::address(i)));
+                    text.push_str(&format!(
+                        "# namespace {i} ({}): {c:?}\n{raw}\n",
+                        Self::address(i)
+                    ));
                 }
                 Err(e) => {
                     ok = false;

@@ -10,8 +10,9 @@ use serde::{Deserialize, Serialize};
 pub struct Plan {
     /// Experiments to run, in [`Experiment::ALL`] order.
     pub experiments: Vec<Experiment>,
-    /// Engines of the mesh experiment: xorflow, and Flink behind delay proxies (the other
-    /// experiments vary xorflow's own knobs). Results written before the peers ran have none.
+    /// Engines of the mesh experiment: xorflow, Flink (behind delay proxies on loopback, a
+    /// standalone cluster in namespaces) and Storm (a cluster, in namespaces only); the peers join
+    /// the topology experiment in namespaces, the other experiments vary xorflow's own knobs. Results written before the peers ran have none.
     #[serde(default = "xorflow_only")]
     pub engines: Vec<Engine>,
     /// YSB rates, events/s (seed 004: 22,000 and 55,000).
@@ -332,6 +333,16 @@ mod tests {
         assert_eq!(topo.len(), 2 * 3 * 3);
         assert_eq!(
             topo.iter().filter(|s| s.engine == Engine::Flink).count(),
+            3 * 3
+        );
+        // So does Storm, which runs in namespaces only (the CLI adds it there).
+        let storm = Plan {
+            engines: vec![Engine::Xorflow, Engine::Storm],
+            ..netns
+        };
+        let s = storm.specs();
+        assert_eq!(
+            s.iter().filter(|s| s.engine == Engine::Storm).count(),
             3 * 3
         );
         let regions = specs.iter().find(|s| s.variant == "regions-4").unwrap();

@@ -1,10 +1,10 @@
 //! `runs.csv` and `REPORT.md` of a `xorflow bench wan` sweep: per experiment a table, and per
 //! series of the mesh experiment its knee (docs/wan.md, "The knee").
 
-use super::tcp_counters::TcpCounters;
 use super::measured::Measured;
 use super::plan::Plan;
 use super::spec::Experiment;
+use super::tcp_counters::TcpCounters;
 use anyhow::{Context, Result};
 use serde::{Deserialize, Serialize};
 use std::fmt::Write as _;
@@ -340,6 +340,17 @@ fn markdown(file: &PlanFile, all: &[Measured]) -> String {
                  \"A standalone Flink cluster in namespaces\").\n\n"
             }
         });
+    }
+    if plan.engines.contains(&crate::ysb::Engine::Storm) {
+        s.push_str(
+            "Storm 2.8 runs (mesh and city sets, namespaces only): a Storm cluster, ZooKeeper, \
+             Nimbus and the client in namespace 0, a supervisor and its one worker JVM in each \
+             process's namespace, N sources and N window tasks (each source's chain in one \
+             worker), no ackers, the original YSB's CampaignProcessor as the window: it flushes \
+             its counts on a 1 s tick, so its window latency is that tick's phase against the \
+             window ends more than the delay (docs/wan.md, \"A Storm cluster in \
+             namespaces\").\n\n",
+        );
     }
     let of = |e: Experiment| -> Vec<&Measured> {
         runs.iter().filter(|m| m.spec.experiment == e).collect()
