@@ -62,7 +62,8 @@ pub struct WanArgs {
     /// Where xorflow's processes talk: loopback (the delay inside xorflow) or netns (each
     /// process in its own network namespace behind `xorflow delay-router`, every packet delayed,
     /// kernel TCP included; needs root). Flink then runs as a standalone cluster, a JVM per
-    /// TaskManager in each namespace, and joins the topology experiment.
+    /// TaskManager in each namespace, Storm as a cluster with a supervisor and its worker in each
+    /// namespace, and both join the topology experiment.
     #[arg(long, default_value = "loopback", value_parser = ["loopback", "netns"])]
     network: String,
     /// Runs per point (1-100): the sweep runs this many rounds, every point once per round (so
