@@ -166,6 +166,24 @@ fn a_stop_deletes_the_namespaces_and_what_ran_in_them() {
     assert!(!std::path::Path::new("/run/netns").join(&ns).exists());
 }
 
+/// Each host's device queues as many packets as a pair of the router does (16,384): Linux's 500
+/// overflowed when the router's reader waited for a core, and the kernel's drops became TCP
+/// retransmissions the router never saw (docs/wan.md, "What the kernels' TCP did").
+#[test]
+fn a_hosts_device_queues_as_deep_as_the_routers_pairs() {
+    let Some(r) = Router::start("q", &["--hosts", "2", "--rtt", "10ms"]) else {
+        return;
+    };
+    let out = Command::new("ip")
+        .args(["-n", &r.namespace(1), "link", "show", "dev"])
+        .arg(format!("{}t1", r.prefix))
+        .output()
+        .expect("ip runs");
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    r.stop();
+    assert!(text.contains("qlen 16384"), "{text}");
+}
+
 #[test]
 fn bad_options_are_refused_by_name() {
     let cases: [(&[&str], &str); 5] = [
