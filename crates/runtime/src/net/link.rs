@@ -75,6 +75,17 @@ impl RemoteOut {
             return Err(msg);
         }
         let last = self.credits.fetch_sub(1, Ordering::AcqRel) == 1;
+        if last {
+            // A sender out of credit waits a round trip for more: at 100 ms the size of the late
+            // windows docs/wan.md could not explain ("What the kernels' TCP did").
+            tracing::debug!(
+                target: "xorflow::credit",
+                edge = self.ch.edge,
+                from = self.ch.from,
+                to = self.ch.to,
+                "spent the last credit"
+            );
+        }
         let f = encode(&msg, self.ch, last);
         let n = f.len() as u64 + 4;
         self.remote.queue(f);
