@@ -171,19 +171,28 @@ fn flink_behind_the_delay_proxies_sees_the_delay() {
     );
 }
 
+/// Whether a JVM peer's cluster test in namespaces runs: `var` is 1 (its Maven build costs
+/// minutes, so CI leaves it out), and namespaces can be made (root, /dev/net/tun). Says why not.
+fn jvm_peer_in_namespaces(var: &str, peer: &str) -> bool {
+    if std::env::var(var).as_deref() != Ok("1") {
+        eprintln!("skipped: set {var}=1 to build and run the {peer} peer");
+        return false;
+    }
+    let root = unsafe { libc::geteuid() } == 0;
+    if !root || !Path::new("/dev/net/tun").exists() {
+        eprintln!("skipped: network namespaces need root and /dev/net/tun");
+        return false;
+    }
+    true
+}
+
 /// Flink as a standalone cluster in network namespaces (`--network netns`; the JVMs of a
 /// JobManager and a TaskManager per namespace, `wan/flink_cluster.rs`), gated as the test above
 /// and on namespaces: on the mesh at RTT 0 and 40 ms and on the EU city set, its counts match the
 /// oracle, the router carried its bytes, it held the rate, and every JVM left its output.
 #[test]
 fn flink_in_network_namespaces_runs_the_mesh_and_a_city_set() {
-    if std::env::var("XORFLOW_FLINK_TESTS").as_deref() != Ok("1") {
-        eprintln!("skipped: set XORFLOW_FLINK_TESTS=1 to build and run the Flink peer");
-        return;
-    }
-    let root = unsafe { libc::geteuid() } == 0;
-    if !root || !Path::new("/dev/net/tun").exists() {
-        eprintln!("skipped: network namespaces need root and /dev/net/tun");
+    if !jvm_peer_in_namespaces("XORFLOW_FLINK_TESTS", "Flink") {
         return;
     }
     let out = tempfile::tempdir().expect("tempdir");
@@ -231,13 +240,7 @@ fn flink_in_network_namespaces_runs_the_mesh_and_a_city_set() {
 /// their output, and its two workers ran in two namespaces (`placement.csv`).
 #[test]
 fn storm_in_network_namespaces_runs_the_mesh() {
-    if std::env::var("XORFLOW_STORM_TESTS").as_deref() != Ok("1") {
-        eprintln!("skipped: set XORFLOW_STORM_TESTS=1 to build and run the Storm peer");
-        return;
-    }
-    let root = unsafe { libc::geteuid() } == 0;
-    if !root || !Path::new("/dev/net/tun").exists() {
-        eprintln!("skipped: network namespaces need root and /dev/net/tun");
+    if !jvm_peer_in_namespaces("XORFLOW_STORM_TESTS", "Storm") {
         return;
     }
     let out = tempfile::tempdir().expect("tempdir");

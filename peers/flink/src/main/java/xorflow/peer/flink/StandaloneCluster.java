@@ -20,19 +20,8 @@ record StandaloneCluster(String host, int port) {
 
     /** Parses {@code HOST:PORT}; throws naming the value. */
     static StandaloneCluster parse(String v) {
-        int colon = v.lastIndexOf(':');
-        try {
-            if (colon < 1) {
-                throw new NumberFormatException();
-            }
-            int port = Integer.parseInt(v.substring(colon + 1));
-            if (port < 1 || port > 65535) {
-                throw new NumberFormatException();
-            }
-            return new StandaloneCluster(v.substring(0, colon), port);
-        } catch (NumberFormatException e) {
-            throw new IllegalArgumentException("--cluster: '" + v + "' is not HOST:PORT (the JobManager's REST address)");
-        }
+        xorflow.peer.ysb.YsbHostPort a = xorflow.peer.ysb.YsbHostPort.parse(v, "the JobManager's REST address");
+        return new StandaloneCluster(a.host(), a.port());
     }
 
     /**

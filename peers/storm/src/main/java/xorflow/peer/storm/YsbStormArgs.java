@@ -56,20 +56,9 @@ final class YsbStormArgs extends YsbArgs {
 
     /** Parses {@code HOST:PORT}; throws naming the value. */
     private void cluster(String v) {
-        int colon = v.lastIndexOf(':');
-        try {
-            if (colon < 1) {
-                throw new NumberFormatException();
-            }
-            int port = Integer.parseInt(v.substring(colon + 1));
-            if (port < 1 || port > 65535) {
-                throw new NumberFormatException();
-            }
-            nimbusHost = v.substring(0, colon);
-            nimbusPort = port;
-        } catch (NumberFormatException e) {
-            throw new IllegalArgumentException("--cluster: '" + v + "' is not HOST:PORT (Nimbus's thrift address)");
-        }
+        xorflow.peer.ysb.YsbHostPort a = xorflow.peer.ysb.YsbHostPort.parse(v, "Nimbus's thrift address");
+        nimbusHost = a.host();
+        nimbusPort = a.port();
     }
 
     /** Whether the topology goes to a Storm cluster (--cluster). */
