@@ -171,6 +171,23 @@ fn flink_behind_the_delay_proxies_sees_the_delay() {
     );
 }
 
+/// The runs of `engine` in a namespaced sweep's `runs`, which must be `n`, each counted as the
+/// oracle counts, with over 100 KB through the router, at the 22,000 events/s asked for.
+fn cluster_runs<'a>(
+    runs: &'a [BTreeMap<String, String>],
+    engine: &str,
+    n: usize,
+) -> Vec<&'a BTreeMap<String, String>> {
+    let of: Vec<_> = runs.iter().filter(|r| r["engine"] == engine).collect();
+    assert_eq!(of.len(), n, "{runs:?}");
+    for r in &of {
+        assert_eq!(r["correct"], "true", "counts differ from the oracle: {r:?}");
+        assert!(num(r, "proxied_bytes") > 100_000.0, "{r:?}");
+        assert!(num(r, "throughput_per_s") > 0.95 * 22_000.0, "{r:?}");
+    }
+    of
+}
+
 /// Whether a JVM peer's cluster test in namespaces runs: `var` is 1 (its Maven build costs
 /// minutes, so CI leaves it out), and namespaces can be made (root, /dev/net/tun). Says why not.
 fn jvm_peer_in_namespaces(var: &str, peer: &str) -> bool {
@@ -209,13 +226,7 @@ fn flink_in_network_namespaces_runs_the_mesh_and_a_city_set() {
         peers,
     ];
     let (dir, runs) = sweep(out.path(), &args);
-    let flink: Vec<_> = runs.iter().filter(|r| r["engine"] == "flink").collect();
-    assert_eq!(flink.len(), 3, "{runs:?}");
-    for r in &flink {
-        assert_eq!(r["correct"], "true", "counts differ from the oracle: {r:?}");
-        assert!(num(r, "proxied_bytes") > 100_000.0, "{r:?}");
-        assert!(num(r, "throughput_per_s") > 0.95 * 22_000.0, "{r:?}");
-    }
+    let flink = cluster_runs(&runs, "flink", 3);
     // Each JVM sits in its own namespace, so whatever they exchanged crossed the router and its
     // delay (`delay_router.rs` checks that the router delays). Flink's window p50 is not compared
     // across RTTs here: its 200 ms watermark period moves it by up to 100 ms from run to run
@@ -255,13 +266,7 @@ fn storm_in_network_namespaces_runs_the_mesh() {
         peers,
     ];
     let (dir, runs) = sweep(out.path(), &args);
-    let storm: Vec<_> = runs.iter().filter(|r| r["engine"] == "storm").collect();
-    assert_eq!(storm.len(), 2, "{runs:?}");
-    for r in &storm {
-        assert_eq!(r["correct"], "true", "counts differ from the oracle: {r:?}");
-        assert!(num(r, "proxied_bytes") > 100_000.0, "{r:?}");
-        assert!(num(r, "throughput_per_s") > 0.95 * 22_000.0, "{r:?}");
-    }
+    let storm = cluster_runs(&runs, "storm", 2);
     let run = dir.join("runs").join(&storm[1]["id"]);
     for node in [
         "zookeeper",
