@@ -256,9 +256,12 @@ impl Runner {
         let timeout = Duration::from_secs(self.duration_s + 300);
         let status = super::netns::wait_until(&mut client, std::time::Instant::now() + timeout)?;
         let exited = cluster.exited();
-        drop(cluster);
         let tcp = router.tcp_counters(dir);
+        // The router first: stopping, it kills everything in its namespaces, the JVMs the
+        // daemons launched too (Storm's workers), which would write into the cluster's scratch
+        // folder again after the cluster removed it.
         drop(router);
+        drop(cluster);
         let out = std::fs::read_to_string(dir.join("client.out")).unwrap_or_default();
         crate::stand::files::write_whole(&dir.join("stdout.txt"), out.as_bytes())?;
         match status {
