@@ -42,38 +42,34 @@ impl TcpCounters {
     /// line per protocol), then `tx_dropped N` and `rx_dropped N` lines, one per device. Missing
     /// counters are 0.
     pub fn parse(text: &str) -> TcpCounters {
-        let mut c = TcpCounters::default();
         let lines: Vec<&str> = text.lines().collect();
-        for pair in lines.windows(2) {
-            let (Some(h), Some(v)) = (pair[0].strip_prefix("Tcp: "), pair[1].strip_prefix("Tcp: "))
-            else {
-                if let (Some(h), Some(v)) = (
-                    pair[0].strip_prefix("TcpExt: "),
-                    pair[1].strip_prefix("TcpExt: "),
-                ) {
-                    c.timeouts = field(h, v, "TCPTimeouts").unwrap_or(c.timeouts);
-                    c.loss_probes = field(h, v, "TCPLossProbes").unwrap_or(c.loss_probes);
-                }
-                continue;
-            };
-            c.retransmitted = field(h, v, "RetransSegs").unwrap_or(c.retransmitted);
-        }
         let sum = |prefix: &str| -> u64 {
             (lines.iter())
                 .filter_map(|l| l.strip_prefix(prefix))
                 .filter_map(|n| n.trim().parse::<u64>().ok())
                 .sum()
         };
-        c.tx_drops = sum("tx_dropped ");
-        c.rx_drops = sum("rx_dropped ");
-        c
+        TcpCounters {
+            retransmitted: field(&lines, "Tcp: ", "RetransSegs"),
+            timeouts: field(&lines, "TcpExt: ", "TCPTimeouts"),
+            loss_probes: field(&lines, "TcpExt: ", "TCPLossProbes"),
+            tx_drops: sum("tx_dropped "),
+            rx_drops: sum("rx_dropped "),
+        }
     }
 }
 
-/// The value under `name` in a `/proc/net` header line `h` and its value line `v`.
-fn field(h: &str, v: &str, name: &str) -> Option<u64> {
-    let i = h.split_whitespace().position(|k| k == name)?;
-    v.split_whitespace().nth(i)?.parse().ok()
+/// The value under `name` in the first pair of `/proc/net` lines starting with `proto` (a
+/// header line of names, then a line of values); 0 when missing.
+fn field(lines: &[&str], proto: &str, name: &str) -> u64 {
+    let pair = lines
+        .windows(2)
+        .find_map(|w| Some((w[0].strip_prefix(proto)?, w[1].strip_prefix(proto)?)));
+    pair.and_then(|(h, v)| {
+        let i = h.split_whitespace().position(|k| k == name)?;
+        v.split_whitespace().nth(i)?.parse().ok()
+    })
+    .unwrap_or(0)
 }
 
 /// The shell command that prints a namespace's counters in [`TcpCounters::parse`]'s form.
