@@ -13,6 +13,7 @@ pub mod frame;
 mod gather;
 pub mod link;
 pub mod outbox;
+mod reading;
 pub mod transport;
 
 #[cfg(test)]
