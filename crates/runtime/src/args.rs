@@ -76,6 +76,13 @@ pub struct EngineArgs {
     /// network-thread (every frame handed to the network thread). See docs/distributed.md.
     #[arg(long, default_value = "adaptive")]
     pub net_writes: crate::net::outbox::NetWrites,
+    /// Which thread reads the frames other processes send: network-thread (it reads every
+    /// connection and wakes the worker a frame is for) or worker (each connection is read by
+    /// one of the process's workers, which waits on its sockets when idle: one wake-up per
+    /// arrival instead of two). Connections with an injected delay stay on the network thread.
+    /// See docs/distributed.md.
+    #[arg(long, default_value = "network-thread")]
+    pub net_reads: crate::net::worker_reads::NetReads,
     /// Wide-area delay between every pair of processes, as a round-trip time (e.g. 40ms): each
     /// frame waits half of it on arrival, FIFO per connection (in user space; docs/wan.md). Needs
     /// --processes or --hostfile.
@@ -297,6 +304,7 @@ impl EngineArgs {
                 startup_timeout: self.startup_timeout,
                 tracker_processes: self.tracker_processes,
                 net_writes: self.net_writes,
+                net_reads: self.net_reads,
                 delay: self.delay(),
                 ..ClusterConfig::default()
             },
@@ -398,6 +406,7 @@ impl EngineArgs {
         a.option("tracker-layout", self.tracker_layout.map(|l| l.name()));
         a.option("tracker-regions", self.tracker_regions.as_ref());
         a.value("net-writes", self.net_writes.name(), d.net_writes.name());
+        a.value("net-reads", self.net_reads.name(), d.net_reads.name());
         a.option(
             "rtt",
             self.rtt.map(|r| humantime::format_duration(r).to_string()),
@@ -690,7 +699,7 @@ mod tests {
                 proptest::option::of(proptest::collection::vec(
                     proptest::collection::vec(0usize..10, 1..4), 1..4)),
             ),
-            net_writes in 0usize..3,
+            (net_writes, net_reads) in (0usize..3, any::<bool>()),
             batch_size in 0usize..100_000,
             (channel_capacity, max_credit_window) in
                 (0usize..1000, proptest::option::of(0usize..100_000)),
@@ -742,6 +751,11 @@ mod tests {
                     crate::net::outbox::NetWrites::Sender,
                     crate::net::outbox::NetWrites::NetworkThread,
                 ][net_writes],
+                net_reads: if net_reads {
+                    crate::net::worker_reads::NetReads::Worker
+                } else {
+                    crate::net::worker_reads::NetReads::NetworkThread
+                },
                 rtt: (delay == 1).then(|| Duration::from_millis(rtt_ms)),
                 rtt_topology: (delay == 2).then(|| {
                     use crate::net::delay::Topology;

@@ -23,6 +23,7 @@ use crate::net::link::Wiring;
 use crate::net::transport::{self, Delivery, Failure, Identity, TransportHandle};
 use crate::operators::Vertex;
 use crate::report::{RunError, RunReport};
+use crate::net::worker_reads::{Handover, NetReads, WorkerSockets};
 use crate::wake::Unparkers;
 use crate::worker::ctx::WorkerCtx;
 use crate::worker::Worker;
@@ -115,16 +116,24 @@ fn attempt(b: &mut Builder, finished: &mut bool) -> Result<RunReport, RunError> 
     if let Some(r) = &resume {
         tracking::restore_holds(&config, &progress, r.holds()).map_err(RunError::Checkpoint)?;
     }
+    let (handover, sockets) = worker_reads(&config, &place, &mut cluster, &unparkers)?;
     let delivery = Delivery {
         routes: wiring.take_routes(),
         shards: progress.agents.clone(),
         inboxes: inbox_txs,
         unparkers: unparkers.clone(),
         checkpoints: checkpoints.as_ref().map(|c| c.inlet()),
+        handover,
     };
     let transport = start_transport(&b.graph, &config, &mut cluster, remotes, delivery, &failure)?;
     let mut workers = make_workers(
-        &config, &place, b, instances, inbox_rxs, &progress, &abort, &unparkers,
+        &config,
+        &place,
+        b,
+        (instances, inbox_rxs, sockets),
+        &progress,
+        &abort,
+        &unparkers,
     );
     if let Some(c) = &checkpoints {
         for w in &mut workers {
@@ -301,14 +310,49 @@ fn start_transport(
     }
 }
 
-/// The local workers, each with its vertex instances, frontier inbox and ack hand-off.
-#[allow(clippy::too_many_arguments)]
+/// With `--net-reads worker` in a job across processes: the hand-over of connections to the
+/// local workers and each worker's sockets (`net/worker_reads.rs`); otherwise none.
+///
+/// # Errors
+/// A worker's `epoll` cannot be created.
+#[allow(clippy::type_complexity)]
+fn worker_reads(
+    config: &RuntimeConfig,
+    place: &Placement,
+    cluster: &mut Resolved,
+    unparkers: &Arc<Unparkers>,
+) -> Result<(Option<Arc<Handover>>, Vec<Option<WorkerSockets>>), RunError> {
+    let wanted = config.cluster.net_reads == NetReads::Worker
+        && cluster.listener.is_some()
+        && place.local_workers > 0;
+    if !wanted {
+        return Ok((None, (0..place.local_workers).map(|_| None).collect()));
+    }
+    let handover = Handover::new(place.local_workers, unparkers.clone());
+    let sockets = (0..place.local_workers)
+        .map(|w| WorkerSockets::new(handover.clone(), w).map(Some))
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|e| {
+            outcome::reap(&mut cluster.children, true);
+            RunError::Cluster(format!("cannot wait on connections in a worker (epoll): {e}"))
+        })?;
+    Ok((Some(handover), sockets))
+}
+
+/// What each local worker gets: its vertex instances, its frontier inbox and (with
+/// `--net-reads worker`) the sockets it reads, `[local worker]` each.
+type PerWorker = (
+    Vec<Vec<Box<dyn Vertex>>>,
+    Vec<crossbeam_channel::Receiver<crate::progress::frontiers::Notification>>,
+    Vec<Option<WorkerSockets>>,
+);
+
+/// The local workers, each with its vertex instances, frontier inbox, ack hand-off and sockets.
 fn make_workers(
     config: &RuntimeConfig,
     place: &Placement,
     b: &Builder,
-    instances: Vec<Vec<Box<dyn Vertex>>>,
-    inboxes: Vec<crossbeam_channel::Receiver<crate::progress::frontiers::Notification>>,
+    (instances, inboxes, sockets): PerWorker,
     progress: &ProgressSetup,
     abort: &Arc<AtomicBool>,
     unparkers: &Arc<Unparkers>,
@@ -321,9 +365,9 @@ fn make_workers(
         (config.event_log.clone()).map(|c| xorflow_measure::log::Logs::new(c, place.me as u32));
     instances
         .into_iter()
-        .zip(inboxes)
+        .zip(inboxes.into_iter().zip(sockets))
         .enumerate()
-        .map(|(wl, (vertices, inbox))| {
+        .map(|(wl, (vertices, (inbox, sockets)))| {
             let w = place.me * place.local_workers + wl;
             let mut ctx = WorkerCtx::new(
                 w,
@@ -348,6 +392,7 @@ fn make_workers(
                 inbox: tracking.then_some(inbox),
                 abort: abort.clone(),
                 cpu,
+                sockets,
             }
         })
         .collect()

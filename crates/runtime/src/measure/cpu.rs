@@ -293,13 +293,14 @@ impl WorkerClock {
 
     /// Runs `park` (the thread sleeps) and charges it as parked: its wall time apart, its CPU
     /// (entering and leaving the park) to idle. Outside an iteration.
-    pub fn park(&mut self, park: impl FnOnce()) {
+    pub fn park<R>(&mut self, park: impl FnOnce() -> R) -> R {
         self.task(Task::Idle);
         let cpu = super::clock::thread_cpu_ns();
-        park();
+        let r = park();
         self.parked_cpu_ns += super::clock::thread_cpu_ns().saturating_sub(cpu);
         let d = self.lap();
         self.parked_ticks += d;
+        r
     }
 
     /// Busy ticks per vertex and per task: the exact and drawn ones, plus each length class's

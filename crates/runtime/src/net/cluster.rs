@@ -66,6 +66,8 @@ pub struct ClusterConfig {
     pub max_frame_bytes: usize,
     /// Which thread writes frames to the connections (`--net-writes`, `outbox.rs`).
     pub net_writes: super::outbox::NetWrites,
+    /// Which thread reads the connections (`--net-reads`, `worker_reads.rs`).
+    pub net_reads: super::worker_reads::NetReads,
     /// Dedicated tracker processes: the last this many processes run no workers and host the
     /// tracker shards (shard k in tracker process k mod T). 0: shards live in worker processes.
     pub tracker_processes: usize,
@@ -92,6 +94,7 @@ impl Default for ClusterConfig {
             startup_timeout: Duration::from_secs(30),
             max_frame_bytes: 64 << 20,
             net_writes: super::outbox::NetWrites::Adaptive,
+            net_reads: super::worker_reads::NetReads::NetworkThread,
             tracker_processes: 0,
             child_env: Vec::new(),
             clock_rounds: super::clock_phase::ROUNDS,

@@ -9,12 +9,14 @@ pub mod clock_phase;
 pub mod cluster;
 pub mod credit;
 pub mod delay;
+pub mod epoll;
 pub mod frame;
 mod gather;
 pub mod link;
 pub mod outbox;
 mod reading;
 pub mod transport;
+pub mod worker_reads;
 
 #[cfg(test)]
 mod clock_tests;

@@ -28,20 +28,31 @@ pub(super) enum Ending {
 /// The next frame from process `process`, or why there is none.
 async fn next_frame(r: &mut Reader, peer_timeout: Duration) -> Result<Bytes, String> {
     match timeout(peer_timeout, r.next()).await {
-        Err(_) => Err(format!("sent nothing for {peer_timeout:?}: presumed dead")),
-        Ok(None) => Err("closed its connection before finishing: it died or was killed".into()),
-        Ok(Some(Err(e))) => {
-            use std::io::ErrorKind::{BrokenPipe, ConnectionAborted, ConnectionReset};
-            Err(
-                if matches!(e.kind(), ConnectionReset | ConnectionAborted | BrokenPipe) {
-                    format!("closed its connection before finishing ({e}): it died or was killed")
-                } else {
-                    format!("sent a bad frame: {e}")
-                },
-            )
-        }
-        Ok(Some(Ok(f))) if f.is_empty() => Err("sent an empty frame".into()),
+        Err(_) => Err(silent(peer_timeout)),
+        Ok(None) => Err(CLOSED.into()),
+        Ok(Some(Err(e))) => Err(read_failure(&e)),
+        Ok(Some(Ok(f))) if f.is_empty() => Err(EMPTY_FRAME.into()),
         Ok(Some(Ok(f))) => Ok(f.freeze()),
+    }
+}
+
+/// Why reading stopped when the other process closed its connection.
+pub(super) const CLOSED: &str = "closed its connection before finishing: it died or was killed";
+/// Why reading stopped at an empty frame.
+pub(super) const EMPTY_FRAME: &str = "sent an empty frame";
+
+/// Why reading stopped after `allowed` without a frame.
+pub(super) fn silent(allowed: Duration) -> String {
+    format!("sent nothing for {allowed:?}: presumed dead")
+}
+
+/// Why reading stopped at `e` (a reset connection, or a frame the codec refused).
+pub(super) fn read_failure(e: &std::io::Error) -> String {
+    use std::io::ErrorKind::{BrokenPipe, ConnectionAborted, ConnectionReset};
+    if matches!(e.kind(), ConnectionReset | ConnectionAborted | BrokenPipe) {
+        format!("closed its connection before finishing ({e}): it died or was killed")
+    } else {
+        format!("sent a bad frame: {e}")
     }
 }
 
@@ -65,7 +76,7 @@ pub(super) struct ReadCtx {
 
 impl ReadCtx {
     /// The silence allowed before the next frame, the first one's if `first`.
-    fn silence(&self, first: bool) -> Duration {
+    pub(super) fn silence(&self, first: bool) -> Duration {
         if first {
             self.first_timeout.max(self.peer_timeout)
         } else {
@@ -74,7 +85,7 @@ impl ReadCtx {
     }
 
     /// Routes one frame; `Some` when it ends the connection's reading.
-    fn take(&self, f: Bytes) -> Option<Ending> {
+    pub(super) fn take(&self, f: Bytes) -> Option<Ending> {
         match route(&self.delivery, f) {
             Ok(Routed::More) => None,
             Ok(Routed::Done(report)) => Some(Ending::Done(report)),
@@ -88,7 +99,7 @@ impl ReadCtx {
 
     /// Tells the serving loop how reading ended; Done hands the reader back (the clock
     /// alignment after the run reads on it), so it comes with `r`.
-    fn end(&self, end: Ending, r: Option<Box<Reader>>) {
+    pub(super) fn end(&self, end: Ending, r: Option<Box<Reader>>) {
         let p = self.process;
         let _ = self.events.send(match (end, r) {
             (Ending::Done(report), Some(r)) => Event::Done(p, report, r),
@@ -100,11 +111,16 @@ impl ReadCtx {
 }
 
 /// Reads what `cx.process` sends and routes it: at once, or through `delay`'s line.
-pub(super) async fn read_loop(cx: ReadCtx, mut r: Reader, delay: Option<super::delay::DelayLine>) {
-    if let Some(line) = delay {
-        return read_delayed(cx, r, line).await;
+pub(super) async fn read_loop(cx: ReadCtx, r: Reader, delay: Option<super::delay::DelayLine>) {
+    match delay {
+        Some(line) => read_delayed(cx, r, line).await,
+        None => read_plain(cx, r, true).await,
     }
-    let mut first = true;
+}
+
+/// Reads and routes frames as they come until reading ends; `first` when no frame came yet
+/// (the start-up timeout applies to it).
+pub(super) async fn read_plain(cx: ReadCtx, mut r: Reader, mut first: bool) {
     loop {
         let end = match next_frame(&mut r, cx.silence(std::mem::take(&mut first))).await {
             Ok(f) => match cx.take(f) {

@@ -65,6 +65,9 @@ pub struct Delivery {
     /// A job writing checkpoints: its checkpoint thread (process 0's coordinator takes other
     /// processes' reports) and the completed checkpoints (announced by process 0).
     pub(crate) checkpoints: Option<crate::checkpoint::Inlet>,
+    /// Where connections go to be read by the workers (`--net-reads worker`,
+    /// `worker_reads.rs`); `None`: the network thread reads them.
+    pub(crate) handover: Option<Arc<super::worker_reads::Handover>>,
 }
 
 /// Identity checked in every handshake.
@@ -276,6 +279,8 @@ pub fn start(
     }
 }
 
+/// The frame codec: a 4-byte big-endian length, then the frame; longer than `max` bytes is an
+/// error.
 fn codec(max: usize) -> LengthDelimitedCodec {
     LengthDelimitedCodec::builder()
         .max_frame_length(max)
@@ -865,9 +870,33 @@ fn spawn_links(
             peer_timeout: cfg.peer_timeout,
             first_timeout: cfg.startup_timeout,
         };
-        tokio::spawn(read_loop(cx, reader, line));
+        match (&delivery.handover, line) {
+            (Some(handover), None) => hand_over(handover, cx, reader),
+            (_, line) => {
+                tokio::spawn(read_loop(cx, reader, line));
+            }
+        }
     }
     writers
+}
+
+/// Hands the connection `reader` reads to a worker (`worker_reads.rs`), with what it buffered.
+fn hand_over(handover: &super::worker_reads::Handover, cx: ReadCtx, reader: Reader) {
+    let parts = reader.into_parts();
+    match parts.io.into_std() {
+        Ok(stream) => handover.post(super::worker_reads::Handed {
+            stream,
+            buffered: parts.read_buf,
+            codec: parts.codec,
+            cx,
+            first: true,
+            since: std::time::Instant::now(),
+        }),
+        Err(e) => {
+            let why = format!("could not be handed to a worker: {e}");
+            cx.end(super::reading::Ending::Failed(why), None);
+        }
+    }
 }
 
 /// Control frames to every other process, counted in the transport's traffic.

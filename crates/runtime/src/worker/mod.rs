@@ -12,9 +12,11 @@ pub mod ctx;
 use crate::measure::cpu::{Task, WorkerClock, WorkerCpu, CPU_NS};
 use crate::measure::stats::VertexStats;
 use crate::measure::traffic::Traffic;
+use crate::net::worker_reads::WorkerSockets;
 use crate::operators::Vertex;
 use crate::progress::frontiers::Notification;
 use crate::progress::handoff::Handoff;
+use crate::wake::Wake;
 use crossbeam_channel::Receiver;
 use ctx::WorkerCtx;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -40,6 +42,9 @@ pub(crate) struct Worker {
     pub cpu: WorkerClock,
     /// Live metrics (`--metrics-addr`): this worker's handles.
     pub live: Option<crate::measure::live::WorkerLive>,
+    /// The connections this worker reads (`--net-reads worker`, `net/worker_reads.rs`): it
+    /// polls them while busy and waits on them when idle.
+    pub sockets: Option<WorkerSockets>,
 }
 
 /// What a worker hands back at the end.
@@ -85,6 +90,10 @@ impl Worker {
         }
         cpu.task(Task::Acks);
         crate::net::outbox::flush_queued();
+        if let Some(s) = self.sockets.as_mut().filter(|s| s.due(ctx.now_ns)) {
+            s.wait(Duration::ZERO)?;
+            s.read();
+        }
         cpu.task(Task::Network);
         cpu.end_iteration();
         if self.live.as_ref().is_some_and(|l| l.due(self.ctx.now_ns)) {
@@ -140,7 +149,15 @@ impl Worker {
                 std::hint::spin_loop();
                 cpu.task(Task::Idle);
             } else {
-                cpu.park(|| std::thread::park_timeout(MAX_PARK.min(Duration::from_nanos(wait))));
+                let d = MAX_PARK.min(Duration::from_nanos(wait));
+                match &mut self.sockets {
+                    Some(s) => {
+                        cpu.park(|| s.wait(d))?;
+                        s.read();
+                        cpu.task(Task::Network);
+                    }
+                    None => cpu.park(|| std::thread::park_timeout(d)),
+                }
             }
         }
         Ok(())
@@ -153,7 +170,11 @@ impl Worker {
     /// The first vertex error, or "aborted" when another thread failed.
     pub fn run(mut self) -> Result<WorkerResult, String> {
         crate::measure::clock::set_timer_slack(self.ctx.timer_slack_ns);
-        let _ = self.ctx.unparkers.0[self.ctx.local_index].set(std::thread::current());
+        let wake = match &self.sockets {
+            Some(s) => Wake::Poll(s.parker()),
+            None => Wake::Thread(std::thread::current()),
+        };
+        let _ = self.ctx.unparkers.0[self.ctx.local_index].set(wake);
         for v in &mut self.vertices {
             v.open(&mut self.ctx)?;
         }
