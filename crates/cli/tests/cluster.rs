@@ -468,6 +468,16 @@ fn markers_with_a_jittered_delay_and_late_rows_match_oracle() {
     });
 }
 
+/// The network thread reading every connection (`--net-reads network-thread`; by default the
+/// workers read them).
+#[test]
+fn tracker_read_by_the_network_thread_matches_oracle() {
+    check(Variant {
+        extra: &["--net-reads", "network-thread"],
+        ..Variant::new(Tracking::Tracker)
+    });
+}
+
 #[test]
 fn markers_match_oracle() {
     check(Variant::new(Tracking::Markers));

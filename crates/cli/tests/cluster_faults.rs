@@ -406,21 +406,46 @@ fn strangers_are_refused_and_the_job_is_undisturbed() {
 // A killed process
 // ---------------------------------------------------------------------------------------------
 
-/// Killing process 2 of 3 mid-run makes processes 0 and 1 fail promptly, naming process 2.
+/// Killing process 2 of 3 mid-run makes processes 0 and 1 fail promptly, naming process 2. The
+/// workers read the connections (`--net-reads worker`, the default), so a worker sees the
+/// connection close.
 #[test]
 fn killed_process_fails_the_others_promptly() {
-    killed_process_2(&[]);
+    fault_in_process_2(&[], Fault::Kill);
+}
+
+/// The same when the network thread reads the connections.
+#[test]
+fn killed_process_fails_the_others_promptly_when_the_network_thread_reads() {
+    fault_in_process_2(&["--net-reads", "network-thread"], Fault::Kill);
 }
 
 /// The same when process 2 is a dedicated tracker process (hosting the only tracker shard).
 #[test]
 fn killed_tracker_process_fails_the_workers_promptly() {
-    killed_process_2(&["--tracker-processes", "1"]);
+    fault_in_process_2(&["--tracker-processes", "1"], Fault::Kill);
 }
 
-/// Runs a 3-process hostfile job with `extra` options, kills process 2 mid-run and checks that
-/// the others fail within seconds, naming it and its address.
-fn killed_process_2(extra: &[&str]) {
+/// A process that stops (SIGSTOP) keeps its connections open but sends nothing, not even a
+/// keep-alive: the others fail once the peer timeout passes, saying it is presumed dead. The
+/// workers, which read the connections, keep the time.
+#[test]
+fn stopped_process_is_presumed_dead_by_the_others() {
+    fault_in_process_2(&["--peer-timeout", "2s"], Fault::Stop);
+}
+
+/// What happens to process 2.
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum Fault {
+    /// SIGKILL.
+    Kill,
+    /// SIGSTOP (killed after the check).
+    Stop,
+}
+
+/// Runs a 3-process hostfile job with `extra` options, does `fault` to process 2 mid-run and
+/// checks that the others fail within seconds, naming it and its address.
+fn fault_in_process_2(extra: &[&str], fault: Fault) {
     let Some(input) = flights_csv() else { return };
     let dir = tempfile::tempdir().unwrap();
     let ports = free_ports(3);
@@ -470,16 +495,30 @@ fn killed_process_2(extra: &[&str]) {
             .collect::<Vec<_>>()
             .join("\n")
     );
-    procs[2].child.kill().expect("kill process 2");
+    let pid2 = procs[2].child.id().to_string();
+    match fault {
+        Fault::Kill => procs[2].child.kill().expect("kill process 2"),
+        Fault::Stop => {
+            let stopped = Command::new("kill").args(["-STOP", &pid2]).status();
+            assert!(stopped.unwrap().success(), "kill -STOP {pid2}");
+        }
+    }
     let killed_at = Instant::now();
-    let status = procs[2].child.wait().unwrap();
-    procs[2].exited = Some((status, killed_at));
+    if fault == Fault::Kill {
+        let status = procs[2].child.wait().unwrap();
+        procs[2].exited = Some((status, killed_at));
+    }
 
     wait_all(
         &mut procs[..2],
         killed_at + Duration::from_secs(8),
         "after the kill",
     );
+    if fault == Fault::Stop {
+        procs[2].child.kill().expect("kill the stopped process 2");
+        let status = procs[2].child.wait().unwrap();
+        procs[2].exited = Some((status, Instant::now()));
+    }
     let logs = procs
         .iter()
         .map(Proc::describe)
@@ -504,13 +543,22 @@ fn killed_process_2(extra: &[&str]) {
             p.index
         );
     }
+    if fault == Fault::Stop {
+        for p in &procs[..2] {
+            assert!(
+                p.stderr().contains("presumed dead"),
+                "process {}'s error does not say process 2 is presumed dead\n{logs}",
+                p.index
+            );
+        }
+    }
     let addr2 = format!("127.0.0.1:{}", ports[2]);
     assert!(
         procs[0].stderr().contains(&addr2),
         "process 0's error does not name process 2's address {addr2}\n{logs}"
     );
     eprintln!(
-        "{extra:?}: killed process 2 at {:.2} s ({:.2} s after the cluster was up); process 0 failed {:.3} s \
+        "{extra:?} {fault:?}: process 2 at {:.2} s ({:.2} s after the cluster was up); process 0 failed {:.3} s \
          later, process 1 {:.3} s later\nprocess 0 said: {}",
         (killed_at - t0).as_secs_f64(),
         (killed_at - connected_at).as_secs_f64(),

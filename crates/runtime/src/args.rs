@@ -72,16 +72,17 @@ pub struct EngineArgs {
     pub tracker_regions: Option<crate::progress::regions::TrackerRegions>,
     /// Which thread writes frames to other processes: adaptive (a worker writes one
     /// iteration's frames itself, in one writev, when they total 64 KiB or more, and hands
-    /// smaller bursts to the network thread), sender (the worker always writes) or
+    /// smaller bursts to the network thread; in a process whose only worker reads its
+    /// connections, the worker writes everything), sender (the worker always writes) or
     /// network-thread (every frame handed to the network thread). See docs/distributed.md.
     #[arg(long, default_value = "adaptive")]
     pub net_writes: crate::net::outbox::NetWrites,
-    /// Which thread reads the frames other processes send: network-thread (it reads every
-    /// connection and wakes the worker a frame is for) or worker (each connection is read by
+    /// Which thread reads the frames other processes send: worker (each connection is read by
     /// one of the process's workers, which waits on its sockets when idle: one wake-up per
-    /// arrival instead of two). Connections with an injected delay stay on the network thread.
-    /// See docs/distributed.md.
-    #[arg(long, default_value = "network-thread")]
+    /// arrival instead of two) or network-thread (it reads every connection and wakes the
+    /// worker a frame is for). With an injected delay (--rtt and the like) the network thread
+    /// reads. See docs/distributed.md.
+    #[arg(long, default_value = "worker")]
     pub net_reads: crate::net::worker_reads::NetReads,
     /// Wide-area delay between every pair of processes, as a round-trip time (e.g. 40ms): each
     /// frame waits half of it on arrival, FIFO per connection (in user space; docs/wan.md). Needs

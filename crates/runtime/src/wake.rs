@@ -97,3 +97,35 @@ impl PollParker {
         self.state.store(EMPTY, Ordering::Release);
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `std::thread::park`'s token: an unpark before the wait makes the next wait not block
+    /// (and writes nothing), an unpark during a wait writes the eventfd.
+    #[test]
+    fn a_poll_parker_keeps_one_token_and_writes_only_to_a_waiter() {
+        let mut ep = crate::net::epoll::Epoll::new().unwrap();
+        let p = Arc::new(PollParker::new().unwrap());
+        ep.add(p.fd().raw(), 1, false).unwrap();
+        p.unpark();
+        p.unpark();
+        assert!(!p.begin_wait(), "the token left by the unparks");
+        assert_eq!(
+            ep.wait(std::time::Duration::ZERO).unwrap().count(),
+            0,
+            "no write"
+        );
+        assert!(p.begin_wait(), "one token only");
+        let q = p.clone();
+        let t = std::thread::spawn(move || q.unpark());
+        let woke: Vec<u64> = ep
+            .wait(std::time::Duration::from_secs(10))
+            .unwrap()
+            .collect();
+        p.end_wait();
+        t.join().unwrap();
+        assert_eq!(woke, [1]);
+    }
+}

@@ -21,9 +21,9 @@ use crate::dataflow::Builder;
 use crate::net::cluster::Resolved;
 use crate::net::link::Wiring;
 use crate::net::transport::{self, Delivery, Failure, Identity, TransportHandle};
+use crate::net::worker_reads::{Handover, NetReads, WorkerSockets};
 use crate::operators::Vertex;
 use crate::report::{RunError, RunReport};
-use crate::net::worker_reads::{Handover, NetReads, WorkerSockets};
 use crate::wake::Unparkers;
 use crate::worker::ctx::WorkerCtx;
 use crate::worker::Worker;
@@ -61,11 +61,12 @@ fn attempt(b: &mut Builder, finished: &mut bool) -> Result<RunReport, RunError> 
     let place = Placement::new(&config, &cluster);
     let unparkers = Arc::new(Unparkers::new(place.local_workers));
     let abort = Arc::new(AtomicBool::new(false));
+    let workers_read = workers_read(&config, &place, &cluster);
     let remotes = RemoteQueues::new(
         place.processes,
         place.me,
         config.cluster.max_frame_bytes,
-        config.cluster.net_writes,
+        (config.cluster.net_writes).in_process(place.local_workers, workers_read),
     );
     let wiring = Wiring::new(
         place.me,
@@ -116,7 +117,7 @@ fn attempt(b: &mut Builder, finished: &mut bool) -> Result<RunReport, RunError> 
     if let Some(r) = &resume {
         tracking::restore_holds(&config, &progress, r.holds()).map_err(RunError::Checkpoint)?;
     }
-    let (handover, sockets) = worker_reads(&config, &place, &mut cluster, &unparkers)?;
+    let (handover, sockets) = worker_sockets(workers_read, &place, &mut cluster, &unparkers)?;
     let delivery = Delivery {
         routes: wiring.take_routes(),
         shards: progress.agents.clone(),
@@ -310,22 +311,29 @@ fn start_transport(
     }
 }
 
-/// With `--net-reads worker` in a job across processes: the hand-over of connections to the
-/// local workers and each worker's sockets (`net/worker_reads.rs`); otherwise none.
+/// Whether this process's workers read its connections (`--net-reads worker`, in a job across
+/// processes, in a process with workers). Without an injected delay: delayed connections stay on
+/// the network thread (`net/worker_reads.rs`), so with one the workers read none or few.
+fn workers_read(config: &RuntimeConfig, place: &Placement, cluster: &Resolved) -> bool {
+    config.cluster.net_reads == NetReads::Worker
+        && config.cluster.delay.is_none()
+        && cluster.listener.is_some()
+        && place.local_workers > 0
+}
+
+/// When `workers_read`: the hand-over of connections to the local workers and each worker's
+/// sockets (`net/worker_reads.rs`); otherwise none.
 ///
 /// # Errors
 /// A worker's `epoll` cannot be created.
 #[allow(clippy::type_complexity)]
-fn worker_reads(
-    config: &RuntimeConfig,
+fn worker_sockets(
+    workers_read: bool,
     place: &Placement,
     cluster: &mut Resolved,
     unparkers: &Arc<Unparkers>,
 ) -> Result<(Option<Arc<Handover>>, Vec<Option<WorkerSockets>>), RunError> {
-    let wanted = config.cluster.net_reads == NetReads::Worker
-        && cluster.listener.is_some()
-        && place.local_workers > 0;
-    if !wanted {
+    if !workers_read {
         return Ok((None, (0..place.local_workers).map(|_| None).collect()));
     }
     let handover = Handover::new(place.local_workers, unparkers.clone());
@@ -334,7 +342,9 @@ fn worker_reads(
         .collect::<Result<Vec<_>, _>>()
         .map_err(|e| {
             outcome::reap(&mut cluster.children, true);
-            RunError::Cluster(format!("cannot wait on connections in a worker (epoll): {e}"))
+            RunError::Cluster(format!(
+                "cannot wait on connections in a worker (epoll): {e}"
+            ))
         })?;
     Ok((Some(handover), sockets))
 }

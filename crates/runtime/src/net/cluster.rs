@@ -94,7 +94,7 @@ impl Default for ClusterConfig {
             startup_timeout: Duration::from_secs(30),
             max_frame_bytes: 64 << 20,
             net_writes: super::outbox::NetWrites::Adaptive,
-            net_reads: super::worker_reads::NetReads::NetworkThread,
+            net_reads: super::worker_reads::NetReads::Worker,
             tracker_processes: 0,
             child_env: Vec::new(),
             clock_rounds: super::clock_phase::ROUNDS,

@@ -152,3 +152,82 @@ impl EventFd {
         self.0.as_raw_fd()
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::Write;
+    use std::time::Instant;
+
+    /// The timeout is kept to the microsecond: never early, and well under the whole
+    /// millisecond `epoll_wait` would round 300 us up to.
+    #[test]
+    fn a_wait_ends_at_its_timeout_not_at_the_next_millisecond() {
+        let mut ep = Epoll::new().unwrap();
+        let mut took: Vec<Duration> = (0..21)
+            .map(|_| {
+                let t = Instant::now();
+                assert_eq!(ep.wait(Duration::from_micros(300)).unwrap().count(), 0);
+                t.elapsed()
+            })
+            .collect();
+        took.sort();
+        assert!(took[0] >= Duration::from_micros(300), "early: {took:?}");
+        assert!(
+            took[10] < Duration::from_micros(900),
+            "rounded up: {took:?}"
+        );
+    }
+
+    #[test]
+    fn an_eventfd_wakes_a_wait_once_until_written_again() {
+        let mut ep = Epoll::new().unwrap();
+        let fd = std::sync::Arc::new(EventFd::new().unwrap());
+        ep.add(fd.raw(), 7, false).unwrap();
+        let writer = fd.clone();
+        let t = std::thread::spawn(move || {
+            std::thread::sleep(Duration::from_millis(20));
+            writer.wake();
+        });
+        let woke: Vec<u64> = ep.wait(Duration::from_secs(10)).unwrap().collect();
+        t.join().unwrap();
+        assert_eq!(woke, [7]);
+        // Level-triggered: readable until drained.
+        assert_eq!(ep.wait(Duration::ZERO).unwrap().count(), 1);
+        fd.drain();
+        assert_eq!(ep.wait(Duration::ZERO).unwrap().count(), 0);
+    }
+
+    /// Edge-triggered sockets report new bytes once (the reader must read to `WouldBlock`),
+    /// and a closed peer as readable.
+    #[test]
+    fn a_socket_reports_each_arrival_once_and_its_close() {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let mut tx = std::net::TcpStream::connect(l.local_addr().unwrap()).unwrap();
+        let (rx, _) = l.accept().unwrap();
+        let mut ep = Epoll::new().unwrap();
+        ep.add(rx.as_raw_fd(), 3, true).unwrap();
+        assert_eq!(ep.wait(Duration::from_millis(10)).unwrap().count(), 0);
+        tx.write_all(b"x").unwrap();
+        assert_eq!(
+            ep.wait(Duration::from_secs(10))
+                .unwrap()
+                .collect::<Vec<_>>(),
+            [3]
+        );
+        assert_eq!(
+            ep.wait(Duration::ZERO).unwrap().count(),
+            0,
+            "one edge, one event"
+        );
+        drop(tx);
+        assert_eq!(
+            ep.wait(Duration::from_secs(10))
+                .unwrap()
+                .collect::<Vec<_>>(),
+            [3]
+        );
+        ep.delete(rx.as_raw_fd()).unwrap();
+        assert!(ep.delete(rx.as_raw_fd()).is_err(), "deleted twice");
+    }
+}

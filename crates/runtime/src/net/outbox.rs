@@ -27,6 +27,10 @@ pub enum NetWrites {
     /// A worker writes the frames of one iteration itself when they total at least
     /// [`INLINE_BYTES`], and hands smaller bursts to the network thread: the sender's writes
     /// at high rates, the network thread's at low ones (docs/distributed.md, "Session 4").
+    /// In a process whose only worker reads the connections itself (`--net-reads worker`,
+    /// `worker_reads.rs`) it is [`NetWrites::Sender`]: the network thread has nothing else to
+    /// do there, and a hand-off is one more wake-up per frame (docs/distributed.md,
+    /// "Session 8").
     #[default]
     Adaptive,
     /// The thread that sends a frame always writes it (a worker: every frame of one iteration
@@ -53,6 +57,15 @@ impl NetWrites {
             NetWrites::Adaptive => "adaptive",
             NetWrites::Sender => "sender",
             NetWrites::NetworkThread => "network-thread",
+        }
+    }
+
+    /// What these writes are in a process of `local_workers` workers, given whether they read
+    /// the connections themselves ([`NetWrites::Adaptive`]'s rule; the others are as given).
+    pub fn in_process(self, local_workers: usize, workers_read: bool) -> NetWrites {
+        match self {
+            NetWrites::Adaptive if workers_read && local_workers == 1 => NetWrites::Sender,
+            w => w,
         }
     }
 

@@ -57,6 +57,7 @@ pub(super) fn start_with(
         inboxes,
         unparkers: unparkers.clone(),
         checkpoints: None,
+        handover: None,
     };
     let failure = Failure {
         message: Arc::default(),

@@ -11,9 +11,11 @@
 //!
 //! Run: frames to a remote process go through its outbox (`outbox.rs`): written by the sending
 //! thread itself when the socket takes them, otherwise by the connection's writer task, which
-//! also sends a Ping every third of the peer timeout. Per remote process a reader task routes what
-//! arrives: batches into the receiving worker's inbound queue, credits to the sender's counter,
-//! ack pieces to the shard hosted here, frontiers to every local worker's inbox.
+//! also sends a Ping every third of the peer timeout. What arrives from a remote process is read
+//! by one of this process's workers (`worker_reads.rs`, the default) or by a reader task on the
+//! network thread (`reading.rs`), and routed: batches into the receiving worker's inbound queue,
+//! credits to the sender's counter, ack pieces to the shard hosted here, frontiers to every local
+//! worker's inbox.
 //!
 //! Clock alignment (`clock_phase.rs`): once every connection is up, and again once every process
 //! said Done, every process runs ping-pongs against every other on these connections; the

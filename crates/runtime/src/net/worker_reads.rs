@@ -1,4 +1,5 @@
-//! Connections read by a worker instead of the network thread (`--net-reads worker`).
+//! Connections read by a worker instead of the network thread (`--net-reads worker`, the
+//! default).
 //!
 //! Why: a frame read by the network thread wakes two threads in the receiving process: the
 //! network thread leaves `epoll_wait`, reads and routes the frame, then wakes the parked worker
@@ -12,8 +13,8 @@
 //! routes every frame as the network thread would (`reading.rs`): frames for another local
 //! worker, the tracker shard or the checkpoint thread go where they went before. Parked, a worker
 //! waits on its sockets; busy, it polls them at most every [`BUSY_POLL_NS`], so a long step
-//! delays the frames it reads for the others by as much. Connections with an injected delay
-//! (seed 004) stay on the network thread, whose timers hold their frames back.
+//! delays the frames it reads for the others by as much. With an injected delay (seed 004) the
+//! network thread reads every connection: its timers hold their frames back.
 //!
 //! The network thread hands a connection over once it is up (after the handshake and the clock
 //! alignment), through [`Handover`]. It comes back when reading it ends (Done, Abort, a failure:
@@ -21,8 +22,8 @@
 //! stops, with what was read but not routed; the network thread then reads the rest (the other
 //! process's Done, the clock alignment after the run).
 
-use super::reading::{self, Ending, ReadCtx};
 use super::epoll::Epoll;
+use super::reading::{self, Ending, ReadCtx};
 use crate::wake::{PollParker, Unparkers};
 use bytes::BytesMut;
 use std::io::{self, Read};
@@ -36,10 +37,10 @@ use tokio_util::codec::{Decoder, FramedRead, LengthDelimitedCodec};
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum NetReads {
     /// The network thread reads every connection and wakes the worker a frame is for.
-    #[default]
     NetworkThread,
     /// Each connection is read by one of the process's workers, which waits on its sockets
     /// when idle (this module).
+    #[default]
     Worker,
 }
 
@@ -114,7 +115,9 @@ impl Handover {
     pub fn new(workers: usize, unparkers: Arc<Unparkers>) -> Arc<Self> {
         Arc::new(Handover {
             slots: (0..workers.max(1)).map(|_| Mutex::default()).collect(),
-            posted: (0..workers.max(1)).map(|_| AtomicBool::new(false)).collect(),
+            posted: (0..workers.max(1))
+                .map(|_| AtomicBool::new(false))
+                .collect(),
             unparkers,
             runtime: OnceLock::new(),
         })
@@ -312,7 +315,8 @@ impl WorkerSockets {
             || self.handover.posted[self.me].load(Ordering::Acquire);
         let block = !timeout.is_zero() && !waiting && self.parker.begin_wait();
         let polled = (self.epoll).wait(if block { timeout } else { Duration::ZERO });
-        let ready = polled.map_err(|e| format!("worker {} waiting on its connections: {e}", self.me));
+        let ready =
+            polled.map_err(|e| format!("worker {} waiting on its connections: {e}", self.me));
         for token in ready? {
             match self.conns.get_mut(token as usize) {
                 Some(Some(c)) => c.ready = true,
@@ -354,7 +358,9 @@ impl WorkerSockets {
             let token = self.conns.len() as u64;
             if let Err(e) = self.epoll.add(h.stream.as_raw_fd(), token, true) {
                 let me = self.me;
-                tracing::warn!("worker {me} cannot wait on a connection ({e}): the network thread reads it");
+                tracing::warn!(
+                    "worker {me} cannot wait on a connection ({e}): the network thread reads it"
+                );
                 self.handover.give_back(h, None);
                 continue;
             }
