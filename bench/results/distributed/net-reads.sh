@@ -9,8 +9,9 @@ run() { # label, then bench chain options
   local label=$1; shift
   $X bench chain --stages 10 --processes 2 --workers $WK --json "$@" > $OUT 2>/dev/null || { echo "$label: FAILED"; return; }
   python3 -c "
-import json;d=json.load(open('$OUT'));e=d['element_latency'];n=d['notification_latency_any']
-print('%-40s %6.2f M/s  elem p50 %6.0f p99 %6.0f  notif-any p50 %5.0f p99 %5.0f  cpu/s %.2f  received %d' % ('$label',d['elements_per_s']/1e6,e['p50_us'],e['p99_us'],n['p50_us'],n['p99_us'],d['cpu_per_s'],d['elements_received']))"
+import json;d=json.load(open('$OUT'));e=d.get('element_latency') or {};n=d.get('notification_latency_any') or {}
+f=lambda m,k: '%6.0f' % m[k] if m.get(k) is not None else '     -'
+print('%-40s %6.2f M/s  elem p50 %s p99 %s  notif-any p50 %s p99 %s  cpu/s %.2f  received %d' % ('$label',d['elements_per_s']/1e6,f(e,'p50_us'),f(e,'p99_us'),f(n,'p50_us'),f(n,'p99_us'),d['cpu_per_s'],d['elements_received']))"
 }
 for r in $(seq $R); do
   for reads in network-thread worker; do
