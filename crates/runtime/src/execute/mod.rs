@@ -311,9 +311,9 @@ fn start_transport(
     }
 }
 
-/// Whether this process's workers read its connections (`--net-reads worker`, in a job across
-/// processes, in a process with workers). Without an injected delay: delayed connections stay on
-/// the network thread (`net/worker_reads.rs`), so with one the workers read none or few.
+/// Whether this process's workers read its connections: `--net-reads worker`, in a job across
+/// processes, in a process with workers, and without an injected delay (the network thread's
+/// timers hold delayed frames back; `net/worker_reads.rs`).
 fn workers_read(config: &RuntimeConfig, place: &Placement, cluster: &Resolved) -> bool {
     config.cluster.net_reads == NetReads::Worker
         && config.cluster.delay.is_none()

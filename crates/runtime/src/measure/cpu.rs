@@ -451,20 +451,28 @@ mod tests {
 
     #[test]
     fn rare_heavy_steps_are_shared_out_as_long_iterations() {
-        let mut c = WorkerClock::new(2);
-        // 100 heavy steps of 100 us (10 ms), each alone among 200 short iterations (about
-        // 20 ms in vertex 0): most are skipped, and a 1-in-16 draw of all iterations would
-        // find 6 +- 2.4 of them.
-        for _ in 0..100 {
-            iterations(&mut c, 200, &[1_000, 0]);
-            iterations(&mut c, 1, &[0, 100_000]);
-        }
-        let (v, w) = c.finish();
         // Expected 0.5; the band is wide because a preempted short iteration counts as long
         // on a shared machine (0.63 seen under a parallel build). Losing the heavy steps
-        // would give under 0.1.
-        let ratio = v[1] as f64 / v[0] as f64;
-        assert!((0.3..0.8).contains(&ratio), "{ratio}: {v:?} {w:?}");
+        // would give under 0.1 every time; heavy preemption can too, once (0.12 seen in a CI
+        // run with the other tests on both cores), so up to 3 tries.
+        let mut seen = Vec::new();
+        for _ in 0..3 {
+            let mut c = WorkerClock::new(2);
+            // 100 heavy steps of 100 us (10 ms), each alone among 200 short iterations (about
+            // 20 ms in vertex 0): most are skipped, and a 1-in-16 draw of all iterations would
+            // find 6 +- 2.4 of them.
+            for _ in 0..100 {
+                iterations(&mut c, 200, &[1_000, 0]);
+                iterations(&mut c, 1, &[0, 100_000]);
+            }
+            let (v, w) = c.finish();
+            let ratio = v[1] as f64 / v[0] as f64;
+            if (0.3..0.8).contains(&ratio) {
+                return;
+            }
+            seen.push(format!("{ratio}: {v:?} {w:?}"));
+        }
+        panic!("heavy steps lost in every try:\n{}", seen.join("\n"));
     }
 
     #[test]

@@ -311,9 +311,7 @@ impl WorkerSockets {
     /// # Errors
     /// `epoll_wait` failed.
     pub(crate) fn wait(&mut self, timeout: Duration) -> Result<(), String> {
-        let waiting = self.conns.iter().flatten().any(|c| c.ready)
-            || self.handover.posted[self.me].load(Ordering::Acquire);
-        let block = !timeout.is_zero() && !waiting && self.parker.begin_wait();
+        let block = !timeout.is_zero() && !self.has_work() && self.parker.begin_wait();
         let polled = (self.epoll).wait(if block { timeout } else { Duration::ZERO });
         let ready =
             polled.map_err(|e| format!("worker {} waiting on its connections: {e}", self.me));
@@ -329,6 +327,13 @@ impl WorkerSockets {
         }
         self.last_poll_ns = crate::measure::clock::now_ns();
         Ok(())
+    }
+
+    /// Bytes or connections are waiting already: a connection is still readable, or new ones
+    /// were handed over.
+    fn has_work(&self) -> bool {
+        self.conns.iter().flatten().any(|c| c.ready)
+            || self.handover.posted[self.me].load(Ordering::Acquire)
     }
 
     /// Takes connections handed over since the last call, reads and routes what arrived on the
