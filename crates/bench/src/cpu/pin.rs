@@ -128,6 +128,11 @@ mod tests {
             .args(["-c", "sleep 5; true", "bench", "ysb"])
             .spawn()
             .unwrap();
+        // Until the child has exec'd sh, its command line is still this test's.
+        let t0 = std::time::Instant::now();
+        while !is_ysb_bench(child.id()) && t0.elapsed() < std::time::Duration::from_secs(5) {
+            std::thread::sleep(std::time::Duration::from_millis(5));
+        }
         assert_eq!(ysb_descendants(child.id()), vec![child.id()]);
         let mut p = Pinned::default();
         p.pin_ysb_processes(child.id(), 1).unwrap();
