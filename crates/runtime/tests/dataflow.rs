@@ -1278,6 +1278,81 @@ fn slow_source_without_tracking_closes_windows_only_at_end() {
     }
 }
 
+/// A source emitting element k at `start + k * step_ns` and logging when it did.
+struct Spaced {
+    n: u64,
+    next: u64,
+    step_ns: u64,
+    start: Option<u64>,
+    emitted_ns: Arc<Mutex<Vec<u64>>>,
+}
+
+impl Source<u64> for Spaced {
+    fn poll(&mut self, out: &mut SourceOutput<'_, u64>) -> SourcePoll {
+        if self.next == self.n {
+            return SourcePoll::Done;
+        }
+        let start = *self.start.get_or_insert_with(now_ns);
+        let due = start + self.next * self.step_ns;
+        if due > now_ns() {
+            return SourcePoll::WaitUntil(due);
+        }
+        out.emit(self.next, self.next);
+        self.next += 1;
+        out.heartbeat(self.next);
+        self.emitted_ns.lock().unwrap().push(now_ns());
+        SourcePoll::Ready
+    }
+}
+
+/// Catches: a partial batch for a vertex on the same worker held for the flush timeout when
+/// idle flushes are off (`channel::Flush::Idle`). With a 400 ms timeout and four stages on one
+/// worker, each element would take 1.6 s to reach the sink; holding it saves no wake-up, so it
+/// must arrive as soon as the worker has nothing else to do.
+#[test]
+fn batches_for_the_same_worker_leave_when_it_is_idle_without_idle_flushes() {
+    for mode in [TrackingMode::Tracker, TrackingMode::None] {
+        let emitted: Arc<Mutex<Vec<u64>>> = Arc::default();
+        let got: TimedLog<u64> = Arc::default();
+        let (emitted2, got2) = (emitted.clone(), got.clone());
+        bounded(30, move || {
+            let cfg = RuntimeConfig {
+                flush_timeout: Duration::from_millis(400),
+                batch_flush_on_idle: false,
+                ..config(1, mode)
+            };
+            let df = Dataflow::new(cfg).unwrap();
+            df.source("spaced", 1, move |_| Spaced {
+                n: 5,
+                next: 0,
+                step_ns: 100_000_000,
+                start: None,
+                emitted_ns: emitted2.clone(),
+            })
+            .map("a", |x| x)
+            .map("b", |x| x)
+            .filter("c", |_| true)
+            .sink("out", move |_| TimedSink {
+                shared: got2.clone(),
+            });
+            df.run().unwrap()
+        });
+        let emitted = emitted.lock().unwrap();
+        let mut got = got.lock().unwrap().clone();
+        got.sort_by_key(|(_, e)| e.data);
+        assert_eq!(got.len(), 5, "{mode:?}");
+        for ((at, e), sent) in got.iter().zip(emitted.iter()) {
+            let ms = at.saturating_sub(*sent) / 1_000_000;
+            // Well under one timeout, for a loaded test machine's sake.
+            assert!(
+                ms < 200,
+                "{mode:?}: element {} took {ms} ms to the sink",
+                e.data
+            );
+        }
+    }
+}
+
 /// A sink that records `on_frontier` calls with the clock, to see notifications arrive while a
 /// slow source is still running (sinks are notified, not only windows).
 struct NotifiedSink {

@@ -7,5 +7,5 @@ pub mod output;
 pub mod queue;
 
 pub use input::{InLink, InputPort};
-pub use output::{EdgeOutput, OutLink, OutputPort, Partitioner};
+pub use output::{EdgeOutput, Flush, OutLink, OutputPort, Partitioner};
 pub use queue::{channel, Channel};

@@ -34,6 +34,22 @@ pub enum Partitioner<T> {
 /// the message back when the channel has no credit.
 pub type RemoteSend<T> = fn(&RemoteOut, Msg<T>) -> Result<u64, Msg<T>>;
 
+/// Which partial batches a flush sends (held-back batches are retried by every flush).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Flush {
+    /// Those open longer than the flush timeout (`--flush-timeout`).
+    Due,
+    /// The worker found nothing else to do: those that are due, every one bound for a vertex on
+    /// this same worker, and all of them with `--batch-flush-on-idle`. Holding a batch for this
+    /// worker saves no wake-up (it reads the batch itself, on its next iteration), and with a
+    /// latency budget (`--flush-timeout` several ms, no idle flush) each stage of a chain on one
+    /// worker waited the whole timeout: 11 ms over the YSB's five hops at 2 ms (docs/cpu.md,
+    /// "A latency budget").
+    Idle,
+    /// All of them (an epoch's output before its snapshot).
+    All,
+}
+
 /// Where a target's batches go.
 pub enum OutLink<T> {
     /// A queue to local worker `.0` (local index, to wake it).
@@ -331,9 +347,17 @@ impl<T: Send> EdgeOutput<T> {
         self.epoch = epoch;
     }
 
-    fn flush(&mut self, ctx: &mut WorkerCtx, force: bool) -> bool {
+    fn flush(&mut self, ctx: &mut WorkerCtx, which: Flush) -> bool {
         let mut sent = false;
         for t in &mut self.targets {
+            let force = match which {
+                Flush::Due => false,
+                Flush::Idle => {
+                    ctx.batch_flush_on_idle
+                        || matches!(t.link, OutLink::Local(w, _) if w == ctx.local_index)
+                }
+                Flush::All => true,
+            };
             sent |= Self::retry(t, ctx);
             if t.buf.is_empty() && t.markers.is_empty() {
                 continue;
@@ -488,12 +512,12 @@ impl<T: Clone + Send> OutputPort<T> {
         }
     }
 
-    /// Sends partial batches older than the flush timeout (all of them with `force`) and retries
-    /// batches held back by full channels. Returns whether anything was sent.
-    pub fn flush(&mut self, ctx: &mut WorkerCtx, force: bool) -> bool {
+    /// Sends the partial batches `which` says and retries batches held back by full channels.
+    /// Returns whether anything was sent.
+    pub fn flush(&mut self, ctx: &mut WorkerCtx, which: Flush) -> bool {
         let mut sent = false;
         for e in &mut self.edges {
-            sent |= e.flush(ctx, force);
+            sent |= e.flush(ctx, which);
         }
         sent
     }

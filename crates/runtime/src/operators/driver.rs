@@ -12,7 +12,7 @@
 
 use super::{Operator, OperatorState, Outputs, Receipt, Vertex, BATCHES_PER_STEP};
 use crate::batch::Msg;
-use crate::channel::InputPort;
+use crate::channel::{Flush, InputPort};
 use crate::measure::stats::VertexStats;
 use crate::progress::cut::{
     Covered, EpochCut, CHECKPOINT_BUFFERED_ELEMENTS, CHECKPOINT_BUFFERED_NS, CHECKPOINT_SNAPSHOTS,
@@ -439,7 +439,7 @@ impl<Op: Operator> Vertex for OperatorVertex<Op> {
     fn step(&mut self, ctx: &mut WorkerCtx) -> Result<bool, String> {
         let mut did = false;
         if self.out.blocked() {
-            let sent = self.out.flush(ctx, false);
+            let sent = self.out.flush(ctx, Flush::Due);
             if !sent && !Op::DRAINS_WHEN_BLOCKED {
                 if self.blocked.1 == 0 {
                     self.blocked.1 = ctx.now_ns.max(1);
@@ -462,8 +462,8 @@ impl<Op: Operator> Vertex for OperatorVertex<Op> {
         Ok(did)
     }
 
-    fn flush(&mut self, ctx: &mut WorkerCtx, force: bool) -> bool {
-        self.out.flush(ctx, force)
+    fn flush(&mut self, ctx: &mut WorkerCtx, which: Flush) -> bool {
+        self.out.flush(ctx, which)
     }
 
     fn ended(&self) -> bool {

@@ -138,7 +138,7 @@ impl<T: Clone + Send> EpochSnapshot<T> {
             if self.notified(frontier, ctx) && !self.buffer.iter().any(|p| p.epoch <= self.current)
             {
                 // The epoch's output leaves before the snapshot, so no batch mixes epochs.
-                output.flush(ctx, true);
+                output.flush(ctx, crate::channel::Flush::All);
                 stats.count(SNAPSHOTS, 1);
                 self.pause_until = Some(ctx.now_ns + self.spec.pause_ns);
                 did = true;

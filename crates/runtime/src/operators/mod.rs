@@ -299,9 +299,9 @@ pub trait Vertex: Send {
     /// A message naming what failed (a sink that cannot write, say); the run is aborted.
     fn step(&mut self, ctx: &mut WorkerCtx) -> Result<bool, String>;
 
-    /// Sends partial batches older than the flush timeout (all with `force`) and retries held-back
-    /// batches. Returns whether anything was sent.
-    fn flush(&mut self, ctx: &mut WorkerCtx, force: bool) -> bool;
+    /// Sends the partial batches `which` says and retries held-back batches. Returns whether
+    /// anything was sent.
+    fn flush(&mut self, ctx: &mut WorkerCtx, which: crate::channel::Flush) -> bool;
 
     /// Tracking `none`: true once the instance has seen end of stream on every input, emitted
     /// everything and delivered its own end-of-stream markers.

@@ -2,7 +2,7 @@
 //! loop and its results). The driver flushes, back-pressures, forwards markers and ends the stream
 //! through this trait, so no operator writes that tail itself.
 
-use crate::channel::OutputPort;
+use crate::channel::{Flush, OutputPort};
 use crate::worker::ctx::WorkerCtx;
 use xorflow_tracking::{ComponentId, Time};
 
@@ -11,9 +11,9 @@ pub trait Outputs: Send {
     /// True while some batch waits for room in a full channel.
     fn blocked(&self) -> bool;
 
-    /// Sends partial batches older than the flush timeout (all with `force`) and retries
-    /// held-back ones. Returns whether anything was sent.
-    fn flush(&mut self, ctx: &mut WorkerCtx, force: bool) -> bool;
+    /// Sends the partial batches `which` says and retries held-back ones. Returns whether
+    /// anything was sent.
+    fn flush(&mut self, ctx: &mut WorkerCtx, which: Flush) -> bool;
 
     /// Sends `Marker(time)` after what is buffered (tracking `markers`).
     fn marker(&mut self, time: Time, ctx: &WorkerCtx);
@@ -36,7 +36,7 @@ impl Outputs for () {
     fn blocked(&self) -> bool {
         false
     }
-    fn flush(&mut self, _: &mut WorkerCtx, _: bool) -> bool {
+    fn flush(&mut self, _: &mut WorkerCtx, _: Flush) -> bool {
         false
     }
     fn marker(&mut self, _: Time, _: &WorkerCtx) {}
@@ -57,8 +57,8 @@ impl<T: Clone + Send> Outputs for OutputPort<T> {
     fn blocked(&self) -> bool {
         OutputPort::blocked(self)
     }
-    fn flush(&mut self, ctx: &mut WorkerCtx, force: bool) -> bool {
-        OutputPort::flush(self, ctx, force)
+    fn flush(&mut self, ctx: &mut WorkerCtx, which: Flush) -> bool {
+        OutputPort::flush(self, ctx, which)
     }
     fn marker(&mut self, time: Time, ctx: &WorkerCtx) {
         OutputPort::marker(self, time, ctx)
@@ -83,9 +83,9 @@ impl<A: Outputs, B: Outputs> Outputs for (A, B) {
     fn blocked(&self) -> bool {
         self.0.blocked() || self.1.blocked()
     }
-    fn flush(&mut self, ctx: &mut WorkerCtx, force: bool) -> bool {
-        let a = self.0.flush(ctx, force);
-        self.1.flush(ctx, force) || a
+    fn flush(&mut self, ctx: &mut WorkerCtx, which: Flush) -> bool {
+        let a = self.0.flush(ctx, which);
+        self.1.flush(ctx, which) || a
     }
     fn marker(&mut self, time: Time, ctx: &WorkerCtx) {
         self.0.marker(time, ctx);

@@ -9,6 +9,7 @@
 
 pub mod ctx;
 
+use crate::channel::Flush;
 use crate::measure::cpu::{Task, WorkerClock, WorkerCpu, CPU_NS};
 use crate::measure::stats::VertexStats;
 use crate::measure::traffic::Traffic;
@@ -82,7 +83,7 @@ impl Worker {
             cpu.vertex(i);
         }
         for v in &mut self.vertices {
-            did |= v.flush(ctx, false);
+            did |= v.flush(ctx, Flush::Due);
         }
         cpu.task(Task::Flush);
         if let (Some(h), Some(tr)) = (&mut self.handoff, &mut ctx.tracking) {
@@ -129,9 +130,8 @@ impl Worker {
         let cpu = &mut self.cpu;
         let ctx = &mut self.ctx;
         let mut did = false;
-        let force = ctx.batch_flush_on_idle;
         for v in &mut self.vertices {
-            did |= v.flush(ctx, force);
+            did |= v.flush(ctx, Flush::Idle);
         }
         cpu.task(Task::Flush);
         if let (Some(h), Some(tr)) = (&mut self.handoff, &mut ctx.tracking) {
