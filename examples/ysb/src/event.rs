@@ -150,7 +150,12 @@ pub struct Parsed {
 /// What is wrong with the line, as serde_json says it (a missing or unknown field, a bad type,
 /// an event time that is not a whole number of milliseconds).
 pub fn parse_ref(line: &str) -> Result<EventRef<'_>, String> {
-    serde_json::from_str(line).map_err(|e| e.to_string())
+    // The plain form in one scan; anything else, and every error, is serde_json's
+    // (`event_scan.rs`).
+    match crate::event_scan::scan(line) {
+        Some(e) => Ok(e),
+        None => serde_json::from_str(line).map_err(|e| e.to_string()),
+    }
 }
 
 /// Parses one line into an [`Event`] with its own text.

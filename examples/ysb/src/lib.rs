@@ -4,7 +4,8 @@
 //! (`../shared/seeds/`): ad events as JSON lines; the job keeps the views, joins each ad to its
 //! campaign and counts views per campaign in 10 s tumbling event-time windows.
 //!
-//! - [`event`]: the event format; [`campaigns`]: the ad -> campaign table;
+//! - [`event`]: the event format ([`event_scan`]: its fast path); [`campaigns`]: the ad ->
+//!   campaign table;
 //! - [`generate`]: the original's generator (`xorflow ysb generate`);
 //! - [`input`]: reading and checking the events file, lateness;
 //! - [`kafka`]: the events from a Kafka topic, and loading a file into one;
@@ -16,6 +17,7 @@
 pub mod bench;
 pub mod campaigns;
 pub mod event;
+pub mod event_scan;
 pub mod generate;
 pub mod input;
 pub mod job;
