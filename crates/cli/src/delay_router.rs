@@ -57,6 +57,13 @@ pub struct DelayRouterArgs {
     /// The devices' MTU, bytes (larger: fewer packets for the router to move).
     #[arg(long, default_value_t = 16_000)]
     mtu: usize,
+    /// TCP congestion control in every namespace (`net.ipv4.tcp_congestion_control`), or
+    /// `inherit` for what a new namespace gets from the host. Linux's default, cubic, unless
+    /// asked: a host set to BBR hands it to its namespaces, and BBR's ProbeRTT (every 10 s,
+    /// 4 packets in flight for 200 ms and a round trip) held a YSB source back by 50 ms at 100 ms
+    /// RTT where cubic held it back by 5 (docs/wan.md, "Congestion control").
+    #[arg(long, default_value = "cubic", value_name = "ALGORITHM")]
+    tcp_congestion: String,
     /// Stop (and clean up) when the process that started the router exits.
     #[arg(long)]
     exit_with_parent: bool,
@@ -94,6 +101,15 @@ impl DelayRouterArgs {
             return Err(bad(format!(
                 "--prefix '{}': 1-12 letters, digits or '-'",
                 self.prefix
+            )));
+        }
+        let algorithm_ok =
+            |s: &str| !s.is_empty() && s.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
+        if !algorithm_ok(&self.tcp_congestion) {
+            return Err(bad(format!(
+                "--tcp-congestion '{}': a congestion control's name (cubic, bbr, reno, ...) or \
+                 inherit",
+                self.tcp_congestion
             )));
         }
         if !(576..MAX_PACKET).contains(&self.mtu) {
@@ -185,7 +201,59 @@ fn make_host(
     let queue = QUEUE_PACKETS.to_string();
     ip(&["-n", &ns, "link", "set", dev.name(), "txqueuelen", &queue]).map_err(skip)?;
     ip(&["-n", &ns, "link", "set", dev.name(), "mtu", &mtu, "up"]).map_err(skip)?;
+    set_congestion(&ns, &a.tcp_congestion).map_err(bad)?;
     Ok(dev)
+}
+
+/// Sets namespace `ns`'s TCP congestion control (`--tcp-congestion`; `inherit` leaves it).
+fn set_congestion(ns: &str, algorithm: &str) -> Result<(), String> {
+    if algorithm == "inherit" {
+        return Ok(());
+    }
+    let written = in_namespace(ns, {
+        let algorithm = algorithm.to_string();
+        move || std::fs::write(CONGESTION, algorithm)
+    })?;
+    written.map_err(|e| {
+        let available = std::fs::read_to_string(AVAILABLE).unwrap_or_default();
+        format!(
+            "--tcp-congestion {algorithm}: namespace {ns} refused it ({e}); this kernel has: {}",
+            available.trim()
+        )
+    })
+}
+
+/// The sysctl `net.ipv4.tcp_congestion_control`, per network namespace.
+const CONGESTION: &str = "/proc/sys/net/ipv4/tcp_congestion_control";
+/// The algorithms this kernel has loaded.
+const AVAILABLE: &str = "/proc/sys/net/ipv4/tcp_available_congestion_control";
+
+/// Runs `f` on a thread that has entered namespace `ns` (`/proc/sys/net` there is the
+/// namespace's).
+fn in_namespace<T: Send + 'static>(
+    ns: &str,
+    f: impl FnOnce() -> T + Send + 'static,
+) -> Result<T, String> {
+    let path = format!("/run/netns/{ns}");
+    let file = std::fs::File::open(&path).map_err(|e| format!("{path}: {e}"))?;
+    std::thread::spawn(move || {
+        use std::os::fd::AsRawFd;
+        // SAFETY: setns on this thread only, with a namespace file held open.
+        if unsafe { libc::setns(file.as_raw_fd(), libc::CLONE_NEWNET) } != 0 {
+            return Err(format!("setns {path}: {}", std::io::Error::last_os_error()));
+        }
+        Ok(f())
+    })
+    .join()
+    .map_err(|_| "the namespace thread panicked".to_string())?
+}
+
+/// The congestion control namespace `ns` uses, as its kernel says (for the start-up line).
+fn congestion_of(ns: &str) -> String {
+    in_namespace(ns, || std::fs::read_to_string(CONGESTION))
+        .ok()
+        .and_then(Result::ok)
+        .map_or_else(|| "unknown".into(), |s| s.trim().to_string())
 }
 
 fn serve(a: &DelayRouterArgs) -> Result<(), Fail> {
@@ -241,8 +309,9 @@ fn serve(a: &DelayRouterArgs) -> Result<(), Fail> {
         .collect();
     let (mean, max) = matrix.mean_and_max_ms();
     eprintln!(
-        "delay-router: {} hosts, RTT mean {mean:.1} ms, max {max:.1} ms",
-        a.hosts
+        "delay-router: {} hosts, RTT mean {mean:.1} ms, max {max:.1} ms, TCP congestion control {}",
+        a.hosts,
+        congestion_of(&a.namespace(0))
     );
     println!("ready {}", hosts.join(" "));
     use std::io::Write;

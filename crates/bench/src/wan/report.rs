@@ -307,8 +307,9 @@ fn markdown(file: &PlanFile, all: &[Measured]) -> String {
             }
             super::Network::Netns => {
                 "xorflow's processes each in a network namespace behind `xorflow delay-router`, \
-                 which delays every IP packet between them, kernel TCP included (docs/wan.md, \
-                 \"Processes in network namespaces\")."
+                 which delays every IP packet between them, kernel TCP included, with cubic \
+                 congestion control in every namespace whatever the host's (docs/wan.md, \
+                 \"Processes in network namespaces\", \"Congestion control\")."
             }
         },
         KEEPS_UP * 100.0
