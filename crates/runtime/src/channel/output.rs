@@ -39,13 +39,18 @@ pub type RemoteSend<T> = fn(&RemoteOut, Msg<T>) -> Result<u64, Msg<T>>;
 pub enum Flush {
     /// Those open longer than the flush timeout (`--flush-timeout`).
     Due,
-    /// The worker found nothing else to do: those that are due, every one bound for a vertex on
-    /// this same worker, and all of them with `--batch-flush-on-idle`. Holding a batch for this
-    /// worker saves no wake-up (it reads the batch itself, on its next iteration), and with a
-    /// latency budget (`--flush-timeout` several ms, no idle flush) each stage of a chain on one
-    /// worker waited the whole timeout: 11 ms over the YSB's five hops at 2 ms (docs/cpu.md,
-    /// "A latency budget").
+    /// The worker found nothing else to do: those that are due; with `--batch-flush-on-idle`
+    /// all of them; without it, also those for a vertex on this same worker that fall due
+    /// within the timer slack. A park may overshoot by the slack (`--timer-slack`), so holding
+    /// such a batch saves no wake-up and costs a park: with a latency budget (slack and flush
+    /// timeout of several ms) each stage of a chain on one worker waited about a whole budget,
+    /// 11 ms over the YSB's five hops at 2 ms (docs/cpu.md, "Batches for the same worker").
+    /// With a slack well under the timeout (`--timer-slack 50us`) they still fill up.
     Idle,
+    /// Every one for a vertex on this same worker, and those that are due: after each step of
+    /// a pass that follows an idle flush which sent some (`worker/mod.rs`), so that one pass
+    /// over the vertices (upstream first) carries them through a chain of stages.
+    SameWorker,
     /// All of them (an epoch's output before its snapshot).
     All,
 }
@@ -350,19 +355,21 @@ impl<T: Send> EdgeOutput<T> {
     fn flush(&mut self, ctx: &mut WorkerCtx, which: Flush) -> bool {
         let mut sent = false;
         for t in &mut self.targets {
-            let force = match which {
-                Flush::Due => false,
-                Flush::Idle => {
-                    ctx.batch_flush_on_idle
-                        || matches!(t.link, OutLink::Local(w, _) if w == ctx.local_index)
-                }
-                Flush::All => true,
-            };
             sent |= Self::retry(t, ctx);
             if t.buf.is_empty() && t.markers.is_empty() {
                 continue;
             }
             let due = t.opened_ns.saturating_add(ctx.flush_timeout_ns);
+            let same_worker = matches!(t.link, OutLink::Local(w, _) if w == ctx.local_index);
+            let force = match which {
+                Flush::Due => false,
+                Flush::SameWorker => same_worker,
+                Flush::Idle => {
+                    ctx.batch_flush_on_idle
+                        || (same_worker && due <= ctx.now_ns.saturating_add(ctx.timer_slack_ns))
+                }
+                Flush::All => true,
+            };
             if force || ctx.now_ns >= due {
                 Self::seal_and_send(self.epoch, t, ctx);
                 sent = true;

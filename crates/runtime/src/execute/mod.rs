@@ -403,6 +403,7 @@ fn make_workers(
                 abort: abort.clone(),
                 cpu,
                 sockets,
+                pass_on: false,
             }
         })
         .collect()

@@ -46,6 +46,9 @@ pub(crate) struct Worker {
     /// The connections this worker reads (`--net-reads worker`, `net/worker_reads.rs`): it
     /// polls them while busy and waits on them when idle.
     pub sockets: Option<WorkerSockets>,
+    /// The next pass sends batches for this worker's own vertices after each step
+    /// (`Flush::SameWorker`): set by an idle flush that sent some.
+    pub pass_on: bool,
 }
 
 /// What a worker hands back at the end.
@@ -78,8 +81,16 @@ impl Worker {
         cpu.task(Task::Frontiers);
         let ctx = &mut self.ctx;
         let mut did = false;
+        // After an idle flush that sent batches to this worker's own vertices, what each step
+        // sends them leaves at once (`Flush::SameWorker`): the vertices after it in this pass
+        // read it, so the pass carries the batches down a chain of stages.
+        let pass_on = std::mem::take(&mut self.pass_on);
         for (i, v) in self.vertices.iter_mut().enumerate() {
             did |= v.step(ctx)?;
+            if pass_on {
+                // Counted as work: a batch sent up the order (a cycle) is read next pass.
+                did |= v.flush(ctx, Flush::SameWorker);
+            }
             cpu.vertex(i);
         }
         for v in &mut self.vertices {
@@ -133,6 +144,8 @@ impl Worker {
         for v in &mut self.vertices {
             did |= v.flush(ctx, Flush::Idle);
         }
+        // Only without idle flushes: with them every partial batch just left.
+        self.pass_on = did && !ctx.batch_flush_on_idle;
         cpu.task(Task::Flush);
         if let (Some(h), Some(tr)) = (&mut self.handoff, &mut ctx.tracking) {
             if let Some(at) = h.on_idle(tr, ctx.now_ns)? {
