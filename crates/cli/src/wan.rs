@@ -66,6 +66,11 @@ pub struct WanArgs {
     /// namespace, and both join the topology experiment.
     #[arg(long, default_value = "loopback", value_parser = ["loopback", "netns"])]
     network: String,
+    /// With --network netns: TCP congestion control in every namespace, for every engine
+    /// (`xorflow delay-router --tcp-congestion`): cubic, Linux's default, unless asked; inherit
+    /// keeps the host's (docs/wan.md, "Congestion control").
+    #[arg(long, default_value = "cubic", value_name = "ALGORITHM")]
+    tcp_congestion: String,
     /// Runs per point (1-100): the sweep runs this many rounds, every point once per round (so
     /// a drift of the machine spreads over every point); each table row is the run with its
     /// point's median p99, and a table gives every point's spread.
@@ -175,6 +180,7 @@ impl WanArgs {
             } else {
                 Network::Loopback
             },
+            tcp_congestion: self.tcp_congestion.clone(),
         })
     }
 }

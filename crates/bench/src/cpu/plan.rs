@@ -57,9 +57,10 @@ macro_rules! budget {
 
 /// xorflow's modes in the load experiment besides its defaults (label suffix, options): the 50 us
 /// slack alone; [`BATCHED`]; and latency budgets of 2 and 5 ms. The budgets' pre-window latency
-/// (about 11 and 26 ms over the YSB's five hops) stays under Flink's with its 100 ms buffer
-/// timeout at 10,000 events/s (45 ms), the 2 ms one at 100,000 too (20 ms), so their CPU is
-/// compared with Flink's at no worse latency (docs/cpu.md, "A latency budget").
+/// (1.5 and 3 ms since batches for the same worker stop waiting for the budget at every stage;
+/// 11 and 26 ms before) stays well under Flink's with its 100 ms buffer timeout (45 ms at
+/// 10,000 events/s, 18 ms at 100,000), so their CPU is compared with Flink's at no worse
+/// latency (docs/cpu.md, "A latency budget" and "Batches for the same worker").
 pub const XORFLOW_MODES: [(&str, &[&str]); 4] = [
     ("slack 50us", &["--timer-slack", "50us"]),
     ("batched", BATCHED),

@@ -77,6 +77,8 @@ pub struct Runner {
     pub chain_duration_s: u64,
     /// Where xorflow's processes talk.
     pub network: Network,
+    /// In namespaces: their TCP congestion control (`Plan::tcp_congestion`).
+    pub tcp_congestion: String,
 }
 
 impl Runner {
@@ -96,6 +98,7 @@ impl Runner {
                 &self.engines.xorflow,
                 self.total_processes(spec),
                 &delay,
+                &self.tcp_congestion,
                 &dir.join("router.txt"),
             )?),
             _ => None,
@@ -236,6 +239,7 @@ impl Runner {
             &self.engines.xorflow,
             spec.processes,
             &delay,
+            &self.tcp_congestion,
             &dir.join("router.txt"),
         )?;
         let engine = spec.engine;

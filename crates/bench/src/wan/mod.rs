@@ -52,6 +52,7 @@ pub fn run(plan: &Plan, stand: &StandConfig) -> Result<PathBuf> {
         duration_s: plan.duration_s,
         chain_duration_s: plan.chain_duration_s,
         network: plan.network,
+        tcp_congestion: plan.tcp_congestion.clone(),
     };
     let specs = plan.specs();
     let mut done: Vec<Measured> = Vec::new();

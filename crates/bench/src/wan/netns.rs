@@ -25,18 +25,27 @@ pub struct Router {
 
 impl Router {
     /// Starts the router for `hosts` hosts with `delay` (the jobs' delay options: `--rtt`,
-    /// `--rtt-topology`, `--delay-matrix`, `--rtt-jitter`; none for no delay), its stderr into
-    /// `log`, and waits for its ready line.
+    /// `--rtt-topology`, `--delay-matrix`, `--rtt-jitter`; none for no delay) and TCP congestion
+    /// control `congestion` in every namespace (`inherit`: the host's), its stderr into `log`,
+    /// and waits for its ready line.
     ///
     /// # Errors
-    /// The router cannot start (not root, namespaces left by a killed run: the message says).
-    pub fn start(xorflow: &Path, hosts: usize, delay: &[String], log: &Path) -> Result<Router> {
+    /// The router cannot start (not root, namespaces left by a killed run, an algorithm the
+    /// kernel lacks: the message says).
+    pub fn start(
+        xorflow: &Path,
+        hosts: usize,
+        delay: &[String],
+        congestion: &str,
+        log: &Path,
+    ) -> Result<Router> {
         let prefix = format!("xfw{}", std::process::id() % 100_000);
         let err = std::fs::File::create(log)
             .with_context(|| format!("cannot create '{}'", log.display()))?;
         let mut child = Command::new(xorflow)
             .args(["delay-router", "--hosts", &hosts.to_string()])
             .args(["--prefix", &prefix, "--exit-with-parent"])
+            .args(["--tcp-congestion", congestion])
             .args(delay)
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
@@ -56,7 +65,7 @@ impl Router {
         Ok(Router {
             child,
             command: format!(
-                "{} delay-router --hosts {hosts} --prefix {prefix} {}",
+                "{} delay-router --hosts {hosts} --prefix {prefix} --tcp-congestion {congestion} {}",
                 xorflow.display(),
                 delay.join(" ")
             ),

@@ -42,6 +42,14 @@ pub struct Plan {
     /// written before namespaces existed ran on loopback.
     #[serde(default)]
     pub network: super::Network,
+    /// In namespaces: the TCP congestion control of every namespace (`xorflow delay-router
+    /// --tcp-congestion`). Plans written before it was set inherited the host's.
+    #[serde(default = "inherit")]
+    pub tcp_congestion: String,
+}
+
+fn inherit() -> String {
+    "inherit".into()
 }
 
 /// The notification experiment's variants: (name, options, a dedicated tracker process).
@@ -307,6 +315,7 @@ mod tests {
             quick,
             repeat: 1,
             network: Default::default(),
+            tcp_congestion: "cubic".into(),
         }
     }
 

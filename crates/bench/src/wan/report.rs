@@ -301,16 +301,19 @@ fn markdown(file: &PlanFile, all: &[Measured]) -> String {
         plan.duration_s,
         plan.chain_duration_s,
         match plan.network {
-            super::Network::Loopback => {
-                "Processes on loopback, the delay injected in user space on every frame between \
-                 them (docs/wan.md)."
-            }
-            super::Network::Netns => {
+            super::Network::Loopback => "Processes on loopback, the delay injected in user \
+                                         space on every frame between them (docs/wan.md)."
+                .to_string(),
+            super::Network::Netns => format!(
                 "xorflow's processes each in a network namespace behind `xorflow delay-router`, \
-                 which delays every IP packet between them, kernel TCP included, with cubic \
-                 congestion control in every namespace whatever the host's (docs/wan.md, \
-                 \"Processes in network namespaces\", \"Congestion control\")."
-            }
+                 which delays every IP packet between them, kernel TCP included; TCP congestion \
+                 control in every namespace: {} (docs/wan.md, \"Processes in network \
+                 namespaces\", \"Congestion control\").",
+                match plan.tcp_congestion.as_str() {
+                    "inherit" => "the host's",
+                    c => c,
+                }
+            ),
         },
         KEEPS_UP * 100.0
     );
@@ -505,6 +508,7 @@ mod tests {
                 quick: false,
                 repeat,
                 network: Default::default(),
+                tcp_congestion: "cubic".into(),
             },
         }
     }
