@@ -138,8 +138,8 @@ pub struct EngineArgs {
     pub ack_flush_on_idle: crate::config::AckOnIdle,
     /// A worker going idle sends its partial batches at once (true: lowest latency at low load,
     /// a batch per element then; false: they leave when full or --flush-timeout old, fewer
-    /// wake-ups and less CPU per element at low load; docs/cpu.md). Batches for a vertex on
-    /// the same worker leave when it goes idle either way.
+    /// wake-ups and less CPU per element at low load; docs/cpu.md). With false, batches for a
+    /// vertex on the same worker still leave at idle if they fall due within --timer-slack.
     #[arg(long, default_value_t = true, action = clap::ArgAction::Set)]
     pub batch_flush_on_idle: bool,
     /// Under trAcker, a window or sink fed by an exchange gets a tracking component per

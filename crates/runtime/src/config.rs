@@ -172,9 +172,9 @@ pub struct RuntimeConfig {
     /// batch and a wake-up of its receiver per element then); `false`: a partial batch leaves
     /// only when it is full or `flush_timeout` old, as Flink's buffer timeout: fewer, fuller
     /// batches and less CPU per element at low load, at up to the timeout's latency per
-    /// exchange (docs/cpu.md, "Batching at low load"). Either way a batch for a vertex on the
-    /// same worker leaves when the worker goes idle: holding it saves no wake-up
-    /// (`channel::Flush::Idle`).
+    /// exchange (docs/cpu.md, "Batching at low load"). With `false`, a batch for a vertex on the
+    /// same worker also leaves when the worker goes idle if it falls due within `timer_slack`:
+    /// a park would overshoot that far, so holding it saves no wake-up (`channel::Flush::Idle`).
     pub batch_flush_on_idle: bool,
     /// Under trAcker, a window or sink fed by an exchange gets a tracking component per
     /// instance, so each instance's frontier waits only for what is sent to it (one network
