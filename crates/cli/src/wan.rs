@@ -68,9 +68,10 @@ pub struct WanArgs {
     network: String,
     /// With --network netns: TCP congestion control in every namespace, for every engine
     /// (`xorflow delay-router --tcp-congestion`): cubic, Linux's default, unless asked; inherit
-    /// keeps the host's (docs/wan.md, "Congestion control").
-    #[arg(long, default_value = "cubic", value_name = "ALGORITHM")]
-    tcp_congestion: String,
+    /// keeps the host's (docs/wan.md, "Congestion control"). An algorithm this kernel has not
+    /// loaded is refused before any run.
+    #[arg(long, value_name = "ALGORITHM")]
+    tcp_congestion: Option<String>,
     /// Runs per point (1-100): the sweep runs this many rounds, every point once per round (so
     /// a drift of the machine spreads over every point); each table row is the run with its
     /// point's median p99, and a table gives every point's spread.
@@ -150,6 +151,8 @@ impl WanArgs {
                 self.repeat
             ));
         }
+        let netns = self.network == "netns";
+        let tcp_congestion = congestion(self.tcp_congestion.as_deref(), netns)?;
         if rtts.iter().chain(&chain_rtts).any(|&r| r > 60_000) {
             return Err("RTTs must be at most 60000 ms".into());
         }
@@ -158,7 +161,6 @@ impl WanArgs {
             engines.push(Engine::Flink);
         }
         // Storm's LocalCluster is one JVM: only its cluster, in namespaces, has links to delay.
-        let netns = self.network == "netns";
         if !self.no_storm && netns && experiments.contains(&Experiment::Mesh) {
             engines.push(Engine::Storm);
         }
@@ -180,9 +182,33 @@ impl WanArgs {
             } else {
                 Network::Loopback
             },
-            tcp_congestion: self.tcp_congestion.clone(),
+            tcp_congestion,
         })
     }
+}
+
+/// `--tcp-congestion`: cubic unless asked; only with `--network netns` (on loopback there is no
+/// namespace to set it in); `inherit` or an algorithm this kernel has loaded, so a bad name
+/// fails here rather than in every run's router.
+fn congestion(asked: Option<&str>, netns: bool) -> Result<String, String> {
+    let Some(a) = asked else {
+        return Ok("cubic".into());
+    };
+    if !netns {
+        return Err(format!(
+            "--tcp-congestion {a} applies to --network netns only (on loopback the host's is used)"
+        ));
+    }
+    let path = "/proc/sys/net/ipv4/tcp_available_congestion_control";
+    let available = std::fs::read_to_string(path).unwrap_or_default();
+    if a == "inherit" || available.split_whitespace().any(|x| x == a) {
+        return Ok(a.to_string());
+    }
+    Err(format!(
+        "--tcp-congestion {a}: not among this kernel's loaded algorithms ({}); load its module \
+         (modprobe tcp_{a}) or pick one of them, or inherit",
+        available.trim()
+    ))
 }
 
 /// Runs `xorflow bench wan` (exit 2: bad options; 1: the results folder failed).

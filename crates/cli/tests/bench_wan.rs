@@ -292,7 +292,15 @@ fn storm_in_network_namespaces_runs_the_mesh() {
 fn bad_options_exit_2_naming_them_and_write_nothing() {
     let out = tempfile::tempdir().expect("tempdir");
     let root = out.path().to_str().expect("utf-8");
-    let cases: [(&[&str], &str); 8] = [
+    let cases: [(&[&str], &str); 10] = [
+        (
+            &["--tcp-congestion", "bbr"],
+            "--tcp-congestion bbr applies to --network netns only",
+        ),
+        (
+            &["--network", "netns", "--tcp-congestion", "nosuch"],
+            "--tcp-congestion nosuch: not among this kernel's loaded algorithms",
+        ),
         (&["--experiments", "moon"], "unknown experiment 'moon'"),
         (
             &["--experiments", "regions", "--processes", "2,4"],
