@@ -413,18 +413,31 @@ mod tests {
 
     #[test]
     fn sampled_iterations_share_the_time_as_lapping_all_would() {
-        let mut c = WorkerClock::new(3);
-        iterations(&mut c, 20_000, &[2_000, 1_000, 0]);
-        assert!(c.short.drawn.total() > 0 && c.short.skipped > c.short.drawn.total());
-        let (v, w) = c.finish();
-        let attributed: u64 = w.tasks().iter().map(|t| t.1).sum();
-        assert!(
-            attributed.abs_diff(w.thread_ns) < 2_000_000,
-            "{attributed} vs {w:?}"
+        // A preempted iteration charges its lost time to whatever step it was in, so on a
+        // loaded machine the empty step was once charged 10.3 % of vertex 1 (a CI run with the
+        // other tests on both cores): up to 3 tries. Sharing by the wrong proportions (equal
+        // shares, or the drawn ones ignored) fails every try.
+        let mut seen = Vec::new();
+        for _ in 0..3 {
+            let mut c = WorkerClock::new(3);
+            iterations(&mut c, 20_000, &[2_000, 1_000, 0]);
+            assert!(c.short.drawn.total() > 0 && c.short.skipped > c.short.drawn.total());
+            let (v, w) = c.finish();
+            let attributed: u64 = w.tasks().iter().map(|t| t.1).sum();
+            assert!(
+                attributed.abs_diff(w.thread_ns) < 2_000_000,
+                "{attributed} vs {w:?}"
+            );
+            let ratio = v[0] as f64 / v[1].max(1) as f64;
+            if (1.5..2.7).contains(&ratio) && v[2] * 10 < v[1] {
+                return;
+            }
+            seen.push(format!("{ratio}: {v:?} {w:?}"));
+        }
+        panic!(
+            "shares off, or an empty step charged, in every try:\n{}",
+            seen.join("\n")
         );
-        let ratio = v[0] as f64 / v[1].max(1) as f64;
-        assert!((1.5..2.7).contains(&ratio), "{v:?}");
-        assert!(v[2] * 10 < v[1], "an empty step is charged {v:?}");
     }
 
     #[test]
