@@ -142,6 +142,12 @@ pub struct EngineArgs {
     /// vertex on the same worker still leave at idle if they fall due within --timer-slack.
     #[arg(long, default_value_t = true, action = clap::ArgAction::Set)]
     pub batch_flush_on_idle: bool,
+    /// Operator chaining: a map, filter or flat_map fed by a forward edge runs inside its
+    /// producer's step, with no queue or batch between them, as Flink chains operators (true);
+    /// false runs every vertex on its own, to see each one's CPU in the per-vertex accounting
+    /// (docs/cpu.md, "Operator chaining").
+    #[arg(long, default_value_t = true, action = clap::ArgAction::Set)]
+    pub chaining: bool,
     /// Under trAcker, a window or sink fed by an exchange gets a tracking component per
     /// instance: its frontier waits only for what is sent to it, not for the acks of what its
     /// upstream sent elsewhere (across processes: one network hop instead of a round trip;
@@ -278,6 +284,7 @@ impl EngineArgs {
             ack_flush_count: self.ack_flush_count,
             ack_flush_on_idle: self.ack_flush_on_idle,
             batch_flush_on_idle: self.batch_flush_on_idle,
+            chaining: self.chaining,
             instance_frontiers: self.instance_frontiers,
             timer_slack: self.timer_slack,
             ack_multiplier: self.ack_multiplier,
@@ -443,6 +450,7 @@ impl EngineArgs {
             self.batch_flush_on_idle,
             d.batch_flush_on_idle,
         );
+        a.value("chaining", self.chaining, d.chaining);
         a.value(
             "instance-frontiers",
             self.instance_frontiers,
@@ -709,7 +717,8 @@ mod tests {
             ack_flush_interval in duration(),
             ack_flush_count in 0usize..100_000,
             ack_flush_on_idle in 0usize..3,
-            (batch_flush_on_idle, instance_frontiers) in (any::<bool>(), any::<bool>()),
+            (batch_flush_on_idle, instance_frontiers, chaining) in
+                (any::<bool>(), any::<bool>(), any::<bool>()),
             timer_slack in (0u64..=10_000_000).prop_map(Duration::from_nanos),
             ack_multiplier in 0usize..2000,
             no_latency_probe in any::<bool>(),
@@ -776,6 +785,7 @@ mod tests {
                     [AckOnIdle::Useful, AckOnIdle::Always, AckOnIdle::Never][ack_flush_on_idle]
                 },
                 batch_flush_on_idle,
+                chaining,
                 instance_frontiers,
                 timer_slack,
                 ack_multiplier,

@@ -176,6 +176,11 @@ pub struct RuntimeConfig {
     /// same worker also leaves when the worker goes idle if it falls due within `timer_slack`:
     /// a park would overshoot that far, so holding it saves no wake-up (`channel::Flush::Idle`).
     pub batch_flush_on_idle: bool,
+    /// Operator chaining: an element-wise vertex (`map`, `filter`, `flat_map`) fed by a forward
+    /// edge runs inside its producer's step, with no queue or batch tag between them (Flink's
+    /// operator chaining; `channel/chained.rs`). Its CPU is then its producer's in the per-vertex
+    /// accounting; `false` runs every vertex on its own (docs/cpu.md, "Operator chaining").
+    pub chaining: bool,
     /// Under trAcker, a window or sink fed by an exchange gets a tracking component per
     /// instance, so each instance's frontier waits only for what is sent to it (one network
     /// hop across processes instead of a round trip; docs/wan.md, "Instance frontiers").
@@ -259,6 +264,7 @@ impl Default for RuntimeConfig {
             ack_flush_count: 4096,
             ack_flush_on_idle: AckOnIdle::Useful,
             batch_flush_on_idle: true,
+            chaining: true,
             instance_frontiers: true,
             timer_slack: Duration::from_micros(1),
             ack_multiplier: 0,

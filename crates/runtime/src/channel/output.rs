@@ -8,6 +8,7 @@
 //! requirement 1 requires, while batches still fill up across many input batches.
 
 use crate::batch::{Batch, Msg};
+use crate::channel::chained::ChainedEdge;
 use crate::channel::Channel;
 use crate::measure::traffic::MessageKind;
 use crate::net::link::RemoteOut;
@@ -427,9 +428,11 @@ impl<T: Send> EdgeOutput<T> {
     }
 }
 
-/// All outgoing edges of a vertex instance (a stream consumed by several vertices is copied to each).
+/// All outgoing edges of a vertex instance (a stream consumed by several vertices is copied to
+/// each): through channels, and into consumers chained into this instance (`channel/chained.rs`).
 pub struct OutputPort<T> {
     edges: Vec<EdgeOutput<T>>,
+    chained: Vec<ChainedEdge<T>>,
     /// End-of-stream markers have been sent.
     ended: bool,
 }
@@ -437,10 +440,21 @@ pub struct OutputPort<T> {
 impl<T: Clone + Send> OutputPort<T> {
     /// A port over `edges` (empty: the stream has no consumer, elements are discarded).
     pub fn new(edges: Vec<EdgeOutput<T>>) -> Self {
+        Self::with_chained(edges, Vec::new())
+    }
+
+    /// A port over `edges` and the chained consumers `chained`.
+    pub fn with_chained(edges: Vec<EdgeOutput<T>>, chained: Vec<ChainedEdge<T>>) -> Self {
         OutputPort {
             edges,
+            chained,
             ended: false,
         }
+    }
+
+    /// The first error of a chained consumer, once (the producer's step fails with it).
+    pub fn failure(&mut self) -> Option<String> {
+        self.chained.iter_mut().find_map(ChainedEdge::failure)
     }
 
     /// Sets the tracking range of the elements pushed from now on: they derive from input tracked
@@ -459,6 +473,9 @@ impl<T: Clone + Send> OutputPort<T> {
         for e in &mut self.edges {
             e.lineage = r;
         }
+        for c in &mut self.chained {
+            c.lineage = r;
+        }
     }
 
     /// Sets the checkpoint epoch of the elements pushed from now on (the input batch's, or a
@@ -472,25 +489,40 @@ impl<T: Clone + Send> OutputPort<T> {
         for e in &mut self.edges {
             e.set_epoch(epoch, ctx);
         }
+        for c in &mut self.chained {
+            c.set_epoch(epoch, ctx);
+        }
     }
 
-    /// Components of the vertices this port feeds (of their instances, where each has its own).
+    /// Components of the vertices this port feeds (of their instances, where each has its own;
+    /// a chained consumer's own, whose frontier its downstream components follow).
     pub fn components(&self) -> impl Iterator<Item = ComponentId> + '_ {
-        self.edges.iter().flat_map(|e| e.components())
+        (self.edges.iter().flat_map(|e| e.components()))
+            .chain(self.chained.iter().map(ChainedEdge::component))
     }
 
     /// Sends one element (batched). The element's send tag is registered at the next
     /// [`OutputPort::commit`] or when its batch fills up, whichever comes first.
     #[inline]
     pub fn push(&mut self, el: Element<T>, ctx: &mut WorkerCtx) {
-        match self.edges.len() {
-            0 => {}
-            1 => self.edges[0].push(el, ctx),
-            n => {
+        match (self.edges.len(), self.chained.len()) {
+            (0, 0) => {}
+            (1, 0) => self.edges[0].push(el, ctx),
+            (0, 1) => self.chained[0].push_all(std::iter::once(el), ctx),
+            (n, 0) => {
                 for e in &mut self.edges[..n - 1] {
                     e.push(el.clone(), ctx);
                 }
                 self.edges[n - 1].push(el, ctx);
+            }
+            (_, c) => {
+                for e in &mut self.edges {
+                    e.push(el.clone(), ctx);
+                }
+                for ch in &mut self.chained[..c - 1] {
+                    ch.push_all(std::iter::once(el.clone()), ctx);
+                }
+                self.chained[c - 1].push_all(std::iter::once(el), ctx);
             }
         }
     }
@@ -499,9 +531,10 @@ impl<T: Clone + Send> OutputPort<T> {
     /// than repeated `push` because partitioning is dispatched once.
     #[inline]
     pub fn push_all(&mut self, elements: impl Iterator<Item = Element<T>>, ctx: &mut WorkerCtx) {
-        match self.edges.len() {
-            0 => {}
-            1 => self.edges[0].push_all(elements, ctx),
+        match (self.edges.len(), self.chained.len()) {
+            (0, 0) => {}
+            (1, 0) => self.edges[0].push_all(elements, ctx),
+            (0, 1) => self.chained[0].push_all(elements, ctx),
             _ => {
                 for el in elements {
                     self.push(el, ctx);
@@ -510,12 +543,16 @@ impl<T: Clone + Send> OutputPort<T> {
         }
     }
 
-    /// Registers send tags for everything buffered so far. Call after each processed input batch,
-    /// before registering that batch's receive tag.
+    /// Registers send tags for everything buffered so far, and hands what chained consumers
+    /// were given to them, which commit theirs. Call after each processed input batch, before
+    /// registering that batch's receive tag.
     #[inline]
     pub fn commit(&mut self, ctx: &mut WorkerCtx) {
         for e in &mut self.edges {
             e.commit(ctx);
+        }
+        for c in &mut self.chained {
+            c.hand_over(ctx);
         }
     }
 
@@ -526,15 +563,21 @@ impl<T: Clone + Send> OutputPort<T> {
         for e in &mut self.edges {
             sent |= e.flush(ctx, which);
         }
+        for c in &mut self.chained {
+            sent |= c.flush(ctx, which);
+        }
         sent
     }
 
     /// Sends `Marker(time)` to every instance of every consumer (tracking `markers`: a broadcast
     /// per edge, docs/design.md, "trAcker requirements"), after the elements buffered so far. `Marker(INF)` ends the
     /// stream.
-    pub fn marker(&mut self, time: Time, ctx: &WorkerCtx) {
+    pub fn marker(&mut self, time: Time, ctx: &mut WorkerCtx) {
         for e in &mut self.edges {
             e.marker(time, ctx);
+        }
+        for c in &mut self.chained {
+            c.marker(time, ctx);
         }
         if time == xorflow_tracking::INF {
             self.ended = true;
@@ -551,6 +594,9 @@ impl<T: Clone + Send> OutputPort<T> {
         for e in &mut self.edges {
             e.end(ctx);
         }
+        for c in &mut self.chained {
+            c.end(ctx);
+        }
         self.ended = true;
         true
     }
@@ -558,17 +604,18 @@ impl<T: Clone + Send> OutputPort<T> {
     /// True once the end-of-stream markers (or `Marker(INF)`) are sent and delivered into the
     /// channels.
     pub fn ended(&self) -> bool {
-        self.ended && self.is_idle()
+        self.ended && self.is_idle() && self.chained.iter().all(ChainedEdge::ended)
     }
 
     /// True while some batch waits for room in a full channel: the vertex must not take more input.
     #[inline]
     pub fn blocked(&self) -> bool {
-        self.edges.iter().any(EdgeOutput::blocked)
+        self.edges.iter().any(EdgeOutput::blocked) || self.chained.iter().any(ChainedEdge::blocked)
     }
 
-    /// True when nothing is buffered or waiting.
+    /// True when nothing is buffered or waiting (in chained consumers' outputs either).
     pub fn is_idle(&self) -> bool {
         !self.edges.iter().any(|e| e.blocked() || e.has_buffered())
+            && self.chained.iter().all(ChainedEdge::is_idle)
     }
 }

@@ -4,6 +4,7 @@
 
 use super::Stream;
 use crate::batch::Msg;
+use crate::channel::chained::ChainedEdge;
 use crate::channel::output::{EdgeOutput, OutLink, OutputPort, Partitioner};
 use crate::channel::{channel, Channel, InLink, InputPort};
 use crate::net::frame::ChannelId;
@@ -49,9 +50,14 @@ impl<T> PartitionSpec<T> {
 /// made for: a restarted job gets new, empty queues, never the failed attempt's leftovers).
 type LocalChannels<T> = Arc<Mutex<Option<(u64, Arc<Vec<Vec<Channel<T>>>>)>>>;
 
+/// Makes a chained consumer's instance for global worker `w` (`channel/chained.rs`).
+pub(super) type StageFactory<T> = Rc<RefCell<dyn FnMut(usize, &Wiring) -> ChainedEdge<T>>>;
+
 /// A consumer edge of a stream.
 pub(super) struct EdgeSpec<T> {
     edge: u32,
+    /// The consumer runs chained into this stream's producer: no queue, no tags.
+    stage: Option<StageFactory<T>>,
     /// The receiving vertex's component (its first instance's, with `instance_components`).
     component: ComponentId,
     /// The receiving vertex's `VertexDesc::instance_components`.
@@ -106,9 +112,12 @@ pub(super) fn make_output<T: Data>(
     let wl = wiring
         .local(w)
         .expect("instances are made for local workers");
-    let edges = consumers
-        .borrow()
-        .iter()
+    let specs = consumers.borrow();
+    let chained = (specs.iter())
+        .filter_map(|e| e.stage.as_ref().map(|make| (make.borrow_mut())(w, wiring)))
+        .collect();
+    let edges = (specs.iter())
+        .filter(|e| e.stage.is_none())
         .map(|e| {
             let chans = local_channels(&e.channels, wiring);
             let workers = wiring.total_workers();
@@ -149,12 +158,45 @@ pub(super) fn make_output<T: Data>(
             EdgeOutput::new(components, partitioner, links)
         })
         .collect();
-    OutputPort::new(edges)
+    OutputPort::with_chained(edges, chained)
 }
 
 impl<T: Data> Stream<T> {
     /// Connects this stream to a new vertex; returns a function giving the vertex's input port on
     /// each (global) worker.
+    /// Adds the edge to vertex `to` to the graph; returns its id and the vertex's
+    /// `instance_components`.
+    fn add_edge(&self, to: VertexId) -> (u32, usize) {
+        let mut bb = self.b.borrow_mut();
+        bb.graph.edges.push(EdgeDesc {
+            from: self.vertex,
+            to,
+            partitioning: self.partition.kind(),
+        });
+        let n = bb.graph.vertices[to].instance_components;
+        (bb.graph.edges.len() as u32 - 1, n)
+    }
+
+    /// Connects this stream (forward) to vertex `to` in `component`, chained: `stage(w, wiring)`
+    /// makes the consumer's instance on worker `w` inside its producer's output port.
+    pub(super) fn connect_chained(
+        &self,
+        to: VertexId,
+        component: ComponentId,
+        stage: StageFactory<T>,
+    ) {
+        assert!(matches!(self.partition, PartitionSpec::Forward));
+        let (edge, _) = self.add_edge(to);
+        self.consumers.borrow_mut().push(EdgeSpec {
+            edge,
+            stage: Some(stage),
+            component,
+            instance_components: 0,
+            partition: PartitionSpec::Forward,
+            channels: Arc::default(),
+        });
+    }
+
     pub(super) fn connect(
         &self,
         to: VertexId,
@@ -162,18 +204,10 @@ impl<T: Data> Stream<T> {
     ) -> impl Fn(usize, &Wiring) -> InputPort<T> {
         let forward = matches!(self.partition, PartitionSpec::Forward);
         let channels: LocalChannels<T> = Arc::default();
-        let (edge, instance_components) = {
-            let mut bb = self.b.borrow_mut();
-            bb.graph.edges.push(EdgeDesc {
-                from: self.vertex,
-                to,
-                partitioning: self.partition.kind(),
-            });
-            let n = bb.graph.vertices[to].instance_components;
-            (bb.graph.edges.len() as u32 - 1, n)
-        };
+        let (edge, instance_components) = self.add_edge(to);
         self.consumers.borrow_mut().push(EdgeSpec {
             edge,
+            stage: None,
             component,
             instance_components,
             partition: self.partition.clone(),

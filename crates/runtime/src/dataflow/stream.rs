@@ -4,8 +4,10 @@
 
 use super::edges::{key_hash, make_output, Consumers, PartitionSpec};
 use super::{with_output, Builder, Dataflow, Role};
+use crate::channel::chained::{ChainCounts, ChainedEdge, CountsSlot};
 use crate::channel::OutputPort;
 use crate::net::link::Wiring;
+use crate::operators::chain::{Chained, ChainedVertex};
 use crate::operators::epoch_snapshot::{EpochSnapshot, EpochSpec};
 use crate::operators::iterate::{Iterate, Iteration};
 use crate::operators::process::Process;
@@ -85,14 +87,48 @@ impl<T> Clone for Stream<T> {
 
 impl<T: Data> Stream<T> {
     /// Builds a new element-wise vertex fed by this stream; `logic(worker)` makes each instance's
-    /// per-batch function.
+    /// per-batch function. Fed by a forward edge, it is chained into its producer unless the
+    /// configuration says otherwise (`RuntimeConfig::chaining`, `channel/chained.rs`).
     fn unary<O, F, L>(&self, name: &str, mut logic: L) -> Stream<O>
     where
         O: Data,
         F: FnMut(Vec<Element<T>>, &mut OutputPort<O>, &mut WorkerCtx) + Send + 'static,
         L: FnMut(usize) -> F + 'static,
     {
+        let chain = self.b.borrow().config.chaining;
+        if chain && matches!(self.partition, PartitionSpec::Forward) {
+            return self.chained(name, move |w| Unary::new(logic(w)));
+        }
         self.one_to_one(name, Role::Plain, self, move |w, _, _| Unary::new(logic(w)))
+    }
+
+    /// Adds a stateless element-wise vertex chained into this stream's producer (forward
+    /// edge): `make(w)` creates its operator on worker `w`, run from the producer's output port
+    /// (`operators/chain.rs`); the worker's list gets a stand-in that reports its counts.
+    fn chained<O, Op>(&self, name: &str, mut make: impl FnMut(usize) -> Op + 'static) -> Stream<O>
+    where
+        O: Data,
+        Op: Operator<In = T, Out = OutputPort<O>>,
+    {
+        debug_assert!(!Op::STATEFUL);
+        let (vertex, component) =
+            Dataflow::add_vertex(&self.b, name, 0, self.joined(), Role::Plain, 0);
+        let consumers: Consumers<O> = Rc::default();
+        let counts: CountsSlot = Rc::default();
+        let (cons, slot) = (consumers.clone(), counts.clone());
+        let stage = move |w: usize, wiring: &Wiring| {
+            let out = make_output(&cons, w, wiring);
+            let c = Arc::new(ChainCounts::default());
+            *slot.borrow_mut() = Some(c.clone());
+            ChainedEdge::new(component, Box::new(Chained::new(make(w), out, c)))
+        };
+        self.connect_chained(vertex, component, Rc::new(RefCell::new(stage)));
+        let name = name.to_string();
+        self.b.borrow_mut().factories.push(Box::new(move |_, _| {
+            let c = counts.borrow_mut().take().unwrap_or_default();
+            Box::new(ChainedVertex::new(&name, component, c))
+        }));
+        Stream::new(&self.b, vertex, consumers)
     }
 
     /// Adds a vertex of `role` fed by `input` (this stream, or it re-keyed) and writing one output

@@ -29,6 +29,10 @@ pub struct OperatorCpu {
     pub elements_out: u64,
     /// CPU per element, ns: per element received, or emitted for a source (none: `None`).
     pub ns_per_element: Option<f64>,
+    /// The vertex ran chained into this one (operator chaining, `channel/chained.rs`): its CPU is
+    /// counted there, at the head of its chain, and its own `cpu_s` is about 0.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub chained_into: Option<String>,
 }
 
 /// One process's CPU by task, s.
@@ -55,6 +59,29 @@ pub struct TaskCpu {
     pub cpu_s: f64,
 }
 
+/// The head of the chain vertex `name` ran in, if it ran chained (its instances count
+/// [`crate::operators::chain::CHAINED`]): its producer's, walking up while that one is chained.
+fn chain_head(report: &RunReport, name: &str) -> Option<String> {
+    let chained = |name: &str| {
+        report
+            .vertex(name)
+            .is_some_and(|v| v.counter(crate::operators::chain::CHAINED) > 0)
+    };
+    if !chained(name) {
+        return None;
+    }
+    let g = &report.graph;
+    let mut at = g.vertices.iter().position(|v| v.name == name)?;
+    // A chained vertex comes after its producer, so the walk ends; bounded all the same.
+    for _ in 0..g.vertices.len() {
+        at = g.edges.iter().find(|e| e.to == at)?.from;
+        if !chained(&g.vertices[at].name) {
+            return Some(g.vertices[at].name.clone());
+        }
+    }
+    None
+}
+
 impl CpuReport {
     /// The CPU of `report`'s processes and vertices.
     pub fn of(report: &RunReport) -> Self {
@@ -70,12 +97,15 @@ impl CpuReport {
                 } else {
                     v.elements_in
                 };
+                let chained_into = chain_head(report, v.name.as_str());
                 OperatorCpu {
                     vertex: v.name.clone(),
                     cpu_s: s(ns),
                     elements_in: v.elements_in,
                     elements_out: v.elements_out,
-                    ns_per_element: (per > 0).then(|| ns as f64 / per as f64),
+                    ns_per_element: (per > 0 && chained_into.is_none())
+                        .then(|| ns as f64 / per as f64),
+                    chained_into,
                 }
             })
             .collect();
@@ -108,6 +138,10 @@ impl CpuReport {
     pub fn describe(&self) -> String {
         let mut t = String::from("cpu by operator:");
         for o in &self.operators {
+            if let Some(head) = &o.chained_into {
+                t += &format!(" {} (chained into {head});", o.vertex);
+                continue;
+            }
             t += &format!(" {} {:.2} s", o.vertex, o.cpu_s);
             if let Some(n) = o.ns_per_element {
                 t += &format!(" ({n:.1} ns/element)");

@@ -459,7 +459,10 @@ impl<Op: Operator> Vertex for OperatorVertex<Op> {
         did |= self.notify(ctx)?;
         let ended = self.in_band().ended && self.op.exhausted();
         did |= self.out.end_when(ended, ctx);
-        Ok(did)
+        match self.out.failure() {
+            Some(e) => Err(e),
+            None => Ok(did),
+        }
     }
 
     fn flush(&mut self, ctx: &mut WorkerCtx, which: Flush) -> bool {

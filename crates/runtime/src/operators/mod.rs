@@ -13,8 +13,10 @@
 //!
 //! The kinds: [`source`], [`unary`] (map, filter, flat_map), [`inspect`], [`window`],
 //! [`process`] (keyed functions with timers: session windows), [`sink`], [`iterate`] (a cycle)
-//! and [`epoch_snapshot`]; [`deferred`] is what windows and timers share.
+//! and [`epoch_snapshot`]; [`deferred`] is what windows and timers share; [`chain`] runs an
+//! element-wise operator inside its producer's step (operator chaining).
 
+pub mod chain;
 mod deferred;
 pub mod driver;
 pub mod epoch_snapshot;

@@ -16,7 +16,7 @@ pub trait Outputs: Send {
     fn flush(&mut self, ctx: &mut WorkerCtx, which: Flush) -> bool;
 
     /// Sends `Marker(time)` after what is buffered (tracking `markers`).
-    fn marker(&mut self, time: Time, ctx: &WorkerCtx);
+    fn marker(&mut self, time: Time, ctx: &mut WorkerCtx);
 
     /// Tracking `none`: once `input_ended`, sends everything and the end-of-stream markers, once.
     /// Returns whether it sent them now.
@@ -30,6 +30,12 @@ pub trait Outputs: Send {
 
     /// Sets the checkpoint epoch of what is pushed from now on ([`OutputPort::set_epoch`]).
     fn set_epoch(&mut self, epoch: u64, ctx: &mut WorkerCtx);
+
+    /// The first error of an operator chained into these outputs, once
+    /// ([`OutputPort::failure`]).
+    fn failure(&mut self) -> Option<String> {
+        None
+    }
 }
 
 impl Outputs for () {
@@ -39,7 +45,7 @@ impl Outputs for () {
     fn flush(&mut self, _: &mut WorkerCtx, _: Flush) -> bool {
         false
     }
-    fn marker(&mut self, _: Time, _: &WorkerCtx) {}
+    fn marker(&mut self, _: Time, _: &mut WorkerCtx) {}
     fn end_when(&mut self, _: bool, _: &mut WorkerCtx) -> bool {
         false
     }
@@ -60,7 +66,7 @@ impl<T: Clone + Send> Outputs for OutputPort<T> {
     fn flush(&mut self, ctx: &mut WorkerCtx, which: Flush) -> bool {
         OutputPort::flush(self, ctx, which)
     }
-    fn marker(&mut self, time: Time, ctx: &WorkerCtx) {
+    fn marker(&mut self, time: Time, ctx: &mut WorkerCtx) {
         OutputPort::marker(self, time, ctx)
     }
     fn end_when(&mut self, input_ended: bool, ctx: &mut WorkerCtx) -> bool {
@@ -76,6 +82,9 @@ impl<T: Clone + Send> Outputs for OutputPort<T> {
     fn set_epoch(&mut self, epoch: u64, ctx: &mut WorkerCtx) {
         OutputPort::set_epoch(self, epoch, ctx)
     }
+    fn failure(&mut self) -> Option<String> {
+        OutputPort::failure(self)
+    }
 }
 
 impl<A: Outputs, B: Outputs> Outputs for (A, B) {
@@ -87,7 +96,7 @@ impl<A: Outputs, B: Outputs> Outputs for (A, B) {
         let a = self.0.flush(ctx, which);
         self.1.flush(ctx, which) || a
     }
-    fn marker(&mut self, time: Time, ctx: &WorkerCtx) {
+    fn marker(&mut self, time: Time, ctx: &mut WorkerCtx) {
         self.0.marker(time, ctx);
         self.1.marker(time, ctx);
     }
@@ -107,5 +116,8 @@ impl<A: Outputs, B: Outputs> Outputs for (A, B) {
     fn set_epoch(&mut self, epoch: u64, ctx: &mut WorkerCtx) {
         self.0.set_epoch(epoch, ctx);
         self.1.set_epoch(epoch, ctx);
+    }
+    fn failure(&mut self) -> Option<String> {
+        self.0.failure().or_else(|| self.1.failure())
     }
 }

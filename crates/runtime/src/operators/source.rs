@@ -283,7 +283,7 @@ impl<T: Clone + Send> Sources<T> {
     /// Tracking `markers`: this instance's channels carry all its hosted sources, so its marker
     /// is their minimum heartbeat. One marker per granularity step passed (the paper's baseline),
     /// at most [`MAX_MARKER_STEPS`] per poll; end of stream sends `Marker(INF)`.
-    fn send_markers(&mut self, out: &mut OutputPort<T>, ctx: &WorkerCtx) -> bool {
+    fn send_markers(&mut self, out: &mut OutputPort<T>, ctx: &mut WorkerCtx) -> bool {
         let min = self
             .instances
             .iter()
