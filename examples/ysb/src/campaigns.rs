@@ -2,6 +2,7 @@
 //! per line (100 campaigns of 10 ads each when generated). The original job reads it from
 //! Redis; here it is an in-memory table shared by the join's instances.
 
+use crate::ad_id::AdId;
 use rustc_hash::FxHashMap;
 use std::path::Path;
 
@@ -11,7 +12,7 @@ pub struct Campaigns {
     /// Campaign ids, in order of first appearance in the file.
     pub ids: Vec<String>,
     /// Ad id -> index into `ids`.
-    ads: FxHashMap<String, u32>,
+    ads: FxHashMap<AdId, u32>,
 }
 
 impl Campaigns {
@@ -54,7 +55,7 @@ impl Campaigns {
             if k == next {
                 c.ids.push(campaign);
             }
-            if let Some(old) = c.ads.insert(ad.clone(), k) {
+            if let Some(old) = c.ads.insert(AdId::new(&ad), k) {
                 if old != k {
                     return Err(format!(
                         "line {}: ad {ad} is mapped to two campaigns ({} and {})",
@@ -73,6 +74,11 @@ impl Campaigns {
 
     /// The index of `ad`'s campaign in [`Campaigns::ids`], if the table has the ad.
     pub fn of(&self, ad: &str) -> Option<u32> {
+        self.of_id(&AdId::new(ad))
+    }
+
+    /// [`Campaigns::of`] for an id already read.
+    pub fn of_id(&self, ad: &AdId) -> Option<u32> {
         self.ads.get(ad).copied()
     }
 

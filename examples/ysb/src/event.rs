@@ -137,7 +137,7 @@ impl EventRef<'_> {
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Parsed {
     /// A UUID, a key of the ad -> campaign table.
-    pub ad_id: String,
+    pub ad_id: crate::ad_id::AdId,
     /// view, click or purchase.
     pub event_type: EventType,
     /// Milliseconds since the epoch.

@@ -352,7 +352,7 @@ pub fn stateless(
         .flat_map("parse", move |line: String| {
             // Every field is read and checked; only the ones the job reads are copied out.
             let e = event::parse_ref(&line).ok().map(|e| event::Parsed {
-                ad_id: e.ad_id.into_owned(),
+                ad_id: crate::ad_id::AdId::new(&e.ad_id),
                 event_type: e.event_type,
                 event_time: e.event_time,
             });
@@ -363,8 +363,8 @@ pub fn stateless(
         })
         .filter("view", |e| e.event_type == event::EventType::View)
         .map("project", |e| (e.ad_id, e.event_time))
-        .flat_map("join", move |(ad, t): (String, u64)| {
-            table.of(&ad).map(|c| (c, t))
+        .flat_map("join", move |(ad, t): (crate::ad_id::AdId, u64)| {
+            table.of_id(&ad).map(|c| (c, t))
         })
 }
 

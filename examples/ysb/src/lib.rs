@@ -5,7 +5,7 @@
 //! campaign and counts views per campaign in 10 s tumbling event-time windows.
 //!
 //! - [`event`]: the event format ([`event_scan`]: its fast path); [`campaigns`]: the ad ->
-//!   campaign table;
+//!   campaign table, keyed by [`ad_id`];
 //! - [`generate`]: the original's generator (`xorflow ysb generate`);
 //! - [`input`]: reading and checking the events file, lateness;
 //! - [`kafka`]: the events from a Kafka topic, and loading a file into one;
@@ -14,6 +14,7 @@
 //! - [`oracle`]: the same counts without the engine;
 //! - [`bench`]: the generator inside the job at a fixed rate, measured (`xorflow bench ysb`).
 
+pub mod ad_id;
 pub mod bench;
 pub mod campaigns;
 pub mod event;

@@ -135,7 +135,9 @@ impl<T> ChainedEdge<T> {
             return;
         }
         let g = ctx.granularity;
-        let cap = self.buf.len().min(ctx.batch_size.max(16));
+        // Room for twice this batch (as `EdgeOutput` sizes its next buffer): the buffer
+        // rarely grows while it fills, yet a trickle costs no full batch's allocation.
+        let cap = (self.buf.len() * 2).max(16).min(ctx.batch_size.max(16));
         let batch = Batch {
             tag: 0,
             lo: g.slot(self.tmin),
