@@ -329,6 +329,20 @@ fn serve(a: &DelayRouterArgs) -> Result<(), Fail> {
         c.foreign.load(Ordering::Relaxed),
         c.write_errors.load(Ordering::Relaxed)
     );
+    if let Ok(h) = c.late_ns.lock() {
+        if !h.is_empty() {
+            let us = |q: f64| h.value_at_quantile(q) as f64 / 1e3;
+            eprintln!(
+                "delay-router: delayed packets written after their due time: p50 {:.0} us, p99 \
+                 {:.0} us, p99.9 {:.0} us, max {:.0} us ({} packets; 1 us or less counts as 1 us)",
+                us(0.5),
+                us(0.99),
+                us(0.999),
+                h.max() as f64 / 1e3,
+                h.len()
+            );
+        }
+    }
     Ok(())
 }
 

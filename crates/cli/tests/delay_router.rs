@@ -146,6 +146,19 @@ fn a_connect_between_hosts_takes_the_pairs_round_trip() {
     assert!(ms < 5.0, "1 -> 2: connect in {ms:.2} ms without delay");
     let err = r.stop();
     assert!(err.contains("packets"), "{err}");
+    // The router reports how late it wrote the delayed packets: every handshake packet of the
+    // delayed pairs (at least 4 pairs x 5 connects x 2 directions), its median well under the
+    // delay itself.
+    let late = (err.lines())
+        .find(|l| l.contains("written after their due time"))
+        .unwrap_or_else(|| panic!("no lateness line: {err}"));
+    let field = |after: &str, until: &str| -> f64 {
+        let rest = &late[late.find(after).unwrap() + after.len()..];
+        rest[..rest.find(until).unwrap()].trim().parse().unwrap()
+    };
+    let (p50_us, packets) = (field("p50 ", " us"), field("(", " packets"));
+    assert!(packets >= 40.0, "{late}");
+    assert!((1.0..10_000.0).contains(&p50_us), "{late}");
 }
 
 #[test]

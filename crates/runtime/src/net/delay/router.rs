@@ -14,9 +14,10 @@
 
 use super::tun::TunDevice;
 use super::{DelayLine, DelayMatrix};
+use hdrhistogram::Histogram;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::mpsc::{sync_channel, Receiver, RecvTimeoutError, SyncSender, TrySendError};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
@@ -31,7 +32,7 @@ pub const MAX_PACKET: usize = 65_536;
 const POLL: Duration = Duration::from_millis(100);
 
 /// What the router has done so far.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct RouterCounters {
     /// Packets delivered to their destination.
     pub packets: AtomicU64,
@@ -43,6 +44,28 @@ pub struct RouterCounters {
     pub foreign: AtomicU64,
     /// Packets the destination device refused.
     pub write_errors: AtomicU64,
+    /// How long after its due time each delayed packet was written, ns (each pair's writer
+    /// merges its own histogram in when it stops): the delay the router adds to the
+    /// configured one when its threads wait for a core.
+    pub late_ns: Mutex<Histogram<u64>>,
+}
+
+impl Default for RouterCounters {
+    fn default() -> Self {
+        RouterCounters {
+            packets: AtomicU64::new(0),
+            bytes: AtomicU64::new(0),
+            queue_drops: AtomicU64::new(0),
+            foreign: AtomicU64::new(0),
+            write_errors: AtomicU64::new(0),
+            late_ns: Mutex::new(lateness_histogram()),
+        }
+    }
+}
+
+/// 1 us to 100 s at 3 significant digits.
+fn lateness_histogram() -> Histogram<u64> {
+    Histogram::new_with_bounds(1_000, 100_000_000_000, 3).expect("valid histogram bounds")
 }
 
 /// A running router: one reader thread per host, one writer per ordered pair with a delay.
@@ -181,17 +204,23 @@ fn read_loop(
 fn write_loop(rx: Receiver<Timed>, mut to: TunDevice, stop: &AtomicBool, c: &RouterCounters) {
     // Wake when due, not up to Linux's default 50 us later.
     crate::measure::clock::set_timer_slack(1_000);
+    let mut late = lateness_histogram();
     while !stop.load(Ordering::Relaxed) {
         let (due, packet) = match rx.recv_timeout(POLL) {
             Ok(t) => t,
             Err(RecvTimeoutError::Timeout) => continue,
-            Err(RecvTimeoutError::Disconnected) => return,
+            Err(RecvTimeoutError::Disconnected) => break,
         };
         let now = Instant::now();
         if due > now {
             std::thread::sleep(due - now);
         }
         deliver(&mut to, &packet, c);
+        let ns = Instant::now().saturating_duration_since(due).as_nanos() as u64;
+        late.saturating_record(ns.max(1_000));
+    }
+    if let Ok(mut h) = c.late_ns.lock() {
+        let _ = h.add(&late);
     }
 }
 
