@@ -18,7 +18,6 @@ use crate::batch::Batch;
 use crate::channel::Flush;
 use crate::worker::ctx::WorkerCtx;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::Arc;
 use xorflow_core::Element;
 use xorflow_tracking::{ComponentId, Time};
 
@@ -202,8 +201,3 @@ impl<T> ChainedEdge<T> {
         self.buf.is_empty() && self.stage.is_idle()
     }
 }
-
-/// Shares `counts` between the stage made for a worker and the stand-in vertex made right after
-/// it for the same worker (`execute/mod.rs` makes a worker's vertices in topological order, so
-/// the producer's, which makes the stage, comes first).
-pub type CountsSlot = std::rc::Rc<std::cell::RefCell<Option<Arc<ChainCounts>>>>;

@@ -4,7 +4,7 @@
 
 use super::edges::{key_hash, make_output, Consumers, PartitionSpec};
 use super::{with_output, Builder, Dataflow, Role};
-use crate::channel::chained::{ChainCounts, ChainedEdge, CountsSlot};
+use crate::channel::chained::{ChainCounts, ChainedEdge};
 use crate::channel::OutputPort;
 use crate::net::link::Wiring;
 use crate::operators::chain::{Chained, ChainedVertex};
@@ -25,6 +25,12 @@ use xorflow_core::{
     VertexId, WindowResult, WindowSpec,
 };
 use xorflow_tracking::Time;
+
+/// Shares a chained stage's counts between the stage made for a worker (by its producer's
+/// output port) and the stand-in vertex made right after it for the same worker
+/// (`execute/mod.rs` makes a worker's vertices in topological order, so the producer's, which
+/// makes the stage, comes first). Only [`Stream::chained`] uses it.
+type CountsSlot = Rc<RefCell<Option<Arc<ChainCounts>>>>;
 
 /// What [`Stream::window`] returns: the windows' results and the late side output.
 pub struct Windowed<K, O, T> {
