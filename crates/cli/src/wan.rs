@@ -49,14 +49,15 @@ pub struct WanArgs {
     /// two notification variants at 0 and 40 ms, two tuning variants.
     #[arg(long)]
     quick: bool,
-    /// Leave Apache Flink out (by default it runs in the mesh experiment, each TaskManager
-    /// behind a delay proxy, and with --network netns as a standalone cluster in the
+    /// Leave Apache Flink out (by default it runs in the mesh and jitter experiments, each
+    /// TaskManager behind a delay proxy, and with --network netns as a standalone cluster in the
     /// namespaces, in the topology experiment too; built with Maven from --peers-dir).
     #[arg(long)]
     no_flink: bool,
-    /// Leave Apache Storm out (by default, with --network netns only, it runs in the mesh and
-    /// topology experiments as a Storm cluster: ZooKeeper and Nimbus with the first process, a
-    /// supervisor and its worker JVM in each namespace; built with Maven from --peers-dir).
+    /// Leave Apache Storm out (by default, with --network netns only, it runs in the mesh,
+    /// topology and jitter experiments as a Storm cluster: ZooKeeper and Nimbus with the first
+    /// process, a supervisor and its worker JVM in each namespace; in the mesh also with its
+    /// event-time windowed bolt, `--window bolt`; built with Maven from --peers-dir).
     #[arg(long)]
     no_storm: bool,
     /// Where xorflow's processes talk: loopback (the delay inside xorflow) or netns (each
@@ -157,11 +158,15 @@ impl WanArgs {
             return Err("RTTs must be at most 60000 ms".into());
         }
         let mut engines = vec![Engine::Xorflow];
-        if !self.no_flink && experiments.contains(&Experiment::Mesh) {
+        // The experiments the peers join (the city sets in namespaces only: `wan/plan.rs`).
+        let peers = [Experiment::Mesh, Experiment::Topology, Experiment::Jitter]
+            .iter()
+            .any(|e| experiments.contains(e));
+        if !self.no_flink && peers {
             engines.push(Engine::Flink);
         }
         // Storm's LocalCluster is one JVM: only its cluster, in namespaces, has links to delay.
-        if !self.no_storm && netns && experiments.contains(&Experiment::Mesh) {
+        if !self.no_storm && netns && peers {
             engines.push(Engine::Storm);
         }
         Ok(Plan {

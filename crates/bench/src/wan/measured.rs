@@ -362,6 +362,8 @@ impl Runner {
             "--deploy-margin-ms".into(),
             margin_ms.to_string(),
         ]);
+        // The variant's own options (the windowed bolt: `wan/plan.rs`).
+        args.extend(spec.args.iter().cloned());
         Ok((p, Box::new(cluster), exe, args))
     }
 

@@ -10,9 +10,10 @@ use serde::{Deserialize, Serialize};
 pub struct Plan {
     /// Experiments to run, in [`Experiment::ALL`] order.
     pub experiments: Vec<Experiment>,
-    /// Engines of the mesh experiment: xorflow, Flink (behind delay proxies on loopback, a
-    /// standalone cluster in namespaces) and Storm (a cluster, in namespaces only); the peers join
-    /// the topology experiment in namespaces, the other experiments vary xorflow's own knobs. Results written before the peers ran have none.
+    /// Engines of the mesh and jitter experiments: xorflow, Flink (behind delay proxies on
+    /// loopback, a standalone cluster in namespaces) and Storm (a cluster, in namespaces only);
+    /// the peers join the topology experiment in namespaces, the other experiments vary
+    /// xorflow's own knobs. Results written before the peers ran have none.
     #[serde(default = "xorflow_only")]
     pub engines: Vec<Engine>,
     /// YSB rates, events/s (seed 004: 22,000 and 55,000).
@@ -112,6 +113,11 @@ const REGIONS: [(&str, &[&str]); 4] = [
     ("central", &["--tracker-layout", "central"]),
 ];
 
+/// How far Storm's sources may drift apart, ms, on top of the one-way delay, before its
+/// windowed bolt loses views: its spouts fell 50-100 ms behind their schedule on 2 supervisors
+/// here (docs/wan.md, "A Storm cluster in namespaces").
+pub(crate) const STORM_DRIFT_MS: u64 = 200;
+
 fn one() -> usize {
     1
 }
@@ -186,6 +192,9 @@ impl Plan {
                 ..self.ysb(Experiment::Mesh, rate, p, Delay::mesh(rtt))
             });
         }
+        if self.engines.contains(&Engine::Storm) {
+            self.storm_window_bolt(v);
+        }
         let rate = *self.rates.last().expect("a rate");
         for &p in &self.processes {
             for &rtt in &self.rtts_ms {
@@ -195,6 +204,27 @@ impl Plan {
                     ..self.ysb(Experiment::Mesh, rate, p, Delay::mesh(rtt))
                 });
             }
+        }
+    }
+
+    /// Storm with its event-time windowed bolt as the window (`--window bolt`) instead of the
+    /// CampaignProcessor's 1 s tick, at the first rate and process count, every RTT. Storm's
+    /// window scan stops at the first view (in arrival order) more than its lag past the
+    /// window's end, and a remote source's views arrive one one-way delay after the local
+    /// source's, so the lag must cover that delay or views are lost (the run then fails,
+    /// `peers/storm/.../YsbTopology.java`). The lag is fixed for the series, half the largest
+    /// RTT plus [`STORM_DRIFT_MS`], so the series' latency grows by the data path alone.
+    fn storm_window_bolt(&self, v: &mut Vec<RunSpec>) {
+        let (rate, p) = (self.rates[0], self.processes[0]);
+        let largest = self.rtts_ms.iter().copied().max().unwrap_or(0);
+        let lateness = (largest / 2 + STORM_DRIFT_MS).to_string();
+        for &rtt in &self.rtts_ms {
+            v.push(RunSpec {
+                engine: Engine::Storm,
+                variant: "window-bolt".into(),
+                args: strings(&["--window", "bolt", "--lateness-ms", &lateness]),
+                ..self.ysb(Experiment::Mesh, rate, p, Delay::mesh(rtt))
+            });
         }
     }
 
@@ -216,16 +246,23 @@ impl Plan {
         }
     }
 
-    /// 75 ms steady and 74-76 ms, at the first rate.
+    /// 75 ms steady and 74-76 ms, at the first rate, every engine (Flink behind its proxies on
+    /// loopback, which jitter each direction as the transport does; both peers as clusters in
+    /// namespaces).
     fn jitter(&self, v: &mut Vec<RunSpec>) {
         let rate = self.rates[0];
         for &p in &self.processes {
-            for jitter_ms in [0, 1] {
-                let delay = Delay::Mesh {
-                    rtt_ms: 75,
-                    jitter_ms,
-                };
-                v.push(self.ysb(Experiment::Jitter, rate, p, delay));
+            for &engine in &self.engines {
+                for jitter_ms in [0, 1] {
+                    let delay = Delay::Mesh {
+                        rtt_ms: 75,
+                        jitter_ms,
+                    };
+                    v.push(RunSpec {
+                        engine,
+                        ..self.ysb(Experiment::Jitter, rate, p, delay)
+                    });
+                }
             }
         }
     }
@@ -325,11 +362,14 @@ mod tests {
         let specs = p.specs();
         let count = |e| specs.iter().filter(|s| s.experiment == e).count();
         assert_eq!(count(Experiment::Mesh), 2 * 3 * 4 * 2 + 4 + 3 * 4);
+        // Flink on loopback: the mesh and the jitter runs, behind its proxies.
         let flink = specs.iter().filter(|s| s.engine == Engine::Flink);
-        assert!(flink.clone().all(|s| s.experiment == Experiment::Mesh));
-        assert_eq!(flink.count(), 2 * 3 * 4);
+        assert!(
+            (flink.clone()).all(|s| matches!(s.experiment, Experiment::Mesh | Experiment::Jitter))
+        );
+        assert_eq!(flink.count(), 2 * 3 * 4 + 3 * 2);
         assert_eq!(count(Experiment::Topology), 3 * 3);
-        assert_eq!(count(Experiment::Jitter), 3 * 2);
+        assert_eq!(count(Experiment::Jitter), 3 * 2 * 2);
         assert_eq!(count(Experiment::Notification), 7 * 2);
         assert_eq!(count(Experiment::Tuning), 7);
         assert_eq!(count(Experiment::Regions), 4);
@@ -353,6 +393,24 @@ mod tests {
         assert_eq!(
             s.iter().filter(|s| s.engine == Engine::Storm).count(),
             3 * 3
+        );
+        // In the mesh Storm runs with both windows; the windowed bolt's lag is one for the
+        // series (half the largest RTT, 50 ms, plus the drift), at the first rate and count.
+        let mesh = Plan {
+            experiments: vec![Experiment::Mesh],
+            ..storm
+        }
+        .specs();
+        let bolt: Vec<&RunSpec> = mesh.iter().filter(|s| s.variant == "window-bolt").collect();
+        assert_eq!(bolt.len(), 4);
+        assert!(bolt.iter().all(|s| s.engine == Engine::Storm
+            && (s.rate, s.processes) == (22_000, 2)
+            && s.args == strings(&["--window", "bolt", "--lateness-ms", "250"])));
+        assert_eq!(
+            (mesh.iter())
+                .filter(|s| s.engine == Engine::Storm && s.variant == "default")
+                .count(),
+            2 * 3 * 4
         );
         let regions = specs.iter().find(|s| s.variant == "regions-4").unwrap();
         assert_eq!((regions.processes, regions.workload), (8, Workload::Chain));

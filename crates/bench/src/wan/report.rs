@@ -329,7 +329,7 @@ fn markdown(file: &PlanFile, all: &[Measured]) -> String {
     if plan.engines.contains(&crate::ysb::Engine::Flink) {
         s.push_str(match plan.network {
             super::Network::Loopback => {
-                "Flink 1.20 runs (mesh only): a MiniCluster with one TaskManager of one slot per \
+                "Flink 1.20 runs (mesh and jitter): a MiniCluster with one TaskManager of one slot per \
                  process, buffer timeout 100 ms (Flink's default); each TaskManager's data port \
                  sits behind a delay proxy of ours that holds every byte half the RTT in each \
                  direction, so all traffic between TaskManagers crosses the RTT (docs/wan.md, \
@@ -337,7 +337,7 @@ fn markdown(file: &PlanFile, all: &[Measured]) -> String {
                  delayed.\n\n"
             }
             super::Network::Netns => {
-                "Flink 1.20 runs (mesh and city sets): a standalone cluster, one TaskManager JVM \
+                "Flink 1.20 runs (mesh, city sets and jitter): a standalone cluster, one TaskManager JVM \
                  of one slot in each process's namespace, the JobManager and the client in \
                  namespace 0, buffer timeout 100 ms (Flink's default); every packet between \
                  them crosses the router's per-pair delay, JobManager RPC included (docs/wan.md, \
@@ -346,15 +346,17 @@ fn markdown(file: &PlanFile, all: &[Measured]) -> String {
         });
     }
     if plan.engines.contains(&crate::ysb::Engine::Storm) {
-        s.push_str(
-            "Storm 2.8 runs (mesh and city sets, namespaces only): a Storm cluster, ZooKeeper, \
+        s.push_str(&format!(
+            "Storm 2.8 runs (mesh, city sets and jitter, namespaces only): a Storm cluster, ZooKeeper, \
              Nimbus and the client in namespace 0, a supervisor and its one worker JVM in each \
              process's namespace, N sources and N window tasks (each source's chain in one \
              worker), no ackers, the original YSB's CampaignProcessor as the window: it flushes \
              its counts on a 1 s tick, so its window latency is that tick's phase against the \
-             window ends more than the delay (docs/wan.md, \"A Storm cluster in \
-             namespaces\").\n\n",
-        );
+             window ends more than the delay; the window-bolt series has Storm's event-time \
+             windowed bolt instead (`--window bolt`), its lag half the sweep's largest RTT plus \
+             {} ms so no view is lost (docs/wan.md, \"A Storm cluster in namespaces\").\n\n",
+            super::plan::STORM_DRIFT_MS
+        ));
     }
     let of = |e: Experiment| -> Vec<&Measured> {
         runs.iter().filter(|m| m.spec.experiment == e).collect()
