@@ -32,7 +32,32 @@ pub struct PlanFile {
 /// A file cannot be written.
 pub fn write(dir: &Path, plan: &PlanFile, runs: &[Measured]) -> Result<()> {
     crate::stand::files::write_whole(&dir.join("runs.csv"), csv(runs).as_bytes())?;
-    crate::stand::files::write_whole(&dir.join("REPORT.md"), markdown(plan, runs).as_bytes())
+    let failures = std::fs::read_to_string(dir.join("failures.txt")).unwrap_or_default();
+    let text = with_failures(markdown(plan, runs), &failures);
+    crate::stand::files::write_whole(&dir.join("REPORT.md"), text.as_bytes())
+}
+
+/// `report` with the sweep's failed runs (`failures.txt`: one `id: error` line each, written by
+/// `wan/mod.rs`) named under its title and listed at its end: a failed run is left out of the
+/// tables, and a table without it must not read as the whole sweep.
+fn with_failures(report: String, failures: &str) -> String {
+    let lines: Vec<&str> = failures.lines().filter(|l| !l.trim().is_empty()).collect();
+    if lines.is_empty() {
+        return report;
+    }
+    let title_end = report.find("\n\n").map_or(report.len(), |i| i + 2);
+    let mut s = report[..title_end].to_string();
+    let _ = writeln!(
+        s,
+        "**{} run(s) failed** and are left out of the tables: \"Failed runs\" at the end.\n",
+        lines.len()
+    );
+    s.push_str(&report[title_end..]);
+    s.push_str("## Failed runs (`failures.txt`)\n\n");
+    for l in lines {
+        let _ = writeln!(s, "- {l}");
+    }
+    s
 }
 
 /// Writes a folder's `runs.csv` and `REPORT.md` again from its `plan.json` and `raw.jsonl`
@@ -565,6 +590,15 @@ mod tests {
         rewrite(dir.path()).unwrap();
         let again = std::fs::read_to_string(dir.path().join("REPORT.md")).unwrap();
         assert_eq!(again, text);
+        // A failed run is named under the title and listed at the end.
+        let why = "009-mesh-storm-p2-22000-rtt-100ms-window-bolt: the storm client exit status: 1";
+        std::fs::write(dir.path().join("failures.txt"), format!("{why}\n")).unwrap();
+        rewrite(dir.path()).unwrap();
+        let failed = std::fs::read_to_string(dir.path().join("REPORT.md")).unwrap();
+        assert!(failed
+            .starts_with("# xorflow bench wan: seed 004's experiments\n\n**1 run(s) failed**"));
+        assert!(failed.ends_with(&format!("## Failed runs (`failures.txt`)\n\n- {why}\n")));
+        assert_eq!(failed.matches("Command: `").count(), 1, "{failed}");
         std::fs::write(dir.path().join("raw.jsonl"), "{\"id\": 3}\n").unwrap();
         let e = format!("{:#}", rewrite(dir.path()).unwrap_err());
         assert!(e.contains("raw.jsonl line 1"), "{e}");
