@@ -13,6 +13,7 @@ use std::path::PathBuf;
 use std::process::{Command, ExitCode};
 use std::sync::atomic::Ordering;
 use std::time::Duration;
+use xorflow_runtime::measure::clock;
 use xorflow_runtime::net::delay::router::{DelayRouter, MAX_PACKET, QUEUE_PACKETS};
 use xorflow_runtime::net::delay::tun::TunDevice;
 use xorflow_runtime::net::delay::{DelayConfig, Topology};
@@ -313,10 +314,17 @@ fn serve(a: &DelayRouterArgs) -> Result<(), Fail> {
         a.hosts,
         congestion_of(&a.namespace(0))
     );
+    // The router's own CPU, from here to the stop: on a shared machine it is CPU the routed
+    // processes do not get (docs/wan.md, "8 processes, repeated").
+    let (cpu0, t0) = (clock::process_cpu_ns(), std::time::Instant::now());
     println!("ready {}", hosts.join(" "));
     use std::io::Write;
     let _ = std::io::stdout().flush();
     let _ = signals.forever().next();
+    let (cpu_s, wall_s) = (
+        (clock::process_cpu_ns() - cpu0) as f64 / 1e9,
+        t0.elapsed().as_secs_f64(),
+    );
     let c = router.counters.clone();
     router.stop();
     drop(made);
@@ -328,6 +336,13 @@ fn serve(a: &DelayRouterArgs) -> Result<(), Fail> {
         c.queue_drops.load(Ordering::Relaxed),
         c.foreign.load(Ordering::Relaxed),
         c.write_errors.load(Ordering::Relaxed)
+    );
+    let packets = c.packets.load(Ordering::Relaxed).max(1) as f64;
+    eprintln!(
+        "delay-router: CPU {cpu_s:.1} s over {wall_s:.1} s routing ({:.2} cores, {:.1} us per \
+         packet)",
+        cpu_s / wall_s.max(1e-9),
+        cpu_s * 1e6 / packets
     );
     if let Ok(h) = c.late_ns.lock() {
         if !h.is_empty() {

@@ -146,6 +146,7 @@ fn a_connect_between_hosts_takes_the_pairs_round_trip() {
     assert!(ms < 5.0, "1 -> 2: connect in {ms:.2} ms without delay");
     let err = r.stop();
     assert!(err.contains("packets"), "{err}");
+    assert!(err.contains("delay-router: CPU "), "{err}");
     // The router reports how late it wrote the delayed packets: every handshake packet of the
     // delayed pairs (at least 4 pairs x 5 connects x 2 directions), its median well under the
     // delay itself.
