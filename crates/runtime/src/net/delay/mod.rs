@@ -16,6 +16,7 @@ pub mod proxy;
 pub mod router;
 pub mod topology;
 pub mod tun;
+mod writer;
 
 pub use line::DelayLine;
 pub use matrix::DelayMatrix;

@@ -4,24 +4,25 @@
 //!
 //! Host `i` sends through its TUN device ([`super::tun`]) with address `SUBNET.(i + 1)`; the
 //! router reads each packet, finds the destination host from the IPv4 header, and hands it to
-//! that pair's writer, which writes it to the destination's device once due ([`DelayLine`]:
-//! arrival + one-way delay, FIFO per pair, jitter without reordering). Unlike the delay inside
+//! the destination's writer ([`super::writer`]), which writes it to the destination's device
+//! once due ([`DelayLine`]: arrival + one-way delay, FIFO per pair, jitter without reordering).
+//! Unlike the delay inside
 //! xorflow (`transport.rs`) and the TCP proxy ([`super::proxy`]), everything is delayed: the
 //! kernel's TCP acks, retransmissions and window updates, the handshake, the clock alignment.
 //!
-//! What a pair holds in flight is bounded ([`QUEUE_PACKETS`]); beyond that packets are dropped
-//! and counted, as a router's queue would, and TCP retransmits them.
+//! What a destination holds in flight is bounded ([`QUEUE_PACKETS`] per source); beyond that
+//! packets are dropped and counted, as a router's queue would, and TCP retransmits them.
 
 use super::tun::TunDevice;
 use super::{DelayLine, DelayMatrix};
 use hdrhistogram::Histogram;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::mpsc::{sync_channel, Receiver, RecvTimeoutError, SyncSender, TrySendError};
+use std::sync::mpsc::{sync_channel, SyncSender, TrySendError};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-/// Packets in flight per ordered pair of hosts before the router drops (at 64 KiB each up to
+/// Packets in flight per ordered pair of hosts (a destination: this many per source) before the router drops (at 64 KiB each up to
 /// 1 GiB: more than 100 ms of anything this machine sends).
 pub const QUEUE_PACKETS: usize = 16 * 1024;
 
@@ -29,7 +30,7 @@ pub const QUEUE_PACKETS: usize = 16 * 1024;
 pub const MAX_PACKET: usize = 65_536;
 
 /// How often blocked threads look at the stop flag.
-const POLL: Duration = Duration::from_millis(100);
+pub(super) const POLL: Duration = Duration::from_millis(100);
 
 /// What the router has done so far.
 #[derive(Debug)]
@@ -64,11 +65,12 @@ impl Default for RouterCounters {
 }
 
 /// 1 us to 100 s at 3 significant digits.
-fn lateness_histogram() -> Histogram<u64> {
+pub(super) fn lateness_histogram() -> Histogram<u64> {
     Histogram::new_with_bounds(1_000, 100_000_000_000, 3).expect("valid histogram bounds")
 }
 
-/// A running router: one reader thread per host, one writer per ordered pair with a delay.
+/// A running router: one reader thread per host, one writer per host that receives delayed
+/// packets.
 pub struct DelayRouter {
     stop: Arc<AtomicBool>,
     threads: Vec<JoinHandle<()>>,
@@ -77,10 +79,10 @@ pub struct DelayRouter {
 }
 
 /// A packet and when it may be delivered.
-type Timed = (Instant, Vec<u8>);
+pub(super) type Timed = (Instant, Vec<u8>);
 
 /// Where a host's packets to host `j` go: straight to `j`'s device, or through the pair's
-/// delay line to its writer.
+/// delay line to `j`'s writer.
 enum Path {
     Direct(TunDevice),
     Delayed(DelayLine, SyncSender<Timed>),
@@ -116,19 +118,36 @@ impl DelayRouter {
         let stop = Arc::new(AtomicBool::new(false));
         let counters = Arc::new(RouterCounters::default());
         let mut threads = Vec::new();
+        let line = |i: usize, j: usize| {
+            let (base, jitter) = matrix.one_way(i, j);
+            DelayLine::new(base, jitter, (i * n + j) as u64)
+                .map(|l| (l, base.saturating_sub(jitter)))
+        };
+        // One writer per destination with a delayed source, fed by every such source.
+        let mut writers: Vec<Option<SyncSender<Timed>>> = Vec::with_capacity(n);
+        for (j, to) in devices.iter().enumerate() {
+            let min_delay = ((0..n).filter(|&i| i != j))
+                .filter_map(|i| line(i, j).map(|(_, least)| least))
+                .min();
+            writers.push(match min_delay {
+                None => None,
+                Some(min_delay) => {
+                    let (tx, rx) = sync_channel(QUEUE_PACKETS);
+                    let (to, stop, c) = (to.try_clone()?, stop.clone(), counters.clone());
+                    let limit = QUEUE_PACKETS * n.saturating_sub(1).max(1);
+                    threads.push(std::thread::spawn(move || {
+                        super::writer::write_loop(rx, to, min_delay, limit, &stop, &c)
+                    }));
+                    Some(tx)
+                }
+            });
+        }
         for (i, dev) in devices.iter().enumerate() {
             let mut paths = Vec::with_capacity(n);
             for (j, to) in devices.iter().enumerate() {
-                let (base, jitter) = matrix.one_way(i, j);
-                let seed = (i * n + j) as u64;
-                paths.push(match DelayLine::new(base, jitter, seed) {
-                    None => Path::Direct(to.try_clone()?),
-                    Some(line) => {
-                        let (tx, rx) = sync_channel(QUEUE_PACKETS);
-                        let (to, stop, c) = (to.try_clone()?, stop.clone(), counters.clone());
-                        threads.push(std::thread::spawn(move || write_loop(rx, to, &stop, &c)));
-                        Path::Delayed(line, tx)
-                    }
+                paths.push(match (line(i, j), &writers[j]) {
+                    (Some((l, _)), Some(tx)) => Path::Delayed(l, tx.clone()),
+                    _ => Path::Direct(to.try_clone()?),
                 });
             }
             let (from, stop, c) = (dev.try_clone()?, stop.clone(), counters.clone());
@@ -200,31 +219,7 @@ fn read_loop(
     }
 }
 
-/// One pair's writer: each packet to the destination once due, in order.
-fn write_loop(rx: Receiver<Timed>, mut to: TunDevice, stop: &AtomicBool, c: &RouterCounters) {
-    // Wake when due, not up to Linux's default 50 us later.
-    crate::measure::clock::set_timer_slack(1_000);
-    let mut late = lateness_histogram();
-    while !stop.load(Ordering::Relaxed) {
-        let (due, packet) = match rx.recv_timeout(POLL) {
-            Ok(t) => t,
-            Err(RecvTimeoutError::Timeout) => continue,
-            Err(RecvTimeoutError::Disconnected) => break,
-        };
-        let now = Instant::now();
-        if due > now {
-            std::thread::sleep(due - now);
-        }
-        deliver(&mut to, &packet, c);
-        let ns = Instant::now().saturating_duration_since(due).as_nanos() as u64;
-        late.saturating_record(ns.max(1_000));
-    }
-    if let Ok(mut h) = c.late_ns.lock() {
-        let _ = h.add(&late);
-    }
-}
-
-fn deliver(to: &mut TunDevice, packet: &[u8], c: &RouterCounters) {
+pub(super) fn deliver(to: &mut TunDevice, packet: &[u8], c: &RouterCounters) {
     match to.send(packet) {
         Ok(()) => {
             c.packets.fetch_add(1, Ordering::Relaxed);
