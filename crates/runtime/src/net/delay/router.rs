@@ -6,9 +6,9 @@
 //! router reads each packet, finds the destination host from the IPv4 header, and hands it to
 //! the destination's writer ([`super::writer`]), which writes it to the destination's device
 //! once due ([`DelayLine`]: arrival + one-way delay, FIFO per pair, jitter without reordering).
-//! Unlike the delay inside
-//! xorflow (`transport.rs`) and the TCP proxy ([`super::proxy`]), everything is delayed: the
-//! kernel's TCP acks, retransmissions and window updates, the handshake, the clock alignment.
+//! Unlike the delay inside xorflow (`transport.rs`) and the TCP proxy ([`super::proxy`]),
+//! everything is delayed: the kernel's TCP acks, retransmissions and window updates, the
+//! handshake, the clock alignment.
 //!
 //! What a destination holds in flight is bounded ([`QUEUE_PACKETS`] per source); beyond that
 //! packets are dropped and counted, as a router's queue would, and TCP retransmits them.
@@ -22,8 +22,9 @@ use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-/// Packets in flight per ordered pair of hosts (a destination: this many per source) before the router drops (at 64 KiB each up to
-/// 1 GiB: more than 100 ms of anything this machine sends).
+/// Packets in flight per ordered pair of hosts (a destination's writer: this many per source)
+/// before the router drops (at 64 KiB each up to 1 GiB: more than 100 ms of anything this
+/// machine sends).
 pub const QUEUE_PACKETS: usize = 16 * 1024;
 
 /// Largest packet read, bytes (the devices' MTU is set below it).
@@ -45,8 +46,8 @@ pub struct RouterCounters {
     pub foreign: AtomicU64,
     /// Packets the destination device refused.
     pub write_errors: AtomicU64,
-    /// How long after its due time each delayed packet was written, ns (each pair's writer
-    /// merges its own histogram in when it stops): the delay the router adds to the
+    /// How long after its due time each delayed packet was written, ns (each destination's
+    /// writer merges its own histogram in when it stops): the delay the router adds to the
     /// configured one when its threads wait for a core.
     pub late_ns: Mutex<Histogram<u64>>,
 }
