@@ -21,12 +21,18 @@ impl DelayLine {
     /// then routes frames as they arrive, with no task in between). `seed` makes the jitter
     /// reproducible per connection.
     pub fn new(base: Duration, jitter: Duration, seed: u64) -> Option<Self> {
-        (base > Duration::ZERO || jitter > Duration::ZERO).then(|| DelayLine {
+        Self::least(base, jitter).map(|_| DelayLine {
             base,
             jitter,
             last: None,
             rng: SmallRng::seed_from_u64(seed),
         })
+    }
+
+    /// The smallest delay a line with `base` +- `jitter` draws (`base - jitter`, floored at 0);
+    /// `None` when [`DelayLine::new`] makes no line for them.
+    pub fn least(base: Duration, jitter: Duration) -> Option<Duration> {
+        (base > Duration::ZERO || jitter > Duration::ZERO).then(|| base.saturating_sub(jitter))
     }
 
     /// The one-way delay without jitter.
@@ -57,6 +63,10 @@ mod tests {
     fn no_delay_makes_no_line() {
         assert!(DelayLine::new(Duration::ZERO, Duration::ZERO, 1).is_none());
         assert!(DelayLine::new(Duration::ZERO, Duration::from_millis(1), 1).is_some());
+        let ms = Duration::from_millis;
+        assert_eq!(DelayLine::least(ms(0), ms(0)), None);
+        assert_eq!(DelayLine::least(ms(0), ms(1)), Some(ms(0)));
+        assert_eq!(DelayLine::least(ms(37), ms(1)), Some(ms(36)));
     }
 
     #[test]

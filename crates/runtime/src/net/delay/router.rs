@@ -119,16 +119,15 @@ impl DelayRouter {
         let stop = Arc::new(AtomicBool::new(false));
         let counters = Arc::new(RouterCounters::default());
         let mut threads = Vec::new();
-        let line = |i: usize, j: usize| {
-            let (base, jitter) = matrix.one_way(i, j);
-            DelayLine::new(base, jitter, (i * n + j) as u64)
-                .map(|l| (l, base.saturating_sub(jitter)))
-        };
-        // One writer per destination with a delayed source, fed by every such source.
+        // One writer per destination with a delayed source, fed by every such source; it may
+        // sleep up to the smallest delay any source's line can draw (writer.rs).
         let mut writers: Vec<Option<SyncSender<Timed>>> = Vec::with_capacity(n);
         for (j, to) in devices.iter().enumerate() {
             let min_delay = ((0..n).filter(|&i| i != j))
-                .filter_map(|i| line(i, j).map(|(_, least)| least))
+                .filter_map(|i| {
+                    let (base, jitter) = matrix.one_way(i, j);
+                    DelayLine::least(base, jitter)
+                })
                 .min();
             writers.push(match min_delay {
                 None => None,
@@ -146,8 +145,10 @@ impl DelayRouter {
         for (i, dev) in devices.iter().enumerate() {
             let mut paths = Vec::with_capacity(n);
             for (j, to) in devices.iter().enumerate() {
-                paths.push(match (line(i, j), &writers[j]) {
-                    (Some((l, _)), Some(tx)) => Path::Delayed(l, tx.clone()),
+                let (base, jitter) = matrix.one_way(i, j);
+                let line = DelayLine::new(base, jitter, (i * n + j) as u64);
+                paths.push(match (line, &writers[j]) {
+                    (Some(l), Some(tx)) => Path::Delayed(l, tx.clone()),
                     _ => Path::Direct(to.try_clone()?),
                 });
             }
