@@ -18,6 +18,8 @@ use xorflow_runtime::net::delay::router::{DelayRouter, MAX_PACKET, QUEUE_PACKETS
 use xorflow_runtime::net::delay::tun::TunDevice;
 use xorflow_runtime::net::delay::{DelayConfig, Topology};
 
+use crate::congestion;
+
 /// Most hosts the router joins (one /24, and a thread per ordered pair).
 const MAX_HOSTS: usize = 32;
 
@@ -58,12 +60,14 @@ pub struct DelayRouterArgs {
     /// The devices' MTU, bytes (larger: fewer packets for the router to move).
     #[arg(long, default_value_t = 16_000)]
     mtu: usize,
-    /// TCP congestion control in every namespace (`net.ipv4.tcp_congestion_control`), or
-    /// `inherit` for what a new namespace gets from the host. Linux's default, cubic, unless
-    /// asked: a host set to BBR hands it to its namespaces, and BBR's ProbeRTT (every 10 s,
-    /// 4 packets in flight for 200 ms and a round trip) held a YSB source back by 50 ms at 100 ms
-    /// RTT where cubic held it back by 5 (docs/wan.md, "Congestion control").
-    #[arg(long, default_value = "cubic", value_name = "ALGORITHM")]
+    /// TCP congestion control in every namespace (`net.ipv4.tcp_congestion_control`): an
+    /// algorithm the kernel allows in namespaces, `inherit` for what a new namespace gets from
+    /// the host, or `auto`: Linux's default, cubic, where namespaces may use it, else the host's
+    /// (named on the start-up line). A host set to BBR hands it to its namespaces, and BBR's
+    /// ProbeRTT (every 10 s, 4 packets in flight for 200 ms and a round trip) held a YSB source
+    /// back by 50 ms at 100 ms RTT where cubic held it back by 5 (docs/wan.md, "Congestion
+    /// control").
+    #[arg(long, default_value = congestion::AUTO, value_name = "ALGORITHM")]
     tcp_congestion: String,
     /// Stop (and clean up) when the process that started the router exits.
     #[arg(long)]
@@ -113,6 +117,7 @@ impl DelayRouterArgs {
                 self.tcp_congestion
             )));
         }
+        congestion::check(&self.tcp_congestion).map_err(bad)?;
         if !(576..MAX_PACKET).contains(&self.mtu) {
             return Err(bad(format!(
                 "--mtu {} is not in 576-{}",
@@ -206,28 +211,26 @@ fn make_host(
     Ok(dev)
 }
 
-/// Sets namespace `ns`'s TCP congestion control (`--tcp-congestion`; `inherit` leaves it).
-fn set_congestion(ns: &str, algorithm: &str) -> Result<(), String> {
-    if algorithm == "inherit" {
+/// Sets namespace `ns`'s TCP congestion control as `--tcp-congestion` asks (`inherit`, and `auto`
+/// where cubic is not allowed, leave it).
+fn set_congestion(ns: &str, asked: &str) -> Result<(), String> {
+    let Some(algorithm) = congestion::to_set(asked) else {
         return Ok(());
-    }
+    };
     let written = in_namespace(ns, {
-        let algorithm = algorithm.to_string();
+        let algorithm = algorithm.clone();
         move || std::fs::write(CONGESTION, algorithm)
     })?;
     written.map_err(|e| {
-        let available = std::fs::read_to_string(AVAILABLE).unwrap_or_default();
         format!(
-            "--tcp-congestion {algorithm}: namespace {ns} refused it ({e}); this kernel has: {}",
-            available.trim()
+            "--tcp-congestion {algorithm}: namespace {ns} refused it ({e}); {}",
+            congestion::refusal(&algorithm)
         )
     })
 }
 
 /// The sysctl `net.ipv4.tcp_congestion_control`, per network namespace.
 const CONGESTION: &str = "/proc/sys/net/ipv4/tcp_congestion_control";
-/// The algorithms this kernel has loaded.
-const AVAILABLE: &str = "/proc/sys/net/ipv4/tcp_available_congestion_control";
 
 /// Runs `f` on a thread that has entered namespace `ns` (`/proc/sys/net` there is the
 /// namespace's).
@@ -309,8 +312,11 @@ fn serve(a: &DelayRouterArgs) -> Result<(), Fail> {
         })
         .collect();
     let (mean, max) = matrix.mean_and_max_ms();
+    let note =
+        congestion::auto_note(&a.tcp_congestion).map_or(String::new(), |n| format!(" ({n})"));
     eprintln!(
-        "delay-router: {} hosts, RTT mean {mean:.1} ms, max {max:.1} ms, TCP congestion control {}",
+        "delay-router: {} hosts, RTT mean {mean:.1} ms, max {max:.1} ms, TCP congestion control \
+         {}{note}",
         a.hosts,
         congestion_of(&a.namespace(0))
     );

@@ -18,6 +18,7 @@ macro_rules! say {
 }
 
 // After `say!`, which they use.
+mod congestion;
 mod cpu;
 mod delay_proxy;
 mod delay_router;

@@ -68,9 +68,10 @@ pub struct WanArgs {
     #[arg(long, default_value = "loopback", value_parser = ["loopback", "netns"])]
     network: String,
     /// With --network netns: TCP congestion control in every namespace, for every engine
-    /// (`xorflow delay-router --tcp-congestion`): cubic, Linux's default, unless asked; inherit
-    /// keeps the host's (docs/wan.md, "Congestion control"). An algorithm this kernel has not
-    /// loaded is refused before any run.
+    /// (`xorflow delay-router --tcp-congestion`): cubic, Linux's default, unless asked or not
+    /// allowed in namespaces here (then the host's); inherit keeps the host's (docs/wan.md,
+    /// "Congestion control"). An algorithm namespaces may not use here is refused before any
+    /// run.
     #[arg(long, value_name = "ALGORITHM")]
     tcp_congestion: Option<String>,
     /// Runs per point (1-100): the sweep runs this many rounds, every point once per round (so
@@ -192,28 +193,22 @@ impl WanArgs {
     }
 }
 
-/// `--tcp-congestion`: cubic unless asked; only with `--network netns` (on loopback there is no
-/// namespace to set it in); `inherit` or an algorithm this kernel has loaded, so a bad name
-/// fails here rather than in every run's router.
+/// `--tcp-congestion`: `auto` unless asked (cubic where namespaces may use it, else the host's:
+/// resolved here so the plan and REPORT.md name the one used); only with `--network netns` (on
+/// loopback there is no namespace to set it in); `inherit` or an algorithm namespaces may use
+/// here, so a bad name fails here rather than in every run's router.
 fn congestion(asked: Option<&str>, netns: bool) -> Result<String, String> {
     let Some(a) = asked else {
-        return Ok("cubic".into());
+        return Ok(crate::congestion::to_set(crate::congestion::AUTO)
+            .unwrap_or_else(|| crate::congestion::INHERIT.into()));
     };
     if !netns {
         return Err(format!(
             "--tcp-congestion {a} applies to --network netns only (on loopback the host's is used)"
         ));
     }
-    let path = "/proc/sys/net/ipv4/tcp_available_congestion_control";
-    let available = std::fs::read_to_string(path).unwrap_or_default();
-    if a == "inherit" || available.split_whitespace().any(|x| x == a) {
-        return Ok(a.to_string());
-    }
-    Err(format!(
-        "--tcp-congestion {a}: not among this kernel's loaded algorithms ({}); load its module \
-         (modprobe tcp_{a}) or pick one of them, or inherit",
-        available.trim()
-    ))
+    crate::congestion::check(a)?;
+    Ok(crate::congestion::to_set(a).unwrap_or_else(|| crate::congestion::INHERIT.into()))
 }
 
 /// Runs `xorflow bench wan` (exit 2: bad options; 1: the results folder failed).

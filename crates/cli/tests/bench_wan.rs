@@ -114,10 +114,7 @@ fn a_mesh_sweep_sees_the_delay_and_a_chain_run_notifies_after_it() {
 /// made (not root, no `ip`, no /dev/net/tun).
 #[test]
 fn a_sweep_in_network_namespaces_sees_the_delay_of_every_packet() {
-    let root = unsafe { libc::geteuid() } == 0;
-    let ip = std::process::Command::new("ip").arg("-V").output().is_ok();
-    if !root || !ip || !Path::new("/dev/net/tun").exists() {
-        eprintln!("skipped: network namespaces need root, 'ip' and /dev/net/tun");
+    if !xorflow_testkit::namespaces_here() {
         return;
     }
     let out = tempfile::tempdir().expect("tempdir");
@@ -195,12 +192,7 @@ fn jvm_peer_in_namespaces(var: &str, peer: &str) -> bool {
         eprintln!("skipped: set {var}=1 to build and run the {peer} peer");
         return false;
     }
-    let root = unsafe { libc::geteuid() } == 0;
-    if !root || !Path::new("/dev/net/tun").exists() {
-        eprintln!("skipped: network namespaces need root and /dev/net/tun");
-        return false;
-    }
-    true
+    xorflow_testkit::namespaces_here()
 }
 
 /// Flink as a standalone cluster in network namespaces (`--network netns`; the JVMs of a

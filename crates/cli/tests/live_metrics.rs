@@ -103,11 +103,7 @@ fn chromium() -> Option<PathBuf> {
             return Some(c);
         }
     }
-    assert!(
-        std::env::var_os("CI").is_none(),
-        "headless Chromium is missing (apt-get install chromium), and CI needs it"
-    );
-    eprintln!("skipped: no chromium for the status page");
+    xorflow_testkit::skip("headless Chromium is missing (apt-get install chromium)");
     None
 }
 

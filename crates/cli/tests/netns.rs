@@ -107,13 +107,7 @@ fn three_namespaces_with(script_args: &[&str], engine_args: &[&str], tracking: &
     };
     let dir = tempfile::tempdir().unwrap();
     let r = run_script(&input, dir.path(), script_args, engine_args);
-    if r.code == Some(77) {
-        let reason = r
-            .stderr
-            .lines()
-            .find_map(|l| l.strip_prefix("skipped: "))
-            .unwrap_or(r.stderr.trim());
-        eprintln!("skipped: {reason}");
+    if xorflow_testkit::skipped_by(r.code, &r.stderr) {
         return String::new();
     }
     let logs = (0..3)

@@ -335,11 +335,7 @@ impl RedisServer {
             .output()
             .is_ok();
         if !here {
-            assert!(
-                std::env::var_os("CI").is_none(),
-                "redis-server is required in CI (.ci/run installs it)"
-            );
-            eprintln!("skipped: redis-server is missing (apt-get install redis-server)");
+            xorflow_testkit::skip("redis-server is missing (apt-get install redis-server)");
             return None;
         }
         let port = free_ports(1)[0];

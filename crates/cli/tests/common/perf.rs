@@ -35,19 +35,8 @@ pub fn refused(args: &[&str], want: &str) {
     );
 }
 
-/// True when `perf record -e cpu-clock` works here; else prints why the test is skipped.
+/// True when `perf record -e cpu-clock` works here; else the test is skipped (outside CI) or
+/// fails (in CI).
 pub fn perf_works() -> bool {
-    let dir = tempfile::tempdir().expect("tempdir");
-    let ok = Command::new("perf")
-        .args(["record", "-q", "-e", "cpu-clock", "-F", "99", "-g", "-o"])
-        .arg(dir.path().join("check.data"))
-        .args(["--", "true"])
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .status()
-        .is_ok_and(|s| s.success());
-    if !ok {
-        eprintln!("skipped: perf is missing or not permitted (kernel.perf_event_paranoid)");
-    }
-    ok
+    xorflow_testkit::perf_works()
 }
