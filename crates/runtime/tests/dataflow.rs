@@ -948,6 +948,16 @@ fn chained_case(workers: usize, mode: TrackingMode, chaining: bool, variant: usi
     assert_eq!(counts("pre"), items.len() as u64, "{what}");
     assert_eq!(counts("dup"), filtered.len() as u64, "{what}");
     assert_eq!(counts("relay"), o5.len() as u64, "{what}");
+    // Every vertex counts what it emits, chained or not (the live metrics'
+    // xorflow_vertex_elements_out_total reads the same count).
+    let out = |v: &str| report.vertex(v).unwrap().elements_out;
+    assert_eq!(out("src"), items.len() as u64, "{what}: src out");
+    assert_eq!(out("pre"), items.len() as u64, "{what}: pre out");
+    assert_eq!(out("odd_out"), filtered.len() as u64, "{what}: odd_out out");
+    assert_eq!(out("dup"), mapped.len() as u64, "{what}: dup out");
+    assert_eq!(out("w5"), o5.len() as u64, "{what}: w5 out");
+    assert_eq!(out("relay"), o5.len() as u64, "{what}: relay out");
+    assert_eq!(out("all"), o5.len() as u64, "{what}: all out");
     let chained = report.vertex("relay").unwrap().counter(CHAINED);
     assert_eq!(
         chained > 0,
@@ -1068,7 +1078,7 @@ fn backpressure_with_tiny_channels_loses_nothing() {
     }
 }
 
-/// The brief's setting: batches of 1 or 2 elements through channels of one batch.
+/// The hardest setting for backpressure: batches of 1 or 2 elements through channels of one batch.
 #[test]
 fn backpressure_with_tiny_batches_loses_nothing() {
     for workers in [2, 3] {
@@ -1913,7 +1923,7 @@ proptest! {
         window_pipeline_matches_oracle(c)?;
     }
 
-    /// The brief's batch sizes 1..=8 (many more batches, tags and interleavings per run).
+    /// Tiny batches, 1..=8 elements (many more batches, tags and interleavings per run).
     #[test]
     fn random_window_pipelines_with_tiny_batches_match_oracle(c in case(1..=8)) {
         window_pipeline_matches_oracle(c)?;

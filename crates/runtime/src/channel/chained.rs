@@ -53,6 +53,8 @@ pub struct ChainCounts {
     pub elements_in: AtomicU64,
     /// Batches processed.
     pub batches_in: AtomicU64,
+    /// Elements emitted (its output port's count after the last batch).
+    pub elements_out: AtomicU64,
     /// The last marker forwarded (tracking `markers`): the consumer's in-band frontier.
     pub aligned: AtomicU64,
     /// Its input has ended (tracking `none`).

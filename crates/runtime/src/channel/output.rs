@@ -435,6 +435,9 @@ pub struct OutputPort<T> {
     chained: Vec<ChainedEdge<T>>,
     /// End-of-stream markers have been sent.
     ended: bool,
+    /// Elements pushed so far (the vertex's `elements_out`, for operators that do not count
+    /// their own: `operators/unary.rs`, `inspect.rs`, `epoch_snapshot.rs`, `chain.rs`).
+    pushed: u64,
 }
 
 impl<T: Clone + Send> OutputPort<T> {
@@ -449,7 +452,14 @@ impl<T: Clone + Send> OutputPort<T> {
             edges,
             chained,
             ended: false,
+            pushed: 0,
         }
+    }
+
+    /// Elements pushed into this port so far (whether or not it has consumers).
+    #[inline]
+    pub fn pushed(&self) -> u64 {
+        self.pushed
     }
 
     /// The first error of a chained consumer, once (the producer's step fails with it).
@@ -505,6 +515,7 @@ impl<T: Clone + Send> OutputPort<T> {
     /// [`OutputPort::commit`] or when its batch fills up, whichever comes first.
     #[inline]
     pub fn push(&mut self, el: Element<T>, ctx: &mut WorkerCtx) {
+        self.pushed += 1;
         match (self.edges.len(), self.chained.len()) {
             (0, 0) => {}
             (1, 0) => self.edges[0].push(el, ctx),
@@ -531,10 +542,12 @@ impl<T: Clone + Send> OutputPort<T> {
     /// than repeated `push` because partitioning is dispatched once.
     #[inline]
     pub fn push_all(&mut self, elements: impl Iterator<Item = Element<T>>, ctx: &mut WorkerCtx) {
+        let pushed = &mut self.pushed;
+        let mut counted = |_: &Element<T>| *pushed += 1;
         match (self.edges.len(), self.chained.len()) {
-            (0, 0) => {}
-            (1, 0) => self.edges[0].push_all(elements, ctx),
-            (0, 1) => self.chained[0].push_all(elements, ctx),
+            (0, 0) => elements.for_each(|el| counted(&el)),
+            (1, 0) => self.edges[0].push_all(elements.inspect(counted), ctx),
+            (0, 1) => self.chained[0].push_all(elements.inspect(counted), ctx),
             _ => {
                 for el in elements {
                     self.push(el, ctx);

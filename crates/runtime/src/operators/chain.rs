@@ -56,6 +56,8 @@ where
             Receipt::Done => {}
             Receipt::Kept => return Err("a chained operator kept a batch".into()),
         }
+        // Only this worker's thread writes it; the live metrics read it from theirs.
+        (self.counts.elements_out).store(self.out.pushed(), Ordering::Relaxed);
         self.out.failure().map_or(Ok(()), Err)
     }
 
@@ -151,6 +153,7 @@ impl Vertex for ChainedVertex {
         let mut s = VertexStats::new(&self.name);
         s.elements_in = self.counts.elements_in.load(Ordering::Relaxed);
         s.batches_in = self.counts.batches_in.load(Ordering::Relaxed);
+        s.elements_out = self.counts.elements_out.load(Ordering::Relaxed);
         s.count(CHAINED, 1);
         s
     }
@@ -158,7 +161,7 @@ impl Vertex for ChainedVertex {
     fn live_counts(&self, ctx: &WorkerCtx) -> crate::measure::live::InstanceCounts {
         crate::measure::live::InstanceCounts {
             elements_in: self.counts.elements_in.load(Ordering::Relaxed),
-            elements_out: 0,
+            elements_out: self.counts.elements_out.load(Ordering::Relaxed),
             blocked_ns: 0,
             frontier: ctx.frontier(self.component, self.in_band()),
             queue_fill: 0.0,

@@ -1,9 +1,9 @@
-//! Snapshots driven by notifications (seed 000, "State snapshotting"; docs/design.md, "trAcker requirements"): a
-//! pass-through vertex that splits the stream into epochs at given times, processes only the
-//! current epoch, and buffers elements of later epochs until it learns that the current epoch is
-//! complete at this vertex. Then it "snapshots" (the paper imitates a snapshot with a fixed pause of
-//! 100/500/1000 ms; here the instance pauses without blocking its worker thread), moves to the next
-//! epoch and releases what it buffered.
+//! Snapshots driven by notifications (the trAcker paper, "State snapshotting", docs/papers.md;
+//! docs/design.md, "trAcker requirements"): a pass-through vertex that splits the stream into
+//! epochs at given times, processes only the current epoch, and buffers elements of later epochs
+//! until it learns that the current epoch is complete at this vertex. Then it "snapshots" (the
+//! paper imitates a snapshot with a fixed pause of 100/500/1000 ms; here the instance pauses
+//! without blocking its worker thread), moves to the next epoch and releases what it buffered.
 //!
 //! * With trAcker the notification is the vertex's own component frontier passing the epoch's end,
 //!   and buffered elements *withhold their receive tags*: a batch's tag is registered only once its
@@ -270,6 +270,47 @@ impl<T: Clone + Send + 'static> Operator for EpochSnapshot<T> {
         ctx: &mut WorkerCtx,
         stats: &mut VertexStats,
     ) -> Result<Receipt, String> {
+        let before = output.pushed();
+        let r = self.take(b, output, ctx, stats);
+        stats.elements_out += output.pushed() - before;
+        r
+    }
+
+    fn tick(
+        &mut self,
+        frontier: Time,
+        output: &mut OutputPort<T>,
+        ctx: &mut WorkerCtx,
+        stats: &mut VertexStats,
+    ) -> bool {
+        let before = output.pushed();
+        let did = self.advance(frontier, output, ctx, stats);
+        stats.elements_out += output.pushed() - before;
+        did
+    }
+
+    /// Nothing buffered may be overtaken by a marker: the start of the earliest buffered epoch,
+    /// or during a pause the end of the current one.
+    fn marker_cap(&self) -> Time {
+        match self.buffer.iter().map(|p| p.epoch).min() {
+            Some(0) => 0,
+            Some(e) => self.spec.boundaries[e - 1],
+            None if self.pause_until.is_some() => self.spec.boundaries[self.current],
+            None => INF,
+        }
+    }
+}
+
+impl<T: Clone + Send + 'static> EpochSnapshot<T> {
+    /// [`Operator::on_batch`]: the batch goes on, whole or split by epoch, or waits for its
+    /// epoch.
+    fn take(
+        &mut self,
+        b: Batch<T>,
+        output: &mut OutputPort<T>,
+        ctx: &mut WorkerCtx,
+        stats: &mut VertexStats,
+    ) -> Result<Receipt, String> {
         if !ctx.frontiers.live() {
             // No notifications, no epochs: the batch goes straight on.
             let whole = Part {
@@ -297,26 +338,5 @@ impl<T: Clone + Send + 'static> Operator for EpochSnapshot<T> {
         }
         stats.count(BUFFERED_ELEMENTS, buffered);
         Ok(Receipt::Kept)
-    }
-
-    fn tick(
-        &mut self,
-        frontier: Time,
-        output: &mut OutputPort<T>,
-        ctx: &mut WorkerCtx,
-        stats: &mut VertexStats,
-    ) -> bool {
-        self.advance(frontier, output, ctx, stats)
-    }
-
-    /// Nothing buffered may be overtaken by a marker: the start of the earliest buffered epoch,
-    /// or during a pause the end of the current one.
-    fn marker_cap(&self) -> Time {
-        match self.buffer.iter().map(|p| p.epoch).min() {
-            Some(0) => 0,
-            Some(e) => self.spec.boundaries[e - 1],
-            None if self.pause_until.is_some() => self.spec.boundaries[self.current],
-            None => INF,
-        }
     }
 }

@@ -48,6 +48,7 @@ where
         // As `unary.rs`: outputs keep their input's slots.
         let lineage = (!b.exact).then_some((b.lo, b.hi));
         out.set_lineage(lineage, ctx);
+        stats.elements_out += b.data.len() as u64;
         out.push_all(b.data.into_iter(), ctx);
         out.commit(ctx);
         Ok(Receipt::Done)

@@ -42,7 +42,7 @@ where
         b: Batch<I>,
         out: &mut OutputPort<O>,
         ctx: &mut WorkerCtx,
-        _stats: &mut VertexStats,
+        stats: &mut VertexStats,
     ) -> Result<Receipt, String> {
         // Outputs keep their input's time (`dataflow/stream.rs`: map, filter, flat_map). When
         // every input element is tracked at its own slot (`Batch::exact`), its outputs can be
@@ -52,7 +52,9 @@ where
         // slot's notification until the next slot's elements had passed (docs/distributed.md).
         let lineage = (!b.exact).then_some((b.lo, b.hi));
         out.set_lineage(lineage, ctx);
+        let before = out.pushed();
         (self.logic)(b.data, out, ctx);
+        stats.elements_out += out.pushed() - before;
         out.commit(ctx);
         Ok(Receipt::Done)
     }
