@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
-# Chain benchmark of seed 000 (K=10 stages, P=2 workers), trAcker vs no tracking at granularity 1
-# and 1000, interleaved so every configuration sees the same machine noise; median of REPEAT runs.
-# Then notification latency at a fixed 100,000 elements/s. Writes raw JSON lines and a summary
-# into bench/results/chain-<UTC time>/.
+# Chain benchmark of the trAcker paper (docs/papers.md; K=10 stages, P=2 workers), trAcker vs no
+# tracking at granularity 1 and 1000, interleaved so every configuration sees the same machine
+# noise; median of REPEAT runs. Then notification latency at a fixed 100,000 elements/s. Writes raw
+# JSON lines and a summary into bench/results/chain-<UTC time>/.
 #
 # BINS="label=path ..." compares builds side by side: every configuration runs once per build,
 # the builds alternating, and the summary gives each build's medians and their ratios to the

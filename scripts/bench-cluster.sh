@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
-# Chain benchmark across processes (issue 3's figure): K=10 stages, 2 processes x 1 worker on
-# loopback, granularity 1 and 100, for none / tracker / tracker with 2 shards / tracker in a 3rd
-# (dedicated tracker) process / markers,
-# interleaved so every configuration sees the same machine noise; median of REPEAT runs. Then
-# notification latency at a fixed 100,000 elements/s. Writes raw JSON lines and a summary into
+# Chain benchmark across processes (docs/benchmarks.md, "Across processes"): K=10 stages, 2
+# processes x 1 worker on loopback, granularity 1 and 100, for none / tracker / tracker with 2
+# shards / tracker in a 3rd (dedicated tracker) process / markers, interleaved so every
+# configuration sees the same machine noise; median of REPEAT runs. Then notification latency at a
+# fixed 100,000 elements/s. Writes raw JSON lines and a summary into
 # bench/results/cluster-<UTC time>/.
 set -euo pipefail
 cd "$(dirname "$0")/.."

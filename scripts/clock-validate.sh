@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
-# Validates seed 002's clock alignment where the truth is known: three processes in network
-# namespaces (xc0-3 at 10.78.0.1-3/24, veth pairs on a bridge in a fourth namespace) share the
-# host's TSC; each gets a synthetic offset and rate error (XORFLOW_CLOCK_SKEW=offset_ns:ppm), runs
-# 100 ping-pongs per ordered pair before and after a run of events (each returned to its sender
-# for the ReT baseline), and process 0 checks |true - estimated| <= bound for every converted
-# timestamp and duration. The processes are the `validate_child` role of
-# crates/measure/tests/clock_validate.rs (built in release).
+# Validates the Cloudprofiler paper's clock alignment (docs/papers.md) where the truth is known:
+# three processes in network namespaces (xc0-3 at 10.78.0.1-3/24, veth pairs on a bridge in a fourth
+# namespace) share the host's TSC; each gets a synthetic offset and rate error
+# (XORFLOW_CLOCK_SKEW=offset_ns:ppm), runs 100 ping-pongs per ordered pair before and after a run of
+# events (each returned to its sender for the ReT baseline), and process 0 checks
+# |true - estimated| <= bound for every converted timestamp and duration. The processes are the
+# `validate_child` role of crates/measure/tests/clock_validate.rs (built in release).
 #
 # usage: scripts/clock-validate.sh [--out DIR] [--run-ms MS] [--skews A,B,C] [--port P]
 #   --out     where summary.json and process<i>.log go (default: out/clock-validate)

@@ -1,7 +1,7 @@
 #!/bin/bash
-# What event logging costs the YSB job (seed 002 section 7: 2.2 % of throughput; our aim < 2 %):
-# `xorflow run ysb` in catch-up mode on a generated file, without --log and with each SPEC,
-# alternating run by run (the machine is shared: side by side, never one block after the
+# What event logging costs the YSB job (the Cloudprofiler paper, section 6.6: 2.2 % of throughput;
+# our aim < 2 %): `xorflow run ysb` in catch-up mode on a generated file, without --log and with
+# each SPEC, alternating run by run (the machine is shared: side by side, never one block after the
 # other), medians of REPS runs of events/s. Usage:
 #   scripts/log-overhead.sh [EVENTS] [REPS] [SPEC...]   (defaults: 3000000 7 '*=xoy:1/64' '*=buffered')
 set -euo pipefail

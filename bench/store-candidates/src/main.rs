@@ -1,8 +1,9 @@
-//! The on-disk store candidates of issue 13 under the workload the write-back cache gives them
-//! (seed 001: the cache flushes at N dirty keys and at a checkpoint): `FLUSHES` batches of `DIRTY`
-//! updates (8-byte keys spread over `KEYS`, 24-byte values), a durable sync every
-//! `FLUSHES_PER_CHECKPOINT` batches, then 200,000 point reads, then every key deleted in batches
-//! (windows closing). A `BTreeMap` runs the same operations as the in-memory reference.
+//! The on-disk store candidates of the state layer (docs/state.md, "The on-disk store: redb") under
+//! the workload the write-back cache gives them (as in the changelog thesis, docs/papers.md: the
+//! cache flushes at N dirty keys and at a checkpoint): `FLUSHES` batches of `DIRTY` updates (8-byte
+//! keys spread over `KEYS`, 24-byte values), a durable sync every `FLUSHES_PER_CHECKPOINT` batches,
+//! then 200,000 point reads, then every key deleted in batches (windows closing). A `BTreeMap` runs
+//! the same operations as the in-memory reference.
 //!
 //! `cargo run --release -- [ROUNDS]` (from this folder): each round runs every store once, in
 //! turn; one line per store and round. Results and the reading of them: docs/state.md.

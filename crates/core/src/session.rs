@@ -20,8 +20,8 @@
 //! session into another, whose result follows. So the results a run has emitted, applied in
 //! order per key, leave exactly its final sessions, however the frontier was timed.
 //!
-//! Sessions keep their elements (the retain-all form, seed 001): merging needs no merge of
-//! accumulators, and the aggregate folds a session when it fires.
+//! Sessions keep their elements (the changelog thesis's retain-all form, docs/papers.md): merging
+//! needs no merge of accumulators, and the aggregate folds a session when it fires.
 
 use crate::process::{KeyedProcess, ProcessContext};
 use crate::window::EventTime;

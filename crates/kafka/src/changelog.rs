@@ -1,6 +1,7 @@
-//! Changelog state in Kafka (seed 001, Samza; `--state-changelog kafka://HOST:PORT/PREFIX`):
-//! vertex `v`'s stores write to the compacted topic `PREFIX-v`, instance `i` to partition `i`
-//! (crates/state/src/backend/changelog.rs says what is mirrored and when).
+//! Changelog state in Kafka (the changelog thesis, Samza, docs/papers.md;
+//! `--state-changelog kafka://HOST:PORT/PREFIX`): vertex `v`'s stores write to the compacted topic
+//! `PREFIX-v`, instance `i` to partition `i` (crates/state/src/backend/changelog.rs says what is
+//! mirrored and when).
 //!
 //! The topic is created with `cleanup.policy=compact` and the compaction settings the user gives
 //! (`--changelog-config min.cleanable.dirty.ratio=0.01`, ...); an existing topic is used as it
@@ -21,7 +22,8 @@ use xorflow_state::backend::changelog::{Changelog, ChangelogStats, LogRange, Rep
 use xorflow_state::backend::{ChangelogFactory, Write};
 use xorflow_state::StateError;
 
-/// The topic settings that shape compaction, which reports show (seed 001, section 4.5).
+/// The topic settings that shape compaction, which reports show (section 4.5 of the changelog
+/// thesis).
 pub const COMPACTION_SETTINGS: [&str; 6] = [
     "cleanup.policy",
     "min.cleanable.dirty.ratio",

@@ -8,7 +8,7 @@
 //! * [`source`]: the source, [`KafkaSource`]; [`input`]: a job's input-topic options and counts.
 //! * [`sink`]: the sink, [`KafkaSink`].
 //! * [`producer`]: loading records into a topic; [`dump`]: reading one back.
-//! * [`changelog`]: changelog state (seed 001) in compacted topics.
+//! * [`changelog`]: changelog state (the changelog thesis, docs/papers.md) in compacted topics.
 //! * [`broker`]: a real broker for tests (`scripts/kafka.sh` on a free port).
 
 pub mod admin;

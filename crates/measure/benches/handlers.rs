@@ -1,4 +1,4 @@
-//! Per-call cost of each event-log handler (seed 002, Table III).
+//! Per-call cost of each event-log handler (the Cloudprofiler paper, Table III; docs/papers.md).
 //!
 //! `cargo bench -p xorflow-measure --bench handlers`; results and the paper's figures side by
 //! side: `bench/results/measure/handlers.md`.

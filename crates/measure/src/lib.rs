@@ -1,4 +1,4 @@
-//! Seed 002's (Cloudprofiler's) measurement toolkit, used by the runtime and the bench stand:
+//! The Cloudprofiler paper's measurement toolkit, used by the runtime and the bench stand:
 //!
 //! * [`log`]: named event-log channels whose handler (null, ID, buffered, counter, XoY sampling,
 //!   downsample, first/last, ReT) is chosen by name at run time, and a reader for their files;
@@ -6,7 +6,7 @@
 //!   of two processes' clocks by MinRTT ping-pongs, with the error bound of every converted
 //!   duration.
 //!
-//! Notes on the paper: `../shared/reference/002-cloudprofiler-notes.md`.
+//! The paper and what xorflow takes from it: docs/papers.md, "The Cloudprofiler paper".
 
 pub mod clock;
 pub mod log;

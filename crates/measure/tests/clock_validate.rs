@@ -1,8 +1,9 @@
-//! Clock alignment validated where the truth is known (seed 002, section 6): real processes of one
-//! host share one TSC, so each gets a synthetic offset and rate error (`XORFLOW_CLOCK_SKEW`) and
-//! every reading is also taken raw. The processes align their clocks by MinRTT ping-pongs before
-//! and after a run in which they send each other events (with a ReT acknowledgement back, the
-//! baseline); process 0 converts every event's timestamps and durations into its time and checks
+//! Clock alignment validated where the truth is known (the Cloudprofiler paper, section 6;
+//! docs/papers.md): real processes of one host share one TSC, so each gets a synthetic offset and
+//! rate error (`XORFLOW_CLOCK_SKEW`) and every reading is also taken raw. The processes align their
+//! clocks by MinRTT ping-pongs before and after a run in which they send each other events (with a
+//! ReT acknowledgement back, the baseline); process 0 converts every event's timestamps and
+//! durations into its time and checks
 //! |true - estimated| <= bound for each.
 //!
 //! `processes_over_loopback_stay_within_their_bounds` runs three processes on loopback (these are

@@ -1,5 +1,6 @@
-//! XoY selects the same ids on every node (seed 002, sec. 5.1), whatever order or subset of the
-//! ids each node sees, so per-hop durations can be computed for the sampled ids.
+//! XoY selects the same ids on every node (the Cloudprofiler paper, sec. 5.1; docs/papers.md),
+//! whatever order or subset of the ids each node sees, so per-hop durations can be computed for the
+//! sampled ids.
 
 use std::collections::BTreeSet;
 

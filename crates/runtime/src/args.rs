@@ -90,10 +90,10 @@ pub struct EngineArgs {
     #[arg(long, value_parser = humantime::parse_duration,
           conflicts_with_all = ["rtt_topology", "delay_matrix"])]
     pub rtt: Option<Duration>,
-    /// Seed 004's city sets as delays: process i sits in city i of eu (Frankfurt, London, Milan,
-    /// Bratislava, Madrid, Dublin, Amsterdam, Geneva), us (New York, Los Angeles, Houston,
-    /// Denver, Washington, Seattle, Sunnyvale, Chicago) or global (Frankfurt, New York, San
-    /// Francisco, Tokyo, Seattle, London, Amsterdam, Atlanta); at most 8 processes.
+    /// The wide-area paper's city sets (docs/papers.md) as delays: process i sits in city i of eu
+    /// (Frankfurt, London, Milan, Bratislava, Madrid, Dublin, Amsterdam, Geneva), us (New York, Los
+    /// Angeles, Houston, Denver, Washington, Seattle, Sunnyvale, Chicago) or global (Frankfurt, New
+    /// York, San Francisco, Tokyo, Seattle, London, Amsterdam, Atlanta); at most 8 processes.
     #[arg(long, conflicts_with = "delay_matrix")]
     pub rtt_topology: Option<crate::net::delay::Topology>,
     /// Round-trip times per pair of processes from FILE: row i, column j in ms, entries RTT or
@@ -102,7 +102,8 @@ pub struct EngineArgs {
     #[arg(long, value_name = "FILE")]
     pub delay_matrix: Option<PathBuf>,
     /// Jitter on every delayed pair's round-trip time: a frame's RTT is drawn from [RTT - J,
-    /// RTT + J], frames staying in order (seed 004's 74-76 ms run: --rtt 75ms --rtt-jitter 1ms).
+    /// RTT + J], frames staying in order (the wide-area paper's 74-76 ms run: --rtt 75ms
+    /// --rtt-jitter 1ms).
     #[arg(long, default_value = "0s", value_parser = humantime::parse_duration)]
     pub rtt_jitter: Duration,
     /// Max elements per batch (1-1048576).
@@ -171,11 +172,11 @@ pub struct EngineArgs {
     /// 256 / granularity, every slot from granularity 256 up.
     #[arg(long)]
     pub latency_sample: Option<crate::measure::probe::Sampling>,
-    /// Event logging (seed 002's handlers, docs/measurement.md): rules `PATTERN=HANDLER`,
-    /// comma-separated, over the runtime's channels `VERTEX.in` (every element reaching an
-    /// instance of VERTEX, id = its time) and `SOURCE.out` (every element a source emits), e.g.
-    /// `*.in=xoy:1/64,events.out=xoy:1/64`; a bare HANDLER is the default. Handlers: null, id,
-    /// buffered, counter[:PERIOD], xoy:X/Y, downsample:N, first-last. Off by default.
+    /// Event logging (the Cloudprofiler paper's handlers, docs/measurement.md): rules
+    /// `PATTERN=HANDLER`, comma-separated, over the runtime's channels `VERTEX.in` (every element
+    /// reaching an instance of VERTEX, id = its time) and `SOURCE.out` (every element a source
+    /// emits), e.g. `*.in=xoy:1/64,events.out=xoy:1/64`; a bare HANDLER is the default. Handlers:
+    /// null, id, buffered, counter[:PERIOD], xoy:X/Y, downsample:N, first-last. Off by default.
     #[arg(long = "log", value_name = "SPEC")]
     pub event_log: Option<String>,
     /// Serve live metrics and a status page on ADDR while the job runs: Prometheus' text
@@ -208,7 +209,8 @@ pub struct EngineArgs {
     #[arg(long)]
     pub no_local_recovery: bool,
     /// Window contents: fold (one accumulator per window and key) or retain (every element,
-    /// folded when the window closes); seed 001's two forms, same results.
+    /// folded when the window closes); the changelog thesis's two forms (docs/papers.md), same
+    /// results.
     #[arg(long, default_value = "fold")]
     pub window_state: xorflow_state::window::WindowForm,
     /// Cut a checkpoint this often (e.g. 100ms, 1s): sources advance their epoch, and each
@@ -218,8 +220,8 @@ pub struct EngineArgs {
     #[arg(long, value_parser = humantime::parse_duration)]
     pub checkpoint_interval: Option<Duration>,
     /// How trAcker's cut keeps a checkpoint epoch apart from the next one at a stateful
-    /// instance: buffered (the next epoch's batches wait for the snapshot, seed 000) or
-    /// versioned (they are processed at once and the older state is kept until the snapshot;
+    /// instance: buffered (the next epoch's batches wait for the snapshot, as in the trAcker paper)
+    /// or versioned (they are processed at once and the older state is kept until the snapshot;
     /// fold-left windows and sinks, others buffer). docs/state.md, "The cut".
     #[arg(long, default_value = "buffered")]
     pub checkpoint_cut: crate::config::CheckpointCut,

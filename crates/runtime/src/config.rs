@@ -211,8 +211,8 @@ pub struct RuntimeConfig {
     /// Which slots the probe measures (`None`: [`crate::measure::probe::Sampling::auto`] for
     /// the granularity).
     pub latency_sample: Option<crate::measure::probe::Sampling>,
-    /// Event logging on the runtime's channels (`VERTEX.in`, `SOURCE.out`; seed 002's
-    /// handlers, `crates/measure/src/log`); `None`: off, nothing is checked per batch.
+    /// Event logging on the runtime's channels (`VERTEX.in`, `SOURCE.out`; the Cloudprofiler
+    /// paper's handlers, `crates/measure/src/log`); `None`: off, nothing is checked per batch.
     pub event_log: Option<xorflow_measure::log::LogConfig>,
     /// Serve live metrics (Prometheus, `/metrics`) and the status page (`/`) here
     /// (`measure/live/`); `None`: off.
@@ -227,7 +227,7 @@ pub struct RuntimeConfig {
     pub snapshot_work: Option<Duration>,
     /// Where keyed state lives (memory or disk) and the disk cache's policy (docs/state.md).
     pub state: xorflow_state::StateConfig,
-    /// The form windows keep their contents in: fold-left or retain-all (seed 001).
+    /// The form windows keep their contents in: fold-left or retain-all (the changelog thesis).
     pub window_state: xorflow_state::window::WindowForm,
     /// Checkpoint epochs: sources advance their epoch this often, and trAcker tracks epochs
     /// beside event time (`crates/tracking/src/epochs.rs`), or batches carry them as barriers
@@ -502,7 +502,7 @@ impl RuntimeConfig {
 /// while trAcker has not yet said the epoch is complete there (docs/state.md, "The cut").
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum CheckpointCut {
-    /// Seed 000's cut: batches of the next epoch wait, unprocessed, until the snapshot.
+    /// The trAcker paper's cut: batches of the next epoch wait, unprocessed, until the snapshot.
     #[default]
     Buffered,
     /// Versioned state: batches of the next epoch are processed at once; the instance keeps the

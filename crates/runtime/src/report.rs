@@ -110,14 +110,15 @@ pub struct RunReport {
     /// The logical graph that ran.
     pub graph: GraphDesc,
     /// Every process's clock aligned to process 0's by MinRTT ping-pongs before and after the
-    /// run (seed 002, sections 3 and 5): per ordered pair of processes the MinRTTs, offset, rate
-    /// and error bound, and the conversion of any process's ticks into process 0's time
-    /// ([`xorflow_measure::clock::Alignment::to_reference`], `duration`). Process 0 of a
-    /// multi-process run only; `None` elsewhere or when the alignment after the run failed.
+    /// run (the Cloudprofiler paper, sections 3 and 5, docs/papers.md): per ordered pair of
+    /// processes the MinRTTs, offset, rate and error bound, and the conversion of any process's
+    /// ticks into process 0's time ([`xorflow_measure::clock::Alignment::to_reference`],
+    /// `duration`). Process 0 of a multi-process run only; `None` elsewhere or when the alignment
+    /// after the run failed.
     pub clock: Option<xorflow_measure::clock::Alignment>,
     /// CPU of every process the report covers (this one; on process 0 of a multi-process run,
-    /// all), by process: its total and its worker threads' by task (issue 17's in-engine
-    /// accounting; [`crate::measure::cpu_report::CpuReport`] puts it together with the
+    /// all), by process: its total and its worker threads' by task (the in-engine CPU accounting,
+    /// docs/measurement.md; [`crate::measure::cpu_report::CpuReport`] puts it together with the
     /// vertices' CPU).
     pub cpu: Vec<ProcessCpu>,
 }

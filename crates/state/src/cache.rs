@@ -1,5 +1,6 @@
-//! The write-back cache's policy (seed 001, Samza's store: an LRU cache in front of RocksDB that
-//! flushes when 500 keys are dirty, at every commit, and on demand).
+//! The write-back cache's policy (the changelog thesis, section 3.2.1, Samza's store: an LRU cache
+//! in front of RocksDB that flushes when 500 keys are dirty, at every commit, and on demand;
+//! docs/papers.md).
 
 /// When a table's write-back cache flushes to its backend and how much it keeps.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

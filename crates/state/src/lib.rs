@@ -7,10 +7,11 @@
 //!   than memory).
 //! * [`ValueTable`] and [`ListTable`]: typed keyed state (a value per key; an append-only list per
 //!   key) behind a write-back cache ([`CacheConfig`]: flush at N dirty keys, at a checkpoint, on
-//!   demand; seed 001's Samza store). Lists are stored as runs of elements (`run.rs`).
+//!   demand; the Samza store of the changelog thesis, docs/papers.md). Lists are stored as runs of
+//!   elements (`run.rs`).
 //! * [`delta`]: what changed since the last snapshot, as records ([`delta::Record`]); a snapshot of a
 //!   [`StateStore`] is the delta of each of its tables, so checkpoints are incremental.
-//! * [`window`]: window state in seed 001's two forms, fold-left and retain-all.
+//! * [`window`]: window state in the changelog thesis's two forms, fold-left and retain-all.
 //! * [`checkpoint`]: checkpoint files with checksums, manifests and retention in a checkpoint
 //!   directory.
 //! * [`local`]: local recovery (host affinity): a restarted process rolls its on-disk stores back

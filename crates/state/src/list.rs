@@ -1,6 +1,7 @@
-//! A table of one append-only list per key (seed 001's retain-all window state: every element
-//! stored, all of a key's elements deleted when its window closes). Elements are stored in runs
-//! (`run.rs`): one backend entry per list per flush, not one per element.
+//! A table of one append-only list per key (the changelog thesis's retain-all window state,
+//! docs/papers.md: every element stored, all of a key's elements deleted when its window closes).
+//! Elements are stored in runs (`run.rs`): one backend entry per list per flush, not one per
+//! element.
 
 use crate::backend::{lock, Write};
 use crate::codec;

@@ -1,6 +1,6 @@
-//! Local recovery (seed 001's host affinity; Flink calls it local recovery): a process that
-//! restarts on the same host reuses its on-disk store instead of rebuilding it from the
-//! checkpoint store.
+//! Local recovery (the changelog thesis's host affinity, docs/papers.md; Flink calls it local
+//! recovery): a process that restarts on the same host reuses its on-disk store instead of
+//! rebuilding it from the checkpoint store.
 //!
 //! Every checkpoint leaves a persistent redb savepoint in each on-disk store
 //! ([`crate::StateStore::savepoint`]), taken from the same state at the same moment as the

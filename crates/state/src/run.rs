@@ -6,10 +6,10 @@
 //! length is read from its first bytes without decoding the elements. A run holds at most about
 //! [`RUN_BYTES`] of elements.
 //!
-//! Why runs and not one record per element (seed 001's retain-all layout): a restore replays the
-//! changelog record by record, and per-element records made it as slow as the broker delivers
-//! millions of tiny records (`bench/results/changelog/REPORT.md`); a run costs one record per
-//! list per flush instead.
+//! Why runs and not one record per element (the changelog thesis's retain-all layout,
+//! docs/papers.md): a restore replays the changelog record by record, and per-element records made
+//! it as slow as the broker delivers millions of tiny records
+//! (`bench/results/changelog/REPORT.md`); a run costs one record per list per flush instead.
 
 use crate::codec;
 use crate::error::StateError;

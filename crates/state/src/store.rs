@@ -252,7 +252,7 @@ impl StateStore {
         crate::backend::lock(&self.backend).sync()
     }
 
-    /// The backend's counters (bytes written: seed 001's store I/O).
+    /// The backend's counters (bytes written: the changelog thesis's store I/O, docs/papers.md).
     pub fn stats(&self) -> crate::backend::BackendStats {
         crate::backend::lock(&self.backend).stats()
     }

@@ -1,6 +1,7 @@
-//! The marker baseline (punctuations; docs/design.md, "trAcker requirements", seed 000's comparison): an operator
-//! instance keeps the latest `Marker(t)` of each input channel; the minimum over channels is its
-//! aligned marker, its notification, which it forwards to every downstream instance when it rises.
+//! The marker baseline (punctuations; docs/design.md, "trAcker requirements"; the trAcker paper's
+//! comparison, docs/papers.md): an operator instance keeps the latest `Marker(t)` of each input
+//! channel; the minimum over channels is its aligned marker, its notification, which it forwards to
+//! every downstream instance when it rises.
 
 use crate::time::Time;
 

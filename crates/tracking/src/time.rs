@@ -8,7 +8,8 @@ pub use xorflow_core::{Time, INF};
 /// Index of a substream: `floor(time / g)`.
 pub type Slot = u64;
 
-/// Tracking granularity `g` (time units per slot, at least 1): the "tracking frequency" of seed 000.
+/// Tracking granularity `g` (time units per slot, at least 1): the "tracking frequency" of the
+/// trAcker paper (docs/papers.md).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Granularity(u64);
 

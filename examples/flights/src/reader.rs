@@ -441,7 +441,8 @@ mod tests {
         }
     }
 
-    /// Issue 12 defect 7: a huge header was echoed whole into the error.
+    /// Defect 7 of the review (docs/design.md, "Names in the history"): a huge header was echoed
+    /// whole into the error; messages now quote at most 200 bytes of input.
     #[test]
     fn a_huge_header_is_refused_with_a_short_message() {
         let mut f = tempfile::NamedTempFile::new().unwrap();
@@ -461,7 +462,7 @@ mod tests {
         );
     }
 
-    /// Issue 12 defect 7: binary input put raw control bytes into the error.
+    /// Defect 7: binary input put raw control bytes into the error; quoted input is escaped.
     #[test]
     fn binary_input_is_quoted_with_escapes() {
         let mut f = tempfile::NamedTempFile::new().unwrap();
@@ -485,8 +486,8 @@ mod tests {
         assert!(reason.contains("dep_delay '\\u{1b}[31m'"), "{reason}");
     }
 
-    /// Issue 12 defect 7: a 50 MB line of commas cost 877 MB (a Vec of 50 M empty fields). Rows
-    /// longer than [`MAX_LINE`] are malformed, named by line; long fields are quoted short.
+    /// Defect 7: a 50 MB line of commas cost 877 MB (a Vec of 50 M empty fields). Rows longer than
+    /// [`MAX_LINE`] are malformed, named by line; long fields are quoted short.
     #[test]
     fn long_rows_are_malformed_and_long_fields_quoted_short() {
         let good = "2013,1,1,517,515,2,830,819,11,UA,1545,N14228,EWR,IAH,227,1400,5,15,2013-01-01T10:00:00Z";

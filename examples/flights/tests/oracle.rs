@@ -296,8 +296,8 @@ fn real_data_without_tracking_matches_oracle() {
 
 #[test]
 fn real_data_every_window_state_form_and_backend_matches_oracle() {
-    // Seed 001's two window forms on both backends give the same rows (`run_job` gives the disk
-    // backend a tiny cache).
+    // The changelog thesis's two window forms on both backends give the same rows (`run_job` gives
+    // the disk backend a tiny cache).
     let path = data_file();
     let inp = real_input();
     for window_state in [WindowForm::Fold, WindowForm::Retain] {

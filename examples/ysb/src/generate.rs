@@ -55,8 +55,8 @@ impl Ids {
     }
 
     /// Draws all ids from `rng`, with `campaigns` campaigns of [`ADS_PER_CAMPAIGN`] ads each
-    /// (seed 003's state-size experiment: 1k-16k campaigns). With [`CAMPAIGNS`] it draws what
-    /// [`Ids::new`] draws.
+    /// (the CPU-efficiency paper's state-size experiment: 1k-16k campaigns). With [`CAMPAIGNS`] it
+    /// draws what [`Ids::new`] draws.
     pub fn with_campaigns(rng: &mut SmallRng, campaigns: usize) -> Self {
         let mut n = |k: usize| (0..k).map(|_| uuid(rng)).collect::<Vec<_>>();
         Ids {

@@ -1,8 +1,8 @@
 //! # The Yahoo Streaming Benchmark (YSB) on xorflow
 //!
-//! The benchmark of yahoo/streaming-benchmarks (2015), used by seeds 002-004
-//! (`../shared/seeds/`): ad events as JSON lines; the job keeps the views, joins each ad to its
-//! campaign and counts views per campaign in 10 s tumbling event-time windows.
+//! The benchmark of yahoo/streaming-benchmarks (2015), used by the Cloudprofiler, CPU-efficiency
+//! and wide-area papers (docs/papers.md): ad events as JSON lines; the job keeps the views, joins
+//! each ad to its campaign and counts views per campaign in 10 s tumbling event-time windows.
 //!
 //! - [`event`]: the event format ([`event_scan`]: its fast path); [`campaigns`]: the ad ->
 //!   campaign table, keyed by [`ad_id`];

@@ -1,5 +1,5 @@
-//! Seed 000's chain workload on timely dataflow, measured the way `xorflow bench chain` measures
-//! itself, so `xorflow bench peers` can put the two side by side.
+//! The trAcker paper's chain workload (docs/papers.md) on timely dataflow, measured the way
+//! `xorflow bench chain` measures itself, so `xorflow bench peers` can put the two side by side.
 //!
 //! Graph: an input, `K` pass-through stages each fed through an exchange (hash of element id and
 //! stage, the counterpart of xorflow's per-stage re-partition), and a sink. Worker `i` of `P`
@@ -14,7 +14,7 @@
 //! Measured, after the first `--warmup` ids:
 //! - notification latency: per sink and timestamp, the arrival of its last element to the sink
 //!   observing the frontier pass it, us; and the same from the timestamp's last arrival at *any*
-//!   sink (seed 000's definition, as `xorflow bench chain` reports it too);
+//!   sink (the trAcker paper's definition, as `xorflow bench chain` reports it too);
 //! - element latency: due time at the input to arrival at the sink, us (no coordinated omission);
 //!   and, with `--latency-by-second`, its p99 per second of the schedule (the ids due in it), what
 //!   `xorflow bench sustainable --workload chain` judges growth by;
@@ -53,7 +53,7 @@ use timely::WorkerConfig;
 
 /// Command-line options (the names of `xorflow bench chain` where they mean the same).
 #[derive(Parser, Debug, Clone)]
-#[command(about = "Seed 000's chain workload on timely dataflow")]
+#[command(about = "The trAcker paper's chain workload on timely dataflow")]
 pub struct Args {
     /// Worker threads per process.
     #[arg(long, default_value_t = 2)]

@@ -227,7 +227,7 @@ fn percentiles(h: &Histogram<u64>) -> Percentiles {
     }
 }
 
-/// Notification latency from each timestamp's last arrival at *any* sink (seed 000's
+/// Notification latency from each timestamp's last arrival at *any* sink (the trAcker paper's
 /// definition): the slot logs of every sink, grouped by timestamp.
 fn from_last_arrival_anywhere(slot_log: &mut [(u64, u64, u64)]) -> Histogram<u64> {
     let mut any = hist();

@@ -1,5 +1,6 @@
 //! The clocks of a whole run aligned to one reference process, and the conversion of timestamps
-//! and cross-process durations into its time (seed 002, section 3.3: the four duration cases).
+//! and cross-process durations into its time (the Cloudprofiler paper, section 3.3: the four
+//! duration cases; docs/papers.md).
 //!
 //! Every ordered pair (i, j) of processes ran the ping-pong before and after the run with i
 //! sending the pings: that gives the map from j's ticks to i's ([`LinearMap`]). The reference is

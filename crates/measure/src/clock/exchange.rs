@@ -1,6 +1,7 @@
 //! The ping-pong protocol between two processes, without I/O: the caller moves [`Message`]s over
-//! whatever connection it has and this keeps the stamps and the minimum round trip (seed 002,
-//! section 5.2: "each pair exchanges measurement packets 100 times to select MinRTT").
+//! whatever connection it has and this keeps the stamps and the minimum round trip (the
+//! Cloudprofiler paper, sections 5.2 and 6.5: "each pair exchanges measurement packets 100 times to
+//! select MinRTT"; docs/papers.md).
 //!
 //! Both sides run it at once on one pair of connections: each sends its pings one at a time
 //! (the next when the previous answer is in), answers every ping of the other side at once, and

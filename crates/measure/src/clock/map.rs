@@ -1,5 +1,5 @@
 //! The linear map between two processes' clocks from two MinRTT round trips, one before and one
-//! after the run (seed 002, section 3.2, Eq. 4 and 6).
+//! after the run (the Cloudprofiler paper, section 3.2, Eq. 4 and 6; docs/papers.md).
 //!
 //! Each round trip gives a point: the responder's stamp x (its ticks) and the initiator's
 //! midpoint y (its ticks), true to within e = half the round trip. With both clocks running at
@@ -102,7 +102,7 @@ impl LinearMap {
     }
 
     /// A responder duration of `d` ticks in initiator ticks: `d * r`, bound `|d| * rate bound`
-    /// (seed 002, section 3.3.1: both ends on one non-reference node).
+    /// (the Cloudprofiler paper, section 3.3.2: both ends on one non-reference node).
     pub fn scale(&self, d: i64) -> Bounded {
         Bounded {
             value: d as f64 * self.rate(),

@@ -1,5 +1,5 @@
-//! Clock reading and alignment across processes (seed 002, sections 3, 5 and 6: Cloudprofiler's
-//! reference TSC).
+//! Clock reading and alignment across processes (the Cloudprofiler paper, sections 3, 5 and 6: its
+//! reference TSC; docs/papers.md).
 //!
 //! One concept per file:
 //! * [`source`]: this process's tick source ([`now`]: the TSC when it is invariant, else

@@ -1,8 +1,8 @@
-//! The return-trip (ReT) baseline (seed 002, section 2.2 and 6.4): the end event is sent back to
-//! the process where the start event happened and stamped there on arrival, so both stamps come
-//! from one clock. The measured duration is too long by the return transit, whose bound is the
-//! round trip of the ReT acknowledgement (the end side sends the ReTACK and measures how long the
-//! start side takes to answer it), taken during the run, under load.
+//! The return-trip (ReT) baseline (the Cloudprofiler paper, sections 2.2 and 6.4; docs/papers.md):
+//! the end event is sent back to the process where the start event happened and stamped there on
+//! arrival, so both stamps come from one clock. The measured duration is too long by the return
+//! transit, whose bound is the round trip of the ReT acknowledgement (the end side sends the ReTACK
+//! and measures how long the start side takes to answer it), taken during the run, under load.
 
 use serde::{Deserialize, Serialize};
 

@@ -1,8 +1,9 @@
-//! One ping-pong between two processes, and the choice of the best of many (seed 002, section
-//! 3.1 and 5.2, "MinRTT"): process A stamps `sent` (c_i) and sends a ping, B stamps `remote`
-//! (c_j) on its own clock and answers, A stamps `received` (c_k). B's reading happened while A's
-//! clock was between c_i and c_k, so it corresponds to A's (c_i + c_k) / 2 give or take
-//! (c_k - c_i) / 2. The round trip with the smallest c_k - c_i gives the tightest bound.
+//! One ping-pong between two processes, and the choice of the best of many (the Cloudprofiler
+//! paper, sections 3.1 and 5.2, "MinRTT"; docs/papers.md): process A stamps `sent` (c_i) and sends
+//! a ping, B stamps `remote` (c_j) on its own clock and answers, A stamps `received` (c_k). B's
+//! reading happened while A's clock was between c_i and c_k, so it corresponds to A's
+//! (c_i + c_k) / 2 give or take (c_k - c_i) / 2. The round trip with the smallest c_k - c_i gives
+//! the tightest bound.
 
 use serde::{Deserialize, Serialize};
 

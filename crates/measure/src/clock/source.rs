@@ -1,8 +1,9 @@
-//! The per-process tick source (seed 002, section 3: "a TSC on a typical node provides 0.45 ns per
-//! cycle"): the x86-64 time-stamp counter when the CPU says it is invariant (`constant_tsc`: it
-//! counts at one rate whatever the core frequency; `nonstop_tsc`: it keeps counting in deep
-//! C-states), otherwise Linux's `CLOCK_MONOTONIC_RAW` in nanoseconds. A tick is a unit of this
-//! process's clock; [`ticks_per_ns`] calibrates it against `CLOCK_MONOTONIC_RAW`.
+//! The per-process tick source (the Cloudprofiler paper, section 3.1, docs/papers.md: a TSC on a
+//! typical cloud node gives 0.45 ns per cycle): the x86-64 time-stamp counter when the CPU says it
+//! is invariant (`constant_tsc`: it counts at one rate whatever the core frequency; `nonstop_tsc`:
+//! it keeps counting in deep C-states), otherwise Linux's `CLOCK_MONOTONIC_RAW` in nanoseconds. A
+//! tick is a unit of this process's clock; [`ticks_per_ns`] calibrates it against
+//! `CLOCK_MONOTONIC_RAW`.
 //!
 //! The choice is made once per process, at the first reading (or at [`init`], which reports a
 //! bad setting instead of ignoring it). Two environment variables change it, both for tests:

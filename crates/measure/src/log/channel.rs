@@ -1,4 +1,5 @@
-//! A named log channel and its handler: the hot `log(id)` call (seed 002, sec. 5.1).
+//! A named log channel and its handler: the hot `log(id)` call (the Cloudprofiler paper, sec. 5.1;
+//! docs/papers.md).
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;

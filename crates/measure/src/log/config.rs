@@ -5,8 +5,9 @@ use std::str::FromStr;
 
 use super::spec::{HandlerSpec, SpecError};
 
-/// Maps channel names to handler specs (seed 002, sec. 5.1, "Online Handler Configuration": the
-/// handler is looked up by the channel's name when it opens), plus the directory of the files.
+/// Maps channel names to handler specs (the Cloudprofiler paper, sec. 5.1, "Online Handler
+/// Configuration": the handler is looked up by the channel's name when it opens), plus the
+/// directory of the files.
 ///
 /// String form (what `--log SPEC` takes): comma-separated `PATTERN=HANDLER` rules, for example
 /// `window.*=xoy:1/64,source.emit=buffered,default=null`. A pattern is a channel name in which

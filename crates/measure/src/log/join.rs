@@ -1,13 +1,14 @@
-//! Per-hop durations: two channels joined by event id (seed 002, sec. 3 and 7.4), and the ReT
-//! baseline's durations (sec. 2.2, 6.4), each with an error bound; and their summary.
+//! Per-hop durations: two channels joined by event id (the Cloudprofiler paper, sec. 3 and 7.1;
+//! docs/papers.md), and the ReT baseline's durations (sec. 2.2, 6.4), each with an error bound; and
+//! their summary.
 
 use std::collections::hash_map::Entry;
 use std::collections::HashMap;
 
 use super::reader::{LogFile, Records, RetKind};
 
-/// Converts a process's clock ticks to the reference timebase (seed 002, sec. 3: one reference
-/// node, every other node's ticks mapped by the MinRTT alignment).
+/// Converts a process's clock ticks to the reference timebase (the Cloudprofiler paper, sec. 3: one
+/// reference node, every other node's ticks mapped by the MinRTT alignment).
 ///
 /// Any `Fn(process: u32, ticks: u64) -> (ref_ns: f64, error_bound_ns: f64)` is one. A clock
 /// alignment that knows better than adding the two ends' bounds (the same process: the offset
@@ -34,9 +35,10 @@ impl<F: Fn(u32, u64) -> (f64, f64)> ToReference for F {
     }
 }
 
-/// A run's clock alignment converts by seed 002's four cases ([`crate::clock::Alignment::duration`]):
-/// one e for two non-reference processes instead of 2e. A process the alignment does not know
-/// (or has no map for) converts to NaN with an infinite bound, which shows in every summary.
+/// A run's clock alignment converts by the Cloudprofiler paper's four cases
+/// ([`crate::clock::Alignment::duration`]): one e for two non-reference processes instead of 2e. A
+/// process the alignment does not know (or has no map for) converts to NaN with an infinite bound,
+/// which shows in every summary.
 impl ToReference for crate::clock::Alignment {
     fn to_ref(&self, process: u32, ticks: u64) -> (f64, f64) {
         self.to_reference(process as usize, ticks)

@@ -1,4 +1,5 @@
-//! Event-log channels and their handlers (seed 002, Cloudprofiler, sec. 5.1; Table III).
+//! Event-log channels and their handlers (the Cloudprofiler paper, sec. 5.1 and Table III;
+//! docs/papers.md).
 //!
 //! Operators and the runtime open named channels and call [`Channel::log`] with an event
 //! (tuple) id; the handler of each channel is chosen by name at run time from a

@@ -1,4 +1,5 @@
-//! Handler specs: the run-time name (and arguments) of a channel's handler (seed 002, sec. 5.1).
+//! Handler specs: the run-time name (and arguments) of a channel's handler (the Cloudprofiler
+//! paper, sec. 5.1; docs/papers.md).
 
 use std::fmt;
 use std::str::FromStr;

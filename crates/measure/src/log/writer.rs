@@ -2,8 +2,9 @@
 //! samples counters, and completes files (trailer, then rename) when their channel finishes.
 //!
 //! One per [`super::Logs`]; it ends when every sender (the `Logs` and its channels) is gone.
-//! Seed 002 uses several compression threads and one I/O thread; on this project's 2-core
-//! machines one thread does both (measured in `bench/results/measure/handlers.md`).
+//! The Cloudprofiler paper's buffered handler uses several compression threads and one I/O thread;
+//! on this project's 2-core machines one thread does both (measured in
+//! `bench/results/measure/handlers.md`).
 
 use std::collections::HashMap;
 use std::fs::File;

@@ -633,7 +633,7 @@ impl<T: Data> Stream<T> {
     }
 
     /// Passes the stream through a vertex that snapshots at epoch boundaries, driven by
-    /// notifications (seed 000's state-snapshotting experiment; see
+    /// notifications (the trAcker paper's state-snapshotting experiment, docs/papers.md; see
     /// [`crate::operators::epoch_snapshot`]): each instance processes only the current epoch,
     /// buffers later ones (withholding their receive tags) until the epoch is complete at this
     /// vertex, then pauses `spec.pause_ns` (the imitated snapshot) and releases the buffer.

@@ -1,5 +1,5 @@
-//! Where a worker thread's CPU goes (issue 17, in-engine accounting; seed 003 measures the same
-//! per task with a profiler).
+//! Where a worker thread's CPU goes (in-engine accounting, docs/measurement.md; the CPU-efficiency
+//! paper, docs/papers.md, measures the same per task with a profiler).
 //!
 //! Reading the thread's CPU clock around every step would cost a system call each (a few hundred
 //! ns here; steps run hundreds of thousands of times a second), so the worker laps a cheap

@@ -1,5 +1,5 @@
-//! A finished run's CPU by operator and by task (issue 17's in-engine accounting): what every
-//! command's `--json` and text report show.
+//! A finished run's CPU by operator and by task (the in-engine accounting, docs/measurement.md):
+//! what every command's `--json` and text report show.
 
 use super::cpu::CPU_NS;
 use crate::report::RunReport;

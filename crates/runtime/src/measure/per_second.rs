@@ -1,8 +1,9 @@
 //! Latency series per second of a run, kept in a vertex's statistics as histograms named
 //! `<prefix>/<second, 6 digits>`, so they merge over instances and processes like any other
 //! histogram. The sustainable-throughput judge reads them to see whether latency grows over a
-//! run (seed 002, section 4.4): the YSB's pre-window latency (`examples/ysb/src/bench/latency.rs`)
-//! and the chain's element latency (`crates/bench/src/sustainable/series.rs`).
+//! run (sustainable throughput: the Cloudprofiler paper, section 4.3, after Karimov et al.;
+//! docs/papers.md): the YSB's pre-window latency (`examples/ysb/src/bench/latency.rs`) and the
+//! chain's element latency (`crates/bench/src/sustainable/series.rs`).
 
 use crate::measure::stats::VertexStats;
 use hdrhistogram::Histogram;

@@ -30,10 +30,10 @@ pub struct ArrivalProbe {
 
 const SPAN: u64 = 1 << 24;
 
-/// Which slots the probe measures: XoY sampling over slot numbers (seed 002, section 3: keep an
-/// id when `id mod y < x`), so every instance of every process samples the same slots and the
-/// latency from the last arrival anywhere ([`SlotLog::settle`]) still lines up. `y` is a power of
-/// two (the test is a mask and a compare per element).
+/// Which slots the probe measures: XoY sampling over slot numbers (the Cloudprofiler paper, section
+/// 5.1: keep an id when `id mod y < x`), so every instance of every process samples the same slots
+/// and the latency from the last arrival anywhere ([`SlotLog::settle`]) still lines up. `y` is a
+/// power of two (the test is a mask and a compare per element).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Sampling {
     x: u64,

@@ -1,7 +1,8 @@
 //! One duration whose two ends are runtime stamps of possibly different processes, settled on
-//! process 0 after a run: converted through the run's clock alignment (seed 002, section 3.3, its
-//! four cases) when there is one, else the plain difference; and the tally that checks every
-//! converted sample against the plain difference, the truth on one host.
+//! process 0 after a run: converted through the run's clock alignment (the Cloudprofiler paper,
+//! section 3.3, its four cases; docs/papers.md) when there is one, else the plain difference; and
+//! the tally that checks every converted sample against the plain difference, the truth on one
+//! host.
 
 use super::stats::{ClockCheck, VertexStats};
 use xorflow_measure::clock::Alignment;

@@ -1,6 +1,6 @@
 //! Per-slot records of a sink's instances, to measure notification latency from a substream's
-//! last arrival *anywhere* (seed 000, section 5.2.1), across processes with seed 002's clock
-//! alignment (section 3.3).
+//! last arrival *anywhere* (the trAcker paper, "Notification latency"), across processes with the
+//! Cloudprofiler paper's clock alignment (section 3.3; both papers: docs/papers.md).
 
 use super::settled::Settled;
 use xorflow_measure::clock::Alignment;
@@ -22,12 +22,12 @@ pub struct SlotRecord {
     pub process: u32,
 }
 
-/// Per-slot records of the instances of one vertex, to measure notification latency as seed 000
-/// (section 5.2.1) defines it: from the substream's last element arriving *anywhere* (its bench
-/// stand received all sink output) to the notification. [`super::probe::ArrivalProbe`]'s own
-/// samples start at the last arrival at the same instance, so they also contain the skew between
-/// partitions: how much later the slot's last element reached another instance. The difference
-/// between the two is data path jitter, not tracking.
+/// Per-slot records of the instances of one vertex, to measure notification latency as the trAcker
+/// paper ("Notification latency") defines it: from the substream's last element arriving *anywhere*
+/// (its bench stand received all sink output) to the notification. [`super::probe::ArrivalProbe`]'s
+/// own samples start at the last arrival at the same instance, so they also contain the skew
+/// between partitions: how much later the slot's last element reached another instance. The
+/// difference between the two is data path jitter, not tracking.
 ///
 /// 32 bytes per slot and instance, at most [`SlotLog::CAP`] records per instance (the rest are
 /// counted in `dropped`).
@@ -116,7 +116,7 @@ impl SlotLog {
     /// notification minus the latest last arrival of the same slot over all instances (`any`),
     /// and minus the latest last arrival of this slot *or an earlier one* (`frontier`). With
     /// `clock` (a run of several processes), the latest arrival is chosen and the durations
-    /// measured in process 0's time by seed 002's four cases
+    /// measured in process 0's time by the Cloudprofiler paper's four cases
     /// ([`Alignment::monotonic_duration`]), each with its error bound; a record the alignment
     /// cannot convert (a process without a map) keeps the plain difference, `converted` false.
     ///

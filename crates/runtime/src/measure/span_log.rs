@@ -1,8 +1,9 @@
 //! Sampled spans whose two ends may lie in different processes, such as an element's due time at
 //! its source and its arrival at a sink: kept as raw stamps during the run, shipped to process 0
-//! with the process's report, and converted there through the run's clock alignment (seed 002,
-//! section 3.3) once the alignment after the run exists. Operators sample (seed 002's XoY: the
-//! same ids on every process) so the log stays small; [`SpanLog::CAP`] bounds it.
+//! with the process's report, and converted there through the run's clock alignment (the
+//! Cloudprofiler paper, section 3.3, docs/papers.md) once the alignment after the run exists.
+//! Operators sample (its XoY handler, section 5.1: the same ids on every process) so the log stays
+//! small; [`SpanLog::CAP`] bounds it.
 
 use super::settled::Settled;
 use xorflow_measure::clock::Alignment;

@@ -136,9 +136,9 @@ pub struct VertexStats {
 }
 
 /// Histogram of a sink's notification latency in ns measured from the substream's last arrival at
-/// any instance of any process (seed 000's definition; see [`SlotLog`]). Across processes the
-/// stamps are converted into process 0's time by the run's clock alignment (seed 002), each
-/// sample within [`NOTIFICATION_LATENCY_ANY_BOUND`] of the truth.
+/// any instance of any process (the trAcker paper's definition, docs/papers.md; see [`SlotLog`]).
+/// Across processes the stamps are converted into process 0's time by the run's clock alignment
+/// (the Cloudprofiler paper's), each sample within [`NOTIFICATION_LATENCY_ANY_BOUND`] of the truth.
 pub const NOTIFICATION_LATENCY_ANY: &str = "notification_latency_any_ns";
 
 /// Histogram of a sink's notification latency in ns measured from the first moment a frontier

@@ -1,9 +1,9 @@
-//! Clock alignment over the cluster's own connections (seed 002, sections 3 and 5.2): every
-//! process runs [`ROUNDS`] ping-pongs against every other, once after all connections are up and
-//! before the workers start ([`BEFORE`]), and once after every process said Done and before the
-//! connections close ([`AFTER`]): the quiet periods of the run. Each process keeps the minimum
-//! round trip of its own pings per peer; after the run the others send theirs to process 0 in a
-//! ClockReport frame and process 0 aligns every clock to its own
+//! Clock alignment over the cluster's own connections (the Cloudprofiler paper, sections 3 and 5.2;
+//! docs/papers.md): every process runs [`ROUNDS`] ping-pongs against every other, once after all
+//! connections are up and before the workers start ([`BEFORE`]), and once after every process said
+//! Done and before the connections close ([`AFTER`]): the quiet periods of the run. Each process
+//! keeps the minimum round trip of its own pings per peer; after the run the others send theirs to
+//! process 0 in a ClockReport frame and process 0 aligns every clock to its own
 //! ([`xorflow_measure::clock::Alignment`], in the run report).
 //!
 //! The exchange with each peer runs concurrently on the network thread, on the two connections

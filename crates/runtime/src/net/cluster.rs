@@ -74,8 +74,8 @@ pub struct ClusterConfig {
     /// Environment variables process 0 of a local launch gives its children (the checkpoint a
     /// resumed job restores: `checkpoint/resume.rs`). Not part of the job's identity.
     pub child_env: Vec<(String, String)>,
-    /// Clock-alignment pings per pair of processes and phase (seed 002: 100); 0 exchanges no
-    /// round trips and leaves the run without clock maps.
+    /// Clock-alignment pings per pair of processes and phase (the Cloudprofiler paper used 100,
+    /// section 6.5); 0 exchanges no round trips and leaves the run without clock maps.
     pub clock_rounds: u32,
     /// Wide-area delay injected between processes (`--rtt`, `--rtt-topology`, `--delay-matrix`;
     /// `delay/mod.rs`).

@@ -52,7 +52,7 @@ pub enum Kind {
     Abort = 9,
     /// A checkpoint report the sender filed, for process 0's coordinator (`checkpoint/`).
     Checkpoint = 10,
-    /// A clock-alignment ping (seed 002's MinRTT).
+    /// A clock-alignment ping (the Cloudprofiler paper's MinRTT, docs/papers.md).
     ClockPing = 11,
     /// The answer to a clock-alignment ping, stamped.
     ClockPong = 12,

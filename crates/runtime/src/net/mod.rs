@@ -1,8 +1,8 @@
 //! Running one job across processes and hosts: cluster launch ([`cluster`]), the wire format
 //! ([`frame`], [`batch_codec`]), remote channels with credit-based backpressure ([`link`]) and the TCP transport
-//! ([`transport`]), with seed 002's clock alignment on the same connections ([`clock_phase`])
-//! and seed 004's wide-area delay injected in user space ([`delay`]).
-//! Serialization happens only here, at the process boundary.
+//! ([`transport`]), with the Cloudprofiler paper's clock alignment on the same connections
+//! ([`clock_phase`]) and the wide-area paper's delay injected in user space ([`delay`]; both
+//! papers: docs/papers.md). Serialization happens only here, at the process boundary.
 
 pub mod batch_codec;
 pub mod clock_phase;

@@ -1,8 +1,9 @@
 //! Reading the connection from one other process on the network thread: frames are taken as
-//! they arrive ([`read_loop`]) or held back by an injected delay first ([`read_delayed`], seed
-//! 004), and each is routed ([`route`]): batches into the receiving worker's inbound queue,
-//! credits to the sender's counter, ack pieces to the tracker shard hosted here, frontiers to
-//! every local worker's inbox. How reading ended goes to the serving loop of `transport.rs`.
+//! they arrive ([`read_loop`]) or held back by an injected delay first ([`read_delayed`], the
+//! wide-area paper's experiments, docs/papers.md), and each is routed ([`route`]): batches into the
+//! receiving worker's inbound queue, credits to the sender's counter, ack pieces to the tracker
+//! shard hosted here, frontiers to every local worker's inbox. How reading ended goes to the
+//! serving loop of `transport.rs`.
 
 use super::frame::{self, ChannelId, Kind};
 use super::transport::{Delivery, Event, Reader};

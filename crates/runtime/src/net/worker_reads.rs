@@ -13,8 +13,8 @@
 //! routes every frame as the network thread would (`reading.rs`): frames for another local
 //! worker, the tracker shard or the checkpoint thread go where they went before. Parked, a worker
 //! waits on its sockets; busy, it polls them at most every [`BUSY_POLL_NS`], so a long step
-//! delays the frames it reads for the others by as much. With an injected delay (seed 004) the
-//! network thread reads every connection: its timers hold their frames back.
+//! delays the frames it reads for the others by as much. With an injected delay (`--rtt` and the
+//! like, docs/wan.md) the network thread reads every connection: its timers hold their frames back.
 //!
 //! The network thread hands a connection over once it is up (after the handshake and the clock
 //! alignment), through [`Handover`]. It comes back when reading it ends (Done, Abort, a failure:

@@ -134,8 +134,8 @@ struct Staged<T> {
 }
 
 /// The operator around a [`Sink`]. It measures notification latency per slot: from receiving the
-/// last element of a slot to the notification covering it (seed 000's "notification await time"),
-/// and with checkpoints stages the elements (see the module doc).
+/// last element of a slot to the notification covering it (the trAcker paper's "notification await
+/// time", docs/papers.md), and with checkpoints stages the elements (see the module doc).
 pub struct SinkOp<T, S> {
     sink: S,
     probe: ArrivalProbe,

@@ -2,12 +2,12 @@
 //!
 //! trAcker tracks checkpoint epochs beside event time (`crates/tracking/src/epochs.rs`). A
 //! stateful instance processes only batches of its current epoch `cur` and earlier: a batch of a
-//! later epoch waits here with its receive tag withheld (seed 000's snapshot operator, with epochs
-//! instead of event-time boundaries). So the instance's epoch frontier can pass `cur` only once
-//! every batch of `cur` is processed here and upstream, and when it rises to `f` the state holds
-//! exactly the epochs below `f`: the instance snapshots it as checkpoint `f - 1` (covering the
-//! epochs `cur..f` it skipped too, in which it received nothing), moves to `f` and releases what
-//! waited.
+//! later epoch waits here with its receive tag withheld (the trAcker paper's snapshot operator,
+//! docs/papers.md, with epochs instead of event-time boundaries). So the instance's epoch frontier
+//! can pass `cur` only once every batch of `cur` is processed here and upstream, and when it rises
+//! to `f` the state holds exactly the epochs below `f`: the instance snapshots it as checkpoint
+//! `f - 1` (covering the epochs `cur..f` it skipped too, in which it received nothing), moves to
+//! `f` and releases what waited.
 //!
 //! With `--tracking markers` the same cut is Flink's aligned checkpoint, the baseline: the epoch
 //! of every batch is its barrier (an operator sends a marker-only batch of its new epoch on every

@@ -1,6 +1,6 @@
 //! When acks move on: the one place that decides when a worker hands its thread-local acks to the
 //! process acker and when the process acker flushes to the tracker shards (docs/design.md,
-//! "Flushing"; seed 000 section 5 batches acks the same way).
+//! "Flushing"; the trAcker paper's experiments batch acks the same way, docs/papers.md).
 //!
 //! Three knobs: `--ack-flush-interval` (flush at least this often while updates are pending),
 //! `--ack-flush-count` (flush after this many updates; 0 means unbatched: every ack leaves at once

@@ -19,7 +19,7 @@
 //!
 //! `--ack-multiplier m` puts 2m self-cancelling random acks (m random tags, each twice, on the same
 //! component and slot) in front of every real ack: the tracker's load grows (2m+1)-fold while its
-//! results stay the same (seed 000's scalability experiment).
+//! results stay the same (the trAcker paper's scalability experiment, docs/papers.md).
 
 use super::flush_policy::FlushPolicy;
 use super::idle_gate::IdleGate;

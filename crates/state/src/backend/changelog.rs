@@ -1,8 +1,8 @@
-//! Changelog state (seed 001, Samza): every write a store's tables flush into its backend is
-//! mirrored to the store's partition of a changelog (a compacted Kafka topic:
-//! `crates/kafka/src/changelog.rs`); deletes become tombstones. A checkpoint then records where
-//! the store's records are in the changelog ([`LogRange`]) instead of copying the state, and a
-//! restore replays that range when the local store cannot be reused.
+//! Changelog state (the changelog thesis, Samza; docs/papers.md): every write a store's tables
+//! flush into its backend is mirrored to the store's partition of a changelog (a compacted Kafka
+//! topic: `crates/kafka/src/changelog.rs`); deletes become tombstones. A checkpoint then records
+//! where the store's records are in the changelog ([`LogRange`]) instead of copying the state, and
+//! a restore replays that range when the local store cannot be reused.
 //!
 //! After a failure the changelog holds records written after the restored checkpoint by the
 //! attempt that failed. A replay stops at the checkpoint's end, but compaction keeps only the

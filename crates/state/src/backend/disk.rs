@@ -4,7 +4,8 @@
 //! the checkpoint, not the local file, is what recovery trusts); [`Backend::sync`] commits with
 //! `Durability::Immediate`. Persistent savepoints, one per checkpoint ([`DiskBackend::savepoint`]),
 //! let a restarted process roll its local file back to a completed checkpoint instead of
-//! reloading it from the checkpoint store (seed 001's host affinity: `crate::local`).
+//! reloading it from the checkpoint store (the changelog thesis's host affinity, docs/papers.md:
+//! `crate::local`).
 
 use super::{Backend, BackendKind, BackendStats, ScanFn, Write};
 use crate::error::StateError;

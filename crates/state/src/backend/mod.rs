@@ -1,7 +1,8 @@
 //! The backend trait: an ordered byte store the typed tables ([`crate::ValueTable`],
 //! [`crate::ListTable`]) flush their write-back caches into and read their misses from.
 //!
-//! [`ChangelogBackend`] wraps either and mirrors its writes to a changelog (seed 001).
+//! [`ChangelogBackend`] wraps either and mirrors its writes to a changelog (the changelog thesis,
+//! docs/papers.md).
 //!
 //! Two implementations: [`MemoryBackend`] (a `BTreeMap`, the default for small state) and
 //! [`DiskBackend`] (redb, a pure-Rust B-tree file, for state larger than memory; why redb:
@@ -53,8 +54,8 @@ impl std::str::FromStr for BackendKind {
 /// One write of a batch: `Some(value)` puts, `None` deletes.
 pub type Write = (Vec<u8>, Option<Vec<u8>>);
 
-/// What a backend has done, for the store I/O experiment (seed 001: bytes written by the local
-/// store).
+/// What a backend has done, for the store I/O experiment (the changelog thesis, section 4.3: bytes
+/// written by the local store).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct BackendStats {
     /// Key and value bytes handed to the store by puts, plus key bytes of deletes.

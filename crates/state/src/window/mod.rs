@@ -1,5 +1,5 @@
-//! Window state in seed 001's two forms (Samza's window operators; `../shared/reference/
-//! 001-changelog-notes.md`):
+//! Window state in the changelog thesis's two forms (Samza's window operators; sections 3.2.1.1 and
+//! 3.2.1.1.1 of the thesis, docs/papers.md):
 //!
 //! * **fold-left**: one accumulator per (window, key), overwritten by every element and deleted
 //!   (one tombstone) when the window closes;

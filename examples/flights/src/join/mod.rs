@@ -1,4 +1,4 @@
-//! # The flights-weather job: a stream-stream join (seed 001's application 2)
+//! # The flights-weather job: a stream-stream join (the changelog thesis's application 2)
 //!
 //! Each flight of `flights.csv` is joined with the weather row of its origin and scheduled hour
 //! from `weather.csv` (the first in file order if several share them). Both files are replayed as

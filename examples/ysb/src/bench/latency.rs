@@ -1,9 +1,9 @@
 //! The bench's latencies, in us on the wall clock (event times are epoch ms, as the original's):
 //!
-//! - pre-window (seed 003's Enrich task): from an event's event time to its arrival at the
-//!   vertex just before the window's key exchange, per view;
-//! - window (seeds 003/004): from the window's last event's event time to the window's
-//!   emission, per (campaign, window);
+//! - pre-window (the CPU-efficiency paper's Enrich task, docs/papers.md): from an event's event
+//!   time to its arrival at the vertex just before the window's key exchange, per view;
+//! - window (the CPU-efficiency and wide-area papers): from the window's last event's event time to
+//!   the window's emission, per (campaign, window);
 //! - updated (the original YSB's figure): emission minus window start, per (campaign, window);
 //!   it includes the 10 s of the window itself.
 //!
@@ -22,7 +22,7 @@ use xorflow_runtime::VertexStats;
 
 /// Histogram of the pre-window latency, us.
 pub const PREWINDOW_US: &str = "prewindow_latency_us";
-/// Histogram of the window latency (seed 003/004), us.
+/// Histogram of the window latency (the CPU-efficiency and wide-area papers' definition), us.
 pub const WINDOW_US: &str = "window_latency_us";
 /// Histogram of the original's `time_updated - window_start`, us.
 pub const UPDATED_US: &str = "updated_latency_us";
@@ -111,8 +111,8 @@ pub struct Latency {
     pub p50: f64,
     /// 90th percentile, ms.
     pub p90: f64,
-    /// 95th percentile, ms (seed 004 reports it; 0 in results written before it was added
-    /// and in the JVM peers', which report p50/p90/p99).
+    /// 95th percentile, ms (the wide-area paper reports it; 0 in results written before it was
+    /// added and in the JVM peers', which report p50/p90/p99).
     #[serde(default)]
     pub p95: f64,
     /// 99th percentile, ms.

@@ -1,6 +1,7 @@
-//! `xorflow bench ysb`: YSB with the generator inside the job at a fixed rate (seed 002's
-//! ingestion), measured as seeds 002-004 measure it: throughput, window latency p50/p90/p99 in
-//! both definitions, pre-window latency, and the generator's lag behind its schedule.
+//! `xorflow bench ysb`: YSB with the generator inside the job at a fixed rate (the Cloudprofiler
+//! paper's ingestion), measured as the Cloudprofiler, CPU-efficiency and wide-area papers measure
+//! it (docs/papers.md): throughput, window latency p50/p90/p99 in both definitions, pre-window
+//! latency, and the generator's lag behind its schedule.
 //!
 //! ```text
 //! generator (RateSource) -> parse -> view -> project -> join -> prewindow (latency)
@@ -90,11 +91,12 @@ pub struct BenchResult {
     pub generator_lag_ms_max: f64,
     /// Emitted events over the span from the first to the last emission, events/s.
     pub throughput_events_per_s: f64,
-    /// From a window's last event's event time to its emission (seeds 003/004).
+    /// From a window's last event's event time to its emission (the CPU-efficiency and wide-area
+    /// papers).
     pub window_latency_ms: Latency,
     /// The original's `time_updated - window_start` (includes the 10 s window).
     pub updated_latency_ms: Latency,
-    /// From event time to the vertex before the window (seed 003's Enrich).
+    /// From event time to the vertex before the window (the CPU-efficiency paper's Enrich).
     pub prewindow_latency_ms: Latency,
     /// The pre-window latency's p99 per second of the generation (by event time), ms; 0 for a
     /// second without views.

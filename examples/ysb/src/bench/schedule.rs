@@ -4,8 +4,8 @@
 //!
 //! Event `k` (`0 <= k < rate * duration`) is due `k * 1e9 / rate` ns (integer division) after
 //! `start_ms`; its bytes are template line `k mod N` with `event_time` set to the due time in
-//! whole ms. Seed 002's ingestion (section 4.2): events serialized before the run, an absolute
-//! schedule so errors never accumulate.
+//! whole ms. The Cloudprofiler paper's ingestion (sections 4.3 and 4.4, docs/papers.md): events
+//! serialized before the run, an absolute schedule so errors never accumulate.
 
 use crate::event;
 

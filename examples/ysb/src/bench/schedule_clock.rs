@@ -1,5 +1,5 @@
 //! How far apart the processes' generators ran the one schedule, measured through the run's
-//! clock alignment (seed 002, section 3.3).
+//! clock alignment (the Cloudprofiler paper, section 3.3; docs/papers.md).
 //!
 //! Every process runs its generators on the schedule's epoch-ms grid read on its *own* wall
 //! clock ([`super::generator::mono_of_epoch_ms`]), and every YSB latency (window, updated,

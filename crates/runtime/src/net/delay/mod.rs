@@ -1,14 +1,14 @@
-//! Wide-area delay injected in user space (seed 004; this kernel has no netem): every frame a
-//! process receives from another is held back by that pair's one-way delay (half its round-trip
-//! time, with optional jitter) before it is routed, FIFO per connection and without holding up
-//! other connections (`transport.rs`, `read_loop`). Data, credits, acks, frontiers, markers,
-//! keep-alives and the end protocol are all delayed; the handshake and the clock alignment
-//! before and after the run are not (docs/wan.md says why and what else a user-space delay
-//! leaves out).
+//! Wide-area delay injected in user space (the wide-area paper's experiments, docs/papers.md; this
+//! kernel has no netem): every frame a process receives from another is held back by that pair's
+//! one-way delay (half its round-trip time, with optional jitter) before it is routed, FIFO per
+//! connection and without holding up other connections (`transport.rs`, `read_loop`). Data,
+//! credits, acks, frontiers, markers, keep-alives and the end protocol are all delayed; the
+//! handshake and the clock alignment before and after the run are not (docs/wan.md says why and
+//! what else a user-space delay leaves out).
 //!
 //! Where the delays come from ([`DelaySpec`]): `--rtt 40ms` (every pair), `--rtt-topology
-//! eu|us|global` (seed 004's city sets, [`topology`]) or `--delay-matrix FILE` ([`matrix`]);
-//! `--rtt-jitter` spreads each frame's delay.
+//! eu|us|global` (the wide-area paper's city sets, [`topology`]) or `--delay-matrix FILE`
+//! ([`matrix`]); `--rtt-jitter` spreads each frame's delay.
 
 pub mod line;
 pub mod matrix;
@@ -37,7 +37,7 @@ pub enum DelaySpec {
     None,
     /// The same round-trip time between every pair of processes (`--rtt`).
     Mesh(Duration),
-    /// Process `i` in city `i` of a seed 004 city set (`--rtt-topology`).
+    /// Process `i` in city `i` of a city set of the wide-area paper (`--rtt-topology`).
     Topology(Topology),
     /// Round-trip times per pair from a file (`--delay-matrix`, [`matrix::parse`]).
     File(PathBuf),

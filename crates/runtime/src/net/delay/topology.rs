@@ -1,5 +1,5 @@
-//! The city sets of seed 004 (Table I) and the round-trip times between them, for
-//! `--rtt-topology eu|us|global`.
+//! The city sets of the wide-area paper (Table I; docs/papers.md) and the round-trip times between
+//! them, for `--rtt-topology eu|us|global`.
 //!
 //! The paper names the cities (2-, 4- and 8-worker sets, each a superset of the smaller one; the
 //! master co-located with the first city) and gives the average and largest RTT of each set, but
@@ -12,7 +12,7 @@
 //! Los Angeles is 60 in the 2-worker set) and the global 8-worker average (114.3 here against
 //! 119.9: reaching it would take pairs far above the public figures). docs/wan.md lists them.
 
-/// A set of cities from seed 004's Table I.
+/// A set of cities from the wide-area paper's Table I.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Topology {
     /// Frankfurt, London, Milan, Bratislava, Madrid, Dublin, Amsterdam, Geneva.
@@ -152,7 +152,8 @@ mod tests {
 
     #[test]
     fn the_sets_have_table_one_averages_and_maxima() {
-        // (topology, master counted, [(workers, average, maximum)]) from seed 004, Table I.
+        // (topology, master counted, [(workers, average, maximum)]) from the wide-area paper's
+        // Table I.
         let table = [
             (
                 Topology::Eu,

@@ -32,8 +32,8 @@ import org.apache.flink.streaming.api.windowing.windows.TimeWindow;
 import org.apache.flink.util.Collector;
 
 /**
- * Seed 000's chain workload on Apache Flink, measured the way {@code xorflow bench chain} measures
- * itself, for {@code xorflow bench peers}.
+ * The trAcker paper's chain workload (docs/papers.md) on Apache Flink, measured the way
+ * {@code xorflow bench chain} measures itself, for {@code xorflow bench peers}.
  *
  * <p>Graph: a parallel source, K stages of {@code rebalance().map(identity)}, then either a
  * measuring sink (granularity 0: no watermarks, no completeness tracking) or a tumbling
@@ -386,8 +386,9 @@ public final class ChainJob {
     }
 
     /**
-     * Notification latency from the window's last arrival at any window subtask (seed 000's
-     * definition): each firing minus the latest last arrival over the subtasks of the same window.
+     * Notification latency from the window's last arrival at any window subtask (the trAcker
+     * paper's definition): each firing minus the latest last arrival over the subtasks of the same
+     * window.
      */
     static Histogram fromLastArrivalAnywhere() {
         Histogram h = new Histogram(3_600_000_000_000L, 3);

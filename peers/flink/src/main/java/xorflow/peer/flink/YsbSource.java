@@ -10,9 +10,9 @@ import xorflow.peer.ysb.YsbPart;
 import xorflow.peer.ysb.YsbTemplate;
 
 /**
- * The generator inside the job (seed 002's ingestion): instance s of S emits events
- * k = s, s + S, ... below R * D, event k at epoch ns {@code T0 * 1e6 + k * 1e9 / R} (parked until
- * due, never a relative sleep), as template line {@code k mod N} with event_time
+ * The generator inside the job (the Cloudprofiler paper's ingestion, docs/papers.md): instance s of
+ * S emits events k = s, s + S, ... below R * D, event k at epoch ns {@code T0 * 1e6 + k * 1e9 / R}
+ * (parked until due, never a relative sleep), as template line {@code k mod N} with event_time
  * {@code T0 + (k * 1e9 / R) / 1e6}. The template is {@link YsbInputs#TEMPLATE}, loaded once per
  * JVM (by the client before the run, or from the file by a TaskManager of a standalone cluster)
  * instead of shipped in the job graph. Returning ends the stream, and Flink then sends the final

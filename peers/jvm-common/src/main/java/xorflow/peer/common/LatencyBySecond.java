@@ -8,7 +8,8 @@ import org.HdrHistogram.ConcurrentHistogram;
  * Element latency per second of the chain's schedule ({@code --latency-by-second}), as the timely
  * peer and {@code xorflow bench chain} record it: second i holds the measured elements due in
  * [start + i s, start + (i + 1) s), so a backlog shows as latency rising along the series
- * ({@code xorflow bench sustainable --workload chain} judges it, seed 002 section 4.4).
+ * ({@code xorflow bench sustainable --workload chain} judges it: sustainable throughput, the
+ * Cloudprofiler paper, section 4.3).
  *
  * <p>One HdrHistogram of µs per second, 1 µs to 100 s (larger values count as 100 s), 2
  * significant digits, made when the second's first element arrives: a record is O(1), lock-free

@@ -25,8 +25,9 @@ import org.apache.storm.tuple.Tuple;
 import org.apache.storm.tuple.Values;
 
 /**
- * Seed 000's chain workload on Apache Storm, measured the way {@code xorflow bench chain} measures
- * itself, so {@code xorflow bench peers} can put the two side by side.
+ * The trAcker paper's chain workload (docs/papers.md) on Apache Storm, measured the way
+ * {@code xorflow bench chain} measures itself, so {@code xorflow bench peers} can put the two side
+ * by side.
  *
  * <p>Topology: a spout of P tasks, K pass-through bolts of P tasks each fed by a shuffle grouping
  * (the counterpart of xorflow's per-stage re-partition), and a sink bolt; one worker in a

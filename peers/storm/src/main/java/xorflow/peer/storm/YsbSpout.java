@@ -15,12 +15,12 @@ import xorflow.peer.ysb.YsbStats;
 import xorflow.peer.ysb.YsbTemplate;
 
 /**
- * The generator inside the topology (seed 002's ingestion): spout task s of S emits events
- * k = s, s + S, ... below R * D, event k at epoch ns {@code T0 * 1e6 + k * 1e9 / R} (parked until
- * due, never a relative sleep), as template line {@code k mod N} with event_time
- * {@code T0 + (k * 1e9 / R) / 1e6}; tuples (source, line, end_ms = 0). The template is
- * {@link YsbInputs#TEMPLATE}, loaded once before the run (same JVM; a cluster's worker loads it
- * when its first task opens, {@link YsbStormWorker}).
+ * The generator inside the topology (the Cloudprofiler paper's ingestion, docs/papers.md): spout
+ * task s of S emits events k = s, s + S, ... below R * D, event k at epoch ns
+ * {@code T0 * 1e6 + k * 1e9 / R} (parked until due, never a relative sleep), as template line
+ * {@code k mod N} with event_time {@code T0 + (k * 1e9 / R) / 1e6}; tuples (source, line,
+ * end_ms = 0). The template is {@link YsbInputs#TEMPLATE}, loaded once before the run (same JVM; a
+ * cluster's worker loads it when its first task opens, {@link YsbStormWorker}).
  *
  * <p>After its last event it emits two end markers (line "", end_ms = their event time): the
  * first lies in the window after the run's last, the second far enough beyond it that the window

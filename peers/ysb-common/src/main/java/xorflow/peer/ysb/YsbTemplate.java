@@ -12,9 +12,10 @@ import java.util.ArrayList;
 import java.util.List;
 
 /**
- * The generator's template (seed 002's ingestion): pre-serialized YSB events, one JSON object a
- * line, held in memory with the offset of each line's 13-digit {@code event_time} value so an
- * event is a copy of its line with those 13 bytes patched (see {@code peers/ysb-contract.md}).
+ * The generator's template (the Cloudprofiler paper's ingestion, docs/papers.md): pre-serialized
+ * YSB events, one JSON object a line, held in memory with the offset of each line's 13-digit
+ * {@code event_time} value so an event is a copy of its line with those 13 bytes patched (see
+ * {@code peers/ysb-contract.md}).
  */
 public final class YsbTemplate implements java.io.Serializable {
     private static final long serialVersionUID = 1L;
