@@ -2,7 +2,7 @@
 CARGO ?= cargo
 XORFLOW := target/release/xorflow
 
-.PHONY: run test data build lint bench-chain clean
+.PHONY: run test data build lab lint bench-chain clean
 
 ## Set everything up (data + release build) and run the flights job with 2 workers.
 run: data build
@@ -17,8 +17,13 @@ test: data
 data:
 	./scripts/fetch-data.sh
 
+## The engine's binary only (target/release/xorflow): what a user installs.
 build:
 	$(CARGO) build --release -p xorflow-cli
+
+## The experiments' binary (target/release/xorflow-lab), beside the engine's.
+lab:
+	$(CARGO) build --release -p xorflow-cli -p xorflow-lab
 
 lint:
 	$(CARGO) fmt --all -- --check
@@ -27,7 +32,7 @@ lint:
 	$(CARGO) clippy --manifest-path peers/timely/Cargo.toml --release -- -D warnings
 
 ## Chain benchmark of docs/benchmarks.md: tracker vs none at g=1 and 1000, K=10, P=2, median of 3.
-bench-chain: build
+bench-chain: lab
 	./scripts/bench-chain.sh
 
 clean:

@@ -6,11 +6,11 @@
 #
 # BINS="label=path ..." compares builds side by side: every configuration runs once per build,
 # the builds alternating, and the summary gives each build's medians and their ratios to the
-# first build's (e.g. BINS="before=/tmp/xorflow-old after=target/release/xorflow").
+# first build's (e.g. BINS="before=/tmp/xorflow-lab-old after=target/release/xorflow-lab").
 set -euo pipefail
 cd "$(dirname "$0")/.."
-BINS=${BINS:-HEAD=target/release/xorflow}
-[ "$BINS" != "HEAD=target/release/xorflow" ] || [ -x target/release/xorflow ] || cargo build --release -p xorflow-cli
+BINS=${BINS:-HEAD=target/release/xorflow-lab}
+[ "$BINS" != "HEAD=target/release/xorflow-lab" ] || [ -x target/release/xorflow-lab ] || cargo build --release -p xorflow-lab
 for b in $BINS; do
   [ -x "${b#*=}" ] || { echo "bench-chain: ${b#*=} is not an executable (BINS entry '$b')" >&2; exit 2; }
 done

@@ -7,8 +7,8 @@
 # bench/results/cluster-<UTC time>/.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-bin=target/release/xorflow
-[ -x "$bin" ] || cargo build --release -p xorflow-cli
+bin=target/release/xorflow-lab
+[ -x "$bin" ] || cargo build --release -p xorflow-lab
 ELEMENTS=${ELEMENTS:-5000000}
 REPEAT=${REPEAT:-3}
 RATE_ELEMENTS=${RATE_ELEMENTS:-300000}

@@ -5,7 +5,7 @@ cd "$(dirname "$0")/.."
 run() { # label args...
   local label=$1; shift
   local f=/tmp/cg.$label.out
-  valgrind --tool=callgrind --callgrind-out-file=$f target/release/xorflow bench chain --workers 1 --elements 2000000 "$@" > /dev/null 2>/tmp/cg.$label.err
+  valgrind --tool=callgrind --callgrind-out-file=$f target/release/xorflow-lab bench chain --workers 1 --elements 2000000 "$@" > /dev/null 2>/tmp/cg.$label.err
   local ir=$(grep -m1 "^summary:" $f | awk '{print $2}')
   echo "$label $ir $(python3 -c "print(round($ir/2000000,1))") per element"
 }

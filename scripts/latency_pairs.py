@@ -3,7 +3,7 @@
 
 Usage: python3 scripts/latency_pairs.py RAW.jsonl A,B
 
-RAW.jsonl holds `xorflow bench chain --json` lines, each with a "bin" label (A or B) and a "rep"
+RAW.jsonl holds `xorflow-lab bench chain --json` lines, each with a "bin" label (A or B) and a "rep"
 number added (see bench/results/issue12-ab/README.md for the loop that writes them). Prints, per
 granularity W, each build's median p50 and p99 (us) and every run's p50, then B/A ratios and in
 how many pairs B's p50 is the higher: per-run p50 is bimodal on this machine, so the pair count

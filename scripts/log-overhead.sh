@@ -9,8 +9,9 @@ cd "$(dirname "$0")/.."
 events=${1:-3000000}; reps=${2:-7}; shift $(( $# < 2 ? $# : 2 ))
 specs=("$@"); [ ${#specs[@]} -gt 0 ] || specs=('*=xoy:1/64' '*=buffered')
 x=target/release/xorflow
+[ -x "$x" ] && [ -x "$x-lab" ] || cargo build --release -p xorflow-cli -p xorflow-lab
 work=$(mktemp -d); trap 'rm -rf "$work"' EXIT
-$x ysb generate --events "$events" --start-ms 1700000000000 --output "$work/k.txt" \
+$x-lab ysb generate --events "$events" --start-ms 1700000000000 --output "$work/k.txt" \
   --ad-campaigns "$work/a.txt" > /dev/null
 run() { # spec -> events/s
   local extra=()

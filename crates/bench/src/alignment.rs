@@ -1,4 +1,4 @@
-//! Seed 000's snapshot experiment with real state (`xorflow bench alignment`, issue 13): what
+//! The trAcker paper's snapshot experiment with real state (`xorflow-lab bench alignment`, docs/state.md): what
 //! a checkpoint holds back, trAcker's buffered cut and its versioned cut (`--checkpoint-cut
 //! versioned`) against aligned barriers (`--tracking markers`) in the same engine, with
 //! 100/500/1000 ms of synchronous snapshot work, without and under backpressure.
@@ -6,7 +6,7 @@
 //! The workload is the chain with a keyed stateful stage (`bench chain --keyed-window`): its
 //! keyed window holds real state, snapshotted into real checkpoint files; `--snapshot-work`
 //! adds the synchronous phase of a larger state's snapshot (the worker thread is busy that
-//! long), which is what seed 000 imitated with a sleep alone. One checkpoint interval is chosen
+//! long), which is what the trAcker paper imitated with a sleep alone. One checkpoint interval is chosen
 //! so that a run takes one or two checkpoints. Measured, summed over every vertex: elements
 //! held back until their epoch began (trAcker: at stateful instances; barriers: at every
 //! instance with input, a channel being blocked) and their mean time held; with throughput and

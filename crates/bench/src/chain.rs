@@ -1,4 +1,4 @@
-//! Seed 000's chain workload: a source, K pass-through stages each preceded by a round-robin
+//! The trAcker paper's chain workload: a source, K pass-through stages each preceded by a round-robin
 //! re-partition, and a sink that measures notification latency.
 //!
 //! Element times are sequence numbers: source instance `k` of `n` emits times `k, k + n, k + 2n, ...`
@@ -34,13 +34,13 @@ pub const ELEMENT_LATENCY: &str = "element_latency_ns";
 pub const POST_SNAPSHOT_LATENCY: &str = "post_snapshot_latency_ns";
 /// Sink span measure, then histogram: element latency of a sample of the measured elements
 /// (1 in [`ChainSpans::every`]), each from its source's due time to the sink, settled through the
-/// clock alignment (seed 002): the element latency across hosts. Runs of several processes only.
+/// clock alignment (the Cloudprofiler paper): the element latency across hosts. Runs of several processes only.
 pub const ELEMENT_LATENCY_CLOCK: &str = "element_latency_clock_ns";
 /// Sink histograms `<this>/<second>`: element latency per second of the schedule, us
 /// (`--latency-by-second`, [`crate::sustainable::series`]).
 pub const ELEMENT_LATENCY_BY_SECOND: &str = "element_latency_us_by_second";
 
-/// Seed 000's snapshot experiment on the chain: every stage is a snapshot vertex with one epoch
+/// The trAcker paper's snapshot experiment on the chain: every stage is a snapshot vertex with one epoch
 /// boundary ([`xorflow_runtime::Stream::epoch_snapshots`]).
 #[derive(Clone, Debug)]
 pub struct SnapshotParams {
@@ -82,7 +82,7 @@ pub struct ChainParams {
     pub runtime: RuntimeConfig,
 }
 
-/// The options of one chain run as `xorflow bench chain` takes them (its own, then the engine's):
+/// The options of one chain run as `xorflow-lab bench chain` takes them (its own, then the engine's):
 /// the CLI parses them, the bench stand builds them and renders them back with
 /// [`ChainConfig::to_argv`].
 #[derive(Args, Clone, Debug, PartialEq)]
@@ -104,7 +104,7 @@ pub struct ChainConfig {
     /// Warm-up: the first N elements are processed but not measured (latencies, achieved rates).
     #[arg(long, default_value_t = 0)]
     pub warmup: u64,
-    /// Seed 000's snapshot experiment: every stage snapshots at this element number (one epoch
+    /// The trAcker paper's snapshot experiment: every stage snapshots at this element number (one epoch
     /// boundary), driven by notifications (tracker) or aligned markers (markers).
     #[arg(long)]
     pub snapshot_at: Option<u64>,
@@ -118,7 +118,7 @@ pub struct ChainConfig {
     /// A keyed stateful stage after the pass-through ones: a tumbling window of this many
     /// element numbers counting elements per key (`--keys` keys, the payload modulo the keys),
     /// its results going to a sink that only counts them (no latency measured then). State that
-    /// checkpoints snapshot: `xorflow bench checkpoints`.
+    /// checkpoints snapshot: `xorflow-lab bench checkpoints`.
     #[arg(long)]
     pub keyed_window: Option<u64>,
     /// Keys of the keyed stage (--keyed-window).
@@ -357,7 +357,7 @@ pub struct ChainMeasures {
     /// 99th percentile of the same.
     pub latency_p99_us: Option<f64>,
     /// Notification latency at the sink measured from the substream's last arrival at *any* sink
-    /// instance of the process (seed 000's definition), not at the same instance: the latency
+    /// instance of the process (the trAcker paper's definition), not at the same instance: the latency
     /// fields above minus the skew between partitions. Empty without tracking or probe (and in
     /// results from before it was measured).
     #[serde(default)]
@@ -464,7 +464,7 @@ pub struct ChainResult {
     pub sink_rate: Option<f64>,
     /// The sink measured notification latency per slot.
     pub latency_probe: bool,
-    /// CPU by operator and by task (in-engine accounting, issue 17).
+    /// CPU by operator and by task (in-engine accounting, docs/cpu.md).
     #[serde(default)]
     pub cpu: xorflow_runtime::measure::cpu_report::CpuReport,
     /// Service messages (all kinds but data) per 1000 elements.

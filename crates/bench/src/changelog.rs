@@ -1,4 +1,4 @@
-//! Seed 001's evaluation with changelog state (`xorflow bench changelog`, docs/kafka.md,
+//! The changelog thesis's evaluation with changelog state (`xorflow-lab bench changelog`, docs/kafka.md,
 //! bench/results/changelog/REPORT.md): window state on the disk store, every flushed write
 //! mirrored to a compacted Kafka topic (`crates/state/src/backend/changelog.rs`), against a real
 //! broker (one this command starts with `scripts/kafka.sh`, or `--bootstrap`).

@@ -1,4 +1,4 @@
-//! What checkpoints cost (`xorflow bench checkpoints`, issue 13's "Checkpoint cost"):
+//! What checkpoints cost (`xorflow-lab bench checkpoints`, docs/state.md, "Checkpoint cost"):
 //! throughput of the chain with a keyed stateful stage (`bench chain --keyed-window`) and of the
 //! flights job with checkpoints every 1 s and every 100 ms against none, with checkpoint
 //! duration p50/p99 and bytes per checkpoint.
@@ -112,7 +112,9 @@ pub fn run(cfg: &CheckpointCostConfig) -> anyhow::Result<Vec<CheckpointRun>> {
                 let ck = checkpoint_args(interval, tmp.path(), w.ends_with("-versioned"));
                 let r = match w.as_str() {
                     "chain" | "chain-versioned" => chain(&exe, cfg, ck, tmp.path())?,
-                    "flights" | "flights-versioned" => flights(&exe, cfg, ck, tmp.path())?,
+                    "flights" | "flights-versioned" => {
+                        flights(&crate::subprocess::engine_binary()?, cfg, ck, tmp.path())?
+                    }
                     "flink" => on_flink(
                         flink.as_deref().unwrap_or_default(),
                         cfg,

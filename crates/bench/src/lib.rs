@@ -1,7 +1,7 @@
 //! # xorflow-bench: the bench stand
 //!
 //! Workloads and experiments that reproduce the papers' measurements. Issue by issue this grows into
-//! one command per experiment: seed 000's chain, seed 001's state experiments, and the YSB
+//! one command per experiment: the trAcker paper's chain, the changelog thesis's state experiments, and the YSB
 //! (`ysb`: the peers side by side), and sustainable throughput on the YSB and the chain
 //! (`sustainable`).
 

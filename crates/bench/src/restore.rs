@@ -1,11 +1,11 @@
-//! Seed 001's restore-time experiment (`xorflow bench restore`): one key, one window that never
+//! The changelog thesis's restore-time experiment (`xorflow-lab bench restore`): one key, one window that never
 //! closes, N updates, in fold-left and retain-all form; the state is checkpointed every
 //! `--checkpoint-every` updates through the real checkpoint store (incremental, with its chain
 //! rule: `crates/state/src/checkpoint/chain.rs`), then restored from the last checkpoint into a
 //! fresh store. On disk it also measures local recovery (host affinity,
 //! `crates/state/src/local.rs`): the store took a savepoint at each checkpoint, and the restore
 //! rolls its file back to the last one and rebuilds the tables' metadata. The seed's Samza figures at 3M updates (restored from a changelog): 8.41 s
-//! fold-left, 4.42 s retain-all (`../shared/reference/001-changelog-notes.md`).
+//! fold-left, 4.42 s retain-all (the changelog thesis, docs/papers.md).
 
 use std::sync::Arc;
 use std::time::Instant;

@@ -1,4 +1,4 @@
-//! Seed 001's store I/O experiment (`xorflow bench store-io`): bytes the local on-disk store
+//! The changelog thesis's store I/O experiment (`xorflow-lab bench store-io`): bytes the local on-disk store
 //! writes for 3M tuples per producer (1 or 3 producers, each sending 6,000 tuples/s of event
 //! time, the seed's rate), 10 keys, 1 s tumbling windows closed as event time passes, fold-left
 //! vs retain-all, with the process CPU time it took. The store is the disk backend behind its

@@ -1,10 +1,35 @@
-//! Benches that run this same binary once per measurement (`bench checkpoints`, `bench
-//! alignment`): a fresh process per run, so runs share no allocator, thread or file state, and
-//! the settings can alternate within a repetition.
+//! Benches that run a binary once per measurement (`bench checkpoints`, `bench alignment`): a
+//! fresh process per run, so runs share no allocator, thread or file state, and the settings can
+//! alternate within a repetition. The lab runs its own experiments (`xorflow-lab bench chain`)
+//! and the engine's jobs as a user would (`xorflow run flights`: [`engine_binary`]).
 
 use anyhow::{bail, Context};
 use std::path::Path;
 use std::process::Command;
+
+/// The environment variable naming the `xorflow` binary the lab drives.
+pub const ENGINE_BIN_ENV: &str = "XORFLOW_BIN";
+
+/// The `xorflow` binary: `$XORFLOW_BIN`, else the one beside this program (cargo builds both
+/// binaries into one folder: `cargo build --release -p xorflow-cli -p xorflow-lab`).
+///
+/// # Errors
+/// Neither exists; the message says how to build it or point at it.
+pub fn engine_binary() -> anyhow::Result<std::path::PathBuf> {
+    if let Some(p) = std::env::var_os(ENGINE_BIN_ENV) {
+        return Ok(p.into());
+    }
+    let me = std::env::current_exe().context("cannot find this program's path")?;
+    let beside = me.with_file_name("xorflow");
+    if beside.is_file() {
+        return Ok(beside);
+    }
+    bail!(
+        "no xorflow binary beside {} (build it: cargo build --release -p xorflow-cli; or set \
+         {ENGINE_BIN_ENV})",
+        me.display()
+    )
+}
 
 /// Runs `exe args` to the end; returns its stdout.
 ///

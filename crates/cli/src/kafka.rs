@@ -2,7 +2,6 @@
 //! of a job's input topic.
 
 use clap::{Args, Subcommand};
-use std::io::Write as _;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::Duration;
@@ -48,7 +47,7 @@ pub enum KafkaCmd {
     /// record first in each partition, then one record per row in arrival order (scheduled
     /// departure + delay), round-robin over the partitions, stamped with its arrival time.
     ProduceFlights(ProduceFlightsArgs),
-    /// Load a YSB events file (`xorflow ysb generate`'s kafka-json.txt) into a topic: one record
+    /// Load a YSB events file (`xorflow-lab ysb generate`'s kafka-json.txt) into a topic: one record
     /// per valid event, its JSON text verbatim, no key, stamped with its event time,
     /// round-robin over the partitions in file order (docs/ysb.md, "Kafka input").
     ProduceYsb(ProduceYsbArgs),

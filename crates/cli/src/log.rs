@@ -1,8 +1,7 @@
 //! `xorflow log ...`: reading the event logs a run wrote with `--log SPEC --log-dir DIR`
-//! (seed 002's handlers, crates/measure/src/log; docs/measurement.md, "Event logging").
+//! (the Cloudprofiler paper's handlers, crates/measure/src/log; docs/measurement.md, "Event logging").
 
 use clap::{Args, Subcommand};
-use std::io::Write as _;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use xorflow_measure::clock::Alignment;

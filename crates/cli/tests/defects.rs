@@ -1,4 +1,4 @@
-//! Regression tests of issue 12, section 3: defects found by adversarial use of the `xorflow`
+//! Regression tests of the defects found by adversarial use of the `xorflow`
 //! command line. Each test names its defect; each failed on the code before its fix.
 //!
 //! Every test runs the real binary. Tests that start long-running processes give them an overall
@@ -192,7 +192,7 @@ fn defect6_closed_stdout_ends_quietly_like_cat() {
         "the results are written all the same"
     );
 
-    let o = with_closed_stdout(Command::new(bin()).args([
+    let o = with_closed_stdout(Command::new(common::lab()).args([
         "bench",
         "chain",
         "--stages",
@@ -241,7 +241,7 @@ fn defect6_full_stdout_is_an_output_error() {
         "flights: the error names stdout:\n{err}"
     );
     let o = wait_output(
-        Command::new(bin())
+        Command::new(common::lab())
             .args(["bench", "chain", "--stages", "2", "--elements", "2000"])
             .stdout(full())
             .stderr(Stdio::piped())
@@ -330,7 +330,7 @@ fn defect5_sizes_that_exhaust_memory_are_refused() {
         (&["--stages", "100", "--workers", "128"], "channel slots"),
     ];
     for (args, names) in chain {
-        let mut c = Command::new(bin());
+        let mut c = Command::new(common::lab());
         c.args(["bench", "chain", "--elements", "1000"]).args(*args);
         assert_refused(&format!("bench chain {args:?}"), &mut c, names);
     }
@@ -350,7 +350,7 @@ fn defect5_sizes_within_the_bounds_run() {
     ]));
     assert_eq!(o.status.code(), Some(0), "stderr:\n{}", stderr_of(&o));
     assert_eq!(result_rows(&out), SMALL_ROWS);
-    let o = run(Command::new(bin()).args([
+    let o = run(Command::new(common::lab()).args([
         "bench",
         "chain",
         "--stages",

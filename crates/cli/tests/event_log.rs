@@ -5,14 +5,13 @@
 //! bad specs and missing channels exit 2 naming what is wrong.
 
 mod common;
-use common::bin;
 use std::path::Path;
 use std::process::{Command, Output};
 
 const ELEMENTS: u64 = 200_000;
 
 fn xorflow(args: &[&str]) -> Output {
-    Command::new(bin())
+    Command::new(common::exe_for(args[0]))
         .args(args)
         .env_remove("XORFLOW_LOCAL_PROCESS")
         .output()

@@ -327,7 +327,7 @@ fn killed_processes_leave_every_result_in_the_output_topic_exactly_once() {
     }
 }
 
-/// Changelog state (seed 001): a 3-process run from the file, windows on disk mirrored to
+/// Changelog state (the changelog thesis): a 3-process run from the file, windows on disk mirrored to
 /// compacted changelog topics, checkpoints recording changelog ranges; processes killed by
 /// kill -9 at random moments. Restored by replaying the changelog (`--no-local-recovery`), by
 /// rolling the local store back (then rebasing past what the failed attempt wrote), and after

@@ -1,11 +1,10 @@
-//! The YSB job end to end through the binary: files from `xorflow ysb generate` (with the
+//! The YSB job end to end through the binary: files from `xorflow-lab ysb generate` (with the
 //! original's skew and late events, plus malformed lines, a late view and a view of an unknown
 //! ad added here) are counted exactly as the oracle (`examples/ysb/src/oracle.rs`) counts them,
 //! in one process and in two; bad inputs exit 2 naming what is wrong; a worker process killed
 //! with kill -9 fails the run promptly and leaves no result file.
 
 mod common;
-use common::bin;
 use common::procs::{children_with_env, running};
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -19,7 +18,7 @@ const RUN_TIMEOUT: Duration = Duration::from_secs(60);
 
 /// `xorflow args...` with its output piped, as a top-level run (not a cluster's child).
 fn command(args: &[&str]) -> Command {
-    let mut c = Command::new(bin());
+    let mut c = Command::new(common::exe_for(args[0]));
     c.args(args)
         .env_remove("XORFLOW_LOCAL_PROCESS")
         .stdout(Stdio::piped())

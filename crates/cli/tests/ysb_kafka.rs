@@ -1,5 +1,5 @@
 //! The YSB job over a real Kafka broker (`scripts/kafka.sh`) and a real redis-server: events from
-//! `xorflow ysb generate --with-skew` loaded with `xorflow kafka produce-ysb` into 3 partitions,
+//! `xorflow-lab ysb generate --with-skew` loaded with `xorflow kafka produce-ysb` into 3 partitions,
 //! plus malformed and late records another producer adds, are counted exactly as the oracle
 //! (`examples/ysb/src/oracle.rs`) counts each partition's records in offset order (lateness is
 //! per partition), in one process and in two; the bad records are named by partition and
@@ -11,7 +11,6 @@
 //! skipped without them outside CI.
 
 mod common;
-use common::bin;
 use common::procs::{free_ports, wait_listening};
 use std::collections::BTreeMap;
 use std::io::Write;
@@ -32,7 +31,7 @@ const LATENESS_MS: u64 = 100;
 /// Runs `xorflow args...` as a top-level run, killing it (kill -9) and failing past
 /// [`RUN_TIMEOUT`]. Its output is read while it runs: a full pipe must not stall it.
 fn xorflow(args: &[&str]) -> Output {
-    let child = Command::new(bin())
+    let child = Command::new(common::exe_for(args[0]))
         .args(args)
         .env_remove("XORFLOW_LOCAL_PROCESS")
         .stdin(Stdio::null())

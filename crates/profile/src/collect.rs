@@ -1,5 +1,5 @@
 //! Samples gathered per process: identical stacks counted once, and each distinct stack mapped
-//! to its task by the application profile (seed 003, Algorithm 1, lines 7-20).
+//! to its task by the application profile (the CPU-efficiency paper, Algorithm 1, lines 7-20).
 
 use crate::profile::{AppProfile, FrameRef, OTHER};
 use crate::stacks::{is_complete, Frame, Record, Sample};

@@ -1,5 +1,5 @@
 //! Process CPU time: `/proc/PID/stat` for attached processes, and perf's own per-thread
-//! `cpu-clock` counts for the processes of a command (seed 003 reads PMC cycles per process;
+//! `cpu-clock` counts for the processes of a command (the CPU-efficiency paper reads PMC cycles per process;
 //! this machine has no hardware counters, so CPU time stands in for cycles).
 
 use std::collections::BTreeMap;

@@ -26,7 +26,7 @@ pub fn page(
     svg: &str,
 ) -> String {
     let mut s = String::from(
-        "<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\"><title>xorflow profile</title>\n\
+        "<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\"><title>xorflow-lab profile</title>\n\
          <style>body{font-family:sans-serif;margin:1.5em;color:#222}\
          table{border-collapse:collapse;margin:.5em 0 1.5em}\
          td,th{border:1px solid #ccc;padding:.25em .6em;text-align:right}\

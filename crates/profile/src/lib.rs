@@ -1,8 +1,8 @@
-//! Seed 003's task-level CPU profiler (`xorflow profile`, docs/profile.md): stacks sampled
+//! The CPU-efficiency paper's task-level CPU profiler (`xorflow-lab profile`, docs/profile.md): stacks sampled
 //! with `perf record -e cpu-clock` at 99 Hz, each mapped to a streaming task by an application
 //! profile (ordered keyword -> task rules, matched from the leaf frame up), and each task's CPU
-//! = its share of a process's samples x the process's CPU time (seed 003, section 3.3,
-//! Algorithm 1; notes in `../shared/reference/003-cpu-efficiency-notes.md`).
+//! = its share of a process's samples x the process's CPU time (the CPU-efficiency paper, section 3.3,
+//! Algorithm 1; docs/papers.md).
 //!
 //! * [`profile`]: the application profile and the matching;
 //! * [`perf`]: the perf commands; [`record`]: one recording; [`control`]: perf's control FIFOs;

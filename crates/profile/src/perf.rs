@@ -35,7 +35,7 @@ impl CallGraph {
 pub struct RecordOptions {
     /// The perf executable (`perf` on PATH by default).
     pub perf: PathBuf,
-    /// Samples per second per thread (seed 003: 99 Hz, off the 100 Hz timer tick).
+    /// Samples per second per thread (the CPU-efficiency paper: 99 Hz, off the 100 Hz timer tick).
     pub frequency: u32,
     /// Stack unwinding.
     pub call_graph: CallGraph,

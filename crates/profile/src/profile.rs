@@ -1,5 +1,5 @@
 //! Application profiles: the ordered keyword -> task rules that map a sampled stack to a
-//! streaming task (seed 003, section 3.3 and its Algorithm 1).
+//! streaming task (the CPU-efficiency paper, section 3.3 and its Algorithm 1).
 //!
 //! A profile is a TOML file of `[[task]]` tables, each a task name and its keywords:
 //!
@@ -24,7 +24,7 @@ use serde::Deserialize;
 use std::path::Path;
 use toml::Spanned;
 
-/// The task of stacks that no keyword matches (seed 003's "unmatched").
+/// The task of stacks that no keyword matches (the CPU-efficiency paper's "unmatched").
 pub const OTHER: &str = "other";
 
 /// The profiles shipped in `profiles/`, by the name `--profile` also accepts.

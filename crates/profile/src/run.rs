@@ -1,4 +1,4 @@
-//! `xorflow profile` from start to end: check the profile and perf, record, read the stacks,
+//! `xorflow-lab profile` from start to end: check the profile and perf, record, read the stacks,
 //! attribute CPU per process and task, and write the results folder, first as `DIR.partial`,
 //! renamed to `DIR` only once complete.
 
@@ -18,7 +18,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-/// Everything `xorflow profile` is told.
+/// Everything `xorflow-lab profile` is told.
 #[derive(Clone, Debug)]
 pub struct Config {
     /// Pids or a command.

@@ -1,5 +1,5 @@
 //! Task CPU: each task's share of a process's samples times the process's CPU time, and CPU
-//! per processed event (seed 003, Algorithm 1, lines 21-24, with CPU time for PMC cycles).
+//! per processed event (the CPU-efficiency paper, Algorithm 1, lines 21-24, with CPU time for PMC cycles).
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;

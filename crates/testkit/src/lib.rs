@@ -64,7 +64,7 @@ pub fn namespaces_here() -> bool {
     false
 }
 
-/// Handles a binary's exit 77 ("skipped: <reason>" on its stderr, as `xorflow delay-router` and
+/// Handles a binary's exit 77 ("skipped: <reason>" on its stderr, as `xorflow-lab delay-router` and
 /// `scripts/netns-cluster.sh` exit where namespaces cannot be made): true (and [`skip`]ped) when
 /// `code` is 77.
 pub fn skipped_by(code: Option<i32>, stderr: &str) -> bool {

@@ -4,7 +4,7 @@
 //! at `start + n / rate`; with skew, its event time moves by -49..=50 ms, and one event in
 //! 100,000 is up to 60 s late. Seeded, so a file can be generated again.
 //!
-//! [`write()`] is `xorflow ysb generate`: the catch-up mode's files, `kafka-json.txt` and
+//! [`write()`] is `xorflow-lab ysb generate`: the catch-up mode's files, `kafka-json.txt` and
 //! `ad-to-campaign-ids.txt` (plus the original's `campaign-ids.txt` and `ad-ids.txt`).
 
 use crate::event::{Event, EventType, AD_TYPES};
@@ -116,7 +116,7 @@ pub fn due_ms(start_ms: u64, n: u64, rate: u64) -> u64 {
     start_ms + (n as u128 * 1000 / rate as u128) as u64
 }
 
-/// What `xorflow ysb generate` is told.
+/// What `xorflow-lab ysb generate` is told.
 #[derive(Clone, Debug)]
 pub struct GenerateConfig {
     /// Events to write.

@@ -6,13 +6,13 @@
 //!
 //! - [`event`]: the event format ([`event_scan`]: its fast path); [`campaigns`]: the ad ->
 //!   campaign table, keyed by [`ad_id`];
-//! - [`generate`]: the original's generator (`xorflow ysb generate`);
+//! - [`generate`]: the original's generator (`xorflow-lab ysb generate`);
 //! - [`input`]: reading and checking the events file, lateness;
 //! - [`kafka`]: the events from a Kafka topic, and loading a file into one;
 //! - [`job`]: the dataflow (`xorflow run ysb`);
 //! - [`redis_sink`]: the windows written to Redis in the original's layout (`--redis`);
 //! - [`oracle`]: the same counts without the engine;
-//! - [`bench`]: the generator inside the job at a fixed rate, measured (`xorflow bench ysb`).
+//! - [`bench`]: the generator inside the job at a fixed rate, measured (`xorflow-lab bench ysb`).
 
 pub mod ad_id;
 pub mod bench;

@@ -90,7 +90,7 @@ fn table(ad_campaigns: &str) -> Result<BTreeMap<String, String>, String> {
     Ok(table)
 }
 
-/// The counts of a bench run (`xorflow bench ysb`, `peers/ysb-contract.md`): event `k` of
+/// The counts of a bench run (`xorflow-lab bench ysb`, `peers/ysb-contract.md`): event `k` of
 /// `rate * duration_s` is template line `k mod N` (empty lines skipped) at event time
 /// `start_ms + floor(k * 1000 / rate)` ms; nothing is late. Computed here from that formula, not
 /// from the bench's [`crate::bench::schedule::Schedule`].

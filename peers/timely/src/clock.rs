@@ -1,6 +1,6 @@
 //! One clock for every process of a run: CLOCK_MONOTONIC is system-wide, so due times stamped in
 //! one process and arrival times read in another are comparable when both run on one machine
-//! (the cluster runs of `xorflow bench peers` do). `Instant` cannot be compared across processes.
+//! (the cluster runs of `xorflow-lab bench peers` do). `Instant` cannot be compared across processes.
 
 /// Nanoseconds of CLOCK_MONOTONIC.
 pub fn now_ns() -> u64 {

@@ -1,5 +1,5 @@
 //! The trAcker paper's chain workload (docs/papers.md) on timely dataflow, measured the way
-//! `xorflow bench chain` measures itself, so `xorflow bench peers` can put the two side by side.
+//! `xorflow-lab bench chain` measures itself, so `xorflow-lab bench peers` can put the two side by side.
 //!
 //! Graph: an input, `K` pass-through stages each fed through an exchange (hash of element id and
 //! stage, the counterpart of xorflow's per-stage re-partition), and a sink. Worker `i` of `P`
@@ -14,10 +14,10 @@
 //! Measured, after the first `--warmup` ids:
 //! - notification latency: per sink and timestamp, the arrival of its last element to the sink
 //!   observing the frontier pass it, us; and the same from the timestamp's last arrival at *any*
-//!   sink (the trAcker paper's definition, as `xorflow bench chain` reports it too);
+//!   sink (the trAcker paper's definition, as `xorflow-lab bench chain` reports it too);
 //! - element latency: due time at the input to arrival at the sink, us (no coordinated omission);
 //!   and, with `--latency-by-second`, its p99 per second of the schedule (the ids due in it), what
-//!   `xorflow bench sustainable --workload chain` judges growth by;
+//!   `xorflow-lab bench sustainable --workload chain` judges growth by;
 //! - elements/s: all emitted elements over the time from the start to every worker finishing.
 //!
 //! The input is flushed after every batch of sends (as xorflow's source sends partial batches):
@@ -51,7 +51,7 @@ use timely::dataflow::{InputHandle, ProbeHandle};
 use timely::CommunicationConfig;
 use timely::WorkerConfig;
 
-/// Command-line options (the names of `xorflow bench chain` where they mean the same).
+/// Command-line options (the names of `xorflow-lab bench chain` where they mean the same).
 #[derive(Parser, Debug, Clone)]
 #[command(about = "The trAcker paper's chain workload on timely dataflow")]
 pub struct Args {
@@ -84,7 +84,7 @@ pub struct Args {
     #[arg(long)]
     pub json: bool,
     /// Also record the element latency of each second of the schedule (a second histogram
-    /// record per id, as `xorflow bench chain --latency-by-second`).
+    /// record per id, as `xorflow-lab bench chain --latency-by-second`).
     #[arg(long)]
     pub latency_by_second: bool,
     /// Set by `--processes N` for its copies: this copy's index.

@@ -1,6 +1,6 @@
 //! What a run measured: each process's raw measurements ([`ProcessReport`]) and their merge into
-//! the one JSON object `xorflow bench peers` reads ([`Output`], the field names of
-//! `xorflow bench chain --json`). Every time is CLOCK_MONOTONIC ns (`clock.rs`), so reports of
+//! the one JSON object `xorflow-lab bench peers` reads ([`Output`], the field names of
+//! `xorflow-lab bench chain --json`). Every time is CLOCK_MONOTONIC ns (`clock.rs`), so reports of
 //! several processes on one machine merge without conversion.
 
 use hdrhistogram::serialization::{Deserializer, Serializer, V2Serializer};
@@ -169,7 +169,7 @@ fn decode(b: &[u8]) -> anyhow::Result<Histogram<u64>> {
         .map_err(|e| anyhow::anyhow!("a process report's histogram does not decode: {e:?}"))
 }
 
-/// What one run measured (field names as in `xorflow bench chain --json`).
+/// What one run measured (field names as in `xorflow-lab bench chain --json`).
 #[derive(Serialize)]
 pub struct Output {
     pub engine: &'static str,

@@ -1,5 +1,5 @@
-//! Running one [`RunSpec`]: the engine's YSB command, under `xorflow profile` when the spec
-//! says so (seed 003's sampler, crates/profile), with its processes pinned when asked; and what
+//! Running one [`RunSpec`]: the engine's YSB command, under `xorflow-lab profile` when the spec
+//! says so (the CPU-efficiency paper's sampler, crates/profile), with its processes pinned when asked; and what
 //! it measured: the engine's result and the CPU of each task.
 
 use super::pin;
@@ -95,7 +95,7 @@ impl Measured {
     }
 }
 
-/// How the runs are made: this binary (for `xorflow profile`), the engines per table size,
+/// How the runs are made: this binary (for `xorflow-lab profile`), the engines per table size,
 /// and the profiler's unwinding per engine.
 pub struct Runner {
     /// This binary.
@@ -158,7 +158,7 @@ impl Runner {
     }
 }
 
-/// `xorflow profile` around `exe args`: dwarf unwinding with inlined frames for xorflow (most
+/// `xorflow-lab profile` around `exe args`: dwarf unwinding with inlined frames for xorflow (most
 /// of an operator's code is inlined), frame pointers without inline resolution for the JVMs
 /// (their compiled frames come from the perf map; docs/profile.md).
 fn profiler_args(engine: Engine, out: &Path, exe: String, args: Vec<String>) -> Vec<String> {

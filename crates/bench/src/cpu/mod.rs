@@ -1,7 +1,6 @@
-//! `xorflow bench cpu`: seed 003's experiments on CPU efficiency per task (`../shared/seeds/003_*`,
-//! notes in `../shared/reference/003-cpu-efficiency-notes.md`), on the YSB workload of
+//! `xorflow-lab bench cpu`: the CPU-efficiency paper's experiments on CPU efficiency per task (docs/papers.md), on the YSB workload of
 //! `peers/ysb-contract.md`, for xorflow, Apache Flink and Apache Storm, scaled to this 2-core
-//! machine. Each run is sampled by `xorflow profile` (crates/profile), which maps stacks to tasks
+//! machine. Each run is sampled by `xorflow-lab profile` (crates/profile), which maps stacks to tasks
 //! by the engine's application profile (`profiles/*.toml`); CPU per event = a task's CPU / the
 //! events the generator emitted. Results go to `<out>/cpu-<UTC>/` (docs/cpu.md):
 //!

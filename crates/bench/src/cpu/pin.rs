@@ -1,4 +1,4 @@
-//! Pinning a run's xorflow processes to a core each (seed 003's scale-out at equal cores: two
+//! Pinning a run's xorflow processes to a core each (the CPU-efficiency paper's scale-out at equal cores: two
 //! "nodes" of one core against one node of two), from outside: the run's process tree is read
 //! from `/proc` and every thread of process i is moved to core i with `taskset -a -c -p`.
 //!

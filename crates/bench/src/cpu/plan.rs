@@ -1,4 +1,4 @@
-//! Which runs each experiment of `xorflow bench cpu` makes (seed 003, scaled to 2 cores).
+//! Which runs each experiment of `xorflow-lab bench cpu` makes (the CPU-efficiency paper, scaled to 2 cores).
 
 use super::spec::{Experiment, Pin, RunSpec};
 use crate::ysb::{Engine, Point};

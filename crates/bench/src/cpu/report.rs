@@ -1,5 +1,5 @@
 //! `bench cpu`'s tables: `runs.csv` (a row per run), `tasks.csv` (a row per run and task) and
-//! `REPORT.md`, one section per experiment with seed 003's figures next to ours.
+//! `REPORT.md`, one section per experiment with the CPU-efficiency paper's figures next to ours.
 //!
 //! CPU per event is the steady CPU (every task but start-up: [`STARTUP_TASKS`]) over the events
 //! the generator emitted; shares are of the steady CPU.
@@ -15,7 +15,7 @@ use std::path::Path;
 
 /// The share of steady CPU under which a task gets no column of its own in the load tables.
 const MIN_COLUMN_SHARE: f64 = 0.02;
-/// Seed 003's consistency criterion: standard deviation of every task's share, percentage points.
+/// The CPU-efficiency paper's consistency criterion: standard deviation of every task's share, percentage points.
 pub const CONSISTENCY_PP: f64 = 3.0;
 /// The issue's aim: xorflow's CPU per YSB event at least this many times lower than Flink's.
 pub const AIM_VS_FLINK: f64 = 10.0;
@@ -115,13 +115,13 @@ pub fn report(dir: &Path, plan: &Plan, runs: &[Measured]) -> String {
     let mut t = String::new();
     let _ = writeln!(
         t,
-        "# CPU efficiency per task (seed 003): xorflow, Flink, Storm on the YSB\n"
+        "# CPU efficiency per task (the CPU-efficiency paper): xorflow, Flink, Storm on the YSB\n"
     );
     let _ = writeln!(t, "- command: `{}`", command_line());
     let _ = writeln!(
         t,
         "- every run: {} s of generation, 2 sources, 1 process x 2 workers unless said; {} \
-         campaigns unless said; sampled by `xorflow profile` at 99 Hz (xorflow: dwarf, \
+         campaigns unless said; sampled by `xorflow-lab profile` at 99 Hz (xorflow: dwarf, \
          inlined frames; JVMs: frame pointers and a perf map)",
         plan.duration_s,
         super::plan::BASE_CAMPAIGNS
@@ -179,7 +179,7 @@ fn overhead(t: &mut String, runs: &[Measured]) {
     let _ = writeln!(t, "## Overhead of the profiler\n");
     let _ = writeln!(
         t,
-        "The same point with and without `xorflow profile`, alternating; medians. Paper: eBPF \
+        "The same point with and without `xorflow-lab profile`, alternating; medians. Paper: eBPF \
          sampling added 3.9 % to Flink's latency and 2.4 % to Spark's; JProfiler made them \
          unsustainable.\n"
     );
@@ -430,7 +430,7 @@ fn tracking(t: &mut String, runs: &[Measured]) {
          and acks left to their 1 ms timeouts) and with in-band markers closing the windows, at \
          each tracking granularity (substream length). Tracking CPU = tracker + acker \
          (trAcker) or markers. \
-         Seed 000: markers' cost explodes at fine granularity; trAcker's stays small and \
+         The trAcker paper: markers' cost explodes at fine granularity; trAcker's stays small and \
          independent of it.\n"
     );
     let _ = writeln!(

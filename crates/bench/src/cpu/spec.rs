@@ -1,11 +1,11 @@
-//! What one run of `xorflow bench cpu` is: an experiment of seed 003's, an engine, a YSB
+//! What one run of `xorflow-lab bench cpu` is: an experiment of the CPU-efficiency paper's, an engine, a YSB
 //! point and the variant that the experiment varies (rate, deployment, campaigns, tracking).
 
 use crate::ysb::{Engine, Point};
 use anyhow::Result;
 use serde::Serialize;
 
-/// Seed 003's experiments, scaled to this machine (docs/cpu.md).
+/// The CPU-efficiency paper's experiments, scaled to this machine (docs/cpu.md).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Experiment {
@@ -62,7 +62,7 @@ pub enum Pin {
     /// Wherever the kernel schedules them.
     Free,
     /// Process i of the run (xorflow's, in pid order) on core i only, every thread (`taskset
-    /// -a -c -p`): each process is a "node" of one core (seed 003's scale-out).
+    /// -a -c -p`): each process is a "node" of one core (the CPU-efficiency paper's scale-out).
     CorePerProcess,
 }
 
@@ -85,7 +85,7 @@ pub struct RunSpec {
     pub pin: Pin,
     /// Campaigns of the ad table (10 ads each; the original has 100).
     pub campaigns: usize,
-    /// Whether `xorflow profile` samples the run.
+    /// Whether `xorflow-lab profile` samples the run.
     pub profiled: bool,
     /// Repetition of this (experiment, engine, label), from 0.
     pub rep: usize,

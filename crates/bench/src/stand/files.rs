@@ -1,7 +1,7 @@
-//! How the stand writes its files: whole or not at all. `xorflow bench report` rewrites the
+//! How the stand writes its files: whole or not at all. `xorflow-lab bench report` rewrites the
 //! results.csv, figures and REPORT.md of an existing folder, so a write that fails half-way (a full
 //! disk, a signal) must leave the previous file, never a truncated one that reads as complete
-//! (issue 12, defect 2; the flights job does the same in `examples/flights/src/files.rs`).
+//! (the defect review's partial-output defect; the flights job does the same in `examples/flights/src/files.rs`).
 
 use anyhow::{Context, Result};
 use std::io::Write as _;

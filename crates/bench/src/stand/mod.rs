@@ -1,7 +1,7 @@
-//! The bench stand: one command per experiment of seed 000, each producing raw CSV, SVG figures
+//! The bench stand: one command per experiment of the trAcker paper, each producing raw CSV, SVG figures
 //! and a REPORT.md in `bench/results/<experiment>-<UTC time>/`.
 //!
-//! Every measurement point is one `xorflow bench chain --json ...` run in a fresh process (which
+//! Every measurement point is one `xorflow-lab bench chain --json ...` run in a fresh process (which
 //! starts its own cluster with `--processes`), so runs never share state; points are run in sweep
 //! order with the configurations interleaved, so machine noise hits them alike. Processes stand in
 //! for the paper's virtual machines (one worker each, as the paper's single-CPU VMs).

@@ -523,7 +523,7 @@ pub fn write(
     let mut doc = Doc::new(
         dir,
         format!(
-            "# Seed 000, {}: {} profile\n\n{}- runs: {} ({} failed; see results.csv and runs.log)\n\n",
+            "# The trAcker paper, {}: {} profile\n\n{}- runs: {} ({} failed; see results.csv and runs.log)\n\n",
             e.name(),
             meta.profile,
             meta_lines(meta),

@@ -15,7 +15,7 @@ use std::time::{Duration, Instant};
 /// What a point runs.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Run {
-    /// `xorflow bench chain --json` with these options.
+    /// `xorflow-lab bench chain --json` with these options.
     Chain(Box<ChainConfig>),
     /// Another program (a peer engine, or a chain run whose command was recorded whole): the
     /// whole command line, program first, `--json` included.
@@ -60,7 +60,7 @@ impl Point {
     }
 
     /// The program's command line as one string (peers; empty for chain points, whose
-    /// command is `xorflow bench chain --json` and the arguments).
+    /// command is `xorflow-lab bench chain --json` and the arguments).
     pub fn command_line(&self) -> String {
         match &self.run {
             Run::Program(p) => p.join(" "),

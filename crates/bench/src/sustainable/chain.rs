@@ -1,6 +1,6 @@
-//! `xorflow bench sustainable --workload chain`: the highest rate at which seed 000's chain runs
+//! `xorflow-lab bench sustainable --workload chain`: the highest rate at which the trAcker paper's chain runs
 //! on xorflow and on the chain peers (timely, Apache Flink, Apache Storm: `peers/`, the same
-//! programs `xorflow bench peers` runs), each with its completeness mechanism at one granularity,
+//! programs `xorflow-lab bench peers` runs), each with its completeness mechanism at one granularity,
 //! on the shared ladder ([`super::ladder`]).
 //!
 //! Every engine gets the same step: `rate x duration` elements on an absolute schedule (each
@@ -43,7 +43,7 @@ const STORM_WARMUP: (u32, u64) = (1, 20_000);
 /// An engine on the chain ladder.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Engine {
-    /// This binary (`xorflow bench chain`).
+    /// This binary (`xorflow-lab bench chain`).
     Xorflow,
     /// timely dataflow (`peers/timely`): pointstamp frontiers, one timestamp per substream.
     Timely,

@@ -1,11 +1,11 @@
-//! Sustainable throughput (seed 002, section 4.4, after Karimov et al.): the rate rises in steps,
+//! Sustainable throughput (the Cloudprofiler paper, section 4.4, after Karimov et al.): the rate rises in steps,
 //! each step a bounded run per engine; a step is sustainable when everything emitted is received
 //! and latency does not grow over it. This module is the part every workload shares: the ladder
 //! ([`ladder`]: engines alternate within a step, an engine leaves after its first unsustainable
 //! step, every step is appended to `raw.jsonl` as it ends, with the machine's load as it
 //! started), the growth test on a per-second
 //! latency series ([`growth`]) and the table of each engine's highest sustainable rate
-//! ([`best_table`]). The workloads: the YSB (`crate::ysb::sustainable`) and seed 000's chain
+//! ([`best_table`]). The workloads: the YSB (`crate::ysb::sustainable`) and the trAcker paper's chain
 //! ([`chain`]).
 
 pub mod chain;

@@ -1,6 +1,6 @@
 //! `bench wan --network netns` for Flink: a standalone Flink cluster whose JobManager and
 //! TaskManagers are JVMs of their own, one TaskManager per network namespace behind
-//! `xorflow delay-router` (`super::netns`). Every packet between them crosses its pair's delay:
+//! `xorflow-lab delay-router` (`super::netns`). Every packet between them crosses its pair's delay:
 //! records, credits and watermarks between TaskManagers, the RPC and heartbeats between the
 //! JobManager and the TaskManagers, and the kernel's TCP, per pair, so the city sets apply to
 //! Flink as to xorflow (docs/wan.md, "A standalone Flink cluster in namespaces").

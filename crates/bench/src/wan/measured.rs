@@ -1,4 +1,4 @@
-//! Running one `xorflow bench wan` run and what it measured.
+//! Running one `xorflow-lab bench wan` run and what it measured.
 
 use super::flink_cluster::FlinkCluster;
 use super::jvm::PeerCluster;

@@ -1,5 +1,4 @@
-//! `xorflow bench wan`: seed 004's wide-area experiments (`../shared/seeds/004_*`, notes in
-//! `../shared/reference/004-wan-notes.md`) on xorflow, with the delay injected in user space
+//! `xorflow-lab bench wan`: the wide-area paper's wide-area experiments (docs/papers.md) on xorflow, with the delay injected in user space
 //! between the processes on this machine (`crates/runtime/src/net/delay/`). Results go to
 //! `<out>/wan-<UTC>/` (docs/wan.md):
 //!
@@ -7,7 +6,7 @@
 //! * `plan.json`: the sweep and its command; `raw.jsonl`: one line per finished run, written as
 //!   it ends; `failures.txt`: runs that failed, and why (the sweep goes on);
 //! * `runs.csv`, `REPORT.md`: [`report`], with each mesh series' knee (written again from
-//!   `plan.json` and `raw.jsonl` by `xorflow bench wan --report DIR`).
+//!   `plan.json` and `raw.jsonl` by `xorflow-lab bench wan --report DIR`).
 //!
 //! * [`spec`]: what one run is; [`plan`]: the runs of each experiment; [`measured`]: running
 //!   one; [`report`]: the tables; [`tcp_counters`]: what the kernels' TCP did in namespaces.

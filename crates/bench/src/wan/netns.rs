@@ -1,5 +1,5 @@
 //! `bench wan --network netns`: a run's processes in network namespaces behind
-//! `xorflow delay-router`, which delays every IP packet between them (kernel TCP included,
+//! `xorflow-lab delay-router`, which delays every IP packet between them (kernel TCP included,
 //! `crates/runtime/src/net/delay/router.rs`), instead of on loopback with the delay inside
 //! xorflow. The job's command is the loopback one with `--processes N` replaced by a hostfile:
 //! process `i` runs in namespace `i` at `10.78.0.(i + 1)`.
@@ -14,7 +14,7 @@ use std::time::{Duration, Instant};
 /// Port every process listens on, in its own namespace.
 const PORT: u16 = 7700;
 
-/// A running `xorflow delay-router`; stopped (and its namespaces deleted) when dropped.
+/// A running `xorflow-lab delay-router`; stopped (and its namespaces deleted) when dropped.
 pub struct Router {
     child: Child,
     prefix: String,
@@ -51,14 +51,14 @@ impl Router {
             .stdout(Stdio::piped())
             .stderr(err)
             .spawn()
-            .context("cannot start xorflow delay-router")?;
+            .context("cannot start xorflow-lab delay-router")?;
         let mut line = String::new();
         let _ = BufReader::new(child.stdout.take().expect("piped")).read_line(&mut line);
         if !line.starts_with("ready ") {
             let status = child.wait()?;
             let why = std::fs::read_to_string(log).unwrap_or_default();
             bail!(
-                "xorflow delay-router did not start ({status}): {}",
+                "xorflow-lab delay-router did not start ({status}): {}",
                 why.trim()
             );
         }

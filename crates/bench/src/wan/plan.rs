@@ -1,4 +1,4 @@
-//! The runs of each `xorflow bench wan` experiment (docs/wan.md).
+//! The runs of each `xorflow-lab bench wan` experiment (docs/wan.md).
 
 use super::spec::{Delay, Experiment, RunSpec, Workload};
 use crate::ysb::Engine;
@@ -16,9 +16,9 @@ pub struct Plan {
     /// xorflow's own knobs. Results written before the peers ran have none.
     #[serde(default = "xorflow_only")]
     pub engines: Vec<Engine>,
-    /// YSB rates, events/s (seed 004: 22,000 and 55,000).
+    /// YSB rates, events/s (the wide-area paper: 22,000 and 55,000).
     pub rates: Vec<u64>,
-    /// Worker processes (seed 004: 2, 4 and 8 workers).
+    /// Worker processes (the wide-area paper: 2, 4 and 8 workers).
     pub processes: Vec<usize>,
     /// Full-mesh RTTs of the mesh experiment, ms, ascending (0 first: the baseline).
     pub rtts_ms: Vec<u64>,
@@ -43,7 +43,7 @@ pub struct Plan {
     /// written before namespaces existed ran on loopback.
     #[serde(default)]
     pub network: super::Network,
-    /// In namespaces: the TCP congestion control of every namespace (`xorflow delay-router
+    /// In namespaces: the TCP congestion control of every namespace (`xorflow-lab delay-router
     /// --tcp-congestion`). Plans written before it was set inherited the host's.
     #[serde(default = "inherit")]
     pub tcp_congestion: String,
@@ -228,7 +228,7 @@ impl Plan {
         }
     }
 
-    /// The city sets at the first rate (seed 004's default load, 22,000 events/s); Flink too
+    /// The city sets at the first rate (the wide-area paper's default load, 22,000 events/s); Flink too
     /// in namespaces (its proxies on loopback cannot delay per pair).
     fn topology(&self, v: &mut Vec<RunSpec>) {
         let rate = self.rates[0];

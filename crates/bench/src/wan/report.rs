@@ -1,4 +1,4 @@
-//! `runs.csv` and `REPORT.md` of a `xorflow bench wan` sweep: per experiment a table, and per
+//! `runs.csv` and `REPORT.md` of a `xorflow-lab bench wan` sweep: per experiment a table, and per
 //! series of the mesh experiment its knee (docs/wan.md, "The knee").
 
 use super::measured::Measured;
@@ -10,7 +10,7 @@ use serde::{Deserialize, Serialize};
 use std::fmt::Write as _;
 use std::path::Path;
 
-/// Slack of the knee's bound, ms: "a few ms" of issue 18's aim (batching, the flush timeout, the
+/// Slack of the knee's bound, ms: "a few ms" of the wide-area aim (docs/wan.md) (batching, the flush timeout, the
 /// delay line's 1 ms timer).
 pub const SLACK_MS: f64 = 5.0;
 
@@ -313,7 +313,7 @@ fn markdown(file: &PlanFile, all: &[Measured]) -> String {
     let medians: Vec<Measured> = groups.iter().map(|g| median_run(g).clone()).collect();
     let runs = medians.as_slice();
     let plan = &file.plan;
-    let mut s = String::from("# xorflow bench wan: seed 004's experiments\n\n");
+    let mut s = String::from("# xorflow-lab bench wan: the wide-area paper's experiments\n\n");
     let _ = writeln!(
         s,
         "Command: `{}`\n\nYSB runs: {} s of generation, one worker per process, one source per \
@@ -330,7 +330,7 @@ fn markdown(file: &PlanFile, all: &[Measured]) -> String {
                                          space on every frame between them (docs/wan.md)."
                 .to_string(),
             super::Network::Netns => format!(
-                "xorflow's processes each in a network namespace behind `xorflow delay-router`, \
+                "xorflow's processes each in a network namespace behind `xorflow-lab delay-router`, \
                  which delays every IP packet between them, kernel TCP included; TCP congestion \
                  control in every namespace: {} (docs/wan.md, \"Processes in network \
                  namespaces\", \"Congestion control\").",
@@ -389,7 +389,7 @@ fn markdown(file: &PlanFile, all: &[Measured]) -> String {
     let base = |m: &Measured| baseline_of(runs, m).and_then(|b| b.window_ms).map(|w| w[3]);
     let mesh = of(Experiment::Mesh);
     if !mesh.is_empty() {
-        s.push_str("## Full mesh (seed 004, Fig. 4 and 17)\n\n");
+        s.push_str("## Full mesh (the wide-area paper, Fig. 4 and 17)\n\n");
         let mut series: Vec<String> = mesh.iter().map(|m| m.spec.series()).collect();
         series.dedup();
         for name in &series {
@@ -411,7 +411,7 @@ fn markdown(file: &PlanFile, all: &[Measured]) -> String {
     for (e, title) in [
         (
             Experiment::Topology,
-            "City sets (seed 004, Table I and Fig. 6)",
+            "City sets (the wide-area paper, Table I and Fig. 6)",
         ),
         (
             Experiment::Jitter,
@@ -567,7 +567,7 @@ mod tests {
             Some(80.0)
         );
         let file = mesh_plan(
-            "xorflow bench wan --experiments mesh",
+            "xorflow-lab bench wan --experiments mesh",
             vec![0, 20, 40, 80],
             1,
         );
@@ -577,7 +577,7 @@ mod tests {
             text.contains("knee at 80 ms** (over its bound: 20 ms, 80 ms)"),
             "{text}"
         );
-        assert!(text.contains("Command: `xorflow bench wan --experiments mesh`"));
+        assert!(text.contains("Command: `xorflow-lab bench wan --experiments mesh`"));
         assert!(csv(&[run(0, 1.0, 1.0)]).lines().count() == 2);
         // The folder's tables come back from plan.json and raw.jsonl alone.
         let dir = tempfile::tempdir().unwrap();
@@ -595,8 +595,9 @@ mod tests {
         std::fs::write(dir.path().join("failures.txt"), format!("{why}\n")).unwrap();
         rewrite(dir.path()).unwrap();
         let failed = std::fs::read_to_string(dir.path().join("REPORT.md")).unwrap();
-        assert!(failed
-            .starts_with("# xorflow bench wan: seed 004's experiments\n\n**1 run(s) failed**"));
+        assert!(failed.starts_with(
+            "# xorflow-lab bench wan: the wide-area paper's experiments\n\n**1 run(s) failed**"
+        ));
         assert!(failed.ends_with(&format!("## Failed runs (`failures.txt`)\n\n- {why}\n")));
         assert_eq!(failed.matches("Command: `").count(), 1, "{failed}");
         std::fs::write(dir.path().join("raw.jsonl"), "{\"id\": 3}\n").unwrap();
@@ -622,7 +623,7 @@ mod tests {
         assert_eq!(median_run(&groups[0]).id, "b1");
         assert_eq!(median_run(&groups[1]).id, "r2");
         let file = mesh_plan(
-            "xorflow bench wan --experiments mesh --repeat 3",
+            "xorflow-lab bench wan --experiments mesh --repeat 3",
             vec![0, 40],
             3,
         );

@@ -1,10 +1,10 @@
-//! What one run of `xorflow bench wan` is: an experiment of seed 004's, a workload (the YSB or
-//! seed 000's chain), the delay between the processes and the variant the experiment varies.
+//! What one run of `xorflow-lab bench wan` is: an experiment of the wide-area paper's, a workload (the YSB or
+//! the trAcker paper's chain), the delay between the processes and the variant the experiment varies.
 
 use anyhow::Result;
 use serde::{Deserialize, Serialize};
 
-/// Seed 004's experiments, scaled to this machine (docs/wan.md).
+/// The wide-area paper's experiments, scaled to this machine (docs/wan.md).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Experiment {
@@ -12,12 +12,12 @@ pub enum Experiment {
     Mesh,
     /// The YSB on the paper's EU, US and global city sets (Table I).
     Topology,
-    /// The YSB at 74-76 ms RTT (seed 004's jitter run) next to a steady 75 ms.
+    /// The YSB at 74-76 ms RTT (the wide-area paper's jitter run) next to a steady 75 ms.
     Jitter,
     /// Notification latency on the chain under RTT: trAcker replicated, central, batched,
     /// sharded, in a dedicated process midway, and markers.
     Notification,
-    /// The YSB at the largest RTT with the knobs seed 004 tunes: channel capacity (credits
+    /// The YSB at the largest RTT with the knobs the wide-area paper tunes: channel capacity (credits
     /// against the bandwidth-delay product), flush timeout, batching of acks and batches.
     Tuning,
     /// Tracker replicas by region: the chain on the global city set's 8 processes with a
@@ -64,7 +64,7 @@ pub enum Network {
     /// On loopback, the delay injected inside xorflow (`--rtt` and friends on the job).
     #[default]
     Loopback,
-    /// Each process in its own network namespace behind `xorflow delay-router`, which delays
+    /// Each process in its own network namespace behind `xorflow-lab delay-router`, which delays
     /// every packet (`super::netns`).
     Netns,
 }
@@ -90,7 +90,7 @@ pub enum Delay {
         /// Jitter on it, ms.
         jitter_ms: u64,
     },
-    /// A seed 004 city set (`--rtt-topology`).
+    /// A the wide-area paper city set (`--rtt-topology`).
     Topology(String),
     /// A matrix written for the run (`--delay-matrix`): row per process, ms.
     Matrix(Vec<Vec<f64>>),
@@ -165,9 +165,9 @@ impl Delay {
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Workload {
-    /// The YSB (`xorflow bench ysb`), 10 s windows: window latency and throughput.
+    /// The YSB (`xorflow-lab bench ysb`), 10 s windows: window latency and throughput.
     Ysb,
-    /// Seed 000's chain (`xorflow bench chain`): notification and element latency.
+    /// The trAcker paper's chain (`xorflow-lab bench chain`): notification and element latency.
     Chain,
 }
 

@@ -1,5 +1,5 @@
 //! `bench wan --network netns` for Storm: a Storm 2.8 cluster whose daemons are JVMs of their
-//! own, one supervisor per network namespace behind `xorflow delay-router` (`super::netns`), each
+//! own, one supervisor per network namespace behind `xorflow-lab delay-router` (`super::netns`), each
 //! launching its worker's JVM there. Every packet between them crosses its pair's delay: tuples
 //! between workers (Netty), Nimbus's assignments, ZooKeeper's sessions and heartbeats, and the
 //! kernel's TCP, per pair (docs/wan.md, "A Storm cluster in namespaces").

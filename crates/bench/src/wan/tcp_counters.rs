@@ -1,7 +1,7 @@
 //! What the kernels' TCP did in a namespaced run: retransmissions, retransmission timeouts and
 //! packets the TUN devices dropped, per namespace, read after the run from the namespace's own
 //! `/proc/net/snmp`, `/proc/net/netstat` and `/sys/class/net/*/statistics` (each namespace has its
-//! own counters, starting at 0 when `xorflow delay-router` creates it).
+//! own counters, starting at 0 when `xorflow-lab delay-router` creates it).
 //!
 //! The router counts what it drops on its own queues; a packet the kernel drops before the router
 //! reads it (a full TUN queue) or after it writes it (a full backlog) shows only here, as a

@@ -1,4 +1,4 @@
-//! Running one YSB point on one engine: xorflow (`xorflow bench ysb --json`, this binary), Apache
+//! Running one YSB point on one engine: xorflow (`xorflow-lab bench ysb --json`, this binary), Apache
 //! Flink (`peers/flink`, `YsbJob`) or Apache Storm (`peers/storm`, `YsbTopology`), all under the
 //! contract of `peers/ysb-contract.md`, each in its own process; the peers' counts are checked
 //! against the oracle here (xorflow checks its own).

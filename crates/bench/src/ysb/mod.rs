@@ -1,6 +1,6 @@
 //! The YSB on the bench stand: xorflow next to Apache Flink and Apache Storm
-//! (`xorflow bench peers --workload ysb`, [`peers`]) and the highest rate each sustains
-//! (`xorflow bench sustainable --workload ysb`, [`sustainable`]). Every engine runs the same
+//! (`xorflow-lab bench peers --workload ysb`, [`peers`]) and the highest rate each sustains
+//! (`xorflow-lab bench sustainable --workload ysb`, [`sustainable`]). Every engine runs the same
 //! contract (`peers/ysb-contract.md`): the generator inside the job, the same template events at
 //! the same rate, counts checked against the oracle (`examples/ysb/src/oracle.rs`).
 
@@ -18,7 +18,7 @@ pub use engines::{Engine, Engines, Point};
 pub const TEMPLATES: u64 = 100_000;
 
 /// Makes `<root>/<kind>-<UTC time>/` with the shared inputs in it (template events and table,
-/// generated with seed 1 as `xorflow ysb generate` would); returns the folder and the two files.
+/// generated with seed 1 as `xorflow-lab ysb generate` would); returns the folder and the two files.
 ///
 /// # Errors
 /// A folder or file cannot be written.
@@ -87,7 +87,7 @@ pub fn append_raw(dir: &Path, line: &serde_json::Value) -> Result<()> {
 pub fn command_line() -> String {
     let mut args = std::env::args();
     let _ = args.next();
-    std::iter::once("xorflow".to_string())
+    std::iter::once("xorflow-lab".to_string())
         .chain(args)
         .collect::<Vec<_>>()
         .join(" ")

@@ -1,4 +1,4 @@
-//! `xorflow bench peers --workload ysb`: the YSB on xorflow, Apache Flink and Apache Storm side
+//! `xorflow-lab bench peers --workload ysb`: the YSB on xorflow, Apache Flink and Apache Storm side
 //! by side at one rate, repeated with the engines alternating (the machine is shared and noisy:
 //! only ratios measured in one run are reported), into `<out>/ysb-peers-<UTC>/`.
 
@@ -124,7 +124,7 @@ const NOTES: &str = "
 Definitions (docs/ysb.md): window latency = emission of a (campaign, 10 s window) minus the
 event time of its last event (seeds 003/004); updated - start = the original YSB's
 `time_updated - window_start`, which includes the 10 s window; pre-window = arrival at the
-stage before the window's key exchange minus event time (seed 003's Enrich). Only windows wholly
+stage before the window's key exchange minus event time (the CPU-efficiency paper's Enrich). Only windows wholly
 inside the generation count. Event times are the generator's due times, so a generator that
 falls behind (backpressure) shows in the pre-window latency and the generator lag.
 
@@ -133,7 +133,7 @@ periodic watermarks (200 ms, bounded out-of-orderness 0), Storm with the origina
 CampaignProcessor (time buckets flushed every second; its event-time windowed bolt loses views at
 high rates: `peers/ysb-contract.md`).
 
-Inputs: 100,000 template events and the table as `xorflow ysb generate --events 100000 --seed 1`
+Inputs: 100,000 template events and the table as `xorflow-lab ysb generate --events 100000 --seed 1`
 draws them (event times replaced by the schedule), in this folder with each engine's counts.
 ";
 

@@ -1,4 +1,4 @@
-//! `xorflow bench sustainable --workload ysb`: the highest rate each engine sustains (seed 002,
+//! `xorflow-lab bench sustainable --workload ysb`: the highest rate each engine sustains (the Cloudprofiler paper,
 //! section 4.4, after Karimov et al.): the rate rises in steps, each step a bounded run; a step
 //! is sustainable when every emitted event is received and counted (the oracle's counts) and
 //! event-time latency does not grow over it ([`judge`]). The ladder (engines alternating within a
@@ -123,7 +123,7 @@ fn report(cfg: &SustainableConfig, steps: &[Step]) -> String {
         "Steps of {} s; {} sources; {} process(es) x {} workers. A step is sustainable when every \
          event is emitted and counted (counts = the oracle's) and the pre-window latency's \
          per-second p99 does not grow: the last third's median stays within {GROWTH_FACTOR}x the \
-         middle third's + {GROWTH_SLACK_MS} ms (seed 002, section 4.4).\n",
+         middle third's + {GROWTH_SLACK_MS} ms (the Cloudprofiler paper, section 4.4).\n",
         p.duration_s, p.sources, p.processes, p.workers
     );
     t.push_str(&best_table(

@@ -13,8 +13,53 @@ use std::process::Command;
 /// The `xorflow` binary under test: this build's, or the one named by `XORFLOW_TEST_BIN`, so a
 /// regression test can be shown to fail on an older build
 /// (`XORFLOW_TEST_BIN=/path/to/old/xorflow cargo test -p xorflow-cli --test defects`).
+///
+/// The lab's tests (crates/lab/tests, which include this file) find it beside `xorflow-lab`:
+/// `cargo test --workspace` builds both binaries into one folder.
 pub fn bin() -> String {
-    std::env::var("XORFLOW_TEST_BIN").unwrap_or_else(|_| env!("CARGO_BIN_EXE_xorflow").to_string())
+    if let Ok(p) = std::env::var("XORFLOW_TEST_BIN") {
+        return p;
+    }
+    match option_env!("CARGO_BIN_EXE_xorflow") {
+        Some(p) => p.to_string(),
+        None => beside_the_other("xorflow"),
+    }
+}
+
+/// The `xorflow-lab` binary under test: this build's, or `XORFLOW_TEST_LAB_BIN`. The engine's
+/// tests (crates/cli/tests) find it beside `xorflow`.
+pub fn lab() -> String {
+    if let Ok(p) = std::env::var("XORFLOW_TEST_LAB_BIN") {
+        return p;
+    }
+    match option_env!("CARGO_BIN_EXE_xorflow-lab") {
+        Some(p) => p.to_string(),
+        None => beside_the_other("xorflow-lab"),
+    }
+}
+
+/// The binary whose subcommand `first` is: `xorflow-lab` for the experiments (`bench`,
+/// `profile`, `delay-router`, `delay-proxy`, `ysb`), `xorflow` for the rest.
+pub fn exe_for(first: &str) -> String {
+    match first {
+        "bench" | "profile" | "delay-router" | "delay-proxy" | "ysb" => lab(),
+        _ => bin(),
+    }
+}
+
+/// The binary `name` in the folder of whichever binary this test crate was built with.
+fn beside_the_other(name: &str) -> String {
+    let this = option_env!("CARGO_BIN_EXE_xorflow")
+        .or(option_env!("CARGO_BIN_EXE_xorflow-lab"))
+        .expect("a test of crates/cli or crates/lab");
+    let p = Path::new(this).with_file_name(name);
+    assert!(
+        p.is_file(),
+        "{} is missing: build it first (cargo build --release -p xorflow-cli -p xorflow-lab; \
+         `cargo test --workspace` does)",
+        p.display()
+    );
+    p.display().to_string()
 }
 
 /// `flights.csv`, or `None` (the test is skipped) when `make data` has not been run.

@@ -1,12 +1,12 @@
-//! What the tests of `xorflow profile` and `xorflow bench cpu` share: running the binary and
+//! What the tests of `xorflow-lab profile` and `xorflow-lab bench cpu` share: running the binary and
 //! skipping where perf cannot sample.
 
-use super::bin;
 use std::process::{Command, Output, Stdio};
 
-/// Runs `xorflow args` to completion (no stdin; not as a local child of another run).
+/// Runs `xorflow args` (or `xorflow-lab args`, for the lab's subcommands: [`super::exe_for`]) to
+/// completion (no stdin; not as a local child of another run).
 pub fn xorflow(args: &[&str]) -> Output {
-    Command::new(bin())
+    Command::new(super::exe_for(args.first().copied().unwrap_or_default()))
         .args(args)
         .env_remove("XORFLOW_LOCAL_PROCESS")
         .stdin(Stdio::null())

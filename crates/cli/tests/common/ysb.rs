@@ -7,14 +7,14 @@ use std::process::Command;
 /// Due time of the first generated event, ms since the epoch.
 pub const START_MS: u64 = 1_700_000_000_000;
 
-/// `xorflow ysb generate` of `events` at `rate`/s with skew and `seed` into `dir`: returns
+/// `xorflow-lab ysb generate` of `events` at `rate`/s with skew and `seed` into `dir`: returns
 /// (events file, ad table) and the ad the table lists first.
 pub fn generate(dir: &Path, events: u64, rate: u64, seed: u64) -> (PathBuf, PathBuf, String) {
     let (k, a) = (
         dir.join("kafka-json.txt"),
         dir.join("ad-to-campaign-ids.txt"),
     );
-    let out = Command::new(super::bin())
+    let out = Command::new(super::lab())
         .args(["ysb", "generate", "--events", &events.to_string()])
         .args(["--rate", &rate.to_string(), "--with-skew"])
         .args([

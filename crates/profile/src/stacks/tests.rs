@@ -1,6 +1,6 @@
 use super::*;
 
-/// Four samples captured from `perf script --inline` of `xorflow bench chain --processes 2`
+/// Four samples captured from `perf script --inline` of `xorflow-lab bench chain --processes 2`
 /// (dwarf) and one from a frame-pointer recording.
 const FIXTURE: &str = include_str!("../../tests/fixtures/perf-script-chain.txt");
 

@@ -2,7 +2,7 @@
 //!
 //! Flushing on every idle moment gives the lowest notification latency, but at 100,000 events/s
 //! with two workers it sent 250,000 flushes a second to the tracker, each a frontier computation,
-//! while a frontier can move only when a source passes a slot boundary (`xorflow bench cpu`, docs/cpu.md).
+//! while a frontier can move only when a source passes a slot boundary (`xorflow-lab bench cpu`, docs/cpu.md).
 //! A slot completes only once the minimum heartbeat over all sources has passed it
 //! (`xorflow_tracking::Tracker`), so an idle flush can move a frontier only if it carries
 //! - a heartbeat that passes a slot boundary its source had not passed in this process's

@@ -48,7 +48,7 @@ pub struct ShardRoute {
 /// Queued hand-offs at which a worker going idle merges them (if the mutex is free) although
 /// they cannot complete a slot: merging a long queue at once would land on the worker that
 /// brings the next useful flush, at the end of a slot, when notifications are waited for
-/// (`xorflow bench chain`, 1 process, per-instance notification p99: docs/cpu.md).
+/// (`xorflow-lab bench chain`, 1 process, per-instance notification p99: docs/cpu.md).
 const MERGE_AT: usize = 32;
 
 /// How soon a hand-off wants the process acker flushed to the shards.

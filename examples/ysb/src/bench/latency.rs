@@ -76,7 +76,7 @@ pub fn record_prewindow(
 }
 
 /// The p99 of each second's pre-window latency, ms (0 for a second without views): whether
-/// latency grows over a run (`xorflow bench sustainable`).
+/// latency grows over a run (`xorflow-lab bench sustainable`).
 pub fn prewindow_by_second(stats: Option<&VertexStats>, duration_s: u64) -> Vec<f64> {
     let mut p99 = stats.map_or_else(Vec::new, |s| per_second::read(s, PREWINDOW_US).0);
     p99.resize(duration_s as usize, 0.0);

@@ -1,4 +1,4 @@
-//! `xorflow bench ysb`: YSB with the generator inside the job at a fixed rate (the Cloudprofiler
+//! `xorflow-lab bench ysb`: YSB with the generator inside the job at a fixed rate (the Cloudprofiler
 //! paper's ingestion), measured as the Cloudprofiler, CPU-efficiency and wide-area papers measure
 //! it (docs/papers.md): throughput, window latency p50/p90/p99 in both definitions, pre-window
 //! latency, and the generator's lag behind its schedule.
@@ -38,10 +38,10 @@ pub const START_ENV: &str = "XORFLOW_YSB_START_MS";
 /// Template events generated when no `--events` file is given (seed 1, the original's shape).
 pub const GENERATED_TEMPLATES: u64 = 100_000;
 
-/// What `xorflow bench ysb` is told.
+/// What `xorflow-lab bench ysb` is told.
 #[derive(Clone, Debug)]
 pub struct BenchConfig {
-    /// Template events (`xorflow ysb generate` writes them); `None`: generated in memory.
+    /// Template events (`xorflow-lab ysb generate` writes them); `None`: generated in memory.
     pub events: Option<PathBuf>,
     /// The ad -> campaign table; required with `events`, generated with it otherwise.
     pub ad_campaigns: Option<PathBuf>,
@@ -149,12 +149,12 @@ fn inputs(cfg: &BenchConfig) -> Result<(String, String), JobError> {
     }
 }
 
-/// `n` template events and the table, as `xorflow ysb generate --seed SEED` draws them.
+/// `n` template events and the table, as `xorflow-lab ysb generate --seed SEED` draws them.
 pub fn generated(n: u64, seed: u64) -> (String, String) {
     generated_with(n, seed, generate::CAMPAIGNS)
 }
 
-/// [`generated`] with `campaigns` campaigns (`xorflow ysb generate --campaigns`).
+/// [`generated`] with `campaigns` campaigns (`xorflow-lab ysb generate --campaigns`).
 pub fn generated_with(n: u64, seed: u64, campaigns: usize) -> (String, String) {
     let mut rng = SmallRng::seed_from_u64(seed);
     let ids = Ids::with_campaigns(&mut rng, campaigns);

@@ -1,5 +1,5 @@
 //! The in-job generator's schedule and its pre-serialized events: the contract every engine of
-//! `xorflow bench ysb` and `xorflow bench peers --workload ysb` follows (`peers/ysb-contract.md`),
+//! `xorflow-lab bench ysb` and `xorflow-lab bench peers --workload ysb` follows (`peers/ysb-contract.md`),
 //! so the set of emitted events is known in advance and an oracle can recount it.
 //!
 //! Event `k` (`0 <= k < rate * duration`) is due `k * 1e9 / rate` ns (integer division) after

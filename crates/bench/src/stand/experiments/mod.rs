@@ -1,4 +1,4 @@
-//! Seed 000's experiments as sweeps of chain runs, one file each: what it runs per profile and
+//! The trAcker paper's experiments as sweeps of chain runs, one file each: what it runs per profile and
 //! its section of REPORT.md. `peers` (xorflow next to other engines) has its own command and
 //! results folder.
 //!

@@ -1,11 +1,11 @@
-//! `xorflow bench peers`: timely dataflow, Apache Flink and Apache Storm next to xorflow on seed
+//! `xorflow-lab bench peers`: timely dataflow, Apache Flink and Apache Storm next to xorflow on seed
 //! 000's chain, in one run on one machine, so each performance claim is a ratio anyone can
 //! reproduce.
 //!
 //! The peers live in `peers/`: `peers/timely` (a Rust program on the `timely` crate),
 //! `peers/flink` (a Maven project on Flink's MiniCluster) and `peers/storm` (a Maven project on
 //! Storm's LocalCluster). Each prints one JSON object with the
-//! field names of `xorflow bench chain --json` (`elements_per_s`, `latency_p50_us`, ...), and
+//! field names of `xorflow-lab bench chain --json` (`elements_per_s`, `latency_p50_us`, ...), and
 //! measures the same way: rate-controlled sources on an absolute schedule, the due time carried
 //! in the element, notification latency from a substream's last arrival to its notification.
 //!

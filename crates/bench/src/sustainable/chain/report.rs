@@ -86,7 +86,7 @@ pub fn report(
     let g = cfg.granularity();
     let _ = writeln!(
         t,
-        "Seed 000's chain, K = {} stages, {} workers in one process per engine, {}; steps of {} s \
+        "The trAcker paper's chain, K = {} stages, {} workers in one process per engine, {}; steps of {} s \
          at {} elements/s (the first third of each step's elements is warm-up), engines \
          alternating within a step, each leaving after its first unsustainable step. Machine \
          load (1-minute average) {} at the start, {} at the end; per step in curve.csv.{}\n",
@@ -121,7 +121,7 @@ pub fn report(
          than that: unsustainable) and the end-to-end element latency (due time at the source \
          to the sink) does not grow: per second of the schedule (the elements due in it), every \
          engine's p99; the median over the last third stays within {GROWTH_FACTOR}x that of \
-         the middle third + {GROWTH_SLACK_MS} ms (seed 002, section 4.4). A step whose output \
+         the middle third + {GROWTH_SLACK_MS} ms (the Cloudprofiler paper, section 4.4). A step whose output \
          has no per-second series (a Flink or Storm peer from before it printed one; \
          \"judged by\" says so) is judged by the rate its sources achieved over the measured \
          elements instead: at least {MIN_ACHIEVED} of the rate (both hold their sources back \

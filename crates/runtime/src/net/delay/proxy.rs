@@ -1,8 +1,8 @@
 //! A TCP proxy that delays every byte by a one-way delay in each direction: the same delay
 //! [`DelayLine`] gives xorflow's own connections (`transport.rs`), for engines whose network
-//! stack is not ours. `xorflow bench wan` puts Flink's TaskManagers behind it
+//! stack is not ours. `xorflow-lab bench wan` puts Flink's TaskManagers behind it
 //! (`peers/flink/.../ProxiedMiniCluster.java`, docs/wan.md "Flink behind the proxy"), and
-//! `xorflow delay-proxy` offers it to anyone.
+//! `xorflow-lab delay-proxy` offers it to anyone.
 //!
 //! Each route listens on one address and forwards every connection to one upstream address.
 //! Per connection and direction, a reader task stamps each chunk it reads with its due time
@@ -98,7 +98,7 @@ impl DelayProxy {
         })
     }
 
-    /// Serves until the process ends (the `xorflow delay-proxy` command).
+    /// Serves until the process ends (the `xorflow-lab delay-proxy` command).
     pub fn wait(mut self) {
         if let Some(t) = self.thread.take() {
             let _ = t.join();

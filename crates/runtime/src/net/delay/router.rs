@@ -1,6 +1,6 @@
 //! A user-space router between network namespaces that delays every IP packet by its pair's
 //! one-way delay: wide-area delay for whole processes of any engine, kernel TCP included
-//! (`xorflow delay-router`; docs/wan.md, "Processes in network namespaces").
+//! (`xorflow-lab delay-router`; docs/wan.md, "Processes in network namespaces").
 //!
 //! Host `i` sends through its TUN device ([`super::tun`]) with address `SUBNET.(i + 1)`; the
 //! router reads each packet, finds the destination host from the IPv4 header, and hands it to

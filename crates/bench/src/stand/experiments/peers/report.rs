@@ -170,7 +170,7 @@ fn header(meta: &Meta, java_version: Option<&str>, outcomes: &[Outcome<PeerResul
     .map(|(_, n)| n)
     .collect();
     let mut md = format!(
-        "# Peers: xorflow next to {} on seed 000's chain ({} profile)\n\n\
+        "# Peers: xorflow next to {} on the trAcker paper's chain ({} profile)\n\n\
          {}- runs: {} ({} failed; see results.csv and runs.log), medians over repetitions\n\
          - every system: {WORKERS} worker threads in one process, and in the cluster runs \
          {CLUSTER_PROCESSES} processes of {} each; systems alternate within each point\n",
@@ -257,7 +257,7 @@ fn latency_section(doc: &mut Doc<'_>, s: &Sweeps<'_>) -> Result<()> {
          periodic monotonous watermarks every 1 ms at a 1 ms buffer timeout. Ratio below 1: \
          xorflow notifies sooner.\n\n\
          Two measures. *Per instance*: from the substream's last element at the same instance \
-         (sink or window subtask) that is notified. *From the last arrival anywhere* (seed 000's \
+         (sink or window subtask) that is notified. *From the last arrival anywhere* (the trAcker paper's \
          definition): from the substream's last element at any instance. A substream is complete \
          only when its last element has arrived everywhere, so the per-instance figure also holds \
          the skew between partitions, i.e. the data path's jitter; the second isolates the \

@@ -33,7 +33,7 @@ import org.apache.flink.util.Collector;
 
 /**
  * The trAcker paper's chain workload (docs/papers.md) on Apache Flink, measured the way
- * {@code xorflow bench chain} measures itself, for {@code xorflow bench peers}.
+ * {@code xorflow-lab bench chain} measures itself, for {@code xorflow-lab bench peers}.
  *
  * <p>Graph: a parallel source, K stages of {@code rebalance().map(identity)}, then either a
  * measuring sink (granularity 0: no watermarks, no completeness tracking) or a tumbling
@@ -92,7 +92,7 @@ public final class ChainJob {
         }
     }
 
-    /** Command-line options (the names of {@code xorflow bench chain} where they mean the same). */
+    /** Command-line options (the names of {@code xorflow-lab bench chain} where they mean the same). */
     static final class Args {
         /** Slots per TaskManager, one subtask of each operator per slot. */
         int workers = 2;

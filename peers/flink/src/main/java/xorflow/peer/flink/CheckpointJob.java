@@ -19,8 +19,8 @@ import org.apache.flink.streaming.api.functions.source.RichParallelSourceFunctio
 import org.apache.flink.streaming.api.windowing.assigners.TumblingEventTimeWindows;
 
 /**
- * The checkpoint-cost workload of {@code xorflow bench checkpoints} on Apache Flink: the same
- * graph as {@code xorflow bench chain --keyed-window W --keys K --stages S}, with RocksDB
+ * The checkpoint-cost workload of {@code xorflow-lab bench checkpoints} on Apache Flink: the same
+ * graph as {@code xorflow-lab bench chain --keyed-window W --keys K --stages S}, with RocksDB
  * incremental checkpoints at the same interval (or none).
  *
  * <p>Graph: a parallel source (subtask i of P emits ids i, i + P, ... as fast as flow control

@@ -10,7 +10,7 @@ import org.apache.flink.runtime.minicluster.MiniClusterConfiguration;
 /**
  * A MiniCluster whose TaskManager {@code i} listens for data connections on {@code ports[i].bind}
  * and tells the other TaskManagers to connect to {@code ports[i].advertised}: the port of a delay
- * proxy in front of it ({@code xorflow delay-proxy}), so every byte between TaskManagers crosses
+ * proxy in front of it ({@code xorflow-lab delay-proxy}), so every byte between TaskManagers crosses
  * the proxy's delay (docs/wan.md, "Flink behind the proxy").
  *
  * <p>Flink reads {@code taskmanager.data.bind-port} and {@code taskmanager.data.port} (the external

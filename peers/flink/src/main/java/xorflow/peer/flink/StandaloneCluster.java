@@ -12,7 +12,7 @@ import java.util.regex.Pattern;
 /**
  * A standalone Flink cluster the YSB job is submitted to ({@code --cluster HOST:PORT}, the
  * JobManager's REST address): a JobManager and TaskManagers started as their own JVMs, e.g. one
- * per network namespace by {@code xorflow bench wan --network netns} (docs/wan.md).
+ * per network namespace by {@code xorflow-lab bench wan --network netns} (docs/wan.md).
  */
 record StandaloneCluster(String host, int port) {
     /** How long {@link #awaitTaskManagers} waits. */

@@ -25,7 +25,7 @@ import xorflow.peer.ysb.YsbStats;
 /**
  * The Yahoo Streaming Benchmark on Apache Flink (a MiniCluster in this JVM, or with {@code
  * --cluster HOST:PORT} a standalone cluster whose JobManager serves REST there), with the
- * generator inside the job, following {@code peers/ysb-contract.md} as {@code xorflow bench ysb} does:
+ * generator inside the job, following {@code peers/ysb-contract.md} as {@code xorflow-lab bench ysb} does:
  *
  * <pre>
  * source (S instances, template events on an absolute schedule) -> parse JSON -> filter view

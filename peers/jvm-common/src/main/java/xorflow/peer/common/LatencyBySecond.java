@@ -6,9 +6,9 @@ import org.HdrHistogram.ConcurrentHistogram;
 
 /**
  * Element latency per second of the chain's schedule ({@code --latency-by-second}), as the timely
- * peer and {@code xorflow bench chain} record it: second i holds the measured elements due in
+ * peer and {@code xorflow-lab bench chain} record it: second i holds the measured elements due in
  * [start + i s, start + (i + 1) s), so a backlog shows as latency rising along the series
- * ({@code xorflow bench sustainable --workload chain} judges it: sustainable throughput, the
+ * ({@code xorflow-lab bench sustainable --workload chain} judges it: sustainable throughput, the
  * Cloudprofiler paper, section 4.3).
  *
  * <p>One HdrHistogram of µs per second, 1 µs to 100 s (larger values count as 100 s), 2

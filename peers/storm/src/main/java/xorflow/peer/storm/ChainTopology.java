@@ -26,7 +26,7 @@ import org.apache.storm.tuple.Values;
 
 /**
  * The trAcker paper's chain workload (docs/papers.md) on Apache Storm, measured the way
- * {@code xorflow bench chain} measures itself, so {@code xorflow bench peers} can put the two side
+ * {@code xorflow-lab bench chain} measures itself, so {@code xorflow-lab bench peers} can put the two side
  * by side.
  *
  * <p>Topology: a spout of P tasks, K pass-through bolts of P tasks each fed by a shuffle grouping
@@ -90,7 +90,7 @@ public final class ChainTopology {
         }
     }
 
-    /** Command-line options (the names of {@code xorflow bench chain} where they mean the same). */
+    /** Command-line options (the names of {@code xorflow-lab bench chain} where they mean the same). */
     static final class Args {
         int workers = 2;
         int stages = 10;

@@ -16,7 +16,7 @@ import xorflow.peer.ysb.YsbStats;
  * The Yahoo Streaming Benchmark on Apache Storm (LocalCluster, one worker, in this JVM; or with
  * {@code --cluster NIMBUS_HOST:PORT} a Storm cluster's --storm-workers worker JVMs,
  * {@link YsbStormCluster}), with the generator inside the topology, following {@code peers/ysb-contract.md} as
- * {@code xorflow bench ysb} does:
+ * {@code xorflow-lab bench ysb} does:
  *
  * <pre>
  * spout "events" (S tasks) -> deserialize -> filter view -> projection -> join   (S tasks each,

@@ -8,7 +8,7 @@ import org.HdrHistogram.ConcurrentHistogram;
  * The pre-window latency per second of event time ({@code prewindow_p99_ms_by_second} in
  * {@code peers/ysb-contract.md}): second i holds the views whose event time lies in
  * [T0 + 1000 i, T0 + 1000 (i + 1)), 0 <= i < D. A latency that grows along the series means a
- * backlog built up during the run ({@code xorflow bench sustainable} reads it).
+ * backlog built up during the run ({@code xorflow-lab bench sustainable} reads it).
  *
  * <p>One HdrHistogram of µs per second, 2 significant digits (a reported value is within 1 % of
  * the recorded one; ~50 KB each), made when the second's first view arrives. Recording is

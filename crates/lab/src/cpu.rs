@@ -1,5 +1,5 @@
-//! `xorflow bench cpu`: seed 003's CPU-efficiency experiments on the YSB, each run sampled by
-//! `xorflow profile` (crates/bench/src/cpu/, docs/cpu.md).
+//! `xorflow-lab bench cpu`: the CPU-efficiency paper's CPU-efficiency experiments on the YSB, each run sampled by
+//! `xorflow-lab profile` (crates/bench/src/cpu/, docs/cpu.md).
 
 use crate::ysb::{chosen, engines, run_sweep, sweep_duration};
 use clap::Args;
@@ -9,11 +9,11 @@ use std::time::Duration;
 use xorflow_bench::cpu::{Experiment, Plan};
 use xorflow_bench::ysb::Engine;
 
-/// Options of `xorflow bench cpu`.
+/// Options of `xorflow-lab bench cpu`.
 #[derive(Args)]
 #[command(
-    after_help = "Examples:\n  xorflow bench cpu --experiments load --no-storm\n  \
-                  xorflow bench cpu --quick --no-flink --no-storm\n\n\
+    after_help = "Examples:\n  xorflow-lab bench cpu --experiments load --no-storm\n  \
+                  xorflow-lab bench cpu --quick --no-flink --no-storm\n\n\
                   Writes <out>/cpu-<UTC>/: REPORT.md, runs.csv, tasks.csv, raw.jsonl and every \
                   run's profile under runs/ (docs/cpu.md)."
 )]
@@ -136,7 +136,7 @@ impl CpuArgs {
     }
 }
 
-/// Runs `xorflow bench cpu` (exit 2: bad options; 1: a build or the results folder failed).
+/// Runs `xorflow-lab bench cpu` (exit 2: bad options; 1: a build or the results folder failed).
 pub fn run(a: CpuArgs) -> ExitCode {
     run_sweep(
         a.plan(),

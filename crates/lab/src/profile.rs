@@ -1,8 +1,7 @@
-//! `xorflow profile`: seed 003's task-level CPU profiler around a command or attached to
+//! `xorflow-lab profile`: the CPU-efficiency paper's task-level CPU profiler around a command or attached to
 //! running processes (crates/profile; docs/profile.md).
 
 use clap::Args;
-use std::io::Write as _;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
@@ -10,11 +9,11 @@ use xorflow_profile::perf::CallGraph;
 use xorflow_profile::record::Target;
 use xorflow_profile::run::{self, Config};
 
-/// Options of `xorflow profile`.
+/// Options of `xorflow-lab profile`.
 #[derive(Args)]
 #[command(
-    after_help = "Examples:\n  xorflow profile -- xorflow bench chain --elements 50000000\n  \
-                  xorflow profile --pid 1234 --pid 1240 --duration 30s --events 6000000\n\n\
+    after_help = "Examples:\n  xorflow-lab profile -- xorflow-lab bench chain --elements 50000000\n  \
+                  xorflow-lab profile --pid 1234 --pid 1240 --duration 30s --events 6000000\n\n\
                   Writes summary.csv, processes.csv, report.html, flame.svg, stacks.folded and \
                   other-stacks.txt into --out, and the same per process under processes/."
 )]
@@ -61,7 +60,7 @@ pub struct ProfileArgs {
     command: Vec<String>,
 }
 
-/// Runs `xorflow profile` (exit 2: usage, a bad profile, perf missing or not permitted, a pid
+/// Runs `xorflow-lab profile` (exit 2: usage, a bad profile, perf missing or not permitted, a pid
 /// that does not exist, a command that cannot run; 1: perf failed; the command's own failure
 /// is reported with exit 1 after the results are written).
 pub fn run(a: ProfileArgs) -> ExitCode {
@@ -113,7 +112,7 @@ pub fn run(a: ProfileArgs) -> ExitCode {
 
 fn usage(message: &str) -> ExitCode {
     say!(
-        "error: {message}\n\nUsage: xorflow profile [OPTIONS] [--pid PID]... [-- COMMAND ARGS...]"
+        "error: {message}\n\nUsage: xorflow-lab profile [OPTIONS] [--pid PID]... [-- COMMAND ARGS...]"
     );
     ExitCode::from(2)
 }

@@ -1,13 +1,14 @@
-//! Cross-process durations of a real run go through the clock alignment (seed 002, section 3.3)
-//! within their bounds: two processes of `xorflow bench chain` on one host, each with a
+//! Cross-process durations of a real run go through the clock alignment (the Cloudprofiler paper, section 3.3)
+//! within their bounds: two processes of `xorflow-lab bench chain` on one host, each with a
 //! different synthetic clock skew (`XORFLOW_CLOCK_SKEW`, an offset and a rate error on the
 //! alignment's clock only). The runtime's stamps share the host's `CLOCK_MONOTONIC_RAW`, so the
 //! plain difference of two stamps is the truth; a conversion that mishandled the skew (25 ms and
 //! 45 ppm apart) would miss it by far more than its bound. The YSB bench's generators, which run
 //! one schedule on each process's wall clock, are compared the same way.
 
+#[path = "../../cli/tests/common/mod.rs"]
 mod common;
-use common::bin;
+use common::lab;
 use common::procs::free_ports;
 use serde_json::Value;
 use std::process::{Child, Command, Stdio};
@@ -44,7 +45,7 @@ const CHAIN: &[&str] = &[
 
 /// Process `index` of a two-process run of `args` on `hosts`, with synthetic clock `skew`.
 fn process(args: &[&str], hosts: &std::path::Path, index: usize, skew: &str) -> Killed {
-    let child = Command::new(bin())
+    let child = Command::new(lab())
         .args(args)
         .args(["--cluster-token", "clock-chain"])
         .arg("--hostfile")

@@ -1,4 +1,4 @@
-//! `xorflow delay-proxy`: the user-space delay of `--rtt` for any TCP service
+//! `xorflow-lab delay-proxy`: the user-space delay of `--rtt` for any TCP service
 //! (`crates/runtime/src/net/delay/proxy.rs`; docs/wan.md, "Flink behind the proxy").
 
 use clap::Args;
@@ -8,11 +8,11 @@ use std::time::Duration;
 use xorflow_runtime::net::delay::proxy::{DelayProxy, Route};
 use xorflow_runtime::net::delay::MAX_RTT;
 
-/// Options of `xorflow delay-proxy`.
+/// Options of `xorflow-lab delay-proxy`.
 #[derive(Args)]
 #[command(
     after_help = "Example: a service on port 6000 reached through port 7000 with a 40 ms round trip\n  \
-                  xorflow delay-proxy --route 127.0.0.1:7000=127.0.0.1:6000 --rtt 40ms\n\n\
+                  xorflow-lab delay-proxy --route 127.0.0.1:7000=127.0.0.1:6000 --rtt 40ms\n\n\
                   Each direction of every connection is delayed by half the RTT, in order. Runs \
                   until stopped."
 )]
@@ -48,7 +48,7 @@ fn route(r: &str) -> Result<Route, String> {
 /// Runs the proxy until the process is stopped (exit 2: bad options or a port in use).
 pub fn run(a: DelayProxyArgs) -> ExitCode {
     if a.rtt > MAX_RTT || a.rtt_jitter > MAX_RTT {
-        eprintln!("xorflow delay-proxy: --rtt and --rtt-jitter must be at most {MAX_RTT:?}");
+        eprintln!("xorflow-lab delay-proxy: --rtt and --rtt-jitter must be at most {MAX_RTT:?}");
         return ExitCode::from(2);
     }
     let routes = match a
@@ -59,7 +59,7 @@ pub fn run(a: DelayProxyArgs) -> ExitCode {
     {
         Ok(r) => r,
         Err(e) => {
-            eprintln!("xorflow delay-proxy: {e}");
+            eprintln!("xorflow-lab delay-proxy: {e}");
             return ExitCode::from(2);
         }
     };
@@ -77,7 +77,7 @@ pub fn run(a: DelayProxyArgs) -> ExitCode {
             ExitCode::SUCCESS
         }
         Err(e) => {
-            eprintln!("xorflow delay-proxy: cannot start: {e}");
+            eprintln!("xorflow-lab delay-proxy: cannot start: {e}");
             ExitCode::FAILURE
         }
     }

@@ -1,8 +1,9 @@
-//! `xorflow bench wan` end to end (seed 004's experiments, docs/wan.md): a real mesh sweep of
+//! `xorflow-lab bench wan` end to end (the wide-area paper's experiments, docs/wan.md): a real mesh sweep of
 //! the YSB on 2 processes at RTT 0 and 40 ms must show the delay in the window latency, count
 //! as the oracle does and report what it measured; a notification run on the chain under
 //! delay must see at least the one-way delay; bad options exit 2 without a results folder.
 
+#[path = "../../cli/tests/common/mod.rs"]
 mod common;
 use common::perf::{refused, text, xorflow};
 use common::results::{results_dir, rows};
@@ -109,7 +110,7 @@ fn a_mesh_sweep_sees_the_delay_and_a_chain_run_notifies_after_it() {
 }
 
 /// The same sweep with every process in its own network namespace behind
-/// `xorflow delay-router` (`--network netns`): the router, not the job, delays the packets, and
+/// `xorflow-lab delay-router` (`--network netns`): the router, not the job, delays the packets, and
 /// the YSB and the chain still see the delay and count right. Skipped where namespaces cannot be
 /// made (not root, no `ip`, no /dev/net/tun).
 #[test]

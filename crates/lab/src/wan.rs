@@ -1,4 +1,4 @@
-//! `xorflow bench wan`: seed 004's wide-area experiments with the delay injected in user space
+//! `xorflow-lab bench wan`: the wide-area paper's wide-area experiments with the delay injected in user space
 //! (crates/bench/src/wan/, docs/wan.md).
 
 use crate::ysb::{chosen, finish_stand, run_sweep, sweep_duration};
@@ -9,11 +9,11 @@ use std::time::Duration;
 use xorflow_bench::wan::{Experiment, Network, Plan};
 use xorflow_bench::ysb::Engine;
 
-/// Options of `xorflow bench wan`.
+/// Options of `xorflow-lab bench wan`.
 #[derive(Args)]
 #[command(
-    after_help = "Examples:\n  xorflow bench wan --experiments mesh --processes 2 --rtts 0,40,100\n  \
-                  xorflow bench wan --quick\n\n\
+    after_help = "Examples:\n  xorflow-lab bench wan --experiments mesh --processes 2 --rtts 0,40,100\n  \
+                  xorflow-lab bench wan --quick\n\n\
                   Writes <out>/wan-<UTC>/: REPORT.md (with each series' knee), runs.csv, \
                   raw.jsonl and every run's command and output under runs/ (docs/wan.md)."
 )]
@@ -22,10 +22,10 @@ pub struct WanArgs {
     /// regions (the last only when --processes has 8) (default: all).
     #[arg(long, value_delimiter = ',')]
     experiments: Vec<String>,
-    /// YSB rates, events/s (default 22000,55000: seed 004's).
+    /// YSB rates, events/s (default 22000,55000: the wide-area paper's).
     #[arg(long, value_delimiter = ',')]
     rates: Vec<u64>,
-    /// Worker processes, one worker each (default 2,4,8: seed 004's workers).
+    /// Worker processes, one worker each (default 2,4,8: the wide-area paper's workers).
     #[arg(long, value_delimiter = ',')]
     processes: Vec<usize>,
     /// Full-mesh RTTs of the mesh experiment, ms (default 0,10,20,30,40,60,80,100; 0 is added
@@ -61,14 +61,14 @@ pub struct WanArgs {
     #[arg(long)]
     no_storm: bool,
     /// Where xorflow's processes talk: loopback (the delay inside xorflow) or netns (each
-    /// process in its own network namespace behind `xorflow delay-router`, every packet delayed,
+    /// process in its own network namespace behind `xorflow-lab delay-router`, every packet delayed,
     /// kernel TCP included; needs root). Flink then runs as a standalone cluster, a JVM per
     /// TaskManager in each namespace, Storm as a cluster with a supervisor and its worker in each
     /// namespace, and both join the topology experiment.
     #[arg(long, default_value = "loopback", value_parser = ["loopback", "netns"])]
     network: String,
     /// With --network netns: TCP congestion control in every namespace, for every engine
-    /// (`xorflow delay-router --tcp-congestion`): cubic, Linux's default, unless asked or not
+    /// (`xorflow-lab delay-router --tcp-congestion`): cubic, Linux's default, unless asked or not
     /// allowed in namespaces here (then the host's); inherit keeps the host's (docs/wan.md,
     /// "Congestion control"). An algorithm namespaces may not use here is refused before any
     /// run.
@@ -211,7 +211,7 @@ fn congestion(asked: Option<&str>, netns: bool) -> Result<String, String> {
     Ok(crate::congestion::to_set(a).unwrap_or_else(|| crate::congestion::INHERIT.into()))
 }
 
-/// Runs `xorflow bench wan` (exit 2: bad options; 1: the results folder failed).
+/// Runs `xorflow-lab bench wan` (exit 2: bad options; 1: the results folder failed).
 pub fn run(a: WanArgs) -> ExitCode {
     if let Some(dir) = &a.report {
         return finish_stand(xorflow_bench::wan::report::rewrite(dir).map(|()| dir.clone()));

@@ -1,4 +1,4 @@
-//! `xorflow delay-router` as a user runs it: real namespaces joined by the real router process.
+//! `xorflow-lab delay-router` as a user runs it: real namespaces joined by the real router process.
 //! A TCP connect between two hosts takes their pair's round trip (the SYN and SYN-ACK are
 //! packets the router delays, which no user-space delay of ours can do), pairs differ as the
 //! matrix says, a stop deletes the namespaces and kills what ran in them, and bad options exit 2.
@@ -7,6 +7,7 @@
 //! be made (exit 77: not root, no `ip`, no /dev/net/tun), except in CI (`CI` set), where that
 //! fails.
 
+#[path = "../../cli/tests/common/mod.rs"]
 mod common;
 use common::perf::refused;
 use std::io::{BufRead, BufReader, Write};
@@ -22,11 +23,11 @@ struct Router {
 }
 
 impl Router {
-    /// Starts `xorflow delay-router --prefix PREFIX ARGS` and waits for its ready line; `None`
+    /// Starts `xorflow-lab delay-router --prefix PREFIX ARGS` and waits for its ready line; `None`
     /// (skipped) when it exits 77.
     fn start(tag: &str, args: &[&str]) -> Option<Router> {
         let prefix = format!("xr{}{tag}", std::process::id() % 100_000);
-        let mut child = Command::new(common::bin())
+        let mut child = Command::new(common::lab())
             .args(["delay-router", "--prefix", &prefix, "--exit-with-parent"])
             .args(args)
             .stdin(Stdio::null())
@@ -347,7 +348,7 @@ fn a_far_pair_aligning_clocks_is_not_taken_for_a_dead_peer() {
         .map(|i| {
             Command::new("ip")
                 .args(["netns", "exec", &r.namespace(i)])
-                .arg(common::bin())
+                .arg(common::lab())
                 .args(["bench", "chain", "--workers", "1", "--elements", "20000"])
                 .args(["--rate", "20000", "--peer-timeout", "1s"])
                 .args([

@@ -1,11 +1,10 @@
-//! `xorflow bench sustainable`: the highest rate each engine sustains, on the YSB
-//! (crates/bench/src/ysb/sustainable.rs) or seed 000's chain
+//! `xorflow-lab bench sustainable`: the highest rate each engine sustains, on the YSB
+//! (crates/bench/src/ysb/sustainable.rs) or the trAcker paper's chain
 //! (crates/bench/src/sustainable/chain.rs), on the ladder both share
 //! (crates/bench/src/sustainable/mod.rs).
 
 use crate::ysb::{engines, finish_stand, YsbStandArgs};
 use clap::Args;
-use std::io::Write as _;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
@@ -22,10 +21,10 @@ const CHAIN_RATES: [u64; 12] = [
     20_000_000, 50_000_000,
 ];
 
-/// `xorflow bench sustainable`.
+/// `xorflow-lab bench sustainable`.
 #[derive(Args)]
 pub struct SustainableArgs {
-    /// The workload: the YSB (xorflow, Flink, Storm) or seed 000's chain (xorflow, timely,
+    /// The workload: the YSB (xorflow, Flink, Storm) or the trAcker paper's chain (xorflow, timely,
     /// Flink, Storm).
     #[arg(long, default_value = "ysb", value_parser = ["ysb", "chain"])]
     workload: String,
@@ -74,7 +73,7 @@ pub struct SustainableArgs {
     out: PathBuf,
 }
 
-/// `xorflow bench sustainable`.
+/// `xorflow-lab bench sustainable`.
 pub fn sustainable(a: SustainableArgs) -> ExitCode {
     let exe = match std::env::current_exe() {
         Ok(e) => e,

@@ -1,16 +1,17 @@
-//! `xorflow bench sustainable --workload chain` on xorflow alone (no peers are built): a tiny
+//! `xorflow-lab bench sustainable --workload chain` on xorflow alone (no peers are built): a tiny
 //! ladder of two 3 s steps, one an easy rate and one no engine reaches, with the verdicts and
 //! the files they leave; and the options it refuses.
 
+#[path = "../../cli/tests/common/mod.rs"]
 mod common;
-use common::bin;
+use common::lab;
 use serde_json::Value;
 use std::path::Path;
 use std::process::{Command, Output};
 
-/// Runs `xorflow bench sustainable --out <out> <args>`.
+/// Runs `xorflow-lab bench sustainable --out <out> <args>`.
 fn sustainable(out: &Path, args: &[&str]) -> Output {
-    Command::new(bin())
+    Command::new(lab())
         .args(["bench", "sustainable", "--out"])
         .arg(out)
         .args(args)
@@ -96,7 +97,7 @@ fn a_tiny_ladder_passes_the_easy_step_and_stops_the_impossible_one() {
 
     let report = std::fs::read_to_string(dir.join("REPORT.md")).unwrap();
     for part in [
-        "Command: `xorflow bench sustainable --out ",
+        "Command: `xorflow-lab bench sustainable --out ",
         "| xorflow | 20000 | 1000000000: run failed: not every element received",
         "| 1.00 |",
         "| xorflow | 20000 |",

@@ -1,4 +1,4 @@
-//! The bench stand's smoke profile end to end (what CI runs): `xorflow bench all --smoke` writes,
+//! The bench stand's smoke profile end to end (what CI runs): `xorflow-lab bench all --smoke` writes,
 //! per experiment, a results folder with meta.json, results.csv (the documented columns, every
 //! run successful and measured), the figures as SVGs and a REPORT.md that links them.
 
@@ -20,7 +20,7 @@ fn header_and_rows(path: &Path) -> (Vec<String>, Vec<csv::StringRecord>) {
 #[test]
 fn smoke_profile_writes_csv_figures_and_reports() {
     let out = tempfile::tempdir().unwrap();
-    let run = Command::cargo_bin("xorflow")
+    let run = Command::cargo_bin("xorflow-lab")
         .unwrap()
         .args(["bench", "all", "--smoke", "--out"])
         .arg(out.path())

@@ -1,4 +1,4 @@
-//! `xorflow bench peers --smoke --no-flink` end to end (what CI runs of the peers: the timely peer
+//! `xorflow-lab bench peers --smoke --no-flink` end to end (what CI runs of the peers: the timely peer
 //! is built and run next to xorflow; Flink needs a JVM and a Maven download, so CI leaves it out).
 //! The peer's own checks matter here: it exits non-zero unless every element reached a sink.
 
@@ -11,9 +11,9 @@ fn peers_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../../peers")
 }
 
-/// `xorflow bench peers --smoke` without the JVM peers, writing under `out`.
+/// `xorflow-lab bench peers --smoke` without the JVM peers, writing under `out`.
 fn bench_peers_smoke(out: &Path, peers: &Path, timeout_s: u64) -> std::process::Output {
-    Command::cargo_bin("xorflow")
+    Command::cargo_bin("xorflow-lab")
         .unwrap()
         .args([
             "bench",
@@ -149,7 +149,7 @@ fn missing_peers_dir_is_named() {
 #[test]
 fn unknown_sweep_is_refused_by_name() {
     let out = tempfile::tempdir().unwrap();
-    let run = Command::cargo_bin("xorflow")
+    let run = Command::cargo_bin("xorflow-lab")
         .unwrap()
         .args(["bench", "peers", "--smoke", "--sweeps", "latency,clusterr"])
         .arg("--out")

@@ -2,13 +2,14 @@
 //! `bench peers --workload ysb` and `bench sustainable` write their folders, with counts checked
 //! against the oracle and a verdict per step.
 
+#[path = "../../cli/tests/common/mod.rs"]
 mod common;
-use common::bin;
+use common::lab;
 use std::path::Path;
 use std::process::Command;
 
 fn run(args: &[&str]) -> std::process::Output {
-    Command::new(bin())
+    Command::new(lab())
         .args(args)
         .env_remove("XORFLOW_LOCAL_PROCESS")
         .output()

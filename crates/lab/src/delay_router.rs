@@ -1,4 +1,4 @@
-//! `xorflow delay-router`: network namespaces joined by a user-space router that delays every IP
+//! `xorflow-lab delay-router`: network namespaces joined by a user-space router that delays every IP
 //! packet by its pair's one-way delay (`crates/runtime/src/net/delay/router.rs`; docs/wan.md,
 //! "Processes in network namespaces"). Any program run with `ip netns exec NS` in them (xorflow
 //! processes with a hostfile, Flink or Storm daemons) sees the delay, kernel TCP included.
@@ -23,12 +23,12 @@ use crate::congestion;
 /// Most hosts the router joins (one /24, and a thread per ordered pair).
 const MAX_HOSTS: usize = 32;
 
-/// Options of `xorflow delay-router`.
+/// Options of `xorflow-lab delay-router`.
 #[derive(Args)]
 #[command(
     after_help = "Example: two hosts 40 ms apart, a job's process 0 and 1 in them\n  \
-                  xorflow delay-router --hosts 2 --rtt 40ms --prefix xfw &\n  \
-                  ip netns exec xfw0 xorflow bench ysb --hostfile hosts --process 0 ...\n\n\
+                  xorflow-lab delay-router --hosts 2 --rtt 40ms --prefix xfw &\n  \
+                  ip netns exec xfw0 xorflow-lab bench ysb --hostfile hosts --process 0 ...\n\n\
                   Host i is namespace PREFIXi with address SUBNET.(i+1). The router prints \
                   \"ready PREFIX0=ADDR ...\" on stdout once the namespaces are up, runs until \
                   SIGINT or SIGTERM, then kills what still runs in them and deletes them."
@@ -41,7 +41,7 @@ pub struct DelayRouterArgs {
     #[arg(long, value_parser = humantime::parse_duration,
           conflicts_with_all = ["rtt_topology", "delay_matrix"])]
     rtt: Option<Duration>,
-    /// Seed 004's city sets: host i in city i of eu, us or global (at most 8 hosts).
+    /// The wide-area paper's city sets: host i in city i of eu, us or global (at most 8 hosts).
     #[arg(long, conflicts_with = "delay_matrix")]
     rtt_topology: Option<Topology>,
     /// Round-trip times per pair from FILE (the format of the jobs' --delay-matrix).
@@ -375,7 +375,7 @@ pub fn run(a: DelayRouterArgs) -> ExitCode {
             if code == 77 {
                 eprintln!("{msg}");
             } else {
-                eprintln!("xorflow delay-router: {msg}");
+                eprintln!("xorflow-lab delay-router: {msg}");
             }
             ExitCode::from(code)
         }

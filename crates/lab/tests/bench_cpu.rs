@@ -1,8 +1,9 @@
-//! `xorflow bench cpu` end to end (seed 003's experiments, docs/cpu.md): a real sweep of the
+//! `xorflow-lab bench cpu` end to end (the CPU-efficiency paper's experiments, docs/cpu.md): a real sweep of the
 //! tracking experiment profiles xorflow's YSB with trAcker and with markers, and the tables
 //! say what the profiles measured; bad options exit 2 without a results folder. The sweep
 //! skips (with a note) where perf is missing or not permitted.
 
+#[path = "../../cli/tests/common/mod.rs"]
 mod common;
 use common::perf::{perf_works, refused, text, xorflow};
 use common::results::{results_dir, rows};

@@ -1,10 +1,11 @@
-//! `xorflow profile` end to end (seed 003's task-level profiler, docs/profile.md): a profile of
-//! `xorflow bench chain` maps its samples to the chain's tasks, follows a second process, and
+//! `xorflow-lab profile` end to end (the CPU-efficiency paper's task-level profiler, docs/profile.md): a profile of
+//! `xorflow-lab bench chain` maps its samples to the chain's tasks, follows a second process, and
 //! bad usage, files and targets exit 2 naming what is wrong without leaving a results folder.
 //! The tests that sample skip (with a note) when perf is missing or not permitted.
 
+#[path = "../../cli/tests/common/mod.rs"]
 mod common;
-use common::bin;
+use common::lab;
 use common::perf::{perf_works, text, xorflow};
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -47,7 +48,7 @@ fn chain_samples_map_to_its_tasks() {
         "--events",
         "40000000",
         "--",
-        &bin(),
+        &lab(),
         "bench",
         "chain",
         "--elements",
@@ -115,7 +116,7 @@ fn children_of_the_command_are_followed() {
         "--call-graph",
         "fp",
         "--",
-        &bin(),
+        &lab(),
         "bench",
         "chain",
         "--elements",
@@ -126,12 +127,12 @@ fn children_of_the_command_are_followed() {
     assert!(o.status.success(), "{}", text(&o));
     let procs = std::fs::read_to_string(out.join("processes.csv")).expect("processes.csv");
     let rows: Vec<&str> = procs.lines().skip(1).collect();
-    assert_eq!(rows.len(), 2, "two xorflow processes: {procs}");
+    assert_eq!(rows.len(), 2, "two xorflow-lab processes: {procs}");
     for r in &rows {
         let f: Vec<&str> = r.split(',').collect();
-        assert_eq!(f[1], "xorflow", "{r}");
+        assert_eq!(f[1], "xorflow-lab", "{r}");
         assert!(f[2].parse::<f64>().expect("cpu_s") > 0.0, "{r}");
-        let sub = out.join("processes").join(format!("{}-xorflow", f[0]));
+        let sub = out.join("processes").join(format!("{}-xorflow-lab", f[0]));
         assert!(sub.join("summary.csv").is_file(), "{}", sub.display());
     }
 }
@@ -141,7 +142,7 @@ fn attached_process_cpu_covers_the_sampled_span() {
     if !perf_works() {
         return;
     }
-    let mut bench = Command::new(bin())
+    let mut bench = Command::new(lab())
         .args([
             "bench",
             "chain",

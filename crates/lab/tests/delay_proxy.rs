@@ -1,6 +1,7 @@
-//! `xorflow delay-proxy` as a user runs it: a real process in front of a real TCP service adds
+//! `xorflow-lab delay-proxy` as a user runs it: a real process in front of a real TCP service adds
 //! the configured round trip and keeps the bytes; bad routes exit 2 naming them.
 
+#[path = "../../cli/tests/common/mod.rs"]
 mod common;
 use common::perf::refused;
 use std::io::{BufRead, BufReader, Read, Write};
@@ -36,11 +37,11 @@ fn a_round_trip_through_the_proxy_takes_the_configured_rtt() {
         .local_addr()
         .unwrap();
     let route = format!("{listen}=127.0.0.1:{upstream}");
-    let mut child = Command::new(common::bin())
+    let mut child = Command::new(common::lab())
         .args(["delay-proxy", "--route", &route, "--rtt", "30ms"])
         .stderr(Stdio::piped())
         .spawn()
-        .expect("xorflow delay-proxy starts");
+        .expect("xorflow-lab delay-proxy starts");
     // It says what it serves once listening.
     let mut line = String::new();
     BufReader::new(child.stderr.take().unwrap())

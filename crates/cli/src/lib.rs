@@ -1,0 +1,21 @@
+//! What the `xorflow` binary (run and inspect jobs) and the `xorflow-lab` binary (the bench
+//! stand, the peers, the profiler and the delay tools: `crates/lab`) share: how they print, log,
+//! read duration options and turn a job's outcome into an exit status.
+//!
+//! Exit statuses, for both binaries: 0 success, 2 bad configuration, input or output, 1 the
+//! engine failed (and 77 for a tool that cannot run on this machine: `xorflow-lab delay-router`).
+
+/// Prints a line on stderr. A closed or failing stderr is ignored: there is nowhere left to say
+/// anything, and `eprintln!` would panic.
+#[macro_export]
+macro_rules! say {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        let _ = writeln!(std::io::stderr().lock(), $($arg)*);
+    }};
+}
+
+pub mod logging;
+pub mod options;
+pub mod outcome;
+pub mod terminal;
