@@ -1,7 +1,7 @@
 //! Why a job (a program built on the engine, such as `examples/flights` or `examples/ysb`)
 //! failed, and the exit status the CLI gives it.
 
-use crate::report::RunError;
+use crate::error::RunError;
 
 /// A job's failure. [`JobError::exit_code`] maps it to the CLI's exit status.
 #[derive(Debug, thiserror::Error)]

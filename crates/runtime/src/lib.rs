@@ -27,6 +27,7 @@ pub mod checkpoint;
 pub mod config;
 pub mod connectors;
 pub mod dataflow;
+pub mod error;
 pub mod execute;
 pub mod job_error;
 pub mod job_options;

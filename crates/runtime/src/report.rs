@@ -8,46 +8,7 @@ use serde::{Deserialize, Serialize};
 use std::time::Duration;
 use xorflow_core::GraphDesc;
 
-/// Why a run failed.
-#[derive(Debug, thiserror::Error)]
-pub enum RunError {
-    /// The configuration or graph is invalid.
-    #[error("invalid configuration: {0}")]
-    Config(String),
-    /// A vertex instance failed (e.g. a sink could not write).
-    #[error("worker {worker}: {message}")]
-    Vertex {
-        /// Worker index.
-        worker: usize,
-        /// What failed.
-        message: String,
-    },
-    /// User code panicked.
-    #[error("worker {worker} panicked: {message}")]
-    Panic {
-        /// Worker index.
-        worker: usize,
-        /// The panic message.
-        message: String,
-    },
-    /// The tracker received a malformed flush.
-    #[error("tracker: {0}")]
-    Tracker(String),
-    /// The cluster failed: a process could not be started or reached, died, or failed.
-    #[error("cluster: {0}")]
-    Cluster(String),
-    /// Checkpoints could not be written or the checkpoint directory cannot be used.
-    #[error("checkpoints: {0}")]
-    Checkpoint(String),
-}
-
-impl RunError {
-    /// True for the "aborted because another thread failed" errors of threads that did not fail
-    /// themselves.
-    pub fn is_echo(&self) -> bool {
-        matches!(self, RunError::Vertex { message, .. } if message.starts_with("aborted"))
-    }
-}
+pub use crate::error::RunError;
 
 /// What one process reports to process 0 at the end of a multi-process run.
 #[derive(Clone, Debug, Serialize, Deserialize)]

@@ -17,9 +17,9 @@ pub mod writer;
 pub use resume::{Resume, RESUME_ENV};
 
 use crate::dataflow::Builder;
+use crate::error::RunError;
 use crate::net::link::RemoteTx;
 use crate::progress::cut::Covered;
-use crate::report::RunError;
 use crossbeam_channel::Sender;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeSet;

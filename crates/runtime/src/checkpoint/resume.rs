@@ -5,7 +5,7 @@
 //! that verifies, skipping corrupt ones) and hands its number to the local processes it starts in
 //! [`RESUME_ENV`]; a process started that way restores exactly that one.
 
-use crate::report::RunError;
+use crate::error::RunError;
 use std::sync::Arc;
 use xorflow_state::checkpoint::{CheckpointStore, Hold, Manifest};
 use xorflow_state::delta::Delta;

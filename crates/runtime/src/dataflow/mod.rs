@@ -35,10 +35,10 @@ pub use vec_sink::{SharedVec, VecSink};
 
 use crate::channel::OutputPort;
 use crate::config::RuntimeConfig;
+use crate::error::RunError;
 use crate::net::link::Wiring;
 use crate::operators::source::{Source, Sources};
 use crate::operators::{OperatorVertex, Vertex};
-use crate::report::{RunError, RunReport};
 pub(crate) use edges::mix;
 use edges::{make_output, Consumers};
 use std::cell::RefCell;
@@ -220,16 +220,12 @@ impl Dataflow {
         self.b.borrow().graph.clone()
     }
 
-    /// Runs the dataflow to completion on `config.workers` threads (plus one tracker thread with
-    /// trAcker) and reports counters, traffic and latency.
-    ///
-    /// # Errors
-    /// [`RunError::Vertex`] naming the vertex/worker that failed (e.g. a sink's I/O error),
-    /// [`RunError::Panic`] if user code panicked, [`RunError::Tracker`] on a malformed flush.
-    pub fn run(self) -> Result<RunReport, RunError> {
-        // Streams may outlive the run; they only share the builder, which is emptied here.
+    /// What the builder collected, taken out of it for the run (`Dataflow::run`,
+    /// `execute/mod.rs`). Streams may outlive the run; they only share the builder, which is
+    /// emptied here.
+    pub(crate) fn take_built(self) -> Builder {
         let mut bb = self.b.borrow_mut();
-        let b = Builder {
+        Builder {
             config: bb.config.clone(),
             graph: std::mem::take(&mut bb.graph),
             factories: std::mem::take(&mut bb.factories),
@@ -240,9 +236,7 @@ impl Dataflow {
             interest: std::mem::take(&mut bb.interest),
             live: None,
             restart_causes: Vec::new(),
-        };
-        drop(bb);
-        crate::execute::run_built(b)
+        }
     }
 }
 

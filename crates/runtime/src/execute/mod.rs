@@ -16,14 +16,29 @@ mod tracking;
 
 pub(crate) use restart::run_built;
 
+// `Dataflow::run` lives here, in the execution layer, so that the builder API (`dataflow/`)
+// does not use the layer that runs it (docs/design.md, "Layers").
+impl crate::dataflow::Dataflow {
+    /// Runs the dataflow to completion on `config.workers` threads (plus one tracker thread with
+    /// trAcker) and reports counters, traffic and latency.
+    ///
+    /// # Errors
+    /// [`RunError::Vertex`] naming the vertex/worker that failed (e.g. a sink's I/O error),
+    /// [`RunError::Panic`] if user code panicked, [`RunError::Tracker`] on a malformed flush.
+    pub fn run(self) -> Result<RunReport, RunError> {
+        run_built(self.take_built())
+    }
+}
+
 use crate::config::{RuntimeConfig, TrackingMode};
 use crate::dataflow::Builder;
+use crate::error::RunError;
 use crate::net::cluster::Resolved;
 use crate::net::link::Wiring;
 use crate::net::transport::{self, Delivery, Failure, Identity, TransportHandle};
 use crate::net::worker_reads::{Handover, NetReads, WorkerSockets};
 use crate::operators::Vertex;
-use crate::report::{RunError, RunReport};
+use crate::report::RunReport;
 use crate::wake::Unparkers;
 use crate::worker::ctx::WorkerCtx;
 use crate::worker::Worker;

@@ -8,8 +8,9 @@
 use super::run_attempt;
 use crate::config::RuntimeConfig;
 use crate::dataflow::Builder;
+use crate::error::RunError;
 use crate::net::cluster::Launch;
-use crate::report::{RunError, RunReport};
+use crate::report::RunReport;
 
 /// Runs the job `b` describes in this process, restarting it after a lost process up to
 /// `restart_attempts` times.

@@ -2,7 +2,7 @@
 //! code becomes an error naming the worker, and any failure raises the abort flag so the other
 //! workers stop.
 
-use crate::report::RunError;
+use crate::error::RunError;
 use crate::worker::{Worker, WorkerResult};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
