@@ -9,6 +9,7 @@
 //! - [`tag`]: random 64-bit tags.
 //! - [`ack`]: the ack entry, the unit the acker and tracker exchange.
 //! - [`diff_map`]: the XOR difference map that lets one tag cover a whole slot range.
+//! - [`range_tag`]: an open output buffer's send tag over its growing slot range.
 //! - [`local_acker`]: per-worker XOR merging of acks and heartbeats before they are flushed.
 //! - [`heartbeats`]: per-source lower bounds on future times.
 //! - [`topology`]: tracking components and their upstream relation.
@@ -30,6 +31,7 @@ pub mod epochs;
 pub mod heartbeats;
 pub mod local_acker;
 pub mod markers;
+pub mod range_tag;
 pub mod shard;
 pub mod tag;
 pub mod time;

@@ -16,6 +16,7 @@ use crate::worker::ctx::WorkerCtx;
 use std::collections::VecDeque;
 use std::sync::Arc;
 use xorflow_core::Element;
+use xorflow_tracking::range_tag::RangeTag;
 use xorflow_tracking::{ComponentId, Slot, Time};
 
 /// How an edge picks the target instance of each element.
@@ -73,8 +74,8 @@ struct Target<T> {
     tmin: Time,
     tmax: Time,
     opened_ns: u64,
-    tag: u64,
-    registered: Option<(Slot, Slot)>,
+    /// The open buffer's send tag over its slots (`xorflow_tracking::range_tag`).
+    range_tag: RangeTag,
     /// Every buffered element was appended without a lineage range (`Batch::exact`).
     exact: bool,
     /// Markers to send after the buffered elements (tracking `markers`).
@@ -118,8 +119,7 @@ impl<T: Send> EdgeOutput<T> {
                     tmin: 0,
                     tmax: 0,
                     opened_ns: 0,
-                    tag: 0,
-                    registered: None,
+                    range_tag: RangeTag::new(),
                     exact: true,
                     markers: Vec::new(),
                     pending: VecDeque::new(),
@@ -211,11 +211,9 @@ impl<T: Send> EdgeOutput<T> {
         }
     }
 
-    /// Registers the send tag of target `t`'s open buffer over its current slot range.
-    ///
-    /// A grown range is registered under a *fresh* tag before the old registration is cancelled,
-    /// so every slot the buffer occupies stays non-zero after either half: the pair is safe even
-    /// when acks travel one by one (unbatched, `--ack-flush-count 0`).
+    /// Registers the send tag of target `t`'s open buffer over its current slot range: a grown
+    /// range under a fresh tag before the old registration is cancelled (the rule and its
+    /// property test: `xorflow_tracking::range_tag`, `crates/tracking/tests/range_tag.rs`).
     ///
     /// With checkpoint epochs every tag is also XOR-ed into slot `epoch` of the receiver's epoch
     /// component (a buffer holds one epoch: [`OutputPort::set_epoch`] sends it before the epoch
@@ -227,26 +225,13 @@ impl<T: Send> EdgeOutput<T> {
         let range = (g.slot(t.tmin), g.slot(t.tmax));
         let epoch_c = ctx.epochs.map(|e| e.component(component));
         if let Some(tr) = &mut ctx.tracking {
-            let mut xor = |c: ComponentId, lo: Slot, hi: Slot, x: u64| {
-                tr.acker.xor_slots(c, lo, hi, x);
+            let acker = &mut tr.acker;
+            t.range_tag.register(range, &mut tr.tags, |lo, hi, x| {
+                acker.xor_slots(component, lo, hi, x);
                 if let Some(ec) = epoch_c {
-                    tr.acker.xor_slots(ec, epoch, epoch, x);
+                    acker.xor_slots(ec, epoch, epoch, x);
                 }
-            };
-            match t.registered {
-                Some(r) if r == range => {}
-                Some((a, b)) => {
-                    let fresh = tr.tags.next_tag();
-                    xor(component, range.0, range.1, fresh);
-                    xor(component, a, b, t.tag);
-                    t.tag = fresh;
-                }
-                None => {
-                    t.tag = tr.tags.next_tag();
-                    xor(component, range.0, range.1, t.tag);
-                }
-            }
-            t.registered = Some(range);
+            });
         }
         range
     }
@@ -268,7 +253,7 @@ impl<T: Send> EdgeOutput<T> {
         };
         let batch = Batch {
             tag: if ctx.tracking.is_some() && has_data {
-                t.tag
+                t.range_tag.tag()
             } else {
                 0
             },
@@ -279,7 +264,7 @@ impl<T: Send> EdgeOutput<T> {
             markers: std::mem::take(&mut t.markers),
             data,
         };
-        t.registered = None;
+        t.range_tag.sealed();
         if !batch.markers.is_empty() {
             let n = batch.markers.len() as u64;
             ctx.traffic.record_n(
