@@ -2,7 +2,8 @@
 # Two builds side by side, alternating run by run (a refactoring must not change what the engine
 # does or how fast): the trAcker paper's chain (K=10) in 1 process x 2 workers and in 2 processes
 # x 1 worker, with no tracking and with trAcker at granularity 1 and 1000, and the YSB bench
-# (generator inside the job) at 100,000 events/s. Medians of REPEAT rounds and each build's ratio
+# (generator inside the job) at 100,000 events/s; notification latency of the chain at 100,000
+# elements/s, granularity 100. Medians of REPEAT rounds and each build's ratio
 # to the first; raw JSON lines and the summary into bench/results/ab-<UTC time>/.
 #
 #   BINS="before=/path/to/old/xorflow after=target/release/xorflow-lab" scripts/ab-builds.sh
@@ -12,9 +13,9 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BINS=${BINS:?BINS="label=path label=path"}
-ELEMENTS=${ELEMENTS:-30000000}
-ELEMENTS_2P=${ELEMENTS_2P:-10000000}
-REPEAT=${REPEAT:-3}
+ELEMENTS=${ELEMENTS:-100000000}
+ELEMENTS_2P=${ELEMENTS_2P:-40000000}
+REPEAT=${REPEAT:-5}
 YSB_DURATION=${YSB_DURATION:-30s}
 for b in $BINS; do
   [ -x "${b#*=}" ] || { echo "ab-builds: ${b#*=} is not an executable" >&2; exit 2; }
@@ -23,7 +24,7 @@ out=bench/results/ab-$(date -u +%Y%m%dT%H%M%SZ)
 mkdir -p "$out"
 raw="$out/raw.jsonl"
 : > "$raw"
-tag() { sed "s/^{/{\"bin\":\"$1\",\"point\":\"$2\",\"rep\":$3,/"; }
+tag() { sed "s|^{|{\"bin\":\"$1\",\"point\":\"$2\",\"rep\":$3,|"; }
 for rep in $(seq 1 "$REPEAT"); do
   for procs in 1 2; do
     if [ "$procs" = 1 ]; then shape=(--workers 2); n=$ELEMENTS; else shape=(--processes 2 --workers 1); n=$ELEMENTS_2P; fi
@@ -36,6 +37,12 @@ for rep in $(seq 1 "$REPEAT"); do
         "${b#*=}" bench chain --stages 10 "${shape[@]}" "${args[@]}" --elements "$n" --json \
           | tail -1 | tag "${b%%=*}" "chain ${procs}p $t" "$rep" | tee -a "$raw"
       done
+    done
+    # Notification latency at a fixed rate (at the maximum rate it measures the queues).
+    for b in $BINS; do
+      "${b#*=}" bench chain --stages 10 "${shape[@]}" --tracking tracker --granularity 100 \
+        --rate 100000 --elements 500000 --json \
+        | tail -1 | tag "${b%%=*}" "chain ${procs}p tracker-100 at 100k/s" "$rep" | tee -a "$raw"
     done
   done
   for b in $BINS; do
@@ -57,10 +64,9 @@ def measures(r):
     if r["point"].startswith("ysb"):
         w = r["window_latency_ms"]
         return {"events/s": r["throughput_events_per_s"], "window p99 ms": w["p99"], "window p50 ms": w["p50"]}
-    m = {"M el/s": r["elements_per_s"] / 1e6}
-    if r.get("latency_p50_us") is not None:
-        m["notif p50 us"] = r["latency_p50_us"]
-    return m
+    if r["point"].endswith("/s"):
+        return {"notif p50 us": r["latency_p50_us"], "notif p99 us": r["latency_p99_us"]}
+    return {"M el/s": r["elements_per_s"] / 1e6}
 vals = defaultdict(lambda: defaultdict(list))
 for r in rows:
     for k, v in measures(r).items():
