@@ -6,6 +6,7 @@ use clap::Args;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
+use xorflow_bench::cpu::plan::TrackingVariant;
 use xorflow_bench::cpu::{Experiment, Plan};
 use xorflow_bench::ysb::Engine;
 
@@ -50,6 +51,11 @@ pub struct CpuArgs {
     /// Tracking granularities of the tracking experiment, ms (default 1, 100, 1000).
     #[arg(long, value_delimiter = ',')]
     granularities: Vec<u64>,
+    /// Variants of the tracking experiment, comma-separated (default: all): tracker (its
+    /// latency defaults), idle-always (acks flushed on every idle moment), batched (acks and
+    /// batches left to their timeouts), markers (the baseline).
+    #[arg(long, value_enum, value_delimiter = ',')]
+    tracking_variants: Vec<TrackingVariant>,
     /// Fewer, shorter runs: 20 s, 1 overhead pair, 3 consistency runs, two load rates, two
     /// table sizes, two granularities.
     #[arg(long)]
@@ -132,6 +138,14 @@ impl CpuArgs {
             load_rates,
             campaigns,
             granularities_ms,
+            tracking_variants: if self.tracking_variants.is_empty() {
+                TrackingVariant::ALL.to_vec()
+            } else {
+                let mut v = self.tracking_variants.clone();
+                v.sort_unstable();
+                v.dedup();
+                v
+            },
         })
     }
 }

@@ -24,6 +24,46 @@ pub struct Plan {
     pub campaigns: Vec<usize>,
     /// Tracking granularities in ms of the tracking experiment (paper 000: 1, 100, 1000).
     pub granularities_ms: Vec<u64>,
+    /// The tracking experiment's variants, in [`TrackingVariant::ALL`] order.
+    pub tracking_variants: Vec<TrackingVariant>,
+}
+
+/// A variant of the tracking experiment (`--tracking-variants`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, clap::ValueEnum)]
+pub enum TrackingVariant {
+    /// trAcker with its latency defaults.
+    Tracker,
+    /// trAcker flushing acks on every idle moment (the defaults before
+    /// `crates/runtime/src/progress/idle_gate.rs`).
+    IdleAlways,
+    /// trAcker batched as FlameStream batched its acks ([`BATCHED`]).
+    Batched,
+    /// The markers baseline.
+    Markers,
+}
+
+impl TrackingVariant {
+    /// Every variant, in the order the experiment runs them.
+    pub const ALL: [TrackingVariant; 4] = [
+        TrackingVariant::Tracker,
+        TrackingVariant::IdleAlways,
+        TrackingVariant::Batched,
+        TrackingVariant::Markers,
+    ];
+
+    /// The run label's stem, `--tracking` and the extra options of this variant.
+    fn run(self) -> (&'static str, &'static str, &'static [&'static str]) {
+        match self {
+            TrackingVariant::Tracker => ("tracker", "tracker", &[]),
+            TrackingVariant::IdleAlways => (
+                "tracker idle-always",
+                "tracker",
+                &["--ack-flush-on-idle", "always"],
+            ),
+            TrackingVariant::Batched => ("tracker batched", "tracker", BATCHED),
+            TrackingVariant::Markers => ("markers", "markers", &[]),
+        }
+    }
 }
 
 /// Partial batches and acks left to their timeouts instead of sent when a worker goes idle
@@ -195,22 +235,8 @@ impl Plan {
 
     /// xorflow with trAcker and with the markers baseline at each granularity.
     fn tracking(&self, v: &mut Vec<RunSpec>) {
-        // trAcker with its latency defaults, trAcker flushing on every idle moment (the
-        // defaults before progress/idle_gate.rs), trAcker batched as FlameStream batched its
-        // acks, and markers.
-        let batched = BATCHED;
-        let modes: [(&str, &str, &[&str]); 4] = [
-            ("tracker", "tracker", &[]),
-            (
-                "tracker idle-always",
-                "tracker",
-                &["--ack-flush-on-idle", "always"],
-            ),
-            ("tracker batched", "tracker", batched),
-            ("markers", "markers", &[]),
-        ];
         for &g in &self.granularities_ms {
-            for (name, mode, extra) in modes {
+            for (name, mode, extra) in self.tracking_variants.iter().map(|v| v.run()) {
                 let p = self.point(self.rate);
                 let label = format!("{name} g={g}ms");
                 let mut s = self.spec(Experiment::Tracking, Engine::Xorflow, p, label);
@@ -250,6 +276,7 @@ mod tests {
             load_rates: vec![(Engine::Xorflow, vec![10, 20]), (Engine::Storm, vec![5])],
             campaigns: vec![1000, 16000],
             granularities_ms: vec![1, 100, 1000],
+            tracking_variants: TrackingVariant::ALL.to_vec(),
         }
     }
 
@@ -308,6 +335,12 @@ mod tests {
             s[11].xorflow_args,
             ["--tracking", "markers", "--granularity", "1000ms"]
         );
+        // `--tracking-variants` keeps the chosen ones, in the experiment's order.
+        let mut p = plan(vec![Experiment::Tracking]);
+        p.tracking_variants = vec![TrackingVariant::Tracker, TrackingVariant::Markers];
+        let labels: Vec<String> = p.specs().into_iter().map(|s| s.label).collect();
+        assert_eq!(labels[..2], ["tracker g=1ms", "markers g=1ms"]);
+        assert_eq!(labels.len(), 6);
     }
 
     #[test]
