@@ -69,7 +69,7 @@ pub struct EngineArgs {
     /// ack across the long links, one short hop inside a region; docs/wan.md, "Tracker replicas
     /// by region"). E.g. 0,5,6/1,2,4,7/3 for the global city set's Europe, America and Tokyo.
     #[arg(long)]
-    pub tracker_regions: Option<crate::progress::regions::TrackerRegions>,
+    pub tracker_regions: Option<crate::config::regions::TrackerRegions>,
     /// Which thread writes frames to other processes: adaptive (a worker writes one
     /// iteration's frames itself, in one writev, when they total 64 KiB or more, and hands
     /// smaller bursts to the network thread; in a process whose only worker reads its
@@ -171,7 +171,7 @@ pub struct EngineArgs {
     /// power of two; the same slots on every instance), `all` every slot. Default: 1 slot in
     /// 256 / granularity, every slot from granularity 256 up.
     #[arg(long)]
-    pub latency_sample: Option<crate::measure::probe::Sampling>,
+    pub latency_sample: Option<crate::config::sampling::Sampling>,
     /// Event logging (the Cloudprofiler paper's handlers, docs/measurement.md): rules
     /// `PATTERN=HANDLER`, comma-separated, over the runtime's channels `VERTEX.in` (every element
     /// reaching an instance of VERTEX, id = its time) and `SOURCE.out` (every element a source
@@ -797,7 +797,7 @@ mod tests {
                 event_log,
                 latency_sample: latency_sample.map(|(a, b)| {
                     let y = 1u64 << a.max(b);
-                    crate::measure::probe::Sampling::new((1u64 << a.min(b)).min(y), y)
+                    crate::config::sampling::Sampling::new((1u64 << a.min(b)).min(y), y)
                         .expect("x <= y, y a power of two")
                 }),
                 state_backend: if state_disk {

@@ -50,16 +50,6 @@ const KNOWN: &[(&str, &str, &str)] = &[
         "option types (cluster, net reads and writes) move into config",
     ),
     (
-        "config",
-        "progress",
-        "the tracker regions type moves into config",
-    ),
-    (
-        "config",
-        "measure",
-        "the latency probe's sampling type moves into config",
-    ),
-    (
         "net",
         "checkpoint",
         "the wire format carries opaque payloads its users register",

@@ -1,5 +1,5 @@
 //! Setting up trAcker for a process: the tracker shards it hosts and the process acker routing
-//! flushes to every shard, or to every replica of it (`progress/`, `config.rs`'s `TrackerLayout`).
+//! flushes to every shard, or to every replica of it (`progress/`, `config/mod.rs`'s `TrackerLayout`).
 
 use super::placement::Placement;
 use crate::config::{RuntimeConfig, TrackerLayout};

@@ -1,5 +1,6 @@
 //! Notification-latency measurement at the vertices that consume frontiers.
 
+use crate::config::sampling::Sampling;
 use crate::measure::slot_log::{SlotLog, SlotRecord};
 use xorflow_tracking::Slot;
 
@@ -29,99 +30,6 @@ pub struct ArrivalProbe {
 }
 
 const SPAN: u64 = 1 << 24;
-
-/// Which slots the probe measures: XoY sampling over slot numbers (the Cloudprofiler paper, section
-/// 5.1: keep an id when `id mod y < x`), so every instance of every process samples the same slots
-/// and the latency from the last arrival anywhere ([`SlotLog::settle`]) still lines up. `y` is a
-/// power of two (the test is a mask and a compare per element).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Sampling {
-    x: u64,
-    mask: u64,
-}
-
-impl Default for Sampling {
-    fn default() -> Self {
-        Sampling::ALL
-    }
-}
-
-impl Sampling {
-    /// Every slot.
-    pub const ALL: Sampling = Sampling { x: 1, mask: 0 };
-
-    /// Slots per second the automatic choice aims to keep at granularity 1, as a divisor: one
-    /// slot in 256 (at 20 M elements/s still 78,000 samples/s). One in 64 cost 4.7 % of the
-    /// chain's throughput at g = 1, one in 256 0.9 % (bench/results/chain-probe-sampling-256.txt):
-    /// each kept slot costs a cache miss in the ring and one in the notification's walk.
-    const AUTO_Y: u64 = 256;
-
-    /// `x` of every `y` slots.
-    ///
-    /// # Errors
-    /// `y` not a power of two, or `x` not in `1..=y`.
-    pub fn new(x: u64, y: u64) -> Result<Self, String> {
-        if !y.is_power_of_two() || x == 0 || x > y {
-            return Err(format!(
-                "latency sampling {x}/{y}: Y must be a power of two and X between 1 and Y"
-            ));
-        }
-        Ok(Sampling { x, mask: y - 1 })
-    }
-
-    /// The default for granularity `g` (time units per slot): 1 slot in `256 / g` (rounded up to
-    /// a power of two), every slot from g = 256 up. Measuring then costs the same per element at
-    /// any granularity, and coarse slots, which are few, are all measured.
-    pub fn auto(g: u64) -> Self {
-        let y = (Self::AUTO_Y / g.max(1)).max(1).next_power_of_two();
-        Sampling { x: 1, mask: y - 1 }
-    }
-
-    /// Whether `slot` is measured.
-    #[inline(always)]
-    pub fn keeps(&self, slot: Slot) -> bool {
-        slot & self.mask < self.x
-    }
-
-    /// (x, y).
-    pub fn ratio(&self) -> (u64, u64) {
-        (self.x, self.mask + 1)
-    }
-
-    /// Calls `f` for every kept slot in `lo..hi`, in order.
-    #[inline]
-    fn for_each(&self, lo: Slot, hi: Slot, mut f: impl FnMut(Slot)) {
-        let y = self.mask + 1;
-        let mut block = lo & !self.mask;
-        while block < hi {
-            for s in block.max(lo)..(block + self.x).min(hi) {
-                f(s);
-            }
-            block += y;
-        }
-    }
-}
-
-impl std::fmt::Display for Sampling {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let (x, y) = self.ratio();
-        write!(f, "{x}/{y}")
-    }
-}
-
-impl std::str::FromStr for Sampling {
-    type Err = String;
-    /// `X/Y`, e.g. `1/64`; `all` for every slot.
-    fn from_str(s: &str) -> Result<Self, String> {
-        if s == "all" {
-            return Ok(Sampling::ALL);
-        }
-        let bad = || format!("latency sampling '{s}': expected X/Y (e.g. 1/64) or all");
-        let (x, y) = s.split_once('/').ok_or_else(bad)?;
-        let n = |v: &str| v.trim().parse::<u64>().map_err(|_| bad());
-        Sampling::new(n(x)?, n(y)?)
-    }
-}
 
 /// Records a completed slot in `log`, if one is kept.
 #[inline]

@@ -4,7 +4,6 @@
 //! - [`flush_policy`]: when a worker hands its acks on and when the process acker flushes.
 //! - [`process_acker`]: the per-process acker and the routes of its flushes to the shards.
 //! - [`tracker_agent`]: a tracker shard hosted by a process, notifying workers.
-//! - [`regions`]: tracker replicas by region (`--tracker-regions`).
 //! - [`frontiers`]: per-worker frontiers combined over shards, and the notification API operators
 //!   use whatever the tracking mode.
 
@@ -14,5 +13,4 @@ pub mod frontiers;
 pub mod handoff;
 pub mod idle_gate;
 pub mod process_acker;
-pub mod regions;
 pub mod tracker_agent;

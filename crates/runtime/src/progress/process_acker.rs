@@ -37,7 +37,7 @@ use xorflow_tracking::{split_flush, AckEntry, AckEvent, Flush, Granularity, Loca
 
 /// Where a shard's pieces go: its replica in this process, if any, and the connections to the
 /// processes running the others (one process in total with the central layout, every worker
-/// process with the replicated one: `config.rs`, `TrackerLayout`).
+/// process with the replicated one: `config/mod.rs`, `TrackerLayout`).
 pub struct ShardRoute {
     /// The shard (or its replica) hosted here.
     pub local: Option<Arc<TrackerAgent>>,

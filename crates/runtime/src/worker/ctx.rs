@@ -81,7 +81,7 @@ pub struct WorkerCtx {
     pub latency_probe: bool,
     /// Which slots the probe measures ([`RuntimeConfig::latency_sample`], or the default for the
     /// granularity).
-    pub latency_sampling: crate::measure::probe::Sampling,
+    pub latency_sampling: crate::config::sampling::Sampling,
     /// Times below this are warm-up, not measured ([`RuntimeConfig::warmup_until`]).
     pub warmup_until: u64,
     /// trAcker's cut keeps versions instead of buffering (`--checkpoint-cut versioned`).
@@ -159,7 +159,7 @@ impl WorkerCtx {
             latency_probe: config.latency_probe,
             latency_sampling: config
                 .latency_sample
-                .unwrap_or_else(|| crate::measure::probe::Sampling::auto(config.granularity)),
+                .unwrap_or_else(|| crate::config::sampling::Sampling::auto(config.granularity)),
             warmup_until: config.warmup_until,
             snapshot_work: config.snapshot_work,
             versioned_cut: config.checkpoint_cut == crate::config::CheckpointCut::Versioned

@@ -1,5 +1,8 @@
 //! Runtime configuration: workers, batching, backpressure and tracking knobs.
 
+pub mod regions;
+pub mod sampling;
+
 use std::time::Duration;
 
 /// How completeness is tracked.
@@ -198,8 +201,8 @@ pub struct RuntimeConfig {
     /// With the replicated layout: one replica per region instead of one per worker process
     /// (`--tracker-regions`; `None`: every worker process hosts one). The first process of a
     /// region hosts its replica and notifies the region's other processes with frontier
-    /// frames (`progress/regions.rs`).
-    pub tracker_regions: Option<crate::progress::regions::TrackerRegions>,
+    /// frames (`regions.rs`).
+    pub tracker_regions: Option<regions::TrackerRegions>,
     /// Processes and how they find each other.
     pub cluster: crate::net::cluster::ClusterConfig,
     /// The job's own parameters that every process must agree on (window sizes, input, ...):
@@ -208,9 +211,9 @@ pub struct RuntimeConfig {
     /// Sinks record every slot's last arrival to measure notification latency (a compare and a
     /// store per element; windows measure per window and always do). Off for pure throughput runs.
     pub latency_probe: bool,
-    /// Which slots the probe measures (`None`: [`crate::measure::probe::Sampling::auto`] for
+    /// Which slots the probe measures (`None`: [`sampling::Sampling::auto`] for
     /// the granularity).
-    pub latency_sample: Option<crate::measure::probe::Sampling>,
+    pub latency_sample: Option<sampling::Sampling>,
     /// Event logging on the runtime's channels (`VERTEX.in`, `SOURCE.out`; the Cloudprofiler
     /// paper's handlers, `crates/measure/src/log`); `None`: off, nothing is checked per batch.
     pub event_log: Option<xorflow_measure::log::LogConfig>,
