@@ -22,7 +22,7 @@ pub struct Batch<T> {
     pub epoch: u64,
     /// Every element is tracked at its own time's slot: the sender registered the tag over the
     /// elements' own slots, not over a lineage range that an operator set (a window's hold slot,
-    /// an input batch's range: `channel/output.rs`, `OutputPort::set_lineage`). An element-wise
+    /// an input batch's range: `port/mod.rs`, `OutputPort::set_lineage`). An element-wise
     /// operator can then track its outputs by their own times too (`operators/unary.rs`), so
     /// ranges do not widen from stage to stage.
     pub exact: bool,

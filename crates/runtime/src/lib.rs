@@ -34,6 +34,7 @@ pub mod job_options;
 pub mod measure;
 pub mod net;
 pub mod operators;
+pub mod port;
 pub mod progress;
 pub mod report;
 pub mod wake;

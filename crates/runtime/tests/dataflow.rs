@@ -852,7 +852,7 @@ fn window_to_window_chains_are_exact_with_shards() {
     }
 }
 
-/// Operator chaining (`channel/chained.rs`): element-wise vertices on forward edges run inside
+/// Operator chaining (`port/chained.rs`): element-wise vertices on forward edges run inside
 /// their producer, after a source and after a window, whose deferred output then holds the
 /// chained vertex's component. Every tracking mode, with and without chaining, with checkpoint
 /// epochs and with two tracker shards, against the batch oracle. Catches: a chained stage's

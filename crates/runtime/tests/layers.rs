@@ -23,10 +23,13 @@ const LAYERS: &[(&str, &[&str])] = &[
     ("progress", &["progress"]),
     // Checkpoint messages, the coordinator, writing and resuming.
     ("checkpoint", &["checkpoint"]),
-    // Ports at both ends of an edge, local queues.
+    // Both ends of an edge (partitioning, batching, send tags), local queues; the narrow
+    // handles its sending side takes from a worker.
     ("channel", &["channel"]),
     // What a vertex instance sees of its worker.
     ("context", &["worker/ctx"]),
+    // The output port an operator pushes into: its edges and the consumers chained into it.
+    ("port", &["port"]),
     // The operator lifecycle and one file per operator kind.
     ("operators", &["operators"]),
     // The worker loop, stepping the vertex instances.
@@ -60,19 +63,9 @@ const KNOWN: &[(&str, &str, &str)] = &[
         "the wire format carries opaque payloads its users register",
     ),
     (
-        "progress",
-        "worker/ctx",
-        "progress and channels take narrow handles, not WorkerCtx",
-    ),
-    (
         "checkpoint",
         "dataflow",
         "start-up takes what it needs, not the Builder",
-    ),
-    (
-        "channel",
-        "worker/ctx",
-        "channels take narrow handles (batching, tagging), not WorkerCtx",
     ),
 ];
 

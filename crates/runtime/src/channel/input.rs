@@ -6,8 +6,8 @@
 use super::queue::Channel;
 use crate::batch::Msg;
 use crate::measure::traffic::MessageKind;
+use crate::measure::traffic::Traffic;
 use crate::net::link::RemoteIn;
-use crate::worker::ctx::WorkerCtx;
 use xorflow_tracking::MarkerAligner;
 
 /// Decodes a frame of a remote channel (set where the element type is known to be serializable).
@@ -54,13 +54,14 @@ impl<T> InputPort<T> {
         }
     }
 
-    /// The next message of any input channel, round-robin over channels so none starves.
+    /// The next message of any input channel, round-robin over channels so none starves (credit
+    /// frames a remote channel sends back are counted in `traffic`).
     ///
     /// # Panics
     /// If a remote frame cannot be decoded: the remote process passed the handshake, so it runs different
     /// code; the worker fails with the reason.
     #[inline]
-    pub fn pop(&mut self, ctx: &mut WorkerCtx) -> Option<Msg<T>> {
+    pub fn pop(&mut self, traffic: &mut Traffic) -> Option<Msg<T>> {
         let n = self.queues.len();
         for i in 0..n {
             let q = (self.next + i) % n;
@@ -68,7 +69,7 @@ impl<T> InputPort<T> {
                 InLink::Local(c) => c.pop(),
                 InLink::Remote(r, decode) => r.pop().map(|(f, credit)| {
                     if let Some(bytes) = credit {
-                        ctx.traffic.record_frame(MessageKind::Control, bytes);
+                        traffic.record_frame(MessageKind::Control, bytes);
                     }
                     decode(&f).unwrap_or_else(|e| panic!("{e}"))
                 }),
@@ -147,9 +148,9 @@ mod tests {
         b.push(mk(3)).unwrap();
         b.push(Msg::End).unwrap();
         let mut p = InputPort::new(vec![a.clone(), b.clone()]);
-        let mut ctx = WorkerCtx::for_tests();
+        let mut traffic = Traffic::default();
         let mut seen = vec![];
-        while let Some(m) = p.pop(&mut ctx) {
+        while let Some(m) = p.pop(&mut traffic) {
             match m {
                 Msg::Data(b) => seen.push(b.lo),
                 Msg::End => seen.push(99),
@@ -158,7 +159,7 @@ mod tests {
         assert_eq!(seen, vec![1, 3, 2, 99]);
         assert!(!p.all_ended());
         a.push(Msg::End).unwrap();
-        p.pop(&mut ctx);
+        p.pop(&mut traffic);
         assert!(p.all_ended());
     }
 }

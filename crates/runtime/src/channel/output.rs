@@ -1,4 +1,5 @@
-//! The sending side of a vertex instance: partitioning, batching, range tags and backpressure.
+//! The sending side of one edge of a vertex instance: partitioning, batching, send tags and
+//! backpressure. It takes narrow handles ([`SendCtx`]), not the worker's context.
 //!
 //! Elements are appended to one open buffer per target instance. A buffer's send tag is registered
 //! with the local acker at every *commit* (after each processed input batch, before that batch's
@@ -8,11 +9,10 @@
 //! requirement 1 requires, while batches still fill up across many input batches.
 
 use crate::batch::{Batch, Msg};
-use crate::channel::chained::ChainedEdge;
+use crate::channel::handles::SendCtx;
 use crate::channel::Channel;
 use crate::measure::traffic::MessageKind;
 use crate::net::link::RemoteOut;
-use crate::worker::ctx::WorkerCtx;
 use std::collections::VecDeque;
 use std::sync::Arc;
 use xorflow_core::Element;
@@ -88,10 +88,10 @@ pub struct EdgeOutput<T> {
     partitioner: Partitioner<T>,
     targets: Vec<Target<T>>,
     /// Tracking range (time units) of the input the next elements derive from; `None`: each
-    /// element's own time (sources). See [`OutputPort::set_lineage`].
+    /// element's own time (sources). See [`EdgeOutput::set_lineage`].
     lineage: Option<(Time, Time)>,
     /// Checkpoint epoch of the elements pushed now and of every open buffer
-    /// ([`OutputPort::set_epoch`]).
+    /// ([`EdgeOutput::set_epoch`]).
     epoch: u64,
 }
 
@@ -130,6 +130,13 @@ impl<T: Send> EdgeOutput<T> {
         }
     }
 
+    /// Sets the tracking range (time units) of the elements pushed from now on (`None`: each
+    /// element's own time); the output port's `set_lineage` converts slots.
+    #[inline]
+    pub fn set_lineage(&mut self, range: Option<(Time, Time)>) {
+        self.lineage = range;
+    }
+
     /// Components of the receiving vertex's instances, each once.
     pub fn components(&self) -> Vec<ComponentId> {
         let mut c: Vec<ComponentId> = self.targets.iter().map(|t| t.component).collect();
@@ -139,14 +146,14 @@ impl<T: Send> EdgeOutput<T> {
     }
 
     #[inline]
-    fn push(&mut self, el: Element<T>, ctx: &mut WorkerCtx) {
+    pub fn push(&mut self, el: Element<T>, ctx: &mut SendCtx<'_>) {
         self.push_all(std::iter::once(el), ctx);
     }
 
     /// Sends every element of `elements`. The partitioner is matched once per call, not per
     /// element, so a batch's loop is only target choice, append and the full-batch check.
     #[inline]
-    fn push_all(&mut self, elements: impl Iterator<Item = Element<T>>, ctx: &mut WorkerCtx) {
+    pub fn push_all(&mut self, elements: impl Iterator<Item = Element<T>>, ctx: &mut SendCtx<'_>) {
         let EdgeOutput {
             partitioner,
             targets,
@@ -190,7 +197,7 @@ impl<T: Send> EdgeOutput<T> {
         t: &mut Target<T>,
         el: Element<T>,
         lineage: Option<(Time, Time)>,
-        ctx: &mut WorkerCtx,
+        ctx: &mut SendCtx<'_>,
     ) {
         let (lo, hi) = lineage.unwrap_or((el.time, el.time));
         if t.buf.is_empty() {
@@ -206,37 +213,26 @@ impl<T: Send> EdgeOutput<T> {
             t.exact &= lineage.is_none();
         }
         t.buf.push(el);
-        if t.buf.len() >= ctx.batch_size {
+        if t.buf.len() >= ctx.batching.batch_size {
             Self::seal_and_send(epoch, t, ctx);
         }
     }
 
-    /// Registers the send tag of target `t`'s open buffer over its current slot range: a grown
-    /// range under a fresh tag before the old registration is cancelled (the rule and its
-    /// property test: `xorflow_tracking::range_tag`, `crates/tracking/tests/range_tag.rs`).
-    ///
-    /// With checkpoint epochs every tag is also XOR-ed into slot `epoch` of the receiver's epoch
-    /// component (a buffer holds one epoch: [`OutputPort::set_epoch`] sends it before the epoch
-    /// changes), so re-registering under a fresh tag swaps the tag there too.
+    /// Registers the send tag of target `t`'s open buffer over its current slot range, as the
+    /// tracking mode does it (`progress/mode.rs`; under trAcker a grown range under a fresh tag
+    /// before the old registration is cancelled: `xorflow_tracking::range_tag`, property test
+    /// `crates/tracking/tests/range_tag.rs`). A buffer holds one checkpoint epoch
+    /// ([`EdgeOutput::set_epoch`] sends it before the epoch changes).
     #[inline]
-    fn register(epoch: u64, t: &mut Target<T>, ctx: &mut WorkerCtx) -> (Slot, Slot) {
-        let component = t.component;
+    fn register(epoch: u64, t: &mut Target<T>, ctx: &mut SendCtx<'_>) -> (Slot, Slot) {
         let g = ctx.granularity;
         let range = (g.slot(t.tmin), g.slot(t.tmax));
-        let epoch_c = ctx.epochs.map(|e| e.component(component));
-        if let Some(tr) = &mut ctx.tracking {
-            let acker = &mut tr.acker;
-            t.range_tag.register(range, &mut tr.tags, |lo, hi, x| {
-                acker.xor_slots(component, lo, hi, x);
-                if let Some(ec) = epoch_c {
-                    acker.xor_slots(ec, epoch, epoch, x);
-                }
-            });
-        }
+        ctx.progress
+            .register_send(&mut t.range_tag, t.component, range, epoch);
         range
     }
 
-    fn seal_and_send(epoch: u64, t: &mut Target<T>, ctx: &mut WorkerCtx) {
+    fn seal_and_send(epoch: u64, t: &mut Target<T>, ctx: &mut SendCtx<'_>) {
         let has_data = !t.buf.is_empty();
         let (lo, hi) = if has_data {
             Self::register(epoch, t, ctx)
@@ -245,14 +241,14 @@ impl<T: Send> EdgeOutput<T> {
         };
         // The next buffer starts at twice this batch's size: full batches under load, no 16 KB
         // allocation (and glibc trimming) per tiny batch at low rates.
-        let next_cap = (t.buf.len() * 2).max(16).min(ctx.batch_size);
+        let next_cap = (t.buf.len() * 2).max(16).min(ctx.batching.batch_size);
         let data = if has_data {
             std::mem::replace(&mut t.buf, Vec::with_capacity(next_cap))
         } else {
             Vec::new()
         };
         let batch = Batch {
-            tag: if ctx.tracking.is_some() && has_data {
+            tag: if has_data && ctx.progress.tracked() {
                 t.range_tag.tag()
             } else {
                 0
@@ -283,7 +279,7 @@ impl<T: Send> EdgeOutput<T> {
     }
 
     /// Pushes `msg` into the link, or queues it behind earlier held-back messages.
-    fn send(t: &mut Target<T>, msg: Msg<T>, ctx: &mut WorkerCtx) {
+    fn send(t: &mut Target<T>, msg: Msg<T>, ctx: &mut SendCtx<'_>) {
         if t.pending.is_empty() {
             if let Err(msg) = Self::push_link(&t.link, msg, ctx) {
                 t.pending.push_back(msg);
@@ -296,7 +292,7 @@ impl<T: Send> EdgeOutput<T> {
     /// One attempt to hand `msg` to the link: a local queue with room (waking its worker) or a
     /// remote channel with credit (counting the frame).
     #[inline]
-    fn push_link(link: &OutLink<T>, msg: Msg<T>, ctx: &mut WorkerCtx) -> Result<(), Msg<T>> {
+    fn push_link(link: &OutLink<T>, msg: Msg<T>, ctx: &mut SendCtx<'_>) -> Result<(), Msg<T>> {
         match link {
             OutLink::Local(w, q) => {
                 q.push(msg)?;
@@ -316,7 +312,7 @@ impl<T: Send> EdgeOutput<T> {
         }
     }
 
-    fn commit(&mut self, ctx: &mut WorkerCtx) {
+    pub fn commit(&mut self, ctx: &mut SendCtx<'_>) {
         for t in &mut self.targets {
             if !t.buf.is_empty() {
                 Self::register(self.epoch, t, ctx);
@@ -326,7 +322,7 @@ impl<T: Send> EdgeOutput<T> {
 
     /// Elements pushed from now on belong to checkpoint epoch `epoch`: open buffers of another
     /// epoch are sent first (a batch never mixes epochs).
-    fn set_epoch(&mut self, epoch: u64, ctx: &mut WorkerCtx) {
+    pub fn set_epoch(&mut self, epoch: u64, ctx: &mut SendCtx<'_>) {
         if epoch == self.epoch {
             return;
         }
@@ -338,21 +334,22 @@ impl<T: Send> EdgeOutput<T> {
         self.epoch = epoch;
     }
 
-    fn flush(&mut self, ctx: &mut WorkerCtx, which: Flush) -> bool {
+    pub fn flush(&mut self, ctx: &mut SendCtx<'_>, which: Flush) -> bool {
         let mut sent = false;
         for t in &mut self.targets {
             sent |= Self::retry(t, ctx);
             if t.buf.is_empty() && t.markers.is_empty() {
                 continue;
             }
-            let due = t.opened_ns.saturating_add(ctx.flush_timeout_ns);
+            let due = t.opened_ns.saturating_add(ctx.batching.flush_timeout_ns);
             let same_worker = matches!(t.link, OutLink::Local(w, _) if w == ctx.local_index);
             let force = match which {
                 Flush::Due => false,
                 Flush::SameWorker => same_worker,
                 Flush::Idle => {
-                    ctx.batch_flush_on_idle
-                        || (same_worker && due <= ctx.now_ns.saturating_add(ctx.timer_slack_ns))
+                    ctx.batching.flush_on_idle
+                        || (same_worker
+                            && due <= ctx.now_ns.saturating_add(ctx.batching.timer_slack_ns))
                 }
                 Flush::All => true,
             };
@@ -367,7 +364,7 @@ impl<T: Send> EdgeOutput<T> {
         sent
     }
 
-    fn retry(t: &mut Target<T>, ctx: &mut WorkerCtx) -> bool {
+    fn retry(t: &mut Target<T>, ctx: &mut SendCtx<'_>) -> bool {
         let mut sent = false;
         while let Some(m) = t.pending.pop_front() {
             match Self::push_link(&t.link, m, ctx) {
@@ -383,7 +380,7 @@ impl<T: Send> EdgeOutput<T> {
 
     /// Queues `Marker(time)` on every target after what is buffered (tracking `markers`). It
     /// rides in the next batch and is subject to the flush timeout like elements.
-    fn marker(&mut self, time: Time, ctx: &WorkerCtx) {
+    pub fn marker(&mut self, time: Time, ctx: &mut SendCtx<'_>) {
         for t in &mut self.targets {
             if t.buf.is_empty() && t.markers.is_empty() {
                 t.opened_ns = ctx.now_ns;
@@ -392,7 +389,7 @@ impl<T: Send> EdgeOutput<T> {
         }
     }
 
-    fn end(&mut self, ctx: &mut WorkerCtx) {
+    pub fn end(&mut self, ctx: &mut SendCtx<'_>) {
         for t in &mut self.targets {
             if !t.buf.is_empty() {
                 Self::seal_and_send(self.epoch, t, ctx);
@@ -402,218 +399,13 @@ impl<T: Send> EdgeOutput<T> {
         }
     }
 
-    fn blocked(&self) -> bool {
+    pub fn blocked(&self) -> bool {
         self.targets.iter().any(|t| !t.pending.is_empty())
     }
 
-    fn has_buffered(&self) -> bool {
+    pub fn has_buffered(&self) -> bool {
         self.targets
             .iter()
             .any(|t| !t.buf.is_empty() || !t.markers.is_empty())
-    }
-}
-
-/// All outgoing edges of a vertex instance (a stream consumed by several vertices is copied to
-/// each): through channels, and into consumers chained into this instance (`channel/chained.rs`).
-pub struct OutputPort<T> {
-    edges: Vec<EdgeOutput<T>>,
-    chained: Vec<ChainedEdge<T>>,
-    /// End-of-stream markers have been sent.
-    ended: bool,
-    /// Elements pushed so far (the vertex's `elements_out`, for operators that do not count
-    /// their own: `operators/unary.rs`, `inspect.rs`, `epoch_snapshot.rs`, `chain.rs`).
-    pushed: u64,
-}
-
-impl<T: Clone + Send> OutputPort<T> {
-    /// A port over `edges` (empty: the stream has no consumer, elements are discarded).
-    pub fn new(edges: Vec<EdgeOutput<T>>) -> Self {
-        Self::with_chained(edges, Vec::new())
-    }
-
-    /// A port over `edges` and the chained consumers `chained`.
-    pub fn with_chained(edges: Vec<EdgeOutput<T>>, chained: Vec<ChainedEdge<T>>) -> Self {
-        OutputPort {
-            edges,
-            chained,
-            ended: false,
-            pushed: 0,
-        }
-    }
-
-    /// Elements pushed into this port so far (whether or not it has consumers).
-    #[inline]
-    pub fn pushed(&self) -> u64 {
-        self.pushed
-    }
-
-    /// The first error of a chained consumer, once (the producer's step fails with it).
-    pub fn failure(&mut self) -> Option<String> {
-        self.chained.iter_mut().find_map(ChainedEdge::failure)
-    }
-
-    /// Sets the tracking range of the elements pushed from now on: they derive from input tracked
-    /// over slots `[lo, hi]` (an input batch's range), so their batches' tags must cover it.
-    ///
-    /// Why not the elements' own times: a deferred output (a window's result, event time `b - 1`)
-    /// is tracked in its creator's slot, so that with a sharded tracker the whole tree of an element
-    /// stays in one shard (docs/design.md, requirement 8, first option; docs/sharding-notes.md). A
-    /// range that covers the creator's slot is enough for that and is never early: tracking slots
-    /// are at or below the event-time slots of everything derived. `None`: each element's own time
-    /// (sources).
-    #[inline]
-    pub fn set_lineage(&mut self, slots: Option<(Slot, Slot)>, ctx: &WorkerCtx) {
-        let g = ctx.granularity;
-        let r = slots.map(|(lo, hi)| (g.start(lo), g.start(hi)));
-        for e in &mut self.edges {
-            e.lineage = r;
-        }
-        for c in &mut self.chained {
-            c.lineage = r;
-        }
-    }
-
-    /// Sets the checkpoint epoch of the elements pushed from now on (the input batch's, or a
-    /// source's current epoch); open buffers of an earlier epoch are sent first. A no-op without
-    /// checkpoint epochs.
-    #[inline]
-    pub fn set_epoch(&mut self, epoch: u64, ctx: &mut WorkerCtx) {
-        if ctx.epochs.is_none() {
-            return;
-        }
-        for e in &mut self.edges {
-            e.set_epoch(epoch, ctx);
-        }
-        for c in &mut self.chained {
-            c.set_epoch(epoch, ctx);
-        }
-    }
-
-    /// Components of the vertices this port feeds (of their instances, where each has its own;
-    /// a chained consumer's own, whose frontier its downstream components follow).
-    pub fn components(&self) -> impl Iterator<Item = ComponentId> + '_ {
-        (self.edges.iter().flat_map(|e| e.components()))
-            .chain(self.chained.iter().map(ChainedEdge::component))
-    }
-
-    /// Sends one element (batched). The element's send tag is registered at the next
-    /// [`OutputPort::commit`] or when its batch fills up, whichever comes first.
-    #[inline]
-    pub fn push(&mut self, el: Element<T>, ctx: &mut WorkerCtx) {
-        self.pushed += 1;
-        match (self.edges.len(), self.chained.len()) {
-            (0, 0) => {}
-            (1, 0) => self.edges[0].push(el, ctx),
-            (0, 1) => self.chained[0].push_all(std::iter::once(el), ctx),
-            (n, 0) => {
-                for e in &mut self.edges[..n - 1] {
-                    e.push(el.clone(), ctx);
-                }
-                self.edges[n - 1].push(el, ctx);
-            }
-            (_, c) => {
-                for e in &mut self.edges {
-                    e.push(el.clone(), ctx);
-                }
-                for ch in &mut self.chained[..c - 1] {
-                    ch.push_all(std::iter::once(el.clone()), ctx);
-                }
-                self.chained[c - 1].push_all(std::iter::once(el), ctx);
-            }
-        }
-    }
-
-    /// Sends every element of `elements` (batched, like [`OutputPort::push`]); cheaper per element
-    /// than repeated `push` because partitioning is dispatched once.
-    #[inline]
-    pub fn push_all(&mut self, elements: impl Iterator<Item = Element<T>>, ctx: &mut WorkerCtx) {
-        let pushed = &mut self.pushed;
-        let mut counted = |_: &Element<T>| *pushed += 1;
-        match (self.edges.len(), self.chained.len()) {
-            (0, 0) => elements.for_each(|el| counted(&el)),
-            (1, 0) => self.edges[0].push_all(elements.inspect(counted), ctx),
-            (0, 1) => self.chained[0].push_all(elements.inspect(counted), ctx),
-            _ => {
-                for el in elements {
-                    self.push(el, ctx);
-                }
-            }
-        }
-    }
-
-    /// Registers send tags for everything buffered so far, and hands what chained consumers
-    /// were given to them, which commit theirs. Call after each processed input batch, before
-    /// registering that batch's receive tag.
-    #[inline]
-    pub fn commit(&mut self, ctx: &mut WorkerCtx) {
-        for e in &mut self.edges {
-            e.commit(ctx);
-        }
-        for c in &mut self.chained {
-            c.hand_over(ctx);
-        }
-    }
-
-    /// Sends the partial batches `which` says and retries batches held back by full channels.
-    /// Returns whether anything was sent.
-    pub fn flush(&mut self, ctx: &mut WorkerCtx, which: Flush) -> bool {
-        let mut sent = false;
-        for e in &mut self.edges {
-            sent |= e.flush(ctx, which);
-        }
-        for c in &mut self.chained {
-            sent |= c.flush(ctx, which);
-        }
-        sent
-    }
-
-    /// Sends `Marker(time)` to every instance of every consumer (tracking `markers`: a broadcast
-    /// per edge, docs/design.md, "trAcker requirements"), after the elements buffered so far. `Marker(INF)` ends the
-    /// stream.
-    pub fn marker(&mut self, time: Time, ctx: &mut WorkerCtx) {
-        for e in &mut self.edges {
-            e.marker(time, ctx);
-        }
-        for c in &mut self.chained {
-            c.marker(time, ctx);
-        }
-        if time == xorflow_tracking::INF {
-            self.ended = true;
-        }
-    }
-
-    /// Tracking `none`: once `input_ended` holds, sends all buffered elements and an end-of-stream
-    /// marker on every channel, once. Returns whether it sent them now. (trAcker needs no markers:
-    /// the frontier reaching `INF` ends the run.)
-    pub fn end_when(&mut self, input_ended: bool, ctx: &mut WorkerCtx) -> bool {
-        if self.ended || ctx.mode != crate::config::TrackingMode::None || !input_ended {
-            return false;
-        }
-        for e in &mut self.edges {
-            e.end(ctx);
-        }
-        for c in &mut self.chained {
-            c.end(ctx);
-        }
-        self.ended = true;
-        true
-    }
-
-    /// True once the end-of-stream markers (or `Marker(INF)`) are sent and delivered into the
-    /// channels.
-    pub fn ended(&self) -> bool {
-        self.ended && self.is_idle() && self.chained.iter().all(ChainedEdge::ended)
-    }
-
-    /// True while some batch waits for room in a full channel: the vertex must not take more input.
-    #[inline]
-    pub fn blocked(&self) -> bool {
-        self.edges.iter().any(EdgeOutput::blocked) || self.chained.iter().any(ChainedEdge::blocked)
-    }
-
-    /// True when nothing is buffered or waiting (in chained consumers' outputs either).
-    pub fn is_idle(&self) -> bool {
-        !self.edges.iter().any(|e| e.blocked() || e.has_buffered())
-            && self.chained.iter().all(ChainedEdge::is_idle)
     }
 }

@@ -181,7 +181,7 @@ pub struct RuntimeConfig {
     pub batch_flush_on_idle: bool,
     /// Operator chaining: an element-wise vertex (`map`, `filter`, `flat_map`) fed by a forward
     /// edge runs inside its producer's step, with no queue or batch tag between them (Flink's
-    /// operator chaining; `channel/chained.rs`). Its CPU is then its producer's in the per-vertex
+    /// operator chaining; `port/chained.rs`). Its CPU is then its producer's in the per-vertex
     /// accounting; `false` runs every vertex on its own (docs/cpu.md, "Operator chaining").
     pub chaining: bool,
     /// Under trAcker, a window or sink fed by an exchange gets a tracking component per

@@ -4,11 +4,12 @@
 
 use super::Stream;
 use crate::batch::Msg;
-use crate::channel::chained::ChainedEdge;
-use crate::channel::output::{EdgeOutput, OutLink, OutputPort, Partitioner};
+use crate::channel::output::{EdgeOutput, OutLink, Partitioner};
 use crate::channel::{channel, Channel, InLink, InputPort};
 use crate::net::frame::ChannelId;
 use crate::net::link::{self, RemoteOut, Wiring};
+use crate::port::chained::ChainedEdge;
+use crate::port::OutputPort;
 use std::cell::RefCell;
 use std::hash::{Hash, Hasher};
 use std::rc::Rc;
@@ -50,7 +51,7 @@ impl<T> PartitionSpec<T> {
 /// made for: a restarted job gets new, empty queues, never the failed attempt's leftovers).
 type LocalChannels<T> = Arc<Mutex<Option<(u64, Arc<Vec<Vec<Channel<T>>>>)>>>;
 
-/// Makes a chained consumer's instance for global worker `w` (`channel/chained.rs`).
+/// Makes a chained consumer's instance for global worker `w` (`port/chained.rs`).
 pub(super) type StageFactory<T> = Rc<RefCell<dyn FnMut(usize, &Wiring) -> ChainedEdge<T>>>;
 
 /// A consumer edge of a stream.

@@ -33,12 +33,12 @@ mod vec_sink;
 pub use stream::{Processed, Stream, Windowed};
 pub use vec_sink::{SharedVec, VecSink};
 
-use crate::channel::OutputPort;
 use crate::config::RuntimeConfig;
 use crate::error::RunError;
 use crate::net::link::Wiring;
 use crate::operators::source::{Source, Sources};
 use crate::operators::{OperatorVertex, Vertex};
+use crate::port::OutputPort;
 pub(crate) use edges::mix;
 use edges::{make_output, Consumers};
 use std::cell::RefCell;

@@ -4,8 +4,6 @@
 
 use super::edges::{key_hash, make_output, Consumers, PartitionSpec};
 use super::{with_output, Builder, Dataflow, Role};
-use crate::channel::chained::{ChainCounts, ChainedEdge};
-use crate::channel::OutputPort;
 use crate::net::link::Wiring;
 use crate::operators::chain::{Chained, ChainedVertex};
 use crate::operators::epoch_snapshot::{EpochSnapshot, EpochSpec};
@@ -15,6 +13,8 @@ use crate::operators::sink::{Sink, SinkOp};
 use crate::operators::unary::Unary;
 use crate::operators::window::Window;
 use crate::operators::{Operator, OperatorVertex};
+use crate::port::chained::{ChainCounts, ChainedEdge};
+use crate::port::OutputPort;
 use crate::worker::ctx::WorkerCtx;
 use std::cell::RefCell;
 use std::hash::Hash;
@@ -94,7 +94,7 @@ impl<T> Clone for Stream<T> {
 impl<T: Data> Stream<T> {
     /// Builds a new element-wise vertex fed by this stream; `logic(worker)` makes each instance's
     /// per-batch function. Fed by a forward edge, it is chained into its producer unless the
-    /// configuration says otherwise (`RuntimeConfig::chaining`, `channel/chained.rs`).
+    /// configuration says otherwise (`RuntimeConfig::chaining`, `port/chained.rs`).
     fn unary<O, F, L>(&self, name: &str, mut logic: L) -> Stream<O>
     where
         O: Data,

@@ -64,7 +64,7 @@ fn run_attempt(b: &mut Builder) -> (Result<RunReport, RunError>, bool) {
 
 fn attempt(b: &mut Builder, finished: &mut bool) -> Result<RunReport, RunError> {
     let mut config = b.config.clone();
-    check_cycles(&b.graph, config.tracking)?;
+    crate::progress::mode::check_cycles(&b.graph, config.tracking).map_err(RunError::Config)?;
     let topology = Topology::new(b.graph.component_upstream()).map_err(RunError::Config)?;
     let job = job_id::job_id(&b.graph, &config, config.cluster.total_processes());
     // Before any other process starts: process 0 claims the checkpoint directory and chooses
@@ -255,28 +255,6 @@ fn start_live(
     }
     b.live = Some(setup.live.clone());
     Ok(Some(setup))
-}
-
-/// Refuses a cycle without trAcker: an instance would wait for a marker that depends on its own
-/// output.
-fn check_cycles(graph: &GraphDesc, tracking: TrackingMode) -> Result<(), RunError> {
-    if tracking == TrackingMode::Tracker {
-        return Ok(());
-    }
-    let Some(cycle) = graph.find_cycle() else {
-        return Ok(());
-    };
-    let awaited = if tracking == TrackingMode::Markers {
-        "marker"
-    } else {
-        "end-of-stream marker"
-    };
-    Err(RunError::Config(format!(
-        "tracking '{}' cannot run a cyclic graph (cycle: {}): an instance would wait for a \
-         {awaited} that depends on its own output; use --tracking tracker",
-        tracking.name(),
-        cycle.join(" -> "),
-    )))
 }
 
 /// Every vertex's instance for every local worker, `[local worker][vertex]`.

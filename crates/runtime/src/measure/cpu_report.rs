@@ -29,7 +29,7 @@ pub struct OperatorCpu {
     pub elements_out: u64,
     /// CPU per element, ns: per element received, or emitted for a source (none: `None`).
     pub ns_per_element: Option<f64>,
-    /// The vertex ran chained into this one (operator chaining, `channel/chained.rs`): its CPU is
+    /// The vertex ran chained into this one (operator chaining, `port/chained.rs`): its CPU is
     /// counted there, at the head of its chain, and its own `cpu_s` is about 0.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub chained_into: Option<String>,

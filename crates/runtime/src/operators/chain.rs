@@ -1,5 +1,5 @@
 //! Operator chaining, the consumer's side: the operator of a vertex chained into its producer
-//! ([`Chained`], run from the producer's output port: `channel/chained.rs`), and the vertex
+//! ([`Chained`], run from the producer's output port: `port/chained.rs`), and the vertex
 //! standing in for it in the worker's list ([`ChainedVertex`]), which reports what it did.
 //!
 //! Only stateless element-wise operators are chained (`dataflow/stream.rs`, `Stream::unary`):
@@ -8,9 +8,10 @@
 
 use super::{expect_no_state, Operator, OperatorState, Receipt, Vertex};
 use crate::batch::Batch;
-use crate::channel::chained::{ChainCounts, Stage};
-use crate::channel::{Flush, OutputPort};
+use crate::channel::Flush;
 use crate::measure::stats::VertexStats;
+use crate::port::chained::{ChainCounts, Stage};
+use crate::port::OutputPort;
 use crate::progress::frontiers::InBand;
 use crate::worker::ctx::WorkerCtx;
 use std::sync::atomic::Ordering;

@@ -14,27 +14,13 @@ use xorflow_tracking::{ComponentId, Time};
 /// Opens a hold in slot `slot` of every component of `downstream`; returns its tag (0 without
 /// trAcker: nothing to hold).
 pub(crate) fn open_hold(downstream: &[ComponentId], slot: u64, ctx: &mut WorkerCtx) -> u64 {
-    let Some(tr) = &mut ctx.tracking else {
-        return 0;
-    };
-    let tag = tr.tags.next_tag();
-    for &c in downstream {
-        tr.acker.xor_slots(c, slot, slot, tag);
-    }
-    tag
+    ctx.progress.open_hold(downstream, slot)
 }
 
 /// Releases holds `(slot, tag)` on every component of `downstream` (after their output was
 /// committed).
 pub(crate) fn release_holds(downstream: &[ComponentId], holds: &[(u64, u64)], ctx: &mut WorkerCtx) {
-    let Some(tr) = &mut ctx.tracking else {
-        return;
-    };
-    for &(slot, tag) in holds {
-        for &c in downstream {
-            tr.acker.xor_slots(c, slot, slot, tag);
-        }
-    }
+    ctx.progress.release_holds(downstream, holds);
 }
 
 /// The holds `(time, tag, slot)` recorded with a snapshot, as trAcker restores them (one per
@@ -58,7 +44,5 @@ pub(crate) fn heartbeat_epoch(rank: usize, epoch: u64, ctx: &mut WorkerCtx) {
         return;
     };
     let id = ep.emitter_id(rank * ctx.workers + ctx.index);
-    if let Some(tr) = &mut ctx.tracking {
-        tr.acker.heartbeat(id, epoch);
-    }
+    ctx.progress.heartbeat(id, epoch);
 }

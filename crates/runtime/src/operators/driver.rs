@@ -129,14 +129,14 @@ impl<Op: Operator> OperatorVertex<Op> {
     /// batches of an epoch are processed before the snapshot of the next one); `None` when it
     /// does not take part in the cut.
     fn epoch_frontier(&self, ctx: &WorkerCtx) -> Option<u64> {
-        match ctx.mode {
-            crate::config::TrackingMode::Markers => {
-                let cut = self.cut.as_ref()?;
-                let aligned = self.input.as_ref()?.epochs.aligned();
-                Some(aligned.min(cut.lowest_waiting().unwrap_or(INF)))
-            }
-            _ if Op::STATEFUL => ctx.epoch_frontier(self.component),
-            _ => None,
+        if ctx.progress.markers_in_band() {
+            let cut = self.cut.as_ref()?;
+            let aligned = self.input.as_ref()?.epochs.aligned();
+            Some(aligned.min(cut.lowest_waiting().unwrap_or(INF)))
+        } else if Op::STATEFUL {
+            ctx.epoch_frontier(self.component)
+        } else {
+            None
         }
     }
 
@@ -176,7 +176,7 @@ impl<Op: Operator> OperatorVertex<Op> {
         }
         self.epoch = f;
         self.op.on_epoch(f, ctx);
-        if ctx.mode == crate::config::TrackingMode::Markers && f != INF {
+        if ctx.progress.markers_in_band() && f != INF {
             // The barrier: a marker-only batch of the new epoch on every channel (the marker is
             // the last one forwarded, which the receivers' time alignment ignores).
             self.out.set_epoch(f, ctx);
@@ -343,10 +343,10 @@ impl<Op: Operator> OperatorVertex<Op> {
         let Some(input) = input else {
             return Ok(false);
         };
-        let barriers = ctx.mode == crate::config::TrackingMode::Markers && cut.is_some();
+        let barriers = ctx.progress.markers_in_band() && cut.is_some();
         let mut n = 0;
         while n < BATCHES_PER_STEP && (Op::DRAINS_WHEN_BLOCKED || !out.blocked()) {
-            match input.pop(ctx) {
+            match input.pop(&mut ctx.traffic) {
                 Some(Msg::Data(mut b)) => {
                     let ch = input.last_channel();
                     n += 1;
@@ -416,10 +416,7 @@ impl<Op: Operator> Vertex for OperatorVertex<Op> {
     fn open(&mut self, ctx: &mut WorkerCtx) -> Result<(), String> {
         // With markers every instance with input aligns barriers; with trAcker only stateful
         // ones wait (the others' batches are ordered by trAcker's epoch slots).
-        let aligns = match ctx.mode {
-            crate::config::TrackingMode::Markers => Op::STATEFUL || self.input.is_some(),
-            _ => Op::STATEFUL,
-        };
+        let aligns = Op::STATEFUL || (ctx.progress.markers_in_band() && self.input.is_some());
         if aligns && ctx.epochs.is_some() && ctx.checkpointer.is_some() {
             self.cut = Some(self.new_cut(0, ctx));
             self.reporter = format!("{}/{}", self.stats.name, ctx.index);

@@ -23,8 +23,8 @@
 
 use super::{Operator, Receipt};
 use crate::batch::Batch;
-use crate::channel::output::OutputPort;
 use crate::measure::stats::VertexStats;
+use crate::port::OutputPort;
 use crate::worker::ctx::WorkerCtx;
 use std::collections::VecDeque;
 use xorflow_core::Element;

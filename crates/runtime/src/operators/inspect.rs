@@ -4,8 +4,8 @@
 
 use super::{Operator, Receipt};
 use crate::batch::Batch;
-use crate::channel::OutputPort;
 use crate::measure::stats::VertexStats;
+use crate::port::OutputPort;
 use crate::worker::ctx::WorkerCtx;
 use std::marker::PhantomData;
 use xorflow_core::Element;

@@ -67,7 +67,7 @@ pub enum OperatorState {
 pub trait Operator: Send + Sized + 'static {
     /// Element type of the input (`()` for sources, which have none).
     type In: Send;
-    /// The output side: an [`crate::channel::OutputPort`], a pair of them, or `()` for sinks.
+    /// The output side: an [`crate::port::OutputPort`], a pair of them, or `()` for sinks.
     type Out: Outputs;
 
     /// Keeps state across epochs: with checkpoints, the driver processes only batches of the

@@ -2,7 +2,8 @@
 //! loop and its results). The driver flushes, back-pressures, forwards markers and ends the stream
 //! through this trait, so no operator writes that tail itself.
 
-use crate::channel::{Flush, OutputPort};
+use crate::channel::Flush;
+use crate::port::OutputPort;
 use crate::worker::ctx::WorkerCtx;
 use xorflow_tracking::{ComponentId, Time};
 

@@ -15,8 +15,8 @@
 use super::deferred;
 use super::{Operator, OperatorState, Receipt};
 use crate::batch::Batch;
-use crate::channel::OutputPort;
 use crate::measure::stats::VertexStats;
+use crate::port::OutputPort;
 use crate::worker::ctx::WorkerCtx;
 use rustc_hash::FxHashSet;
 use std::collections::BTreeMap;

@@ -2,9 +2,8 @@
 
 use super::{Operator, Receipt};
 use crate::batch::Batch;
-use crate::channel::output::OutputPort;
-use crate::config::TrackingMode;
 use crate::measure::stats::VertexStats;
+use crate::port::OutputPort;
 use crate::worker::ctx::WorkerCtx;
 use xorflow_core::Element;
 use xorflow_tracking::{SourceId, Time, INF};
@@ -89,7 +88,7 @@ impl<T: Clone + Send> SourceOutput<'_, T> {
 
     /// How many elements a poll should emit at most (the batch size).
     pub fn budget(&self) -> usize {
-        self.ctx.batch_size
+        self.ctx.batching.batch_size
     }
 
     /// The worker's clock, ns ([`crate::measure::clock::now_ns`]).
@@ -186,7 +185,7 @@ impl<T: Clone + Send> Sources<T> {
         self.next_epoch_ns = Some(next);
         ctx.wake_at(next);
         out.set_epoch(self.epoch, ctx);
-        if ctx.mode == crate::config::TrackingMode::Markers && self.marker != INF {
+        if ctx.progress.markers_in_band() && self.marker != INF {
             // The epoch's barrier on every channel (aligned checkpoints: `progress/cut.rs`);
             // the repeated marker is ignored by the receivers' time alignment.
             out.marker(self.marker, ctx);
@@ -204,9 +203,7 @@ impl<T: Clone + Send> Sources<T> {
                 let pos = inst.source.position().unwrap_or_default();
                 c.position(format!("source/{}", inst.id), covered, pos);
             }
-            if let Some(tr) = &mut ctx.tracking {
-                tr.acker.heartbeat(ep.source_id(inst.id), self.epoch);
-            }
+            ctx.progress.heartbeat(ep.source_id(inst.id), self.epoch);
         }
         true
     }
@@ -257,8 +254,8 @@ impl<T: Clone + Send> Sources<T> {
                 inst.state = State::Done;
                 heartbeat = Some(INF);
                 did = true;
-                if let (Some(ep), Some(tr)) = (ctx.epochs, &mut ctx.tracking) {
-                    tr.acker.heartbeat(ep.source_id(inst.id), INF);
+                if let Some(ep) = ctx.epochs {
+                    ctx.progress.heartbeat(ep.source_id(inst.id), INF);
                 }
                 // An ended source covers every later epoch: it never holds a checkpoint back.
                 if let Some(c) = &ctx.checkpointer {
@@ -273,9 +270,7 @@ impl<T: Clone + Send> Sources<T> {
         }
         if let Some(h) = heartbeat {
             inst.heartbeat = inst.heartbeat.max(h);
-            if let Some(tr) = &mut ctx.tracking {
-                tr.acker.heartbeat(inst.id, h);
-            }
+            ctx.progress.heartbeat(inst.id, h);
         }
         Ok(did)
     }
@@ -352,7 +347,7 @@ impl<T: Clone + Send + 'static> Operator for Sources<T> {
             }
             did |= Self::poll(inst, self.epoch, out, ctx, stats, &mut self.log)?;
         }
-        if ctx.mode == TrackingMode::Markers {
+        if ctx.progress.markers_in_band() {
             did |= self.send_markers(out, ctx);
         }
         Ok(did)
@@ -377,8 +372,8 @@ impl<T: Clone + Send + 'static> Operator for Sources<T> {
             inst.source
                 .seek(pos)
                 .map_err(|e| format!("source instance {}: {e}", inst.id))?;
-            if let (Some(ep), Some(tr)) = (ctx.epochs, &mut ctx.tracking) {
-                tr.acker.heartbeat(ep.source_id(inst.id), self.epoch);
+            if let Some(ep) = ctx.epochs {
+                ctx.progress.heartbeat(ep.source_id(inst.id), self.epoch);
             }
         }
         Ok(())

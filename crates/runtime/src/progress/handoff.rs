@@ -2,8 +2,8 @@
 //! [`FlushPolicy`] (`progress/flush_policy.rs`) says so.
 
 use super::flush_policy::{FlushPolicy, IdleFlush};
+use super::mode::TrackerState;
 use super::process_acker::{ProcessAcker, Urgency};
-use crate::worker::ctx::Tracking;
 use std::sync::Arc;
 use xorflow_tracking::Flush;
 
@@ -31,7 +31,7 @@ impl Handoff {
     /// # Errors
     /// A shard hosted here rejected a piece (names the offender).
     #[inline]
-    pub fn after_iteration(&mut self, tr: &mut Tracking, now_ns: u64) -> Result<(), String> {
+    pub fn after_iteration(&mut self, tr: &mut TrackerState, now_ns: u64) -> Result<(), String> {
         let since = now_ns.saturating_sub(self.last_ns);
         if self.policy.handoff_due(tr.acker.pending_updates(), since) {
             self.last_ns = now_ns;
@@ -46,7 +46,7 @@ impl Handoff {
     ///
     /// # Errors
     /// As [`Handoff::after_iteration`].
-    pub fn on_idle(&mut self, tr: &mut Tracking, now_ns: u64) -> Result<Option<u64>, String> {
+    pub fn on_idle(&mut self, tr: &mut TrackerState, now_ns: u64) -> Result<Option<u64>, String> {
         match self.policy.idle() {
             IdleFlush::Useful => self.hand_over(tr, now_ns, Urgency::Idle).map(|()| None),
             IdleFlush::Now => self.hand_over(tr, now_ns, Urgency::Now).map(|()| None),
@@ -61,12 +61,17 @@ impl Handoff {
     ///
     /// # Errors
     /// As [`Handoff::after_iteration`].
-    pub fn finish(&mut self, tr: &mut Tracking, now_ns: u64) -> Result<(), String> {
+    pub fn finish(&mut self, tr: &mut TrackerState, now_ns: u64) -> Result<(), String> {
         self.hand_over(tr, now_ns, Urgency::Now)
     }
 
     /// Gives the process acker this worker's acks, flushing it to the shards as `urgency` asks.
-    fn hand_over(&self, tr: &mut Tracking, now_ns: u64, urgency: Urgency) -> Result<(), String> {
+    fn hand_over(
+        &self,
+        tr: &mut TrackerState,
+        now_ns: u64,
+        urgency: Urgency,
+    ) -> Result<(), String> {
         if self.policy.unbatched() {
             let log = tr.acker.take_log();
             if !log.is_empty() {

@@ -1,49 +1,15 @@
 //! What a vertex instance sees of its worker: index, clock, tracking state, frontiers, counters.
 
-use crate::config::{RuntimeConfig, TrackingMode};
+use crate::channel::{Batching, SendCtx};
+use crate::config::RuntimeConfig;
 use crate::measure::traffic::{MessageKind, Traffic};
-use crate::progress::flush_policy::FlushPolicy;
 use crate::progress::frontiers::{Frontiers, InBand};
+use crate::progress::mode::Progress;
 use crate::wake::Unparkers;
 use std::sync::Arc;
-use xorflow_tracking::{ComponentId, Granularity, LocalAcker, TagSource, Time};
+use xorflow_tracking::{ComponentId, Granularity, Time};
 
-/// The worker-local trAcker state: local acker and tag source.
-pub struct Tracking {
-    /// Per-worker XOR-merging acker.
-    pub acker: LocalAcker,
-    /// Random tags for batches and deferred-output holds.
-    pub tags: TagSource,
-}
-
-/// What a worker needs to know of checkpoint epochs (`crates/tracking/src/epochs.rs`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct EpochCtx {
-    /// Components C of the event-time dimension: the epoch component of `c` is `C + c`.
-    pub components: usize,
-    /// Source instances S: source `s` heartbeats its epoch as `S + s`.
-    pub sources: usize,
-    /// How long an epoch lasts at a source, ns.
-    pub interval_ns: u64,
-}
-
-impl EpochCtx {
-    /// The epoch component of `c`.
-    #[inline]
-    pub fn component(&self, c: ComponentId) -> ComponentId {
-        c + self.components as ComponentId
-    }
-
-    /// The heartbeat id under which source instance `s` reports its epoch.
-    pub fn source_id(&self, s: xorflow_tracking::SourceId) -> xorflow_tracking::SourceId {
-        xorflow_tracking::epochs::epoch_source_id(self.sources, s)
-    }
-
-    /// The heartbeat id of emitter `j` (`execute/mod.rs`, `epoch_domain`, numbers them).
-    pub fn emitter_id(&self, j: usize) -> xorflow_tracking::SourceId {
-        xorflow_tracking::epochs::emitter_id(self.sources, j)
-    }
-}
+pub use crate::progress::epoch_ctx::EpochCtx;
 
 /// Per-worker context passed to every vertex instance step.
 pub struct WorkerCtx {
@@ -53,11 +19,10 @@ pub struct WorkerCtx {
     pub local_index: usize,
     /// Number of workers P in the whole job (all processes).
     pub workers: usize,
-    /// How completeness is tracked.
-    pub mode: TrackingMode,
-    /// trAcker state; `None` unless tracking with trAcker.
-    pub tracking: Option<Tracking>,
-    /// Checkpoint epochs (trAcker with a checkpoint interval only).
+    /// The tracking mode's rules (`progress/mode.rs`): tags, acks, heartbeats and holds.
+    pub progress: Box<dyn Progress>,
+    /// Checkpoint epochs (with a checkpoint interval, under trAcker or markers): the
+    /// [`Progress::epochs`] of `progress`, kept here as it is read per batch.
     pub epochs: Option<EpochCtx>,
     /// Where snapshots and source positions go (with a checkpoint directory).
     pub checkpointer: Option<crate::checkpoint::Checkpointer>,
@@ -69,14 +34,8 @@ pub struct WorkerCtx {
     pub frontiers: Frontiers,
     /// Cached clock (ns), refreshed by the worker loop and before each input batch.
     pub now_ns: u64,
-    /// Elements per batch.
-    pub batch_size: usize,
-    /// Flush timeout of partial batches, ns.
-    pub flush_timeout_ns: u64,
-    /// Partial batches leave when the worker goes idle ([`RuntimeConfig::batch_flush_on_idle`]).
-    pub batch_flush_on_idle: bool,
-    /// Timer slack of this worker's thread, ns ([`RuntimeConfig::timer_slack`]).
-    pub timer_slack_ns: u64,
+    /// How output is cut into batches: size, flush timeout, idle flushes, timer slack.
+    pub batching: Batching,
     /// Sinks measure notification latency per slot ([`RuntimeConfig::latency_probe`]).
     pub latency_probe: bool,
     /// Which slots the probe measures ([`RuntimeConfig::latency_sample`], or the default for the
@@ -122,48 +81,31 @@ impl WorkerCtx {
         unparkers: Arc<Unparkers>,
     ) -> Self {
         let granularity = Granularity::new(config.granularity);
-        let epochs = match (config.tracking, config.checkpoint_interval) {
-            (TrackingMode::Tracker | TrackingMode::Markers, Some(i)) => Some(EpochCtx {
-                components,
-                sources,
-                interval_ns: i.as_nanos().max(1) as u64,
-            }),
-            _ => None,
-        };
-        // Epoch components follow the event-time ones in the frontier table (trAcker only:
-        // with markers, epochs travel as barriers).
-        let tracked = if epochs.is_some() && config.tracking == TrackingMode::Tracker {
-            2 * components
-        } else {
-            components
-        };
+        let (progress, frontiers) = crate::progress::mode::for_worker(config, components, sources);
         WorkerCtx {
             index,
             local_index,
             workers,
-            mode: config.tracking,
-            tracking: (config.tracking == TrackingMode::Tracker).then(|| Tracking {
-                acker: FlushPolicy::of(config).local_acker(granularity),
-                tags: TagSource::from_entropy(),
-            }),
-            epochs,
+            epochs: progress.epochs(),
+            versioned_cut: progress.versioned_cut(),
+            progress,
             checkpointer: None,
             resume: None,
             granularity,
-            frontiers: Frontiers::new(config.tracking, tracked, config.tracker_shards),
+            frontiers,
             now_ns: crate::measure::clock::now_ns(),
-            batch_size: config.batch_size,
-            flush_timeout_ns: config.flush_timeout.as_nanos() as u64,
-            batch_flush_on_idle: config.batch_flush_on_idle,
-            timer_slack_ns: config.timer_slack.as_nanos() as u64,
+            batching: Batching {
+                batch_size: config.batch_size,
+                flush_timeout_ns: config.flush_timeout.as_nanos() as u64,
+                flush_on_idle: config.batch_flush_on_idle,
+                timer_slack_ns: config.timer_slack.as_nanos() as u64,
+            },
             latency_probe: config.latency_probe,
             latency_sampling: config
                 .latency_sample
                 .unwrap_or_else(|| crate::config::sampling::Sampling::auto(config.granularity)),
             warmup_until: config.warmup_until,
             snapshot_work: config.snapshot_work,
-            versioned_cut: config.checkpoint_cut == crate::config::CheckpointCut::Versioned
-                && config.tracking != TrackingMode::Markers,
             wake_at_ns: u64::MAX,
             traffic: Traffic::default(),
             unparkers,
@@ -189,20 +131,6 @@ impl WorkerCtx {
             .map_err(|e| format!("event log '{name}': {e}"))
     }
 
-    /// A context for unit tests: worker 0 of 1, default configuration, one component.
-    #[cfg(test)]
-    pub(crate) fn for_tests() -> Self {
-        Self::new(
-            0,
-            0,
-            1,
-            &RuntimeConfig::default(),
-            1,
-            1,
-            Arc::new(Unparkers::new(1)),
-        )
-    }
-
     /// The notification API (`progress/frontiers.rs`): the frontier of a vertex instance in
     /// component `c` whose inputs report `in_band`, whatever the tracking mode.
     #[inline]
@@ -212,17 +140,28 @@ impl WorkerCtx {
 
     /// True when running with trAcker.
     pub fn is_tracking(&self) -> bool {
-        self.tracking.is_some()
+        self.progress.tracked()
     }
 
     /// Registers the receive tag of a processed batch of `epoch` (no-op without tracking).
     #[inline]
     pub fn ack_received(&mut self, c: ComponentId, lo: u64, hi: u64, epoch: u64, tag: u64) {
-        if let Some(t) = &mut self.tracking {
-            t.acker.xor_slots(c, lo, hi, tag);
-            if let Some(e) = &self.epochs {
-                t.acker.xor_slots(e.component(c), epoch, epoch, tag);
-            }
+        self.progress.ack_received(c, lo, hi, epoch, tag);
+    }
+
+    /// The narrow handles a channel's sending side takes (`channel/handles.rs`), borrowed from
+    /// this context for one call.
+    #[inline]
+    pub fn sending(&mut self) -> SendCtx<'_> {
+        SendCtx {
+            now_ns: self.now_ns,
+            batching: &self.batching,
+            granularity: self.granularity,
+            progress: &mut *self.progress,
+            traffic: &mut self.traffic,
+            unparkers: &self.unparkers,
+            local_index: self.local_index,
+            wake_at_ns: &mut self.wake_at_ns,
         }
     }
 
@@ -231,10 +170,7 @@ impl WorkerCtx {
     /// driver aligns barriers itself: `operators/driver.rs`).
     #[inline]
     pub fn epoch_frontier(&self, c: ComponentId) -> Option<u64> {
-        if self.mode != TrackingMode::Tracker {
-            return None;
-        }
-        self.epochs.map(|e| self.frontiers.of(e.component(c)))
+        self.progress.epoch_frontier(&self.frontiers, c)
     }
 
     /// Counts one sent message.

@@ -97,7 +97,7 @@ impl Worker {
             did |= v.flush(ctx, Flush::Due);
         }
         cpu.task(Task::Flush);
-        if let (Some(h), Some(tr)) = (&mut self.handoff, &mut ctx.tracking) {
+        if let (Some(h), Some(tr)) = (&mut self.handoff, ctx.progress.tracker()) {
             h.after_iteration(tr, ctx.now_ns)?;
         }
         cpu.task(Task::Acks);
@@ -145,9 +145,9 @@ impl Worker {
             did |= v.flush(ctx, Flush::Idle);
         }
         // Only without idle flushes: with them every partial batch just left.
-        self.pass_on = did && !ctx.batch_flush_on_idle;
+        self.pass_on = did && !ctx.batching.flush_on_idle;
         cpu.task(Task::Flush);
-        if let (Some(h), Some(tr)) = (&mut self.handoff, &mut ctx.tracking) {
+        if let (Some(h), Some(tr)) = (&mut self.handoff, ctx.progress.tracker()) {
             if let Some(at) = h.on_idle(tr, ctx.now_ns)? {
                 ctx.wake_at(at);
             }
@@ -182,7 +182,7 @@ impl Worker {
     /// # Errors
     /// The first vertex error, or "aborted" when another thread failed.
     pub fn run(mut self) -> Result<WorkerResult, String> {
-        crate::measure::clock::set_timer_slack(self.ctx.timer_slack_ns);
+        crate::measure::clock::set_timer_slack(self.ctx.batching.timer_slack_ns);
         let wake = match &self.sockets {
             Some(s) => Wake::Poll(s.parker()),
             None => Wake::Thread(std::thread::current()),
@@ -204,7 +204,7 @@ impl Worker {
                 self.idle()?;
             }
         }
-        if let (Some(h), Some(tr)) = (&mut self.handoff, &mut self.ctx.tracking) {
+        if let (Some(h), Some(tr)) = (&mut self.handoff, self.ctx.progress.tracker()) {
             h.finish(tr, self.ctx.now_ns)?;
         }
         self.ctx.now_ns = crate::measure::clock::now_ns();

@@ -29,7 +29,7 @@ pub trait Stage<T>: Send {
     /// # Errors
     /// The operator's, naming what failed.
     fn on_batch(&mut self, b: Batch<T>, ctx: &mut WorkerCtx) -> Result<(), String>;
-    /// Its output port's [`crate::channel::OutputPort::flush`].
+    /// Its output port's [`crate::port::OutputPort::flush`].
     fn flush(&mut self, ctx: &mut WorkerCtx, which: Flush) -> bool;
     /// Forwards `Marker(time)` (tracking `markers`): an element-wise operator holds nothing back.
     fn marker(&mut self, time: Time, ctx: &mut WorkerCtx);
@@ -110,7 +110,7 @@ impl<T> ChainedEdge<T> {
         self.component
     }
 
-    /// Buffers `elements`, handing a full batch over at once (`ctx.batch_size`), as a queue's
+    /// Buffers `elements`, handing a full batch over at once (`--batch-size`), as a queue's
     /// sender would send it.
     #[inline]
     pub fn push_all(&mut self, elements: impl Iterator<Item = Element<T>>, ctx: &mut WorkerCtx) {
@@ -124,7 +124,7 @@ impl<T> ChainedEdge<T> {
                 self.exact &= self.lineage.is_none();
             }
             self.buf.push(el);
-            if self.buf.len() >= ctx.batch_size {
+            if self.buf.len() >= ctx.batching.batch_size {
                 self.hand_over(ctx);
             }
         }
@@ -138,7 +138,9 @@ impl<T> ChainedEdge<T> {
         let g = ctx.granularity;
         // Room for twice this batch (as `EdgeOutput` sizes its next buffer): the buffer
         // rarely grows while it fills, yet a trickle costs no full batch's allocation.
-        let cap = (self.buf.len() * 2).max(16).min(ctx.batch_size.max(16));
+        let cap = (self.buf.len() * 2)
+            .max(16)
+            .min(ctx.batching.batch_size.max(16));
         let batch = Batch {
             tag: 0,
             lo: g.slot(self.tmin),
