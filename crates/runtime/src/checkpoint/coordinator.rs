@@ -227,7 +227,10 @@ impl Coordinator {
         self.committed = Some(e);
         if let Some((local, peers)) = &self.announce {
             local.set(e);
-            let f = crate::net::frame::checkpoint(&super::Message::Committed(e));
+            let f = crate::net::payload::encode(
+                crate::net::frame::Kind::Checkpoint,
+                &super::Message::Committed(e),
+            );
             for p in peers {
                 // A closed connection fails the run on its own.
                 p.send(f.clone());

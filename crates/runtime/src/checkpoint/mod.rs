@@ -16,7 +16,6 @@ pub mod writer;
 
 pub use resume::{Resume, RESUME_ENV};
 
-use crate::dataflow::Builder;
 use crate::error::RunError;
 use crate::net::link::RemoteTx;
 use crate::progress::cut::Covered;
@@ -100,9 +99,11 @@ pub(crate) struct Inlet {
     pub committed: Committed,
 }
 
-impl Inlet {
+impl crate::net::payload::Inlet for Inlet {
     /// Takes a `Kind::Checkpoint` frame's message.
-    pub fn take(&self, m: Message) {
+    fn take(&self, frame: &[u8]) -> Result<(), String> {
+        let m: Message =
+            crate::net::payload::decode(frame).map_err(|e| format!("checkpoint frame: {e}"))?;
         match m {
             // The coordinator stops only after every process's end-of-run report; a writer
             // that gets one fails the run with a message.
@@ -111,6 +112,7 @@ impl Inlet {
             }
             Message::Committed(c) => self.committed.set(c),
         }
+        Ok(())
     }
 }
 
@@ -205,18 +207,44 @@ pub(crate) fn prepare(
     Ok(Some(Prepared { store, resume }))
 }
 
+/// What the checkpoint thread needs to know of the job it serves.
+pub(crate) struct Participants {
+    /// Who files a report for every checkpoint: each stateful instance (`<vertex>/<worker>`)
+    /// and each source instance (`source/<s>`): [`Participants::reporters`].
+    pub reporters: BTreeSet<String>,
+    /// The live metrics completed checkpoints are counted in (`--metrics-addr`).
+    pub live: Option<std::sync::Arc<crate::measure::live::Live>>,
+    /// `RuntimeConfig::local_recovery`.
+    pub local_recovery: bool,
+}
+
+impl Participants {
+    /// The reporters of a job whose stateful vertices are named `stateful`, over `workers`
+    /// workers of the job and `sources` source instances.
+    pub fn reporters<'a>(
+        stateful: impl Iterator<Item = &'a str>,
+        workers: usize,
+        sources: usize,
+    ) -> BTreeSet<String> {
+        let mut out = BTreeSet::new();
+        for name in stateful {
+            out.extend((0..workers).map(|w| format!("{name}/{w}")));
+        }
+        out.extend((0..sources).map(|s| format!("source/{s}")));
+        out
+    }
+}
+
 /// Starts the checkpoint thread of a process. On process 0 (`to_leader` is `None`) the
-/// coordinator of job `job`, which waits on every checkpoint for each stateful instance
-/// (`<vertex>/<worker>` over `workers` workers of the job) and each source instance, and tells
-/// `peers` (every other process) of each completed one. Elsewhere a writer sending what it
-/// files to process 0 over `to_leader`.
+/// coordinator of job `job`, which waits on every checkpoint for each of `job_parts`' reporters
+/// and tells `peers` (every other process) of each completed one. Elsewhere a writer sending
+/// what it files to process 0 over `to_leader`.
 ///
 /// # Errors
 /// The thread cannot start.
 pub(crate) fn start(
-    b: &Builder,
+    job_parts: Participants,
     prepared: &Prepared,
-    workers: usize,
     job: u64,
     to_leader: Option<RemoteTx>,
     peers: Vec<RemoteTx>,
@@ -238,16 +266,11 @@ pub(crate) fn start(
         }
         None => {
             let job = format!("{job:016x}");
-            let mut reporters = BTreeSet::new();
-            for (v, _) in b.stateful.iter().enumerate().filter(|(_, s)| **s) {
-                let name = &b.graph.vertices[v].name;
-                reporters.extend((0..workers).map(|w| format!("{name}/{w}")));
-            }
-            reporters.extend((0..b.sources).map(|s| format!("source/{s}")));
             let resume = prepared.resume.as_deref();
+            let reporters = job_parts.reporters;
             let mut c = coordinator::Coordinator::new(store.clone(), job, reporters, resume);
             c.announce_to(committed.clone(), peers);
-            c.report_to(b.live.clone());
+            c.report_to(job_parts.live);
             spawn("xorflow-checkpoints", Box::new(move || c.run(rx)))?
         }
     };
@@ -256,7 +279,7 @@ pub(crate) fn start(
             tx: tx.clone(),
             committed,
             owner: format!("job {job:016x} at {}", store.location()).into(),
-            local_recovery: b.config.local_recovery,
+            local_recovery: job_parts.local_recovery,
         },
         leader,
         tx,

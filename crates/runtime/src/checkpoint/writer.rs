@@ -55,8 +55,10 @@ impl Writer {
                 Inbound::Report(r) => {
                     let f = file(&self.store, r)?;
                     // A closed connection fails the run on its own.
-                    self.leader
-                        .send(frame::checkpoint(&super::Message::Filed(f)));
+                    self.leader.send(crate::net::payload::encode(
+                        frame::Kind::Checkpoint,
+                        &super::Message::Filed(f),
+                    ));
                 }
                 Inbound::Filed(f) => {
                     return Err(format!(

@@ -34,10 +34,12 @@ use crate::config::{RuntimeConfig, TrackingMode};
 use crate::dataflow::Builder;
 use crate::error::RunError;
 use crate::net::cluster::Resolved;
+use crate::net::frame::Kind;
 use crate::net::link::Wiring;
 use crate::net::transport::{self, Delivery, Failure, Identity, TransportHandle};
 use crate::net::worker_reads::{Handover, NetReads, WorkerSockets};
 use crate::operators::Vertex;
+use crate::progress::inlets::{AckInlet, FrontierInlet};
 use crate::report::RunReport;
 use crate::wake::Unparkers;
 use crate::worker::ctx::WorkerCtx;
@@ -121,7 +123,19 @@ fn attempt(b: &mut Builder, finished: &mut bool) -> Result<RunReport, RunError> 
     let checkpoints = match &prepared {
         Some(p) => {
             let peers = remotes.handles[1..].iter().flatten().cloned().collect();
-            let started = crate::checkpoint::start(b, p, total_workers, job, to_leader, peers);
+            let stateful = (b.stateful.iter().enumerate())
+                .filter(|(_, s)| **s)
+                .map(|(v, _)| b.graph.vertices[v].name.as_str());
+            let parts = crate::checkpoint::Participants {
+                reporters: crate::checkpoint::Participants::reporters(
+                    stateful,
+                    total_workers,
+                    b.sources,
+                ),
+                live: b.live.clone(),
+                local_recovery: config.local_recovery,
+            };
+            let started = crate::checkpoint::start(parts, p, job, to_leader, peers);
             Some(started.inspect_err(|_| {
                 outcome::reap(&mut cluster.children, true);
             })?)
@@ -133,12 +147,27 @@ fn attempt(b: &mut Builder, finished: &mut bool) -> Result<RunReport, RunError> 
         tracking::restore_holds(&config, &progress, r.holds()).map_err(RunError::Checkpoint)?;
     }
     let (handover, sockets) = worker_sockets(workers_read, &place, &mut cluster, &unparkers)?;
+    let mut inlets = crate::net::payload::Inlets::default();
+    inlets.register(
+        Kind::Acks,
+        Arc::new(AckInlet {
+            shards: progress.agents.clone(),
+        }),
+    );
+    inlets.register(
+        Kind::Frontier,
+        Arc::new(FrontierInlet {
+            inboxes: inbox_txs,
+            unparkers: unparkers.clone(),
+        }),
+    );
+    if let Some(c) = &checkpoints {
+        inlets.register(Kind::Checkpoint, Arc::new(c.inlet()));
+    }
     let delivery = Delivery {
         routes: wiring.take_routes(),
-        shards: progress.agents.clone(),
-        inboxes: inbox_txs,
         unparkers: unparkers.clone(),
-        checkpoints: checkpoints.as_ref().map(|c| c.inlet()),
+        inlets,
         handover,
     };
     let transport = start_transport(&b.graph, &config, &mut cluster, remotes, delivery, &failure)?;

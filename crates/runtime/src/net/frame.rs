@@ -207,23 +207,6 @@ pub fn shard_frame<B: serde::Serialize>(kind: Kind, shard: u32, body: &B) -> Byt
         .into()
 }
 
-/// A checkpoint frame: a filed report or a completed checkpoint, postcard-encoded.
-pub(crate) fn checkpoint(f: &crate::checkpoint::Message) -> Bytes {
-    let mut v = Vec::with_capacity(128);
-    v.put_u8(Kind::Checkpoint as u8);
-    postcard::to_extend(f, v)
-        .expect("encoding into a Vec cannot fail")
-        .into()
-}
-
-/// Decodes a checkpoint frame.
-///
-/// # Errors
-/// Undecodable.
-pub(crate) fn read_checkpoint(f: &[u8]) -> Result<crate::checkpoint::Message, String> {
-    postcard::from_bytes(&f[1..]).map_err(|e| format!("bad checkpoint frame: {e}"))
-}
-
 /// Reads the shard of an Acks frame and decodes its piece.
 ///
 /// # Errors

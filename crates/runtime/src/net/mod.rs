@@ -14,6 +14,7 @@ pub mod frame;
 mod gather;
 pub mod link;
 pub mod outbox;
+pub mod payload;
 mod reading;
 pub mod transport;
 pub mod worker_reads;

@@ -234,29 +234,7 @@ fn route(d: &Delivery, f: Bytes) -> Result<Routed, String> {
                 d.unparkers.unpark(*w);
             }
         }
-        Kind::Acks => {
-            let (shard, piece) = frame::read_acks(&f)?;
-            let agent = d
-                .shards
-                .get(shard as usize)
-                .and_then(Option::as_ref)
-                .ok_or_else(|| format!("acks for shard {shard}, not hosted here"))?;
-            agent.deliver(&piece)?;
-        }
-        Kind::Frontier => {
-            let (shard, ups) = frame::read_frontier(&f)?;
-            for (w, tx) in d.inboxes.iter().enumerate() {
-                if tx.send((shard, ups.clone())).is_ok() {
-                    d.unparkers.unpark(w);
-                }
-            }
-        }
-        Kind::Checkpoint => {
-            let m = frame::read_checkpoint(&f)?;
-            let inlet = (d.checkpoints.as_ref())
-                .ok_or("a checkpoint frame reached a process that writes no checkpoints")?;
-            inlet.take(m);
-        }
+        k @ (Kind::Acks | Kind::Frontier | Kind::Checkpoint) => d.inlets.deliver(k, &f)?,
         Kind::Ping => {}
         Kind::Done => return Ok(Routed::Done(f[1..].to_vec())),
         Kind::Abort => {

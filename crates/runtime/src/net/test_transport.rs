@@ -51,12 +51,18 @@ pub(super) fn start_with(
     routes: Routes,
 ) -> TransportHandle {
     let unparkers = Arc::new(Unparkers::new(inboxes.len()));
+    let mut inlets = crate::net::payload::Inlets::default();
+    inlets.register(
+        super::frame::Kind::Frontier,
+        Arc::new(crate::progress::inlets::FrontierInlet {
+            inboxes,
+            unparkers: unparkers.clone(),
+        }),
+    );
     let delivery = Delivery {
         routes,
-        shards: Vec::new(),
-        inboxes,
         unparkers: unparkers.clone(),
-        checkpoints: None,
+        inlets,
         handover: None,
     };
     let failure = Failure {

@@ -34,10 +34,7 @@ use super::link::Routes;
 use super::outbox::Outbox;
 use super::reading::{read_loop, ReadCtx};
 use crate::measure::traffic::{MessageKind, Traffic};
-use crate::progress::frontiers::Notification;
-use crate::progress::tracker_agent::TrackerAgent;
 use crate::wake::Unparkers;
-use crossbeam_channel::Sender;
 use futures_util::{SinkExt, StreamExt};
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -58,15 +55,11 @@ const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(5);
 pub struct Delivery {
     /// Inbound queues and credit counters of remote channels.
     pub routes: Routes,
-    /// Tracker shards hosted here, by shard index.
-    pub shards: Vec<Option<Arc<TrackerAgent>>>,
-    /// Frontier inboxes of this process's workers.
-    pub inboxes: Vec<Sender<Notification>>,
     /// Wakes this process's workers.
     pub unparkers: Arc<Unparkers>,
-    /// A job writing checkpoints: its checkpoint thread (process 0's coordinator takes other
-    /// processes' reports) and the completed checkpoints (announced by process 0).
-    pub(crate) checkpoints: Option<crate::checkpoint::Inlet>,
+    /// The receivers of payload frames (acks, frontiers, checkpoint messages), registered by
+    /// their users (`payload.rs`).
+    pub inlets: super::payload::Inlets,
     /// Where connections go to be read by the workers (`--net-reads worker`,
     /// `worker_reads.rs`); `None`: the network thread reads them.
     pub(crate) handover: Option<Arc<super::worker_reads::Handover>>,

@@ -15,6 +15,7 @@ pub mod flush_policy;
 pub mod frontiers;
 pub mod handoff;
 pub mod idle_gate;
+pub mod inlets;
 pub mod mode;
 pub mod process_acker;
 pub mod tracker_agent;
