@@ -15,6 +15,13 @@ pub enum RunError {
         /// What failed.
         message: String,
     },
+    /// The worker stopped because another thread failed (an echo of the root cause, which
+    /// [`RunError::is_echo`] tells apart).
+    #[error("worker {worker}: aborted because another thread failed")]
+    Aborted {
+        /// Worker index.
+        worker: usize,
+    },
     /// User code panicked.
     #[error("worker {worker} panicked: {message}")]
     Panic {
@@ -35,9 +42,32 @@ pub enum RunError {
 }
 
 impl RunError {
-    /// True for the "aborted because another thread failed" errors of threads that did not fail
-    /// themselves.
+    /// True for the errors of threads that did not fail themselves but were stopped because
+    /// another one did ([`RunError::Aborted`]).
     pub fn is_echo(&self) -> bool {
-        matches!(self, RunError::Vertex { message, .. } if message.starts_with("aborted"))
+        matches!(self, RunError::Aborted { .. })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Catches: an echo told apart by its text, so that a real error whose message starts with
+    /// "aborted" (a sink's "aborted transaction ...") would be ranked below other workers'
+    /// echoes, and an echo no longer recognised once its text changes.
+    #[test]
+    fn echoes_are_told_by_their_variant_not_their_text() {
+        let real = RunError::Vertex {
+            worker: 1,
+            message: "aborted transaction: producer fenced".into(),
+        };
+        assert!(!real.is_echo());
+        let echo = RunError::Aborted { worker: 0 };
+        assert!(echo.is_echo());
+        assert_eq!(
+            echo.to_string(),
+            "worker 0: aborted because another thread failed"
+        );
     }
 }
