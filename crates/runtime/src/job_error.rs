@@ -21,10 +21,11 @@ pub enum JobError {
 }
 
 impl JobError {
-    /// 2 for user errors (config, input, output), 1 for engine failures.
+    /// 2 for user errors (config, input, output, a run refused before it started:
+    /// [`RunError::is_refusal`]), 1 for engine failures.
     pub fn exit_code(&self) -> i32 {
         match self {
-            JobError::Run(_) => 1,
+            JobError::Run(e) if !e.is_refusal() => 1,
             _ => 2,
         }
     }
