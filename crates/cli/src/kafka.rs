@@ -3,8 +3,8 @@
 
 use clap::{Args, Subcommand};
 use std::path::{Path, PathBuf};
-use std::process::ExitCode;
 use std::time::Duration;
+use xorflow_cli::outcome::CommandError;
 use xorflow_kafka::KafkaUri;
 
 /// The options of a job that reads a topic (`--input kafka://...`).
@@ -103,7 +103,7 @@ pub struct ProduceYsbArgs {
 }
 
 /// Runs a `kafka` subcommand; prints what it did on stdout, errors on stderr (exit 2).
-pub fn run(cmd: KafkaCmd) -> ExitCode {
+pub fn run(cmd: KafkaCmd) -> Result<(), CommandError> {
     match cmd {
         KafkaCmd::ProduceFlights(a) => produce_flights(&a),
         KafkaCmd::ProduceYsb(a) => produce_ysb(&a),
@@ -111,17 +111,11 @@ pub fn run(cmd: KafkaCmd) -> ExitCode {
     }
 }
 
-fn produce_ysb(a: &ProduceYsbArgs) -> ExitCode {
+fn produce_ysb(a: &ProduceYsbArgs) -> Result<(), CommandError> {
     let uri = KafkaUri::parse(&format!("kafka://{}/{}", a.bootstrap, a.topic));
     let done = uri
         .and_then(|u| xorflow_ysb::kafka::produce_ysb(&a.input, &u, a.partitions).map(|p| (u, p)));
-    let (uri, p) = match done {
-        Ok(d) => d,
-        Err(e) => {
-            say!("error: {e}");
-            return ExitCode::from(2);
-        }
-    };
+    let (uri, p) = done.map_err(CommandError::Input)?;
     for (line, why) in &p.malformed_examples {
         say!("warning: skipped {} line {line}: {why}", a.input.display());
     }
@@ -136,21 +130,14 @@ fn produce_ysb(a: &ProduceYsbArgs) -> ExitCode {
             "appended to an existing topic"
         }
     );
-    match crate::print_out(&line) {
-        Ok(()) => ExitCode::SUCCESS,
-        Err(code) => code,
-    }
+    crate::print_out(&line)
 }
 
-fn consume(a: &ConsumeArgs) -> ExitCode {
+fn consume(a: &ConsumeArgs) -> Result<(), CommandError> {
     let uri = xorflow_kafka::KafkaUri::parse(&format!("kafka://{}/{}", a.bootstrap, a.topic));
-    let records = match uri.and_then(|u| xorflow_kafka::dump::read_topic(&u)) {
-        Ok(r) => r,
-        Err(e) => {
-            say!("error: {e}");
-            return ExitCode::from(2);
-        }
-    };
+    let records = uri
+        .and_then(|u| xorflow_kafka::dump::read_topic(&u))
+        .map_err(CommandError::Input)?;
     let mut text = String::new();
     for r in records {
         if a.with_positions {
@@ -164,36 +151,25 @@ fn consume(a: &ConsumeArgs) -> ExitCode {
         text.push_str(&String::from_utf8_lossy(&r.value));
         text.push('\n');
     }
-    match crate::print_out(&text) {
-        Ok(()) => ExitCode::SUCCESS,
-        Err(code) => code,
-    }
+    crate::print_out(&text)
 }
 
-fn produce_flights(a: &ProduceFlightsArgs) -> ExitCode {
+fn produce_flights(a: &ProduceFlightsArgs) -> Result<(), CommandError> {
     let uri = xorflow_kafka::KafkaUri::parse(&format!("kafka://{}/{}", a.bootstrap, a.topic));
     let done = uri.and_then(|u| {
         xorflow_flights::kafka::produce_flights(&a.input, &u, a.partitions).map(|p| (u, p))
     });
-    match done {
-        Ok((uri, p)) => {
-            let line =
-                format!(
-                "produce-flights: {} rows ({} malformed rows skipped) -> {uri} ({} partitions, \
-                 {})\n",
-                p.rows,
-                p.malformed,
-                p.partitions,
-                if p.created { "created" } else { "appended to an existing topic" }
-            );
-            match crate::print_out(&line) {
-                Ok(()) => ExitCode::SUCCESS,
-                Err(code) => code,
-            }
+    let (uri, p) = done.map_err(CommandError::Input)?;
+    let line = format!(
+        "produce-flights: {} rows ({} malformed rows skipped) -> {uri} ({} partitions, {})\n",
+        p.rows,
+        p.malformed,
+        p.partitions,
+        if p.created {
+            "created"
+        } else {
+            "appended to an existing topic"
         }
-        Err(e) => {
-            say!("error: {e}");
-            ExitCode::from(2)
-        }
-    }
+    );
+    crate::print_out(&line)
 }

@@ -2,8 +2,9 @@
 //! stand, the peers, the profiler and the delay tools: `crates/lab`) share: how they print, log,
 //! read duration options and turn a job's outcome into an exit status.
 //!
-//! Exit statuses, for both binaries: 0 success, 2 bad configuration, input or output, 1 the
-//! engine failed (and 77 for a tool that cannot run on this machine: `xorflow-lab delay-router`).
+//! Exit statuses, for both binaries, are decided in one place: [`outcome::Outcome`] (0 success,
+//! 2 bad configuration, input or output, 1 the engine failed; 130 Ctrl-C and 77 a tool that cannot
+//! run on this machine, in the lab).
 
 /// Prints a line on stderr. A closed or failing stderr is ignored: there is nowhere left to say
 /// anything, and `eprintln!` would panic.

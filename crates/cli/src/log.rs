@@ -3,7 +3,7 @@
 
 use clap::{Args, Subcommand};
 use std::path::{Path, PathBuf};
-use std::process::ExitCode;
+use xorflow_cli::outcome::CommandError;
 use xorflow_measure::clock::Alignment;
 use xorflow_measure::log::{self, LogFile, Summary};
 
@@ -32,43 +32,35 @@ pub struct HopsArgs {
 }
 
 /// Runs a `log` subcommand (exit 2 on a bad folder or file, 1 when no id pairs up).
-pub fn run(cmd: LogCmd) -> ExitCode {
+pub fn run(cmd: LogCmd) -> Result<(), CommandError> {
     let LogCmd::Hops(a) = cmd;
-    match hops(&a) {
-        Ok(text) => match crate::print_out(&text) {
-            Ok(()) => ExitCode::SUCCESS,
-            Err(code) => code,
-        },
-        Err((code, e)) => {
-            say!("error: {e}");
-            ExitCode::from(code)
-        }
-    }
+    crate::print_out(&hops(&a)?)
 }
 
-fn hops(a: &HopsArgs) -> Result<String, (u8, String)> {
-    let dir = log::read_dir(&a.dir).map_err(|e| (2, e.to_string()))?;
-    let clock = read_clock(&a.dir).map_err(|e| (2, e))?;
+fn hops(a: &HopsArgs) -> Result<String, CommandError> {
+    let dir = log::read_dir(&a.dir).map_err(|e| CommandError::Input(e.to_string()))?;
+    let clock = read_clock(&a.dir).map_err(CommandError::Input)?;
     for ch in [&a.from, &a.to] {
         if !dir.files.iter().any(|f| &f.header.channel == ch) {
-            return Err((
-                2,
-                format!("no log files of channel '{ch}' in '{}'", a.dir.display()),
-            ));
+            return Err(CommandError::Input(format!(
+                "no log files of channel '{ch}' in '{}'",
+                a.dir.display()
+            )));
         }
     }
     let h = match &clock {
         Some(c) => log::hop_durations(&dir.files, &a.from, &a.to, c),
         None => {
-            let one = one_process(&dir.files).map_err(|e| (2, e))?;
+            let one = one_process(&dir.files).map_err(CommandError::Input)?;
             log::hop_durations(&dir.files, &a.from, &a.to, &one)
         }
     };
+    // Logs that match no event: what the run did is in question, not the files.
     let s = log::summarize(&h.durations).ok_or_else(|| {
-        (
-            1,
-            format!("no event id of '{}' also reached '{}'", a.from, a.to),
-        )
+        CommandError::Engine(format!(
+            "no event id of '{}' also reached '{}'",
+            a.from, a.to
+        ))
     })?;
     let out = serde_json::json!({
         "from": a.from, "to": a.to, "count": s.count,

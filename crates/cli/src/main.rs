@@ -4,11 +4,10 @@
 use clap::{Args, CommandFactory, Parser, Subcommand};
 use std::io::IsTerminal;
 use std::path::PathBuf;
-use std::process::ExitCode;
 use std::time::Duration;
 use xorflow_cli::logging::{init_logging, LogArgs};
 use xorflow_cli::options::secs;
-use xorflow_cli::outcome::{job_outcome, quiet};
+use xorflow_cli::outcome::{finish, quiet, CommandError, Outcome};
 use xorflow_cli::terminal::print_out;
 use xorflow_runtime::args::EngineArgs;
 
@@ -164,19 +163,11 @@ struct ChangelogOpts {
     changelog_config: Vec<String>,
 }
 
-fn run_flights_weather(a: FlightsWeatherArgs) -> ExitCode {
+fn run_flights_weather(a: FlightsWeatherArgs) -> Result<(), CommandError> {
     use std::fmt::Write as _;
-    let granularity_s = match a
-        .engine
-        .validate()
+    let granularity_s = (a.engine.validate())
         .and_then(|()| secs(a.granularity, "granularity", 1))
-    {
-        Ok(g) => g,
-        Err(e) => {
-            say!("error: {e}");
-            return ExitCode::from(2);
-        }
-    };
+        .map_err(CommandError::Config)?;
     let mut cfg = xorflow_flights::join::JoinConfig::new(
         a.input.clone(),
         a.weather.clone(),
@@ -186,19 +177,11 @@ fn run_flights_weather(a: FlightsWeatherArgs) -> ExitCode {
     cfg.sources = a.sources;
     cfg.speed = a.speed;
     cfg.runtime = a.engine.runtime(granularity_s);
-    match changelog(&a.changelog, cfg.runtime.total_workers()) {
-        Ok(c) => cfg.runtime.state.changelog = c,
-        Err(e) => {
-            say!("error: {e}");
-            return ExitCode::from(2);
-        }
-    }
-    let s = match job_outcome(xorflow_flights::join::run(&cfg)) {
-        Ok(s) => s,
-        Err(code) => return code,
-    };
+    cfg.runtime.state.changelog =
+        changelog(&a.changelog, cfg.runtime.total_workers()).map_err(CommandError::Config)?;
+    let s = xorflow_flights::join::run(&cfg)?;
     if quiet(&a.engine) {
-        return ExitCode::SUCCESS;
+        return Ok(());
     }
     for (file, line, reason) in &s.malformed_examples {
         say!("warning: skipped {file} line {line}: {reason}");
@@ -227,13 +210,10 @@ fn run_flights_weather(a: FlightsWeatherArgs) -> ExitCode {
             text.push_str(&line);
         }
     }
-    match print_out(&text) {
-        Ok(()) => ExitCode::SUCCESS,
-        Err(code) => code,
-    }
+    print_out(&text)
 }
 
-fn run_flights(a: FlightsArgs) -> ExitCode {
+fn run_flights(a: FlightsArgs) -> Result<(), CommandError> {
     let parsed = (|| {
         a.engine.validate()?;
         Ok::<_, String>((
@@ -243,13 +223,9 @@ fn run_flights(a: FlightsArgs) -> ExitCode {
         ))
     })();
     let kafka = kafka_options(&a);
-    let (lateness_s, window_s, granularity_s, kafka) = match parsed.and_then(|p| Ok((p, kafka?))) {
-        Ok(((l, w, g), k)) => (l, w, g, k),
-        Err(e) => {
-            say!("error: {e}");
-            return ExitCode::from(2);
-        }
-    };
+    let ((lateness_s, window_s, granularity_s), kafka) = parsed
+        .and_then(|p| Ok((p, kafka?)))
+        .map_err(CommandError::Config)?;
     // The job creates the outputs' directories itself, once it has read the input.
     let mut cfg = xorflow_flights::FlightsConfig::new(a.input.clone(), a.output.clone());
     cfg.summary = a.summary.clone();
@@ -261,18 +237,13 @@ fn run_flights(a: FlightsArgs) -> ExitCode {
     cfg.progress = std::io::stderr().is_terminal() && !quiet(&a.engine);
     cfg.runtime = a.engine.runtime(granularity_s);
     cfg.kafka = kafka;
-    match changelog(&a.changelog, cfg.runtime.total_workers()) {
-        Ok(c) => cfg.runtime.state.changelog = c,
-        Err(e) => {
-            say!("error: {e}");
-            return ExitCode::from(2);
-        }
+    cfg.runtime.state.changelog =
+        changelog(&a.changelog, cfg.runtime.total_workers()).map_err(CommandError::Config)?;
+    let s = xorflow_flights::run(&cfg)?;
+    if quiet(&a.engine) {
+        return Ok(());
     }
-    match job_outcome(xorflow_flights::run(&cfg)) {
-        Ok(_) if quiet(&a.engine) => ExitCode::SUCCESS,
-        Ok(s) => report_flights(&a, &s),
-        Err(code) => code,
-    }
+    report_flights(&a, &s)
 }
 
 /// `--state-changelog` and `--changelog-config`: the changelogs, `partitions` per vertex.
@@ -372,7 +343,10 @@ fn checkpoint_lines(text: &mut String, c: &xorflow_flights::job::CheckpointSumma
 }
 
 /// Prints what a successful flights run did: warnings on stderr, the report on stdout.
-fn report_flights(a: &FlightsArgs, s: &xorflow_flights::Summary) -> ExitCode {
+///
+/// # Errors
+/// stdout cannot be written; an element reached a window after it closed (the engine's failure).
+fn report_flights(a: &FlightsArgs, s: &xorflow_flights::Summary) -> Result<(), CommandError> {
     use std::fmt::Write as _;
     for m in &s.malformed_examples {
         say!(
@@ -436,30 +410,25 @@ fn report_flights(a: &FlightsArgs, s: &xorflow_flights::Summary) -> ExitCode {
     if let Some(p) = &a.summary {
         let _ = writeln!(text, "summary: {}", p.display());
     }
-    if let Err(code) = print_out(&text) {
-        return code;
-    }
+    print_out(&text)?;
     if s.elements_below_frontier > 0 {
-        say!(
-            "error: {} elements reached a window after it closed",
+        return Err(CommandError::Engine(format!(
+            "{} elements reached a window after it closed",
             s.elements_below_frontier
-        );
-        return ExitCode::from(1);
+        )));
     }
-    ExitCode::SUCCESS
+    Ok(())
 }
 
-fn main() -> ExitCode {
+/// Runs the command; its [`Outcome`] is the exit status (`crates/cli/src/outcome.rs`).
+fn main() -> Outcome {
     let argv = match job_file::expand(std::env::args_os().collect(), &Cli::command()) {
         Ok(v) => v,
-        Err(e) => {
-            say!("error: {e}");
-            return ExitCode::from(2);
-        }
+        Err(e) => return finish(Err(CommandError::Config(e))),
     };
     let cli = Cli::parse_from(argv);
     init_logging(cli.log.log_format);
-    match cli.command {
+    finish(match cli.command {
         Command::Run {
             job: Job::Flights(a),
             ..
@@ -473,11 +442,8 @@ fn main() -> ExitCode {
         } => ysb::run(a),
         Command::Run {
             job: Job::File(a), ..
-        } => match job_outcome(file_job::run(a)) {
-            Ok(()) => ExitCode::SUCCESS,
-            Err(code) => code,
-        },
+        } => file_job::run(a).map_err(CommandError::from),
         Command::Kafka { cmd } => kafka::run(cmd),
         Command::Log { cmd } => log::run(cmd),
-    }
+    })
 }

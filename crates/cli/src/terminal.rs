@@ -1,31 +1,20 @@
 //! Writing results to stdout: a closed pipe ends the process quietly, as it does `cat`.
 
+use crate::outcome::CommandError;
 use std::io::Write;
-use std::process::ExitCode;
 
 /// Writes `text` to stdout and flushes it. A closed stdout (the reader of a pipe is gone) ends the
 /// process as SIGPIPE would, without a message, as `cat` does; any other error is an unwritable
-/// output: reported, exit 2.
+/// output.
 ///
 /// # Errors
-/// The exit status to end with (2) after the error was printed.
-pub fn print_out(text: &str) -> Result<(), ExitCode> {
+/// [`CommandError::Output`]: stdout cannot be written.
+pub fn print_out(text: &str) -> Result<(), CommandError> {
     let mut out = std::io::stdout().lock();
     match out.write_all(text.as_bytes()).and_then(|()| out.flush()) {
         Ok(()) => Ok(()),
         Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => die_of_sigpipe(),
-        Err(e) => {
-            crate::say!("error: cannot write to stdout: {e}");
-            Err(ExitCode::from(2))
-        }
-    }
-}
-
-/// [`print_out`], as the exit status of a command whose output is `text`.
-pub fn print_or_fail(text: &str) -> ExitCode {
-    match print_out(text) {
-        Ok(()) => ExitCode::SUCCESS,
-        Err(code) => code,
+        Err(e) => Err(CommandError::Output(format!("cannot write to stdout: {e}"))),
     }
 }
 

@@ -5,10 +5,9 @@
 use clap::Args;
 use std::fmt::Write as _;
 use std::path::PathBuf;
-use std::process::ExitCode;
 use std::time::Duration;
 use xorflow_cli::options::millis;
-use xorflow_cli::outcome::{job_outcome, quiet};
+use xorflow_cli::outcome::{quiet, CommandError};
 use xorflow_cli::say;
 use xorflow_cli::terminal::print_out;
 use xorflow_runtime::args::EngineArgs;
@@ -55,7 +54,7 @@ pub struct YsbArgs {
 }
 
 /// `xorflow run ysb`.
-pub fn run(a: YsbArgs) -> ExitCode {
+pub fn run(a: YsbArgs) -> Result<(), CommandError> {
     let parsed = (|| {
         a.engine.validate()?;
         Ok::<_, String>((
@@ -64,13 +63,7 @@ pub fn run(a: YsbArgs) -> ExitCode {
             crate::kafka::topic_of("--input", &a.input)?,
         ))
     })();
-    let (lateness_ms, granularity_ms, topic) = match parsed {
-        Ok(p) => p,
-        Err(e) => {
-            say!("error: {e}");
-            return ExitCode::from(2);
-        }
-    };
+    let (lateness_ms, granularity_ms, topic) = parsed.map_err(CommandError::Config)?;
     let mut cfg =
         xorflow_ysb::YsbConfig::new(a.input.clone(), a.ad_campaigns.clone(), a.output.clone());
     cfg.summary = a.summary.clone();
@@ -81,12 +74,9 @@ pub fn run(a: YsbArgs) -> ExitCode {
     cfg.kafka = topic;
     cfg.kafka_options = a.kafka.options();
     cfg.redis = a.redis.clone();
-    let s = match job_outcome(xorflow_ysb::run(&cfg)) {
-        Ok(s) => s,
-        Err(code) => return code,
-    };
+    let s = xorflow_ysb::run(&cfg)?;
     if quiet(&a.engine) {
-        return ExitCode::SUCCESS;
+        return Ok(());
     }
     warn_skipped(&s);
     let mut text = String::new();
@@ -135,10 +125,7 @@ pub fn run(a: YsbArgs) -> ExitCode {
     for r in &s.restarts {
         let _ = writeln!(text, "restarted from the last checkpoint after: {r}");
     }
-    match print_out(&text) {
-        Ok(()) => ExitCode::SUCCESS,
-        Err(code) => code,
-    }
+    print_out(&text)
 }
 
 /// Warns of the skipped lines (a file) or records (a topic) the summary names.

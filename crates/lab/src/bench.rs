@@ -6,9 +6,8 @@
 use crate::{cpu, sustainable, wan, ysb};
 use clap::{Args, Subcommand};
 use std::path::PathBuf;
-use std::process::ExitCode;
 use xorflow_bench::chain::ChainConfig;
-use xorflow_cli::outcome::quiet;
+use xorflow_cli::outcome::{quiet, CommandError};
 use xorflow_cli::say;
 use xorflow_cli::terminal::print_out;
 use xorflow_runtime::net::cluster::is_local_child;
@@ -151,25 +150,17 @@ pub(crate) struct ChangelogArgs {
 }
 
 /// `bench changelog`: each result as a line when it comes, the JSON file at the end.
-fn run_changelog(a: &ChangelogArgs) -> ExitCode {
+fn run_changelog(a: &ChangelogArgs) -> Result<(), CommandError> {
     let mut say_line = |l: String| {
         let _ = print_out(&format!("{l}\n"));
     };
-    let r = match xorflow_bench::changelog::run(&a.cfg, &mut say_line) {
-        Ok(r) => r,
-        Err(e) => {
-            say!("error: {e:#}");
-            return ExitCode::from(1);
-        }
-    };
+    let r = xorflow_bench::changelog::run(&a.cfg, &mut say_line)?;
     if let Some(p) = &a.json {
         let json = serde_json::to_string_pretty(&r).expect("results serialize");
-        if let Err(e) = std::fs::write(p, json + "\n") {
-            say!("error: cannot write '{}': {e}", p.display());
-            return ExitCode::from(2);
-        }
+        std::fs::write(p, json + "\n")
+            .map_err(|e| CommandError::Output(format!("cannot write '{}': {e}", p.display())))?;
     }
-    ExitCode::SUCCESS
+    Ok(())
 }
 
 #[derive(Args)]
@@ -182,7 +173,7 @@ pub(crate) struct StoreIoArgs {
 }
 
 /// `bench checkpoints`: the runs as they go (stderr), then the table (or JSON lines).
-fn run_checkpoint_cost(a: &CheckpointsArgs) -> ExitCode {
+fn run_checkpoint_cost(a: &CheckpointsArgs) -> Result<(), CommandError> {
     use xorflow_bench::checkpoint_cost as cc;
     run_table(cc::run(&a.cfg), a.json, cc::table)
 }
@@ -192,23 +183,16 @@ fn run_table<R: serde::Serialize>(
     runs: anyhow::Result<Vec<R>>,
     json: bool,
     table: fn(&[R]) -> String,
-) -> ExitCode {
-    match runs {
-        Ok(runs) if json => {
-            for r in &runs {
-                println!("{}", serde_json::to_string(r).expect("results serialize"));
-            }
-            ExitCode::SUCCESS
+) -> Result<(), CommandError> {
+    let runs = runs?;
+    if json {
+        for r in &runs {
+            println!("{}", serde_json::to_string(r).expect("results serialize"));
         }
-        Ok(runs) => {
-            print!("{}", table(&runs));
-            ExitCode::SUCCESS
-        }
-        Err(e) => {
-            say!("error: {e:#}");
-            ExitCode::from(1)
-        }
+    } else {
+        print!("{}", table(&runs));
     }
+    Ok(())
 }
 
 /// Prints an experiment's results, one line each (JSON with `json`).
@@ -216,14 +200,8 @@ fn print_results<R: serde::Serialize>(
     results: anyhow::Result<Vec<R>>,
     json: bool,
     describe: fn(&R) -> String,
-) -> ExitCode {
-    let results = match results {
-        Ok(r) => r,
-        Err(e) => {
-            say!("error: {e:#}");
-            return ExitCode::from(1);
-        }
-    };
+) -> Result<(), CommandError> {
+    let results = results?;
     let mut text = String::new();
     for r in &results {
         let line = if json {
@@ -234,10 +212,7 @@ fn print_results<R: serde::Serialize>(
         text.push_str(&line);
         text.push('\n');
     }
-    match print_out(&text) {
-        Ok(()) => ExitCode::SUCCESS,
-        Err(code) => code,
-    }
+    print_out(&text)
 }
 
 /// Options of `bench chain`: the chain's and the engine's (one declaration, shared with the bench
@@ -255,7 +230,7 @@ pub(crate) struct ChainArgs {
 }
 
 /// Runs `xorflow-lab bench <experiment>`.
-pub fn run(bench: Bench) -> ExitCode {
+pub fn run(bench: Bench) -> Result<(), CommandError> {
     match bench {
         Bench::Chain(a) => run_chain(a),
         Bench::Peers(a) => run_peers(a),
@@ -282,59 +257,42 @@ pub fn run(bench: Bench) -> ExitCode {
         ),
         Bench::Report { dirs } => {
             for d in &dirs {
-                if let Err(e) = xorflow_bench::stand::rewrite_report(d) {
-                    say!("error: {e:#}");
-                    return ExitCode::from(1);
-                }
+                xorflow_bench::stand::rewrite_report(d)?;
                 say!("{}", d.join("REPORT.md").display());
             }
-            ExitCode::SUCCESS
+            Ok(())
         }
         stand => run_stand(stand),
     }
 }
 
-fn run_chain(a: ChainArgs) -> ExitCode {
+fn run_chain(a: ChainArgs) -> Result<(), CommandError> {
     if a.repeat == 0 {
-        say!("error: --repeat must be at least 1");
-        return ExitCode::from(2);
+        return Err(CommandError::Config("--repeat must be at least 1".into()));
     }
-    if let Err(e) = a.chain.engine.validate() {
-        say!("error: {e}");
-        return ExitCode::from(2);
-    }
+    a.chain.engine.validate().map_err(CommandError::Config)?;
     // Every run of a local launch starts its own children, which run once.
     let repeat = if is_local_child() { 1 } else { a.repeat };
     let quiet = quiet(&a.chain.engine);
     let params = a.chain.params();
     let mut results = Vec::new();
     for _ in 0..repeat {
-        match xorflow_bench::chain::run(&params) {
-            Ok(_) if quiet => {}
-            Ok(r) => {
-                let line = if a.json {
-                    serde_json::to_string(&r).expect("serializable")
-                } else {
-                    // The result's line stays last: scripts read it.
-                    format!(
-                        "{}\n{}",
-                        r.cpu.describe(),
-                        xorflow_bench::chain::describe(&r)
-                    )
-                };
-                if let Err(code) = print_out(&format!("{line}\n")) {
-                    return code;
-                }
-                results.push(r);
-            }
-            Err(e) => {
-                say!("error: {e}");
-                return ExitCode::from(match e {
-                    xorflow_runtime::RunError::Config(_) => 2,
-                    _ => 1,
-                });
-            }
+        let r = xorflow_bench::chain::run(&params)?;
+        if quiet {
+            continue;
         }
+        let line = if a.json {
+            serde_json::to_string(&r).expect("serializable")
+        } else {
+            // The result's line stays last: scripts read it.
+            format!(
+                "{}\n{}",
+                r.cpu.describe(),
+                xorflow_bench::chain::describe(&r)
+            )
+        };
+        print_out(&format!("{line}\n"))?;
+        results.push(r);
     }
     if repeat > 1 && !a.json && !quiet {
         results.sort_by(|x, y| {
@@ -343,11 +301,9 @@ fn run_chain(a: ChainArgs) -> ExitCode {
                 .total_cmp(&y.measures.elements_per_s)
         });
         let median = xorflow_bench::chain::describe(&results[results.len() / 2]);
-        if let Err(code) = print_out(&format!("median: {median}\n")) {
-            return code;
-        }
+        print_out(&format!("median: {median}\n"))?;
     }
-    ExitCode::SUCCESS
+    Ok(())
 }
 
 fn profile_of(a: &StandArgs) -> xorflow_bench::stand::Profile {
@@ -361,14 +317,8 @@ fn profile_of(a: &StandArgs) -> xorflow_bench::stand::Profile {
     }
 }
 
-fn run_peers(a: PeersArgs) -> ExitCode {
-    let exe = match std::env::current_exe() {
-        Ok(e) => e,
-        Err(e) => {
-            say!("error: cannot find own executable: {e}");
-            return ExitCode::from(1);
-        }
-    };
+fn run_peers(a: PeersArgs) -> Result<(), CommandError> {
+    let exe = crate::own_exe()?;
     if a.workload == "ysb" {
         let engines = ysb::engines(!a.no_flink, !a.no_storm);
         let cfg = xorflow_bench::ysb::peers::PeersConfig {
@@ -384,7 +334,7 @@ fn run_peers(a: PeersArgs) -> ExitCode {
         return ysb::finish_stand(xorflow_bench::ysb::peers::run(&cfg));
     }
     let profile = profile_of(&a.stand);
-    match xorflow_bench::stand::peers::run(
+    xorflow_bench::stand::peers::run(
         profile,
         &a.stand.out,
         &exe,
@@ -394,16 +344,11 @@ fn run_peers(a: PeersArgs) -> ExitCode {
             storm: !a.no_storm,
         },
         &a.sweeps,
-    ) {
-        Ok(_) => ExitCode::SUCCESS,
-        Err(e) => {
-            say!("error: {e:#}");
-            ExitCode::from(1)
-        }
-    }
+    )?;
+    Ok(())
 }
 
-fn run_stand(b: Bench) -> ExitCode {
+fn run_stand(b: Bench) -> Result<(), CommandError> {
     use xorflow_bench::stand::{experiments, StandOptions};
     let (experiments, a) = match b {
         Bench::Chain(_) => unreachable!("handled by run"),
@@ -428,24 +373,13 @@ fn run_stand(b: Bench) -> ExitCode {
         }
     };
     let profile = profile_of(&a);
-    let exe = match std::env::current_exe() {
-        Ok(e) => e,
-        Err(e) => {
-            say!("error: cannot find own executable: {e}");
-            return ExitCode::from(1);
-        }
-    };
+    let exe = crate::own_exe()?;
     let opts = StandOptions {
         experiments,
         profile,
         out_root: a.out,
         exe,
     };
-    match xorflow_bench::stand::run(&opts) {
-        Ok(_) => ExitCode::SUCCESS,
-        Err(e) => {
-            say!("error: {e:#}");
-            ExitCode::from(1)
-        }
-    }
+    xorflow_bench::stand::run(&opts)?;
+    Ok(())
 }

@@ -4,11 +4,11 @@
 use crate::ysb::{chosen, engines, run_sweep, sweep_duration};
 use clap::Args;
 use std::path::PathBuf;
-use std::process::ExitCode;
 use std::time::Duration;
 use xorflow_bench::cpu::plan::TrackingVariant;
 use xorflow_bench::cpu::{Experiment, Plan};
 use xorflow_bench::ysb::Engine;
+use xorflow_cli::outcome::CommandError;
 
 /// Options of `xorflow-lab bench cpu`.
 #[derive(Args)]
@@ -151,7 +151,7 @@ impl CpuArgs {
 }
 
 /// Runs `xorflow-lab bench cpu` (exit 2: bad options; 1: a build or the results folder failed).
-pub fn run(a: CpuArgs) -> ExitCode {
+pub fn run(a: CpuArgs) -> Result<(), CommandError> {
     run_sweep(
         a.plan(),
         |p| p.engines.clone(),

@@ -3,8 +3,8 @@
 
 use clap::Args;
 use std::net::SocketAddr;
-use std::process::ExitCode;
 use std::time::Duration;
+use xorflow_cli::outcome::Outcome;
 use xorflow_runtime::net::delay::proxy::{DelayProxy, Route};
 use xorflow_runtime::net::delay::MAX_RTT;
 
@@ -46,10 +46,10 @@ fn route(r: &str) -> Result<Route, String> {
 }
 
 /// Runs the proxy until the process is stopped (exit 2: bad options or a port in use).
-pub fn run(a: DelayProxyArgs) -> ExitCode {
+pub fn run(a: DelayProxyArgs) -> Outcome {
     if a.rtt > MAX_RTT || a.rtt_jitter > MAX_RTT {
         eprintln!("xorflow-lab delay-proxy: --rtt and --rtt-jitter must be at most {MAX_RTT:?}");
-        return ExitCode::from(2);
+        return Outcome::Config;
     }
     let routes = match a
         .routes
@@ -60,7 +60,7 @@ pub fn run(a: DelayProxyArgs) -> ExitCode {
         Ok(r) => r,
         Err(e) => {
             eprintln!("xorflow-lab delay-proxy: {e}");
-            return ExitCode::from(2);
+            return Outcome::Config;
         }
     };
     for r in &routes {
@@ -74,11 +74,11 @@ pub fn run(a: DelayProxyArgs) -> ExitCode {
     match DelayProxy::start(routes, a.rtt / 2, a.rtt_jitter / 2) {
         Ok(p) => {
             p.wait();
-            ExitCode::SUCCESS
+            Outcome::Success
         }
         Err(e) => {
             eprintln!("xorflow-lab delay-proxy: cannot start: {e}");
-            ExitCode::FAILURE
+            Outcome::Engine
         }
     }
 }

@@ -10,9 +10,10 @@
 
 use clap::Args;
 use std::path::PathBuf;
-use std::process::{Command, ExitCode};
+use std::process::Command;
 use std::sync::atomic::Ordering;
 use std::time::Duration;
+use xorflow_cli::outcome::Outcome;
 use xorflow_runtime::measure::clock;
 use xorflow_runtime::net::delay::router::{DelayRouter, MAX_PACKET, QUEUE_PACKETS};
 use xorflow_runtime::net::delay::tun::TunDevice;
@@ -74,11 +75,11 @@ pub struct DelayRouterArgs {
     exit_with_parent: bool,
 }
 
-/// A failure: what to print and the exit code.
-struct Fail(u8, String);
+/// A failure: its outcome (bad options 2, skipped 77, failed 1) and what to print.
+struct Fail(Outcome, String);
 
 fn bad(msg: String) -> Fail {
-    Fail(2, msg)
+    Fail(Outcome::Config, msg)
 }
 
 impl DelayRouterArgs {
@@ -190,7 +191,7 @@ fn make_host(
     subnet: [u8; 3],
     made: &mut Namespaces,
 ) -> Result<TunDevice, Fail> {
-    let skip = |e: String| Fail(77, format!("skipped: {e}"));
+    let skip = |e: String| Fail(Outcome::Unsupported, format!("skipped: {e}"));
     let ns = a.namespace(i);
     ip(&["netns", "add", &ns]).map_err(skip)?;
     made.0.push(ns.clone());
@@ -277,9 +278,12 @@ fn serve(a: &DelayRouterArgs) -> Result<(), Fail> {
         signal_hook::consts::SIGINT,
         signal_hook::consts::SIGTERM,
     ])
-    .map_err(|e| Fail(1, format!("cannot handle signals: {e}")))?;
+    .map_err(|e| Fail(Outcome::Engine, format!("cannot handle signals: {e}")))?;
     if unsafe { libc::geteuid() } != 0 {
-        return Err(Fail(77, "skipped: network namespaces need root".into()));
+        return Err(Fail(
+            Outcome::Unsupported,
+            "skipped: network namespaces need root".into(),
+        ));
     }
     let taken: Vec<String> = (0..a.hosts)
         .map(|i| a.namespace(i))
@@ -298,7 +302,7 @@ fn serve(a: &DelayRouterArgs) -> Result<(), Fail> {
         devices.push(make_host(a, i, subnet, &mut made)?);
     }
     let router = DelayRouter::start(devices, &matrix, subnet)
-        .map_err(|e| Fail(1, format!("cannot start the router: {e}")))?;
+        .map_err(|e| Fail(Outcome::Engine, format!("cannot start the router: {e}")))?;
     let hosts: Vec<String> = (0..a.hosts)
         .map(|i| {
             format!(
@@ -368,16 +372,16 @@ fn serve(a: &DelayRouterArgs) -> Result<(), Fail> {
 }
 
 /// Runs the router until stopped.
-pub fn run(a: DelayRouterArgs) -> ExitCode {
+pub fn run(a: DelayRouterArgs) -> Outcome {
     match serve(&a) {
-        Ok(()) => ExitCode::SUCCESS,
-        Err(Fail(code, msg)) => {
-            if code == 77 {
+        Ok(()) => Outcome::Success,
+        Err(Fail(outcome, msg)) => {
+            if outcome == Outcome::Unsupported {
                 eprintln!("{msg}");
             } else {
                 eprintln!("xorflow-lab delay-router: {msg}");
             }
-            ExitCode::from(code)
+            outcome
         }
     }
 }

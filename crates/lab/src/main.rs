@@ -6,11 +6,9 @@
 //! `xorflow` (crates/cli).
 
 use clap::{Parser, Subcommand};
-use std::process::ExitCode;
+use std::path::PathBuf;
 use xorflow_cli::logging::{init_logging, LogArgs};
-
-#[macro_use]
-extern crate xorflow_cli;
+use xorflow_cli::outcome::{finish, CommandError, Outcome};
 
 use xorflow_cli::terminal::print_out;
 
@@ -62,14 +60,25 @@ enum Command {
     DelayRouter(delay_router::DelayRouterArgs),
 }
 
-fn main() -> ExitCode {
+/// Runs the command; its [`Outcome`] is the exit status (`crates/cli/src/outcome.rs`). The
+/// delay tools print their own failures (their lines are read by scripts).
+fn main() -> Outcome {
     let cli = Cli::parse();
     init_logging(cli.log.log_format);
     match cli.command {
-        Command::Bench { bench } => bench::run(bench),
-        Command::Ysb { cmd } => ysb::tool(cmd),
-        Command::Profile(a) => profile::run(a),
+        Command::Bench { bench } => finish(bench::run(bench)),
+        Command::Ysb { cmd } => finish(ysb::tool(cmd)),
+        Command::Profile(a) => finish(profile::run(a)),
         Command::DelayProxy(a) => delay_proxy::run(a),
         Command::DelayRouter(a) => delay_router::run(a),
     }
+}
+
+/// This binary, which the stand runs as `xorflow` (with the real `xorflow` beside it).
+///
+/// # Errors
+/// It cannot be found (the lab's failure).
+fn own_exe() -> Result<PathBuf, CommandError> {
+    std::env::current_exe()
+        .map_err(|e| CommandError::Engine(format!("cannot find own executable: {e}")))
 }

@@ -3,8 +3,8 @@
 
 use clap::Args;
 use std::path::PathBuf;
-use std::process::ExitCode;
 use std::time::Duration;
+use xorflow_cli::outcome::CommandError;
 use xorflow_profile::perf::CallGraph;
 use xorflow_profile::record::Target;
 use xorflow_profile::run::{self, Config};
@@ -63,12 +63,16 @@ pub struct ProfileArgs {
 /// Runs `xorflow-lab profile` (exit 2: usage, a bad profile, perf missing or not permitted, a pid
 /// that does not exist, a command that cannot run; 1: perf failed; the command's own failure
 /// is reported with exit 1 after the results are written).
-pub fn run(a: ProfileArgs) -> ExitCode {
+pub fn run(a: ProfileArgs) -> Result<(), CommandError> {
     let target = match (a.pids.is_empty(), a.command.is_empty()) {
         (false, true) => Target::Pids(a.pids.clone()),
         (true, false) => Target::Command(a.command.clone()),
-        (false, false) => return usage("give either --pid or a COMMAND after --, not both"),
-        (true, true) => return usage("nothing to profile: give --pid PID or -- COMMAND ARGS..."),
+        (false, false) => return Err(usage("give either --pid or a COMMAND after --, not both")),
+        (true, true) => {
+            return Err(usage(
+                "nothing to profile: give --pid PID or -- COMMAND ARGS...",
+            ))
+        }
     };
     let cfg = Config {
         target,
@@ -87,34 +91,25 @@ pub fn run(a: ProfileArgs) -> ExitCode {
         top: a.top,
         keep_perf_data: a.keep_perf_data,
     };
-    let out = match run::profile(&cfg) {
-        Ok(o) => o,
-        Err(e) => {
-            say!("error: {}", e.message);
-            return ExitCode::from(e.code);
-        }
-    };
-    let text = describe(&out);
-    if let Err(code) = crate::print_out(&text) {
-        return code;
-    }
+    let out = run::profile(&cfg).map_err(|e| match e.kind {
+        run::Failure::Usage => CommandError::Config(e.message),
+        run::Failure::Perf => CommandError::Engine(e.message),
+        run::Failure::Interrupted => CommandError::Interrupted(e.message),
+    })?;
+    crate::print_out(&describe(&out))?;
     match out.command_status {
-        Some(s) if !s.success() && !out.stopped => {
-            say!(
-                "error: the profiled command failed ({s}); its profile is in '{}'",
-                out.dir.display()
-            );
-            ExitCode::from(1)
-        }
-        _ => ExitCode::SUCCESS,
+        Some(s) if !s.success() && !out.stopped => Err(CommandError::Engine(format!(
+            "the profiled command failed ({s}); its profile is in '{}'",
+            out.dir.display()
+        ))),
+        _ => Ok(()),
     }
 }
 
-fn usage(message: &str) -> ExitCode {
-    say!(
-        "error: {message}\n\nUsage: xorflow-lab profile [OPTIONS] [--pid PID]... [-- COMMAND ARGS...]"
-    );
-    ExitCode::from(2)
+fn usage(message: &str) -> CommandError {
+    CommandError::Config(format!(
+        "{message}\n\nUsage: xorflow-lab profile [OPTIONS] [--pid PID]... [-- COMMAND ARGS...]"
+    ))
 }
 
 /// The run's task table and where the files are.

@@ -6,9 +6,9 @@
 use crate::ysb::{engines, finish_stand, YsbStandArgs};
 use clap::Args;
 use std::path::PathBuf;
-use std::process::ExitCode;
 use std::time::Duration;
 use xorflow_bench::sustainable::chain::{ChainLadderConfig, Engine};
+use xorflow_cli::outcome::CommandError;
 use xorflow_runtime::TrackingMode;
 
 /// The YSB's steps without --rate, events/s.
@@ -74,26 +74,14 @@ pub struct SustainableArgs {
 }
 
 /// `xorflow-lab bench sustainable`.
-pub fn sustainable(a: SustainableArgs) -> ExitCode {
-    let exe = match std::env::current_exe() {
-        Ok(e) => e,
-        Err(e) => {
-            say!("error: cannot find own executable: {e}");
-            return ExitCode::from(1);
-        }
-    };
+pub fn sustainable(a: SustainableArgs) -> Result<(), CommandError> {
+    let exe = crate::own_exe()?;
     let checked = if a.workload == "chain" {
         chain_config(&a, exe).map(|c| xorflow_bench::sustainable::chain::run(&c))
     } else {
         ysb_config(&a, exe).map(|c| xorflow_bench::ysb::sustainable::run(&c))
     };
-    match checked {
-        Ok(result) => finish_stand(result),
-        Err(e) => {
-            say!("error: {e}");
-            ExitCode::from(2)
-        }
-    }
+    finish_stand(checked.map_err(CommandError::Config)?)
 }
 
 /// The options given that `workload` does not take, by flag.

@@ -4,10 +4,10 @@
 use crate::ysb::{chosen, finish_stand, run_sweep, sweep_duration};
 use clap::Args;
 use std::path::PathBuf;
-use std::process::ExitCode;
 use std::time::Duration;
 use xorflow_bench::wan::{Experiment, Network, Plan};
 use xorflow_bench::ysb::Engine;
+use xorflow_cli::outcome::CommandError;
 
 /// Options of `xorflow-lab bench wan`.
 #[derive(Args)]
@@ -212,7 +212,7 @@ fn congestion(asked: Option<&str>, netns: bool) -> Result<String, String> {
 }
 
 /// Runs `xorflow-lab bench wan` (exit 2: bad options; 1: the results folder failed).
-pub fn run(a: WanArgs) -> ExitCode {
+pub fn run(a: WanArgs) -> Result<(), CommandError> {
     if let Some(dir) = &a.report {
         return finish_stand(xorflow_bench::wan::report::rewrite(dir).map(|()| dir.clone()));
     }

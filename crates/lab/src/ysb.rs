@@ -6,10 +6,9 @@
 use clap::{Args, Subcommand};
 use std::fmt::Write as _;
 use std::path::PathBuf;
-use std::process::ExitCode;
 use std::time::Duration;
 use xorflow_cli::options::millis;
-use xorflow_cli::outcome::job_outcome;
+use xorflow_cli::outcome::CommandError;
 use xorflow_cli::say;
 use xorflow_cli::terminal::print_out;
 use xorflow_runtime::args::EngineArgs;
@@ -53,7 +52,7 @@ pub struct GenerateArgs {
 }
 
 /// `xorflow-lab ysb ...`.
-pub fn tool(cmd: YsbCmd) -> ExitCode {
+pub fn tool(cmd: YsbCmd) -> Result<(), CommandError> {
     let YsbCmd::Generate(a) = cmd;
     let start_ms = a.start_ms.unwrap_or_else(|| {
         std::time::SystemTime::now()
@@ -70,10 +69,7 @@ pub fn tool(cmd: YsbCmd) -> ExitCode {
         ad_campaigns_path: a.ad_campaigns.clone(),
         campaigns: a.campaigns,
     };
-    if let Err(e) = xorflow_ysb::generate::write(&cfg) {
-        say!("error: {e}");
-        return ExitCode::from(2);
-    }
+    xorflow_ysb::generate::write(&cfg).map_err(|e| CommandError::Output(e.to_string()))?;
     let text = format!(
         "ysb: {} events at {} events/s{} -> {}, ad -> campaign table -> {}\n",
         a.events,
@@ -82,10 +78,7 @@ pub fn tool(cmd: YsbCmd) -> ExitCode {
         a.output.display(),
         a.ad_campaigns.display()
     );
-    match print_out(&text) {
-        Ok(()) => ExitCode::SUCCESS,
-        Err(code) => code,
-    }
+    print_out(&text)
 }
 
 /// `xorflow-lab bench ysb`.
@@ -125,7 +118,7 @@ pub struct BenchYsbArgs {
 }
 
 /// `xorflow-lab bench ysb`.
-pub fn bench(a: BenchYsbArgs) -> ExitCode {
+pub fn bench(a: BenchYsbArgs) -> Result<(), CommandError> {
     let parsed = (|| {
         a.engine.validate()?;
         if a.duration.subsec_nanos() != 0 {
@@ -133,13 +126,7 @@ pub fn bench(a: BenchYsbArgs) -> ExitCode {
         }
         millis(a.granularity, "granularity", 1)
     })();
-    let granularity_ms = match parsed {
-        Ok(g) => g,
-        Err(e) => {
-            say!("error: {e}");
-            return ExitCode::from(2);
-        }
-    };
+    let granularity_ms = parsed.map_err(CommandError::Config)?;
     let cfg = xorflow_ysb::bench::BenchConfig {
         events: a.events.clone(),
         ad_campaigns: a.ad_campaigns.clone(),
@@ -150,25 +137,24 @@ pub fn bench(a: BenchYsbArgs) -> ExitCode {
         output: a.output.clone(),
         runtime: a.engine.runtime(granularity_ms),
     };
-    let r = match job_outcome(xorflow_ysb::bench::run(&cfg)) {
-        Ok(Some(r)) => r,
-        Ok(None) => return ExitCode::SUCCESS,
-        Err(code) => return code,
+    let Some(r) = xorflow_ysb::bench::run(&cfg)? else {
+        return Ok(());
     };
     let text = if a.json {
         serde_json::to_string(&r).expect("result serializes") + "\n"
     } else {
         describe_bench(&r)
     };
-    let code = match print_out(&text) {
-        Ok(()) => ExitCode::SUCCESS,
-        Err(code) => code,
-    };
+    let printed = print_out(&text);
     if r.counts_match_oracle == Some(false) {
-        say!("error: the counts differ from the oracle's (examples/ysb/src/oracle.rs)");
-        return ExitCode::from(1);
+        if let Err(e) = printed {
+            say!("error: {e}");
+        }
+        return Err(CommandError::Engine(
+            "the counts differ from the oracle's (examples/ysb/src/oracle.rs)".into(),
+        ));
     }
-    code
+    printed
 }
 
 fn describe_bench(r: &xorflow_ysb::bench::BenchResult) -> String {
@@ -309,28 +295,16 @@ pub fn sweep_duration(d: std::time::Duration) -> Result<u64, String> {
     Ok(d.as_secs())
 }
 
-/// Runs a sweep (`bench cpu`, `bench wan`): its plan, or exit 2 naming the bad option; this
-/// binary as xorflow, or exit 1; then `sweep` with the stand of `engines`, its folder printed.
+/// Runs a sweep (`bench cpu`, `bench wan`): its plan, or a configuration error naming the bad
+/// option; this binary as xorflow; then `sweep` with the stand of `engines`, its folder printed.
 pub fn run_sweep<P>(
     plan: Result<P, String>,
     engines: impl FnOnce(&P) -> Vec<xorflow_bench::ysb::Engine>,
     (out, peers_dir): (&std::path::Path, &std::path::Path),
     sweep: impl FnOnce(&P, &xorflow_bench::ysb::StandConfig) -> anyhow::Result<PathBuf>,
-) -> ExitCode {
-    let plan = match plan {
-        Ok(p) => p,
-        Err(e) => {
-            say!("error: {e}");
-            return ExitCode::from(2);
-        }
-    };
-    let xorflow = match std::env::current_exe() {
-        Ok(e) => e,
-        Err(e) => {
-            say!("error: cannot find own executable: {e}");
-            return ExitCode::from(1);
-        }
-    };
+) -> Result<(), CommandError> {
+    let plan = plan.map_err(CommandError::Config)?;
+    let xorflow = crate::own_exe()?;
     let stand = xorflow_bench::ysb::StandConfig {
         engines: engines(&plan),
         out: out.to_path_buf(),
@@ -340,16 +314,12 @@ pub fn run_sweep<P>(
     finish_stand(sweep(&plan, &stand))
 }
 
-/// Prints a results folder, or the error (exit 1).
-pub fn finish_stand(r: anyhow::Result<PathBuf>) -> ExitCode {
-    match r {
-        Ok(dir) => {
-            say!("{}", dir.join("REPORT.md").display());
-            ExitCode::SUCCESS
-        }
-        Err(e) => {
-            say!("error: {e:#}");
-            ExitCode::from(1)
-        }
-    }
+/// Prints a results folder.
+///
+/// # Errors
+/// The experiment's error (the lab's failure).
+pub fn finish_stand(r: anyhow::Result<PathBuf>) -> Result<(), CommandError> {
+    let dir = r?;
+    say!("{}", dir.join("REPORT.md").display());
+    Ok(())
 }

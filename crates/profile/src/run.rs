@@ -79,19 +79,30 @@ pub struct Outcome {
     pub stopped: bool,
 }
 
-/// A failure: what to print and the exit status (2: usage, configuration, environment; 1:
-/// perf failed during the run).
+/// A failure: what to print and its kind (the CLI's exit status comes from it).
 #[derive(Debug)]
 pub struct RunError {
-    /// Exit status.
-    pub code: u8,
+    /// Whose failure it is.
+    pub kind: Failure,
     /// The message.
     pub message: String,
 }
 
-fn fail(code: u8, message: impl Into<String>) -> RunError {
+/// Whose failure a [`RunError`] is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Failure {
+    /// The user's to fix before anything ran: usage, configuration, this machine's setup (perf
+    /// missing or not permitted, a pid that does not exist, a command that cannot run).
+    Usage,
+    /// perf failed during the run.
+    Perf,
+    /// Ctrl-C stopped the profile before it was written.
+    Interrupted,
+}
+
+fn fail(kind: Failure, message: impl Into<String>) -> RunError {
     RunError {
-        code,
+        kind,
         message: message.into(),
     }
 }
@@ -103,14 +114,14 @@ fn fail(code: u8, message: impl Into<String>) -> RunError {
 /// a pid that does not exist, a command that cannot be run (2); perf failing, no samples (1).
 /// The partial folder is removed on failure.
 pub fn profile(cfg: &Config) -> Result<Outcome, RunError> {
-    let app = AppProfile::load(&cfg.profile).map_err(|e| fail(2, e.to_string()))?;
-    record::check_target(&cfg.target).map_err(|e| fail(2, e.to_string()))?;
+    let app = AppProfile::load(&cfg.profile).map_err(|e| fail(Failure::Usage, e.to_string()))?;
+    record::check_target(&cfg.target).map_err(|e| fail(Failure::Usage, e.to_string()))?;
     let dir = cfg.out.clone().unwrap_or_else(default_dir);
     let partial = partial_of(&dir);
     for p in [&dir, &partial] {
         if p.exists() {
             return Err(fail(
-                2,
+                Failure::Usage,
                 format!(
                     "'{}' already exists: pass another --out (or remove it)",
                     p.display()
@@ -118,8 +129,12 @@ pub fn profile(cfg: &Config) -> Result<Outcome, RunError> {
             ));
         }
     }
-    std::fs::create_dir_all(&partial)
-        .map_err(|e| fail(2, format!("cannot create '{}': {e}", partial.display())))?;
+    std::fs::create_dir_all(&partial).map_err(|e| {
+        fail(
+            Failure::Usage,
+            format!("cannot create '{}': {e}", partial.display()),
+        )
+    })?;
     // Ctrl-C ends the recording (and the command); a second one, or one outside the recording,
     // ends the profile: either way this process cleans up rather than dying mid-write.
     let interrupted = Arc::new(AtomicBool::new(false));
@@ -151,16 +166,16 @@ fn profile_into(
     if interrupted.load(Ordering::Relaxed) {
         return Err(interrupted_error());
     }
-    checked.map_err(|e| fail(2, e.to_string()))?;
+    checked.map_err(|e| fail(Failure::Usage, e.to_string()))?;
     let rec =
         record::record(&opts, &cfg.target, cfg.duration, interrupted).map_err(|e| match e {
-            RecordError::Perf(perf::PerfError::Failed { .. }) => fail(1, e.to_string()),
-            e => fail(2, e.to_string()),
+            RecordError::Perf(perf::PerfError::Failed { .. }) => fail(Failure::Perf, e.to_string()),
+            e => fail(Failure::Usage, e.to_string()),
         })?;
     let size = std::fs::metadata(&opts.data).map(|m| m.len()).unwrap_or(0);
     if size == 0 {
         return Err(fail(
-            1,
+            Failure::Perf,
             format!(
                 "perf record wrote no data ({}): see its messages above",
                 rec.status
@@ -171,7 +186,7 @@ fn profile_into(
     interrupted.store(false, Ordering::Relaxed);
     let collected = read_stacks(cfg, &opts.data, partial, interrupted)?;
     if collected.samples() == 0 {
-        return Err(fail(1, "perf recorded no samples: the target used less CPU than one sample period (1/frequency s), or exited at once"));
+        return Err(fail(Failure::Perf, "perf recorded no samples: the target used less CPU than one sample period (1/frequency s), or exited at once"));
     }
     let processes = attribute(cfg, app, &collected, &rec, &opts.data)?;
     let rows = summary::combine(
@@ -185,7 +200,7 @@ fn profile_into(
     }
     std::fs::rename(partial, dir).map_err(|e| {
         fail(
-            1,
+            Failure::Perf,
             format!(
                 "cannot rename '{}' to '{}': {e}",
                 partial.display(),
@@ -211,15 +226,19 @@ fn read_stacks(
     interrupted: &AtomicBool,
 ) -> Result<Collected, RunError> {
     let log_path = partial.join("perf-script.log");
-    let log = std::fs::File::create(&log_path)
-        .map_err(|e| fail(1, format!("cannot create '{}': {e}", log_path.display())))?;
+    let log = std::fs::File::create(&log_path).map_err(|e| {
+        fail(
+            Failure::Perf,
+            format!("cannot create '{}': {e}", log_path.display()),
+        )
+    })?;
     let mut child = perf::script_command(&cfg.perf, data, cfg.inline)
         .stdout(Stdio::piped())
         .stderr(log)
         .spawn()
         .map_err(|e| {
             fail(
-                2,
+                Failure::Usage,
                 format!("cannot run '{} script': {e}", cfg.perf.display()),
             )
         })?;
@@ -247,7 +266,7 @@ fn read_stacks(
     });
     let status = child
         .wait()
-        .map_err(|e| fail(1, format!("perf script: {e}")))?;
+        .map_err(|e| fail(Failure::Perf, format!("perf script: {e}")))?;
     if interrupted.load(Ordering::Relaxed) {
         return Err(interrupted_error());
     }
@@ -255,11 +274,11 @@ fn read_stacks(
     let _ = std::fs::remove_file(&log_path);
     if !status.success() {
         return Err(fail(
-            1,
+            Failure::Perf,
             perf::failed("perf script", status, &stderr).to_string(),
         ));
     }
-    parsed.map_err(|e| fail(1, e.to_string()))?;
+    parsed.map_err(|e| fail(Failure::Perf, e.to_string()))?;
     Ok(collected)
 }
 
@@ -337,8 +356,12 @@ fn write_all(
         let dir = partial
             .join("processes")
             .join(format!("{}-{}", p.pid, safe_name(&p.name)));
-        std::fs::create_dir_all(&dir)
-            .map_err(|e| fail(1, format!("cannot create '{}': {e}", dir.display())))?;
+        std::fs::create_dir_all(&dir).map_err(|e| {
+            fail(
+                Failure::Perf,
+                format!("cannot create '{}': {e}", dir.display()),
+            )
+        })?;
         let classified = stacks.classified(app);
         let mut mine: Vec<(u32, &str, &StackKey, u64)> = classified
             .iter()
@@ -380,8 +403,12 @@ fn write_all(
 }
 
 fn write(path: &Path, text: &str) -> Result<(), RunError> {
-    std::fs::write(path, text)
-        .map_err(|e| fail(1, format!("cannot write '{}': {e}", path.display())))
+    std::fs::write(path, text).map_err(|e| {
+        fail(
+            Failure::Perf,
+            format!("cannot write '{}': {e}", path.display()),
+        )
+    })
 }
 
 /// The files of one process or of the whole run.
@@ -519,7 +546,10 @@ fn report(
 }
 
 fn interrupted_error() -> RunError {
-    fail(130, "interrupted (Ctrl-C): no profile written")
+    fail(
+        Failure::Interrupted,
+        "interrupted (Ctrl-C): no profile written",
+    )
 }
 
 /// `DIR.partial` next to `DIR`.

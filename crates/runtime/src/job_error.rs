@@ -1,31 +1,22 @@
 //! Why a job (a program built on the engine, such as `examples/flights` or `examples/ysb`)
-//! failed, and the exit status the CLI gives it.
+//! failed. The CLI's exit status comes from its kind (`crates/cli/src/outcome.rs`).
 
 use crate::error::RunError;
 
-/// A job's failure. [`JobError::exit_code`] maps it to the CLI's exit status.
+/// A job's failure: the user's to fix (configuration, input, output, or a run the engine refused
+/// to start: [`RunError::is_refusal`]), or the engine's (any other [`JobError::Run`]).
 #[derive(Debug, thiserror::Error)]
 pub enum JobError {
-    /// Bad configuration (exit 2).
+    /// Bad configuration.
     #[error("{0}")]
     Config(String),
-    /// Missing, unreadable or unusable input (exit 2).
+    /// Missing, unreadable or unusable input.
     #[error("{0}")]
     Input(String),
-    /// An output that cannot be written (exit 2).
+    /// An output that cannot be written.
     #[error("{0}")]
     Output(String),
-    /// The engine failed (exit 1).
+    /// The run failed, or was refused before it started ([`RunError::is_refusal`]).
     #[error("{0}")]
     Run(#[from] RunError),
-}
-
-impl JobError {
-    /// 2 for user errors (config, input, output), 1 for engine failures.
-    pub fn exit_code(&self) -> i32 {
-        match self {
-            JobError::Run(_) => 1,
-            _ => 2,
-        }
-    }
 }

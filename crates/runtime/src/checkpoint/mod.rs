@@ -190,8 +190,8 @@ pub(crate) fn prepare(
     let (Some(dir), Some(_)) = (&config.checkpoint_dir, config.checkpoint_interval) else {
         return Ok(None);
     };
-    // A directory that cannot be used is the user's to fix: refused as configuration.
-    let err = |e: xorflow_state::StateError| RunError::Config(e.to_string());
+    // A directory that cannot be used is the user's to fix: a refusal, not an engine failure.
+    let err = RunError::CheckpointDir;
     let store = Arc::new(CheckpointStore::open(dir, config.checkpoints_retained).map_err(err)?);
     let leader = config.cluster.is_process_zero();
     if leader {

@@ -75,7 +75,7 @@ pub(crate) fn find(
     store: &Arc<CheckpointStore>,
     resume: bool,
 ) -> Result<Option<Arc<Resume>>, RunError> {
-    let err = |e: xorflow_state::StateError| RunError::Config(e.to_string());
+    let err = RunError::CheckpointDir;
     if let Ok(n) = std::env::var(RESUME_ENV) {
         let n: u64 = n
             .parse()

@@ -277,8 +277,7 @@ fn start_live(
     if local && addr.port() != 0 {
         addr.set_port(addr.port().saturating_add(cluster.process as u16));
     }
-    let setup = crate::measure::live::LiveSetup::start(addr, b.graph.clone(), cluster.process)
-        .map_err(RunError::Config)?;
+    let setup = crate::measure::live::LiveSetup::start(addr, b.graph.clone(), cluster.process)?;
     for cause in &b.restart_causes {
         setup.live.restarted(cause);
     }

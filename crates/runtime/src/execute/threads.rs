@@ -3,7 +3,7 @@
 //! workers stop.
 
 use crate::error::RunError;
-use crate::worker::{Worker, WorkerResult};
+use crate::worker::{Worker, WorkerError, WorkerResult};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -54,10 +54,8 @@ fn run_one(worker: Worker, w: usize, abort: &AtomicBool) -> Result<WorkerResult,
     let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| worker.run()));
     let r = match r {
         Ok(Ok(x)) => Ok(x),
-        Ok(Err(e)) => Err(RunError::Vertex {
-            worker: w,
-            message: e,
-        }),
+        Ok(Err(WorkerError::Failed(message))) => Err(RunError::Vertex { worker: w, message }),
+        Ok(Err(WorkerError::Aborted)) => Err(RunError::Aborted { worker: w }),
         Err(p) => Err(RunError::Panic {
             worker: w,
             message: panic_message(p),

@@ -30,6 +30,23 @@ const MAX_PARK: Duration = Duration::from_millis(1);
 /// machine with as many cores as workers, a spinning worker takes the core another one needs.
 const SPIN_NS: u64 = 2_000;
 
+/// Why a worker's loop ended without finishing.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum WorkerError {
+    /// One of its vertex instances (or its acks' hand-off) failed, saying what failed.
+    #[error("{0}")]
+    Failed(String),
+    /// Another thread failed and raised the abort flag; this worker did not fail itself.
+    #[error("aborted because another thread failed")]
+    Aborted,
+}
+
+impl From<String> for WorkerError {
+    fn from(message: String) -> Self {
+        WorkerError::Failed(message)
+    }
+}
+
 /// Everything one worker thread owns.
 pub(crate) struct Worker {
     pub ctx: WorkerCtx,
@@ -180,8 +197,9 @@ impl Worker {
     /// acks, close every vertex.
     ///
     /// # Errors
-    /// The first vertex error, or "aborted" when another thread failed.
-    pub fn run(mut self) -> Result<WorkerResult, String> {
+    /// The first vertex error ([`WorkerError::Failed`]), or [`WorkerError::Aborted`] when
+    /// another thread failed.
+    pub fn run(mut self) -> Result<WorkerResult, WorkerError> {
         crate::measure::clock::set_timer_slack(self.ctx.batching.timer_slack_ns);
         let wake = match &self.sockets {
             Some(s) => Wake::Poll(s.parker()),
@@ -194,7 +212,7 @@ impl Worker {
         self.cpu.start();
         loop {
             if self.abort.load(Ordering::Relaxed) {
-                return Err("aborted because another thread failed".into());
+                return Err(WorkerError::Aborted);
             }
             let did = self.iteration()?;
             if self.done() {

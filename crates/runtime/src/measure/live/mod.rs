@@ -374,7 +374,7 @@ impl LiveSetup {
         addr: std::net::SocketAddr,
         graph: GraphDesc,
         process: usize,
-    ) -> Result<Self, String> {
+    ) -> Result<Self, crate::error::MetricsError> {
         let live = Arc::new(Live::new(graph, process));
         let server = server::Server::start(addr, live.clone())?;
         Ok(LiveSetup { live, server })

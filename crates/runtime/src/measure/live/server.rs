@@ -4,6 +4,7 @@
 //! when the [`Server`] is dropped.
 
 use super::Live;
+use crate::error::MetricsError;
 use axum::http::header;
 use axum::response::{Html, IntoResponse};
 use axum::routing::get;
@@ -26,21 +27,22 @@ impl Server {
     /// Binds `addr` (port 0: any free port) and serves `live`.
     ///
     /// # Errors
-    /// The address cannot be bound, naming it and why.
-    pub fn start(addr: SocketAddr, live: Arc<Live>) -> Result<Server, String> {
+    /// The address cannot be bound ([`MetricsError::Bind`], naming it and why), the socket set
+    /// up or the thread started.
+    pub fn start(addr: SocketAddr, live: Arc<Live>) -> Result<Server, MetricsError> {
         let listener = std::net::TcpListener::bind(addr)
-            .map_err(|e| format!("--metrics-addr {addr}: cannot listen there: {e}"))?;
+            .map_err(|source| MetricsError::Bind { addr, source })?;
         let bound = listener
             .local_addr()
-            .map_err(|e| format!("--metrics-addr {addr}: {e}"))?;
+            .map_err(|source| MetricsError::Socket { addr, source })?;
         listener
             .set_nonblocking(true)
-            .map_err(|e| format!("--metrics-addr {addr}: {e}"))?;
+            .map_err(|source| MetricsError::Socket { addr, source })?;
         let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
         let thread = std::thread::Builder::new()
             .name("xorflow-metrics".into())
             .spawn(move || serve(listener, live, stopped))
-            .map_err(|e| format!("metrics server thread: {e}"))?;
+            .map_err(MetricsError::Thread)?;
         tracing::info!("metrics on http://{bound}/metrics, status page on http://{bound}/");
         Ok(Server {
             addr: bound,
