@@ -9,6 +9,7 @@
 
 use std::sync::Arc;
 use std::time::Instant;
+use xorflow_runtime::ValueName;
 use xorflow_state::checkpoint::{Chain, CheckpointStore, FileRef};
 use xorflow_state::local::Affinity;
 use xorflow_state::window::{Fold, WindowForm, WindowState};

@@ -128,7 +128,9 @@ impl WanArgs {
             q,
         );
         for t in &topologies {
-            t.parse::<xorflow_runtime::net::delay::Topology>()?;
+            xorflow_runtime::config::parse_value::<xorflow_runtime::net::delay::Topology>(
+                "topology", t,
+            )?;
         }
         if rates.contains(&0) || self.chain_rate == 0 {
             return Err("rates must be at least 1 event/s".into());

@@ -3,6 +3,7 @@
 //! [`EngineArgs::runtime`]; a program that starts others (the bench stand) builds one and
 //! renders it back as arguments with [`EngineArgs::to_argv`].
 
+use crate::config::ValueName;
 use crate::net::cluster::{ClusterConfig, Launch};
 use crate::net::delay::DelayConfig;
 use crate::{RuntimeConfig, TrackingMode};
@@ -21,7 +22,7 @@ pub struct EngineArgs {
     #[arg(long, default_value_t = 2)]
     pub workers: usize,
     /// Completeness tracking: tracker, markers or none.
-    #[arg(long, default_value = "tracker")]
+    #[arg(long, value_enum, default_value_t)]
     pub tracking: TrackingMode,
     /// Processes on this machine (loopback), each with --workers threads; process 0 starts the
     /// others.
@@ -75,14 +76,14 @@ pub struct EngineArgs {
     /// smaller bursts to the network thread; in a process whose only worker reads its
     /// connections, the worker writes everything), sender (the worker always writes) or
     /// network-thread (every frame handed to the network thread). See docs/distributed.md.
-    #[arg(long, default_value = "adaptive")]
+    #[arg(long, value_enum, default_value_t)]
     pub net_writes: crate::net::outbox::NetWrites,
     /// Which thread reads the frames other processes send: worker (each connection is read by
     /// one of the process's workers, which waits on its sockets when idle: one wake-up per
     /// arrival instead of two) or network-thread (it reads every connection and wakes the
     /// worker a frame is for). With an injected delay (--rtt and the like) the network thread
     /// reads. See docs/distributed.md.
-    #[arg(long, default_value = "worker")]
+    #[arg(long, value_enum, default_value_t)]
     pub net_reads: crate::net::worker_reads::NetReads,
     /// Wide-area delay between every pair of processes, as a round-trip time (e.g. 40ms): each
     /// frame waits half of it on arrival, FIFO per connection (in user space; docs/wan.md). Needs
@@ -135,7 +136,7 @@ pub struct EngineArgs {
     /// passed; the rest waits for the next such flush or --ack-flush-interval), always (flush
     /// everything at once, a flush per idle moment) or false (only --ack-flush-interval and
     /// --ack-flush-count flush: fewest messages). See docs/cpu.md.
-    #[arg(long, default_value = "true")]
+    #[arg(long, value_enum, default_value_t)]
     pub ack_flush_on_idle: crate::config::AckOnIdle,
     /// A worker going idle sends its partial batches at once (true: lowest latency at low load,
     /// a batch per element then; false: they leave when full or --flush-timeout old, fewer
@@ -197,7 +198,7 @@ pub struct EngineArgs {
     pub event_log_dir: PathBuf,
     /// Where keyed state lives: memory, or disk (a redb file per operator instance behind a
     /// write-back cache, for state larger than memory; docs/state.md).
-    #[arg(long, default_value = "memory")]
+    #[arg(long, value_enum, default_value_t)]
     pub state_backend: xorflow_state::BackendKind,
     /// Folder of the disk state backend's files (default: the system's temporary directory; a
     /// folder per process below it, or per job and checkpoint directory with checkpoints).
@@ -211,7 +212,7 @@ pub struct EngineArgs {
     /// Window contents: fold (one accumulator per window and key) or retain (every element,
     /// folded when the window closes); the changelog thesis's two forms (docs/papers.md), same
     /// results.
-    #[arg(long, default_value = "fold")]
+    #[arg(long, value_enum, default_value_t)]
     pub window_state: xorflow_state::window::WindowForm,
     /// Cut a checkpoint this often (e.g. 100ms, 1s): sources advance their epoch, and each
     /// stateful instance snapshots when trAcker says the epoch is complete there, or, with
@@ -223,7 +224,7 @@ pub struct EngineArgs {
     /// instance: buffered (the next epoch's batches wait for the snapshot, as in the trAcker paper)
     /// or versioned (they are processed at once and the older state is kept until the snapshot;
     /// fold-left windows and sinks, others buffer). docs/state.md, "The cut".
-    #[arg(long, default_value = "buffered")]
+    #[arg(long, value_enum, default_value_t)]
     pub checkpoint_cut: crate::config::CheckpointCut,
     /// Where checkpoints are written: snapshot files, a manifest per checkpoint (default with
     /// --checkpoint-interval: ./checkpoints). A directory holding an earlier run's checkpoints is

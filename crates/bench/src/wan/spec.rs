@@ -138,10 +138,12 @@ impl Delay {
             Delay::Mesh { rtt_ms, .. } => {
                 DelayMatrix::from_fn(processes, |i, j| if i == j { 0.0 } else { *rtt_ms as f64 })
             }
-            Delay::Topology(t) => match t.parse::<Topology>() {
-                Ok(t) => DelayMatrix::from_fn(processes.min(8), |i, j| t.rtt_ms(i, j)),
-                Err(_) => return (0.0, 0.0),
-            },
+            Delay::Topology(t) => {
+                match xorflow_runtime::config::parse_value::<Topology>("topology", t) {
+                    Ok(t) => DelayMatrix::from_fn(processes.min(8), |i, j| t.rtt_ms(i, j)),
+                    Err(_) => return (0.0, 0.0),
+                }
+            }
             Delay::Matrix(rows) => DelayMatrix::from_fn(rows.len(), |i, j| rows[i][j]),
         };
         m.mean_and_max_ms()

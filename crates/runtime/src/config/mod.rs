@@ -3,13 +3,57 @@
 pub mod regions;
 pub mod sampling;
 
+use std::collections::BTreeSet;
+use std::sync::{Mutex, PoisonError};
 use std::time::Duration;
 
-/// How completeness is tracked.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+/// The command-line name of a value of any option enum (`clap::ValueEnum`): the one way reports,
+/// messages and rendered arguments name such a value (`--tracking markers`, `--ack-flush-on-idle
+/// false`), so the name is declared once, on the enum.
+pub trait ValueName {
+    /// The name clap parses (`tracker`, `network-thread`, `true`).
+    fn name(&self) -> &'static str;
+}
+
+impl<T: clap::ValueEnum> ValueName for T {
+    fn name(&self) -> &'static str {
+        // clap hands the name out borrowed; each distinct name is kept once, for good (a few
+        // dozen bytes over all option enums).
+        static NAMES: Mutex<BTreeSet<&'static str>> = Mutex::new(BTreeSet::new());
+        let Some(v) = self.to_possible_value() else {
+            return "";
+        };
+        let mut names = NAMES.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some(&n) = names.get(v.get_name()) {
+            return n;
+        }
+        let n: &'static str = Box::leak(v.get_name().to_owned().into_boxed_str());
+        names.insert(n);
+        n
+    }
+}
+
+/// The value of option enum `T` named `s`, outside clap (a list in an option, a job file):
+/// `unknown WHAT 's' (expected one of: ...)` listing the names clap knows.
+///
+/// # Errors
+/// `s` names no value.
+pub fn parse_value<T: clap::ValueEnum>(what: &str, s: &str) -> Result<T, String> {
+    T::from_str(s, false).map_err(|_| {
+        let names: Vec<&str> = T::value_variants().iter().map(ValueName::name).collect();
+        format!(
+            "unknown {what} '{s}' (expected one of: {})",
+            names.join(", ")
+        )
+    })
+}
+
+/// How completeness is tracked (`--tracking`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, clap::ValueEnum)]
 pub enum TrackingMode {
     /// trAcker: XOR tags, local ackers and a centralized tracker (docs/design.md, "trAcker
     /// requirements" 1-6).
+    #[default]
     Tracker,
     /// In-band markers (punctuations): sources send `Marker(t)` on every output channel each time
     /// their heartbeat passes a multiple of the granularity; every instance aligns the minimum
@@ -20,75 +64,28 @@ pub enum TrackingMode {
     None,
 }
 
-impl TrackingMode {
-    /// The CLI name.
-    pub fn name(self) -> &'static str {
-        match self {
-            TrackingMode::Tracker => "tracker",
-            TrackingMode::Markers => "markers",
-            TrackingMode::None => "none",
-        }
-    }
-}
-
-impl std::str::FromStr for TrackingMode {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Self, String> {
-        match s {
-            "tracker" => Ok(TrackingMode::Tracker),
-            "markers" => Ok(TrackingMode::Markers),
-            "none" => Ok(TrackingMode::None),
-            other => Err(format!(
-                "unknown tracking mode '{other}' (expected 'tracker', 'markers' or 'none')"
-            )),
-        }
-    }
-}
-
 /// What a worker going idle does with its acks (`--ack-flush-on-idle`; `progress/flush_policy.rs`).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, clap::ValueEnum)]
 pub enum AckOnIdle {
     /// `true`: hand them over and flush at once whatever can move a frontier
     /// (`progress/idle_gate.rs`); the rest waits in the process acker for the next such flush
     /// or the interval. The tracker sees the same acks, in fewer flushes.
     #[default]
+    #[value(name = "true")]
     Useful,
     /// `always`: hand them over and flush the process acker at once, every time: a flush per
     /// idle moment. Where parking costs more than a flush (this 2-core VM), the flushing keeps
     /// workers awake for the next element (docs/cpu.md, "Idle flushes that can move a frontier").
+    #[value(name = "always")]
     Always,
     /// `false`: hand them over; only `--ack-flush-interval` and `--ack-flush-count` flush
     /// (FlameStream's batching, fewest messages).
+    #[value(name = "false")]
     Never,
 }
 
-impl AckOnIdle {
-    /// The CLI name.
-    pub fn name(self) -> &'static str {
-        match self {
-            AckOnIdle::Useful => "true",
-            AckOnIdle::Always => "always",
-            AckOnIdle::Never => "false",
-        }
-    }
-}
-
-impl std::str::FromStr for AckOnIdle {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Self, String> {
-        match s {
-            "true" => Ok(AckOnIdle::Useful),
-            "always" => Ok(AckOnIdle::Always),
-            "false" => Ok(AckOnIdle::Never),
-            _ => Err(format!(
-                "unknown --ack-flush-on-idle '{s}' (true, always or false)"
-            )),
-        }
-    }
-}
-
 /// Where the tracker shards run and how frontiers reach the workers (`--tracker-layout`).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, clap::ValueEnum)]
 pub enum TrackerLayout {
     /// Each shard runs in one process (`execute/placement.rs`); every process acker sends that
     /// shard its pieces, and the shard sends the frontiers that moved to every worker process.
@@ -103,29 +100,6 @@ pub enum TrackerLayout {
     /// `--tracker-processes`; the default without them (`args.rs`).
     #[default]
     Replicated,
-}
-
-impl TrackerLayout {
-    /// The CLI name.
-    pub fn name(self) -> &'static str {
-        match self {
-            TrackerLayout::Central => "central",
-            TrackerLayout::Replicated => "replicated",
-        }
-    }
-}
-
-impl std::str::FromStr for TrackerLayout {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Self, String> {
-        match s {
-            "central" => Ok(TrackerLayout::Central),
-            "replicated" => Ok(TrackerLayout::Replicated),
-            other => Err(format!(
-                "unknown tracker layout '{other}' (expected 'central' or 'replicated')"
-            )),
-        }
-    }
 }
 
 /// Most worker threads per process: far more than the cores of any machine this runs on.
@@ -503,7 +477,7 @@ impl RuntimeConfig {
 
 /// How a stateful instance keeps a checkpoint epoch's state apart from the next epoch's input
 /// while trAcker has not yet said the epoch is complete there (docs/state.md, "The cut").
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, clap::ValueEnum)]
 pub enum CheckpointCut {
     /// The trAcker paper's cut: batches of the next epoch wait, unprocessed, until the snapshot.
     #[default]
@@ -512,27 +486,4 @@ pub enum CheckpointCut {
     /// older version of what they change until the snapshot (fold-left windows and sinks; an
     /// operator that keeps no versions buffers).
     Versioned,
-}
-
-impl CheckpointCut {
-    /// The CLI name.
-    pub fn name(self) -> &'static str {
-        match self {
-            CheckpointCut::Buffered => "buffered",
-            CheckpointCut::Versioned => "versioned",
-        }
-    }
-}
-
-impl std::str::FromStr for CheckpointCut {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Self, String> {
-        match s {
-            "buffered" => Ok(CheckpointCut::Buffered),
-            "versioned" => Ok(CheckpointCut::Versioned),
-            other => Err(format!(
-                "unknown checkpoint cut '{other}' (expected 'buffered' or 'versioned')"
-            )),
-        }
-    }
 }

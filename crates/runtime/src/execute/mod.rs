@@ -30,7 +30,7 @@ impl crate::dataflow::Dataflow {
     }
 }
 
-use crate::config::{RuntimeConfig, TrackingMode};
+use crate::config::{RuntimeConfig, TrackingMode, ValueName};
 use crate::dataflow::Builder;
 use crate::error::RunError;
 use crate::net::cluster::Resolved;
