@@ -117,7 +117,8 @@ pub const MAX_BATCH_SIZE: usize = 1 << 20;
 /// tens of gigabytes a typo in `--workers` or `--channel-capacity` used to allocate.
 pub const MAX_EDGE_SLOTS: u64 = 1 << 22;
 
-/// Configuration of one run. `Default` gives the values the CLI uses.
+/// Configuration of one run. `Default` gives the values the CLI uses (it is built from the
+/// command line's defaults, `args.rs`).
 #[derive(Clone, Debug)]
 pub struct RuntimeConfig {
     /// Worker threads P (each runs an instance of every vertex). At least 1.
@@ -225,48 +226,6 @@ pub struct RuntimeConfig {
     /// them back to it when it can (`xorflow_state::local`); false: always from the checkpoint
     /// store.
     pub local_recovery: bool,
-}
-
-impl Default for RuntimeConfig {
-    fn default() -> Self {
-        RuntimeConfig {
-            workers: 2,
-            batch_size: 1024,
-            channel_capacity: 64,
-            max_credit_window: None,
-            flush_timeout: Duration::from_millis(1),
-            tracking: TrackingMode::Tracker,
-            granularity: 1,
-            ack_flush_interval: Duration::from_millis(1),
-            ack_flush_count: 4096,
-            ack_flush_on_idle: AckOnIdle::Useful,
-            batch_flush_on_idle: true,
-            chaining: true,
-            instance_frontiers: true,
-            timer_slack: Duration::from_micros(1),
-            ack_multiplier: 0,
-            tracker_shards: 1,
-            tracker_layout: TrackerLayout::Replicated,
-            tracker_regions: None,
-            cluster: crate::net::cluster::ClusterConfig::default(),
-            job_key: String::new(),
-            latency_probe: true,
-            latency_sample: None,
-            event_log: None,
-            metrics_addr: None,
-            warmup_until: 0,
-            snapshot_work: None,
-            state: xorflow_state::StateConfig::default(),
-            window_state: xorflow_state::window::WindowForm::Fold,
-            checkpoint_interval: None,
-            checkpoint_dir: None,
-            checkpoints_retained: 3,
-            resume: false,
-            restart_attempts: 3,
-            local_recovery: true,
-            checkpoint_cut: CheckpointCut::Buffered,
-        }
-    }
 }
 
 impl RuntimeConfig {
