@@ -12,8 +12,7 @@ use std::path::PathBuf;
 use std::sync::OnceLock;
 use std::time::Duration;
 
-/// Largest `--timer-slack` accepted (flush timeouts are 1 ms by default).
-pub const MAX_TIMER_SLACK: Duration = Duration::from_millis(10);
+pub use crate::config::MAX_TIMER_SLACK;
 
 /// Engine knobs shared by jobs and benchmarks (`--workers`, `--tracking`, `--processes`, ...).
 #[derive(Args, Clone, Debug, PartialEq, serde::Serialize)]
@@ -416,44 +415,29 @@ impl EngineArgs {
         )
     }
 
-    /// Checks what clap cannot (the runtime checks the rest when it starts).
+    /// Checks the options: what only the command line has (the rules of options that
+    /// [`EngineArgs::runtime`] does not carry over as they are), then the runtime configuration
+    /// they make ([`RuntimeConfig::validate`], at granularity 1: a job checks its own
+    /// granularity). Each rule lives in one of the two.
     ///
     /// # Errors
     /// A message naming the option.
     pub fn validate(&self) -> Result<(), String> {
+        // `runtime()` launches a single process for 0 processes and no tracker processes.
         if self.processes == 0 {
             return Err("--processes must be at least 1".into());
         }
-        if self.timer_slack > MAX_TIMER_SLACK {
-            return Err(format!(
-                "--timer-slack {} is over {}: a worker's schedule and flush timeouts would \
-                 wake that late",
-                humantime::format_duration(self.timer_slack),
-                humantime::format_duration(MAX_TIMER_SLACK)
-            ));
-        }
-        if !self.rtt_jitter.is_zero() && self.delay().is_none() {
-            return Err(
-                "--rtt-jitter needs a delay to spread (--rtt, --rtt-topology or --delay-matrix)"
-                    .into(),
-            );
-        }
+        // `runtime()` leaves a spec that does not parse out.
         if let Some(spec) = &self.event_log {
             xorflow_measure::log::LogConfig::parse(spec).map_err(|e| format!("--log: {e}"))?;
         }
+        // `runtime()` keeps the directory only with an interval.
         if self.checkpoint_dir.is_some() && self.checkpoint_interval.is_none() {
             return Err(
                 "--checkpoint-dir needs --checkpoint-interval (how often to cut one)".into(),
             );
         }
-        if self.resume && self.checkpoint_interval.is_none() {
-            return Err(
-                "--resume needs --checkpoint-interval (and the --checkpoint-dir of the \
-                        run to continue)"
-                    .into(),
-            );
-        }
-        Ok(())
+        self.runtime(1).validate()
     }
 
     /// The arguments that give these options back when parsed: one flag per option that differs
@@ -689,6 +673,24 @@ mod tests {
         let missing = args(&["--processes", "2", "--delay-matrix", "/nonexistent/m.txt"]).unwrap();
         let err = missing.runtime(1).cluster.validate().unwrap_err();
         assert!(err.contains("/nonexistent/m.txt"), "{err}");
+    }
+
+    #[test]
+    fn a_runtime_rule_answers_the_options_with_its_one_message() {
+        let slack = EngineArgs {
+            timer_slack: Duration::from_millis(11),
+            ..EngineArgs::default()
+        };
+        let e = slack.validate().unwrap_err();
+        assert_eq!(e, slack.runtime(1).validate().unwrap_err());
+        assert!(e.starts_with("--timer-slack 11ms is over 10ms"), "{e}");
+        let resume = EngineArgs {
+            resume: true,
+            ..EngineArgs::default()
+        };
+        let e = resume.validate().unwrap_err();
+        assert_eq!(e, resume.runtime(1).validate().unwrap_err());
+        assert!(e.starts_with("--resume needs --checkpoint-interval"), "{e}");
     }
 
     #[test]

@@ -102,6 +102,8 @@ pub enum TrackerLayout {
     Replicated,
 }
 
+/// Largest `--timer-slack` accepted (flush timeouts are 1 ms by default).
+pub const MAX_TIMER_SLACK: Duration = Duration::from_millis(10);
 /// Most worker threads per process: far more than the cores of any machine this runs on.
 pub const MAX_WORKERS: usize = 256;
 /// Most worker threads over all processes of a job.
@@ -239,13 +241,13 @@ impl RuntimeConfig {
         }
         if self.tracker_shards == 0 || self.tracker_shards > 1024 {
             return Err(format!(
-                "tracker shards must be between 1 and 1024, got {}",
+                "--tracker-shards must be between 1 and 1024, got {}",
                 self.tracker_shards
             ));
         }
         if self.ack_multiplier > 1000 {
             return Err(format!(
-                "ack multiplier {} is more than 1000",
+                "--ack-multiplier {} is more than 1000",
                 self.ack_multiplier
             ));
         }
@@ -296,10 +298,10 @@ impl RuntimeConfig {
 
     /// Checkpoints need trAcker (the cut is its epoch frontier) and, for now, one process.
     fn validate_checkpoints(&self) -> Result<(), String> {
-        if self.resume && self.checkpoint_dir.is_none() {
+        if self.resume && (self.checkpoint_interval.is_none() || self.checkpoint_dir.is_none()) {
             return Err(
-                "--resume needs the --checkpoint-interval and --checkpoint-dir of the \
-                        run to continue"
+                "--resume needs --checkpoint-interval (and the --checkpoint-dir of the run to \
+                 continue)"
                     .into(),
             );
         }
@@ -375,6 +377,14 @@ impl RuntimeConfig {
     /// The sizes that cost memory: each within its bound, and together within
     /// [`MAX_EDGE_SLOTS`], so a run never starts by allocating more than the machine has.
     fn validate_sizes(&self) -> Result<(), String> {
+        if self.timer_slack > MAX_TIMER_SLACK {
+            return Err(format!(
+                "--timer-slack {} is over {}: a worker's schedule and flush timeouts would \
+                 wake that late",
+                humantime::format_duration(self.timer_slack),
+                humantime::format_duration(MAX_TIMER_SLACK)
+            ));
+        }
         if !(1..=MAX_WORKERS).contains(&self.workers) {
             return Err(format!(
                 "--workers {} is not between 1 and {MAX_WORKERS} (worker threads per process)",

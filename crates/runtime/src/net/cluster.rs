@@ -191,6 +191,12 @@ impl ClusterConfig {
         if self.startup_timeout < Duration::from_millis(100) {
             return Err("--startup-timeout must be at least 100ms".into());
         }
+        if self.delay.is_none() && !self.delay.jitter.is_zero() {
+            return Err(
+                "--rtt-jitter needs a delay to spread (--rtt, --rtt-topology or --delay-matrix)"
+                    .into(),
+            );
+        }
         if !self.delay.is_none() {
             if self.launch == Launch::Single {
                 return Err(
