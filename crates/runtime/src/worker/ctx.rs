@@ -46,7 +46,13 @@ impl EpochCtx {
 }
 
 /// Per-worker context passed to every vertex instance step.
+///
+/// A vertex reads the run's options from [`WorkerCtx::config`]; the fields below that repeat
+/// one of them are those read per element or per batch on the hot path, kept at hand (and in
+/// the unit the path needs: ns, [`Granularity`]).
 pub struct WorkerCtx {
+    /// The run's configuration, as every worker of this process has it.
+    pub config: Arc<RuntimeConfig>,
     /// This worker's global index in `0..workers`.
     pub index: usize,
     /// This worker's index within its process.
@@ -77,8 +83,6 @@ pub struct WorkerCtx {
     pub batch_flush_on_idle: bool,
     /// Timer slack of this worker's thread, ns ([`RuntimeConfig::timer_slack`]).
     pub timer_slack_ns: u64,
-    /// Sinks measure notification latency per slot ([`RuntimeConfig::latency_probe`]).
-    pub latency_probe: bool,
     /// Which slots the probe measures ([`RuntimeConfig::latency_sample`], or the default for the
     /// granularity).
     pub latency_sampling: crate::config::sampling::Sampling,
@@ -86,8 +90,6 @@ pub struct WorkerCtx {
     pub warmup_until: u64,
     /// trAcker's cut keeps versions instead of buffering (`--checkpoint-cut versioned`).
     pub versioned_cut: bool,
-    /// Benchmarks: extra time every snapshot takes ([`RuntimeConfig::snapshot_work`]).
-    pub snapshot_work: Option<std::time::Duration>,
     /// Earliest time (ns) a vertex asked to run again (rate-controlled sources); the worker parks
     /// no longer than this.
     pub wake_at_ns: u64,
@@ -138,6 +140,7 @@ impl WorkerCtx {
             components
         };
         WorkerCtx {
+            config: Arc::new(config.clone()),
             index,
             local_index,
             workers,
@@ -156,12 +159,10 @@ impl WorkerCtx {
             flush_timeout_ns: config.flush_timeout.as_nanos() as u64,
             batch_flush_on_idle: config.batch_flush_on_idle,
             timer_slack_ns: config.timer_slack.as_nanos() as u64,
-            latency_probe: config.latency_probe,
             latency_sampling: config
                 .latency_sample
                 .unwrap_or_else(|| crate::config::sampling::Sampling::auto(config.granularity)),
             warmup_until: config.warmup_until,
-            snapshot_work: config.snapshot_work,
             versioned_cut: config.checkpoint_cut == crate::config::CheckpointCut::Versioned
                 && config.tracking != TrackingMode::Markers,
             wake_at_ns: u64::MAX,
