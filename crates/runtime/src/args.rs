@@ -766,6 +766,7 @@ mod tests {
     /// Arguments from `choices` (per option, in declaration order: none, or which candidate).
     fn argv_of(choices: &[Option<usize>]) -> Vec<String> {
         let cmd = EngineOnly::command();
+        let defaults = EngineArgs::default().fields();
         let mut argv: Vec<String> = Vec::new();
         // Options kept although another one they require is missing (--hostfile before
         // --process): dropped at the end, last first, if the arguments still do not parse.
@@ -786,6 +787,12 @@ mod tests {
                 tried.push(candidates[c % candidates.len()].clone());
             }
             match parse(&tried) {
+                // An option at its default is left out, as to_argv leaves it out: present, it
+                // can make clap accept what it refuses without it (--process needs --hostfile,
+                // unless --processes, which conflicts with it, is given, even as 1).
+                Ok(e)
+                    if e.fields().get(arg.get_id().as_str())
+                        == defaults.get(arg.get_id().as_str()) => {}
                 Ok(_) => argv = tried,
                 Err(e) if e.kind() == clap::error::ErrorKind::MissingRequiredArgument => {
                     pending.push(argv.len());
