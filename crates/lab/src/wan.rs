@@ -106,7 +106,11 @@ impl WanArgs {
     /// process count out of range, the regions experiment named without 8 processes, an RTT
     /// over 60 s.
     pub fn plan(&self) -> Result<Plan, String> {
-        let experiments = chosen(&self.experiments, &Experiment::ALL, Experiment::parse)?;
+        let experiments = chosen(
+            &self.experiments,
+            &Experiment::ALL,
+            xorflow_bench::named::by_name,
+        )?;
         let duration_s = sweep_duration(self.duration)?;
         let q = self.quick;
         let rates = or(&self.rates, &[22_000, 55_000], &[22_000], q);

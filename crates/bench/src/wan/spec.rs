@@ -3,9 +3,12 @@
 
 use anyhow::Result;
 use serde::{Deserialize, Serialize};
+use xorflow_runtime::ValueName;
 
 /// The wide-area paper's experiments, scaled to this machine (docs/wan.md).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[derive(
+    Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize, clap::ValueEnum,
+)]
 #[serde(rename_all = "lowercase")]
 pub enum Experiment {
     /// The YSB at each rate and process count, the same RTT between every pair, 0-100 ms.
@@ -35,26 +38,6 @@ impl Experiment {
         Experiment::Tuning,
         Experiment::Regions,
     ];
-
-    /// Its name on the command line and in results.
-    pub fn name(self) -> &'static str {
-        match self {
-            Experiment::Mesh => "mesh",
-            Experiment::Topology => "topology",
-            Experiment::Jitter => "jitter",
-            Experiment::Notification => "notification",
-            Experiment::Tuning => "tuning",
-            Experiment::Regions => "regions",
-        }
-    }
-
-    /// The experiment called `s`.
-    ///
-    /// # Errors
-    /// An unknown name (the error lists the known ones).
-    pub fn parse(s: &str) -> Result<Experiment> {
-        crate::named::by_name(&Experiment::ALL, Experiment::name, s)
-    }
 }
 
 /// Where a run's xorflow processes talk to each other.
@@ -272,9 +255,9 @@ mod tests {
         assert_eq!(Delay::Topology("eu".into()).rtt_ms(2), (16.0, 16.0));
         assert_eq!(Delay::mesh(40).rtt_ms(4), (40.0, 40.0));
         for e in Experiment::ALL {
-            assert_eq!(Experiment::parse(e.name()).unwrap(), e);
+            assert_eq!(crate::named::by_name::<Experiment>(e.name()).unwrap(), e);
         }
-        assert!(Experiment::parse("moon")
+        assert!(crate::named::by_name::<Experiment>("moon")
             .unwrap_err()
             .to_string()
             .contains("mesh"));
