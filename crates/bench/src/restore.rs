@@ -25,7 +25,7 @@ pub struct RestoreConfig {
     #[arg(long, default_value_t = 100_000)]
     pub checkpoint_every: u64,
     /// Where the state lives while it is built and after it is restored: memory or disk.
-    #[arg(long, value_enum, default_value_t)]
+    #[arg(long, value_enum, default_value_t, hide_possible_values = true)]
     pub state_backend: BackendKind,
     /// Restores per experiment; the median is reported.
     #[arg(long, default_value_t = 3)]

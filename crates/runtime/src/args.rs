@@ -15,13 +15,16 @@ use std::time::Duration;
 pub use crate::config::MAX_TIMER_SLACK;
 
 /// Engine knobs shared by jobs and benchmarks (`--workers`, `--tracking`, `--processes`, ...).
+///
+/// An enum option hides clap's list of possible values in the help (its doc names them; the
+/// variants' docs are the code's); a value outside the enum is refused with the list.
 #[derive(Args, Clone, Debug, PartialEq, serde::Serialize)]
 pub struct EngineArgs {
     /// Worker threads per process (1-256; at most 1024 over all processes).
     #[arg(long, default_value_t = 2)]
     pub workers: usize,
     /// Completeness tracking: tracker, markers or none.
-    #[arg(long, value_enum, default_value_t)]
+    #[arg(long, value_enum, default_value_t, hide_possible_values = true)]
     #[serde(serialize_with = "text::value")]
     pub tracking: TrackingMode,
     /// Processes on this machine (loopback), each with --workers threads; process 0 starts the
@@ -65,7 +68,7 @@ pub struct EngineArgs {
     /// default without --tracker-processes) or central (each shard in one process, which sends
     /// the frontiers to every process; the default, and the only layout, with
     /// --tracker-processes).
-    #[arg(long)]
+    #[arg(long, hide_possible_values = true)]
     #[serde(serialize_with = "text::opt_value")]
     pub tracker_layout: Option<crate::config::TrackerLayout>,
     /// With the replicated layout, one tracker replica per region instead of one per worker
@@ -81,7 +84,7 @@ pub struct EngineArgs {
     /// smaller bursts to the network thread; in a process whose only worker reads its
     /// connections, the worker writes everything), sender (the worker always writes) or
     /// network-thread (every frame handed to the network thread). See docs/distributed.md.
-    #[arg(long, value_enum, default_value_t)]
+    #[arg(long, value_enum, default_value_t, hide_possible_values = true)]
     #[serde(serialize_with = "text::value")]
     pub net_writes: crate::net::outbox::NetWrites,
     /// Which thread reads the frames other processes send: worker (each connection is read by
@@ -89,7 +92,7 @@ pub struct EngineArgs {
     /// arrival instead of two) or network-thread (it reads every connection and wakes the
     /// worker a frame is for). With an injected delay (--rtt and the like) the network thread
     /// reads. See docs/distributed.md.
-    #[arg(long, value_enum, default_value_t)]
+    #[arg(long, value_enum, default_value_t, hide_possible_values = true)]
     #[serde(serialize_with = "text::value")]
     pub net_reads: crate::net::worker_reads::NetReads,
     /// Wide-area delay between every pair of processes, as a round-trip time (e.g. 40ms): each
@@ -103,7 +106,7 @@ pub struct EngineArgs {
     /// (Frankfurt, London, Milan, Bratislava, Madrid, Dublin, Amsterdam, Geneva), us (New York, Los
     /// Angeles, Houston, Denver, Washington, Seattle, Sunnyvale, Chicago) or global (Frankfurt, New
     /// York, San Francisco, Tokyo, Seattle, London, Amsterdam, Atlanta); at most 8 processes.
-    #[arg(long, conflicts_with = "delay_matrix")]
+    #[arg(long, conflicts_with = "delay_matrix", hide_possible_values = true)]
     #[serde(serialize_with = "text::opt_value")]
     pub rtt_topology: Option<crate::net::delay::Topology>,
     /// Round-trip times per pair of processes from FILE: row i, column j in ms, entries RTT or
@@ -149,7 +152,7 @@ pub struct EngineArgs {
     /// passed; the rest waits for the next such flush or --ack-flush-interval), always (flush
     /// everything at once, a flush per idle moment) or false (only --ack-flush-interval and
     /// --ack-flush-count flush: fewest messages). See docs/cpu.md.
-    #[arg(long, value_enum, default_value_t)]
+    #[arg(long, value_enum, default_value_t, hide_possible_values = true)]
     #[serde(serialize_with = "text::value")]
     pub ack_flush_on_idle: crate::config::AckOnIdle,
     /// A worker going idle sends its partial batches at once (true: lowest latency at low load,
@@ -215,7 +218,7 @@ pub struct EngineArgs {
     pub event_log_dir: PathBuf,
     /// Where keyed state lives: memory, or disk (a redb file per operator instance behind a
     /// write-back cache, for state larger than memory; docs/state.md).
-    #[arg(long, value_enum, default_value_t)]
+    #[arg(long, value_enum, default_value_t, hide_possible_values = true)]
     #[serde(serialize_with = "text::value")]
     pub state_backend: xorflow_state::BackendKind,
     /// Folder of the disk state backend's files (default: the system's temporary directory; a
@@ -231,7 +234,7 @@ pub struct EngineArgs {
     /// Window contents: fold (one accumulator per window and key) or retain (every element,
     /// folded when the window closes); the changelog thesis's two forms (docs/papers.md), same
     /// results.
-    #[arg(long, value_enum, default_value_t)]
+    #[arg(long, value_enum, default_value_t, hide_possible_values = true)]
     #[serde(serialize_with = "text::value")]
     pub window_state: xorflow_state::window::WindowForm,
     /// Cut a checkpoint this often (e.g. 100ms, 1s): sources advance their epoch, and each
@@ -245,7 +248,7 @@ pub struct EngineArgs {
     /// instance: buffered (the next epoch's batches wait for the snapshot, as in the trAcker paper)
     /// or versioned (they are processed at once and the older state is kept until the snapshot;
     /// fold-left windows and sinks, others buffer). docs/state.md, "The cut".
-    #[arg(long, value_enum, default_value_t)]
+    #[arg(long, value_enum, default_value_t, hide_possible_values = true)]
     #[serde(serialize_with = "text::value")]
     pub checkpoint_cut: crate::config::CheckpointCut,
     /// Where checkpoints are written: snapshot files, a manifest per checkpoint (default with
