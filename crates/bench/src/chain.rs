@@ -23,6 +23,7 @@ use xorflow_runtime::measure::traffic::Count;
 use xorflow_runtime::operators::epoch_snapshot::{
     BUFFERED_ELEMENTS, BUFFERED_NS, BUFFERING_HISTOGRAM, SNAPSHOTS,
 };
+use xorflow_runtime::ValueName;
 use xorflow_runtime::{
     Aggregate, Dataflow, Element, EpochSpec, MessageKind, RunError, RunReport, RuntimeConfig, Sink,
     Source, SourceOutput, SourcePoll, Staging, Traffic, VertexStats, WindowResult,

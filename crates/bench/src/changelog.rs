@@ -16,6 +16,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 use xorflow_kafka::changelog::KafkaChangelogs;
 use xorflow_kafka::KafkaUri;
+use xorflow_runtime::ValueName;
 use xorflow_state::backend::ChangelogFactory;
 use xorflow_state::delta::Delta;
 use xorflow_state::window::WindowForm;

@@ -9,6 +9,7 @@
 
 use std::sync::Arc;
 use std::time::Instant;
+use xorflow_runtime::ValueName;
 use xorflow_state::checkpoint::{Chain, CheckpointStore, FileRef};
 use xorflow_state::local::Affinity;
 use xorflow_state::window::{Fold, WindowForm, WindowState};
@@ -24,7 +25,7 @@ pub struct RestoreConfig {
     #[arg(long, default_value_t = 100_000)]
     pub checkpoint_every: u64,
     /// Where the state lives while it is built and after it is restored: memory or disk.
-    #[arg(long, default_value = "memory")]
+    #[arg(long, value_enum, default_value_t, hide_possible_values = true)]
     pub state_backend: BackendKind,
     /// Restores per experiment; the median is reported.
     #[arg(long, default_value_t = 3)]

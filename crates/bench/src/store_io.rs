@@ -7,6 +7,7 @@
 
 use crate::restore::{store, window, Sum};
 use std::time::Instant;
+use xorflow_runtime::ValueName;
 use xorflow_state::window::WindowForm;
 use xorflow_state::BackendKind;
 

@@ -32,7 +32,7 @@ pub struct FileArgs {
     #[arg(long)]
     input: PathBuf,
     /// The input's format (default: from its extension: .csv, .jsonl/.ndjson/.json).
-    #[arg(long)]
+    #[arg(long, hide_possible_values = true)]
     format: Option<RowFormat>,
     /// The field holding each row's event time.
     #[arg(long)]
@@ -64,7 +64,7 @@ pub struct FileArgs {
     /// The result's format: csv, jsonl or parquet (default: from its extension; CSV otherwise).
     /// Parquet columns are typed: times as UTC timestamps (ms), keys as text, counts as
     /// integers, other aggregates as doubles.
-    #[arg(long)]
+    #[arg(long, hide_possible_values = true)]
     output_format: Option<RowFormat>,
     /// Rows too late for every window (line, event time, key), in the output's format.
     #[arg(long)]

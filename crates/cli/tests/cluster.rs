@@ -682,7 +682,8 @@ fn tracker_processes_need_the_tracker_enough_shards_and_worker_processes() {
         ),
         (
             &["--processes", "2", "--tracker-layout", "mirrored"],
-            "unknown tracker layout 'mirrored'",
+            // clap's own message for a value outside the enum, with the possible values.
+            "invalid value 'mirrored' for '--tracker-layout <TRACKER_LAYOUT>'",
         ),
         (
             &["--processes", "3", "--tracker-regions", "0,1"],

@@ -88,7 +88,11 @@ impl CpuArgs {
     /// # Errors
     /// An unknown experiment, a duration under 20 s or not whole, a rate or campaign count of 0.
     pub fn plan(&self) -> Result<Plan, String> {
-        let experiments = chosen(&self.experiments, &Experiment::ALL, Experiment::parse)?;
+        let experiments = chosen(
+            &self.experiments,
+            &Experiment::ALL,
+            xorflow_bench::named::by_name,
+        )?;
         let duration_s = sweep_duration(self.duration)?;
         let q = self.quick;
         let rates = |v: &[u64], full: &[u64], quick: &[u64]| or(v, if q { quick } else { full });

@@ -106,7 +106,11 @@ impl WanArgs {
     /// process count out of range, the regions experiment named without 8 processes, an RTT
     /// over 60 s.
     pub fn plan(&self) -> Result<Plan, String> {
-        let experiments = chosen(&self.experiments, &Experiment::ALL, Experiment::parse)?;
+        let experiments = chosen(
+            &self.experiments,
+            &Experiment::ALL,
+            xorflow_bench::named::by_name,
+        )?;
         let duration_s = sweep_duration(self.duration)?;
         let q = self.quick;
         let rates = or(&self.rates, &[22_000, 55_000], &[22_000], q);
@@ -128,7 +132,9 @@ impl WanArgs {
             q,
         );
         for t in &topologies {
-            t.parse::<xorflow_runtime::net::delay::Topology>()?;
+            xorflow_runtime::config::parse_value::<xorflow_runtime::net::delay::Topology>(
+                "topology", t,
+            )?;
         }
         if rates.contains(&0) || self.chain_rate == 0 {
             return Err("rates must be at least 1 event/s".into());

@@ -9,6 +9,7 @@ use xorflow_bench::stand::experiments::snapshots::STAGE_COLUMNS;
 use xorflow_bench::stand::experiments::ALL;
 use xorflow_bench::stand::report::CSV_COLUMNS;
 use xorflow_bench::stand::Meta;
+use xorflow_runtime::ValueName;
 
 fn header_and_rows(path: &Path) -> (Vec<String>, Vec<csv::StringRecord>) {
     let mut r = csv::Reader::from_path(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));

@@ -40,7 +40,7 @@ pub mod report;
 pub mod wake;
 pub mod worker;
 
-pub use config::{RuntimeConfig, TrackingMode};
+pub use config::{RuntimeConfig, TrackingMode, ValueName};
 pub use connectors::PartFiles;
 pub use dataflow::{Dataflow, Processed, SharedVec, Stream, VecSink, Windowed};
 pub use job_error::JobError;

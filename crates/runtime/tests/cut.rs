@@ -15,6 +15,7 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use xorflow_runtime::config::CheckpointCut;
+use xorflow_runtime::ValueName;
 use xorflow_runtime::{
     Aggregate, Dataflow, RuntimeConfig, Source, SourceOutput, SourcePoll, TrackingMode, VecSink,
     WindowResult,

@@ -13,6 +13,7 @@ use xorflow_kafka::{
     InputCounts, KafkaSink, KafkaSource, KafkaUri, SourceConfig, SourceCounters, Watermark,
 };
 use xorflow_runtime::job_options;
+use xorflow_runtime::ValueName;
 use xorflow_runtime::{
     Dataflow, MessageKind, PartFiles, RunError, RuntimeConfig, Sink, Source, SourceOutput,
     SourcePoll, Staging, WindowResult,

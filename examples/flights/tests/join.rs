@@ -7,6 +7,7 @@
 use std::path::{Path, PathBuf};
 use xorflow_flights::join::{oracle, run, JoinConfig, HEADER};
 use xorflow_runtime::JobError;
+use xorflow_runtime::ValueName;
 use xorflow_state::window::WindowForm;
 use xorflow_state::BackendKind;
 

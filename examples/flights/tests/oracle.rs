@@ -17,6 +17,7 @@ use xorflow_flights::oracle::{
 };
 use xorflow_flights::{run, FlightsConfig, Summary};
 use xorflow_runtime::TrackingMode;
+use xorflow_runtime::ValueName;
 use xorflow_state::window::WindowForm;
 use xorflow_state::BackendKind;
 

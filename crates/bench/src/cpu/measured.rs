@@ -11,6 +11,7 @@ use std::os::unix::process::CommandExt as _;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
+use xorflow_runtime::ValueName;
 use xorflow_ysb::bench::BenchResult;
 
 /// The JVM options that make JIT-compiled frames resolvable by perf (docs/profile.md, "JVM

@@ -12,6 +12,7 @@ use crate::ysb::{command_line, Engine};
 use anyhow::Result;
 use std::fmt::Write as _;
 use std::path::Path;
+use xorflow_runtime::ValueName;
 
 /// The share of steady CPU under which a task gets no column of its own in the load tables.
 const MIN_COLUMN_SHARE: f64 = 0.02;

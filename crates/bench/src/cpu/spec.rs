@@ -4,9 +4,10 @@
 use crate::ysb::{Engine, Point};
 use anyhow::Result;
 use serde::Serialize;
+use xorflow_runtime::ValueName;
 
 /// The CPU-efficiency paper's experiments, scaled to this machine (docs/cpu.md).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize, clap::ValueEnum)]
 #[serde(rename_all = "lowercase")]
 pub enum Experiment {
     /// Latency and throughput with and without the profiler (paper: +3.9 % latency, Flink).
@@ -33,26 +34,6 @@ impl Experiment {
         Experiment::State,
         Experiment::Tracking,
     ];
-
-    /// Its name on the command line and in results.
-    pub fn name(self) -> &'static str {
-        match self {
-            Experiment::Overhead => "overhead",
-            Experiment::Consistency => "consistency",
-            Experiment::Load => "load",
-            Experiment::Scale => "scale",
-            Experiment::State => "state",
-            Experiment::Tracking => "tracking",
-        }
-    }
-
-    /// The experiment called `s`.
-    ///
-    /// # Errors
-    /// An unknown name (the error lists the known ones).
-    pub fn parse(s: &str) -> Result<Experiment> {
-        crate::named::by_name(&Experiment::ALL, Experiment::name, s)
-    }
 }
 
 /// How a run's processes are placed on the cores.
@@ -131,9 +112,9 @@ mod tests {
     #[test]
     fn names_round_trip_and_unknown_names_are_refused() {
         for e in Experiment::ALL {
-            assert_eq!(Experiment::parse(e.name()).unwrap(), e);
+            assert_eq!(crate::named::by_name::<Experiment>(e.name()).unwrap(), e);
         }
-        let err = Experiment::parse("latency").unwrap_err().to_string();
+        let err = (crate::named::by_name::<Experiment>("latency").unwrap_err()).to_string();
         assert!(
             err.contains("'latency'") && err.contains("overhead"),
             "{err}"

@@ -19,6 +19,7 @@ use runner::{read_raw, write_raw, Runner};
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
 use std::process::Command;
+use xorflow_runtime::ValueName;
 
 /// How big the sweeps are.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -165,7 +166,7 @@ pub fn rewrite_report(dir: &Path) -> Result<()> {
     if prefix == "peers" {
         return peers::rewrite(dir, &meta);
     }
-    let e = experiments::Experiment::parse(prefix)
+    let e = crate::named::by_name::<experiments::Experiment>(prefix)
         .map_err(|e| anyhow::anyhow!("'{}': {e}", dir.display()))?;
     report::write(e, dir, &meta, &read_raw(dir)?)
 }

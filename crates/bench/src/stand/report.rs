@@ -12,6 +12,7 @@ use anyhow::Result;
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::path::Path;
+use xorflow_runtime::ValueName;
 
 /// Columns of `results.csv`, in order: the point, then what the run measured.
 pub const CSV_COLUMNS: &[&str] = &[

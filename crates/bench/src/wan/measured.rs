@@ -13,6 +13,7 @@ use anyhow::{Context, Result};
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
+use xorflow_runtime::ValueName;
 
 /// What one run measured (a line of `raw.jsonl`, a row of `runs.csv`). Latencies in ms.
 #[derive(Clone, Debug, Serialize, Deserialize)]

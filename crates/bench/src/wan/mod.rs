@@ -26,6 +26,7 @@ use anyhow::Result;
 use measured::{Measured, Runner};
 use std::io::Write as _;
 use std::path::PathBuf;
+use xorflow_runtime::ValueName;
 
 pub use plan::Plan;
 pub use spec::{Experiment, Network};

@@ -9,6 +9,7 @@ use anyhow::{Context, Result};
 use serde::{Deserialize, Serialize};
 use std::fmt::Write as _;
 use std::path::Path;
+use xorflow_runtime::ValueName;
 
 /// Slack of the knee's bound, ms: "a few ms" of the wide-area aim (docs/wan.md) (batching, the flush timeout, the
 /// delay line's 1 ms timer).

@@ -3,9 +3,12 @@
 
 use anyhow::Result;
 use serde::{Deserialize, Serialize};
+use xorflow_runtime::ValueName;
 
 /// The wide-area paper's experiments, scaled to this machine (docs/wan.md).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[derive(
+    Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize, clap::ValueEnum,
+)]
 #[serde(rename_all = "lowercase")]
 pub enum Experiment {
     /// The YSB at each rate and process count, the same RTT between every pair, 0-100 ms.
@@ -35,26 +38,6 @@ impl Experiment {
         Experiment::Tuning,
         Experiment::Regions,
     ];
-
-    /// Its name on the command line and in results.
-    pub fn name(self) -> &'static str {
-        match self {
-            Experiment::Mesh => "mesh",
-            Experiment::Topology => "topology",
-            Experiment::Jitter => "jitter",
-            Experiment::Notification => "notification",
-            Experiment::Tuning => "tuning",
-            Experiment::Regions => "regions",
-        }
-    }
-
-    /// The experiment called `s`.
-    ///
-    /// # Errors
-    /// An unknown name (the error lists the known ones).
-    pub fn parse(s: &str) -> Result<Experiment> {
-        crate::named::by_name(&Experiment::ALL, Experiment::name, s)
-    }
 }
 
 /// Where a run's xorflow processes talk to each other.
@@ -138,10 +121,12 @@ impl Delay {
             Delay::Mesh { rtt_ms, .. } => {
                 DelayMatrix::from_fn(processes, |i, j| if i == j { 0.0 } else { *rtt_ms as f64 })
             }
-            Delay::Topology(t) => match t.parse::<Topology>() {
-                Ok(t) => DelayMatrix::from_fn(processes.min(8), |i, j| t.rtt_ms(i, j)),
-                Err(_) => return (0.0, 0.0),
-            },
+            Delay::Topology(t) => {
+                match xorflow_runtime::config::parse_value::<Topology>("topology", t) {
+                    Ok(t) => DelayMatrix::from_fn(processes.min(8), |i, j| t.rtt_ms(i, j)),
+                    Err(_) => return (0.0, 0.0),
+                }
+            }
             Delay::Matrix(rows) => DelayMatrix::from_fn(rows.len(), |i, j| rows[i][j]),
         };
         m.mean_and_max_ms()
@@ -270,9 +255,9 @@ mod tests {
         assert_eq!(Delay::Topology("eu".into()).rtt_ms(2), (16.0, 16.0));
         assert_eq!(Delay::mesh(40).rtt_ms(4), (40.0, 40.0));
         for e in Experiment::ALL {
-            assert_eq!(Experiment::parse(e.name()).unwrap(), e);
+            assert_eq!(crate::named::by_name::<Experiment>(e.name()).unwrap(), e);
         }
-        assert!(Experiment::parse("moon")
+        assert!(crate::named::by_name::<Experiment>("moon")
             .unwrap_err()
             .to_string()
             .contains("mesh"));

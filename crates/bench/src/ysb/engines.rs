@@ -5,9 +5,10 @@
 
 use crate::stand::experiments::peers::build::{flink_command, storm_command};
 use crate::subprocess::stdout_within;
-use anyhow::{bail, Context, Result};
+use anyhow::{Context, Result};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
+use xorflow_runtime::ValueName;
 use xorflow_ysb::bench::BenchResult;
 
 /// An engine of the comparison.
@@ -22,6 +23,7 @@ use xorflow_ysb::bench::BenchResult;
     Ord,
     serde::Serialize,
     serde::Deserialize,
+    clap::ValueEnum,
 )]
 #[serde(rename_all = "lowercase")]
 pub enum Engine {
@@ -32,30 +34,6 @@ pub enum Engine {
     Flink,
     /// Apache Storm 2.8, LocalCluster (one process).
     Storm,
-}
-
-impl Engine {
-    /// Its name in results.
-    pub fn name(self) -> &'static str {
-        match self {
-            Engine::Xorflow => "xorflow",
-            Engine::Flink => "flink",
-            Engine::Storm => "storm",
-        }
-    }
-
-    /// The engine called `s`.
-    ///
-    /// # Errors
-    /// An unknown name.
-    pub fn parse(s: &str) -> Result<Engine> {
-        Ok(match s {
-            "xorflow" => Engine::Xorflow,
-            "flink" => Engine::Flink,
-            "storm" => Engine::Storm,
-            other => bail!("unknown engine '{other}' (xorflow, flink, storm)"),
-        })
-    }
 }
 
 /// One measurement's settings.

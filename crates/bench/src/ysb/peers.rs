@@ -7,6 +7,7 @@ use crate::subprocess::median;
 use anyhow::Result;
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
+use xorflow_runtime::ValueName;
 use xorflow_ysb::bench::BenchResult;
 
 /// What to compare.

@@ -10,6 +10,7 @@ use crate::sustainable::{best_table, growth, ladder, Workload};
 use anyhow::Result;
 use std::fmt::Write as _;
 use std::path::PathBuf;
+use xorflow_runtime::ValueName;
 use xorflow_ysb::bench::BenchResult;
 
 pub use crate::sustainable::{Verdict, GROWTH_FACTOR, GROWTH_SLACK_MS};
@@ -129,7 +130,7 @@ fn report(cfg: &SustainableConfig, steps: &[Step]) -> String {
     t.push_str(&best_table(
         steps,
         &cfg.stand.engines,
-        Engine::name,
+        |e| e.name(),
         "events/s",
     ));
     let _ = writeln!(

@@ -3,13 +3,57 @@
 pub mod regions;
 pub mod sampling;
 
+use std::collections::BTreeSet;
+use std::sync::{Mutex, PoisonError};
 use std::time::Duration;
 
-/// How completeness is tracked.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+/// The command-line name of a value of any option enum (`clap::ValueEnum`): the one way reports,
+/// messages and rendered arguments name such a value (`--tracking markers`, `--ack-flush-on-idle
+/// false`), so the name is declared once, on the enum.
+pub trait ValueName {
+    /// The name clap parses (`tracker`, `network-thread`, `true`).
+    fn name(&self) -> &'static str;
+}
+
+impl<T: clap::ValueEnum> ValueName for T {
+    fn name(&self) -> &'static str {
+        // clap hands the name out borrowed; each distinct name is kept once, for good (a few
+        // dozen bytes over all option enums).
+        static NAMES: Mutex<BTreeSet<&'static str>> = Mutex::new(BTreeSet::new());
+        let Some(v) = self.to_possible_value() else {
+            return "";
+        };
+        let mut names = NAMES.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some(&n) = names.get(v.get_name()) {
+            return n;
+        }
+        let n: &'static str = Box::leak(v.get_name().to_owned().into_boxed_str());
+        names.insert(n);
+        n
+    }
+}
+
+/// The value of option enum `T` named `s`, outside clap (a list in an option, a job file):
+/// `unknown WHAT 's' (expected one of: ...)` listing the names clap knows.
+///
+/// # Errors
+/// `s` names no value.
+pub fn parse_value<T: clap::ValueEnum>(what: &str, s: &str) -> Result<T, String> {
+    T::from_str(s, false).map_err(|_| {
+        let names: Vec<&str> = T::value_variants().iter().map(ValueName::name).collect();
+        format!(
+            "unknown {what} '{s}' (expected one of: {})",
+            names.join(", ")
+        )
+    })
+}
+
+/// How completeness is tracked (`--tracking`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, clap::ValueEnum)]
 pub enum TrackingMode {
     /// trAcker: XOR tags, local ackers and a centralized tracker (docs/design.md, "trAcker
     /// requirements" 1-6).
+    #[default]
     Tracker,
     /// In-band markers (punctuations): sources send `Marker(t)` on every output channel each time
     /// their heartbeat passes a multiple of the granularity; every instance aligns the minimum
@@ -20,75 +64,28 @@ pub enum TrackingMode {
     None,
 }
 
-impl TrackingMode {
-    /// The CLI name.
-    pub fn name(self) -> &'static str {
-        match self {
-            TrackingMode::Tracker => "tracker",
-            TrackingMode::Markers => "markers",
-            TrackingMode::None => "none",
-        }
-    }
-}
-
-impl std::str::FromStr for TrackingMode {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Self, String> {
-        match s {
-            "tracker" => Ok(TrackingMode::Tracker),
-            "markers" => Ok(TrackingMode::Markers),
-            "none" => Ok(TrackingMode::None),
-            other => Err(format!(
-                "unknown tracking mode '{other}' (expected 'tracker', 'markers' or 'none')"
-            )),
-        }
-    }
-}
-
 /// What a worker going idle does with its acks (`--ack-flush-on-idle`; `progress/flush_policy.rs`).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, clap::ValueEnum)]
 pub enum AckOnIdle {
     /// `true`: hand them over and flush at once whatever can move a frontier
     /// (`progress/idle_gate.rs`); the rest waits in the process acker for the next such flush
     /// or the interval. The tracker sees the same acks, in fewer flushes.
     #[default]
+    #[value(name = "true")]
     Useful,
     /// `always`: hand them over and flush the process acker at once, every time: a flush per
     /// idle moment. Where parking costs more than a flush (this 2-core VM), the flushing keeps
     /// workers awake for the next element (docs/cpu.md, "Idle flushes that can move a frontier").
+    #[value(name = "always")]
     Always,
     /// `false`: hand them over; only `--ack-flush-interval` and `--ack-flush-count` flush
     /// (FlameStream's batching, fewest messages).
+    #[value(name = "false")]
     Never,
 }
 
-impl AckOnIdle {
-    /// The CLI name.
-    pub fn name(self) -> &'static str {
-        match self {
-            AckOnIdle::Useful => "true",
-            AckOnIdle::Always => "always",
-            AckOnIdle::Never => "false",
-        }
-    }
-}
-
-impl std::str::FromStr for AckOnIdle {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Self, String> {
-        match s {
-            "true" => Ok(AckOnIdle::Useful),
-            "always" => Ok(AckOnIdle::Always),
-            "false" => Ok(AckOnIdle::Never),
-            _ => Err(format!(
-                "unknown --ack-flush-on-idle '{s}' (true, always or false)"
-            )),
-        }
-    }
-}
-
 /// Where the tracker shards run and how frontiers reach the workers (`--tracker-layout`).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, clap::ValueEnum)]
 pub enum TrackerLayout {
     /// Each shard runs in one process (`execute/placement.rs`); every process acker sends that
     /// shard its pieces, and the shard sends the frontiers that moved to every worker process.
@@ -105,29 +102,8 @@ pub enum TrackerLayout {
     Replicated,
 }
 
-impl TrackerLayout {
-    /// The CLI name.
-    pub fn name(self) -> &'static str {
-        match self {
-            TrackerLayout::Central => "central",
-            TrackerLayout::Replicated => "replicated",
-        }
-    }
-}
-
-impl std::str::FromStr for TrackerLayout {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Self, String> {
-        match s {
-            "central" => Ok(TrackerLayout::Central),
-            "replicated" => Ok(TrackerLayout::Replicated),
-            other => Err(format!(
-                "unknown tracker layout '{other}' (expected 'central' or 'replicated')"
-            )),
-        }
-    }
-}
-
+/// Largest `--timer-slack` accepted (flush timeouts are 1 ms by default).
+pub const MAX_TIMER_SLACK: Duration = Duration::from_millis(10);
 /// Most worker threads per process: far more than the cores of any machine this runs on.
 pub const MAX_WORKERS: usize = 256;
 /// Most worker threads over all processes of a job.
@@ -143,7 +119,8 @@ pub const MAX_BATCH_SIZE: usize = 1 << 20;
 /// tens of gigabytes a typo in `--workers` or `--channel-capacity` used to allocate.
 pub const MAX_EDGE_SLOTS: u64 = 1 << 22;
 
-/// Configuration of one run. `Default` gives the values the CLI uses.
+/// Configuration of one run. `Default` gives the values the CLI uses (it is built from the
+/// command line's defaults, `args.rs`).
 #[derive(Clone, Debug)]
 pub struct RuntimeConfig {
     /// Worker threads P (each runs an instance of every vertex). At least 1.
@@ -253,48 +230,6 @@ pub struct RuntimeConfig {
     pub local_recovery: bool,
 }
 
-impl Default for RuntimeConfig {
-    fn default() -> Self {
-        RuntimeConfig {
-            workers: 2,
-            batch_size: 1024,
-            channel_capacity: 64,
-            max_credit_window: None,
-            flush_timeout: Duration::from_millis(1),
-            tracking: TrackingMode::Tracker,
-            granularity: 1,
-            ack_flush_interval: Duration::from_millis(1),
-            ack_flush_count: 4096,
-            ack_flush_on_idle: AckOnIdle::Useful,
-            batch_flush_on_idle: true,
-            chaining: true,
-            instance_frontiers: true,
-            timer_slack: Duration::from_micros(1),
-            ack_multiplier: 0,
-            tracker_shards: 1,
-            tracker_layout: TrackerLayout::Replicated,
-            tracker_regions: None,
-            cluster: crate::net::cluster::ClusterConfig::default(),
-            job_key: String::new(),
-            latency_probe: true,
-            latency_sample: None,
-            event_log: None,
-            metrics_addr: None,
-            warmup_until: 0,
-            snapshot_work: None,
-            state: xorflow_state::StateConfig::default(),
-            window_state: xorflow_state::window::WindowForm::Fold,
-            checkpoint_interval: None,
-            checkpoint_dir: None,
-            checkpoints_retained: 3,
-            resume: false,
-            restart_attempts: 3,
-            local_recovery: true,
-            checkpoint_cut: CheckpointCut::Buffered,
-        }
-    }
-}
-
 impl RuntimeConfig {
     /// Checks the configuration.
     ///
@@ -306,13 +241,13 @@ impl RuntimeConfig {
         }
         if self.tracker_shards == 0 || self.tracker_shards > 1024 {
             return Err(format!(
-                "tracker shards must be between 1 and 1024, got {}",
+                "--tracker-shards must be between 1 and 1024, got {}",
                 self.tracker_shards
             ));
         }
         if self.ack_multiplier > 1000 {
             return Err(format!(
-                "ack multiplier {} is more than 1000",
+                "--ack-multiplier {} is more than 1000",
                 self.ack_multiplier
             ));
         }
@@ -363,10 +298,10 @@ impl RuntimeConfig {
 
     /// Checkpoints need trAcker (the cut is its epoch frontier) and, for now, one process.
     fn validate_checkpoints(&self) -> Result<(), String> {
-        if self.resume && self.checkpoint_dir.is_none() {
+        if self.resume && (self.checkpoint_interval.is_none() || self.checkpoint_dir.is_none()) {
             return Err(
-                "--resume needs the --checkpoint-interval and --checkpoint-dir of the \
-                        run to continue"
+                "--resume needs --checkpoint-interval (and the --checkpoint-dir of the run to \
+                 continue)"
                     .into(),
             );
         }
@@ -442,6 +377,14 @@ impl RuntimeConfig {
     /// The sizes that cost memory: each within its bound, and together within
     /// [`MAX_EDGE_SLOTS`], so a run never starts by allocating more than the machine has.
     fn validate_sizes(&self) -> Result<(), String> {
+        if self.timer_slack > MAX_TIMER_SLACK {
+            return Err(format!(
+                "--timer-slack {} is over {}: a worker's schedule and flush timeouts would \
+                 wake that late",
+                humantime::format_duration(self.timer_slack),
+                humantime::format_duration(MAX_TIMER_SLACK)
+            ));
+        }
         if !(1..=MAX_WORKERS).contains(&self.workers) {
             return Err(format!(
                 "--workers {} is not between 1 and {MAX_WORKERS} (worker threads per process)",
@@ -503,7 +446,7 @@ impl RuntimeConfig {
 
 /// How a stateful instance keeps a checkpoint epoch's state apart from the next epoch's input
 /// while trAcker has not yet said the epoch is complete there (docs/state.md, "The cut").
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, clap::ValueEnum)]
 pub enum CheckpointCut {
     /// The trAcker paper's cut: batches of the next epoch wait, unprocessed, until the snapshot.
     #[default]
@@ -512,27 +455,4 @@ pub enum CheckpointCut {
     /// older version of what they change until the snapshot (fold-left windows and sinks; an
     /// operator that keeps no versions buffers).
     Versioned,
-}
-
-impl CheckpointCut {
-    /// The CLI name.
-    pub fn name(self) -> &'static str {
-        match self {
-            CheckpointCut::Buffered => "buffered",
-            CheckpointCut::Versioned => "versioned",
-        }
-    }
-}
-
-impl std::str::FromStr for CheckpointCut {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Self, String> {
-        match s {
-            "buffered" => Ok(CheckpointCut::Buffered),
-            "versioned" => Ok(CheckpointCut::Versioned),
-            other => Err(format!(
-                "unknown checkpoint cut '{other}' (expected 'buffered' or 'versioned')"
-            )),
-        }
-    }
 }

@@ -10,26 +10,18 @@
 use std::path::Path;
 
 /// The format of a rows file.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
 pub enum RowFormat {
     /// Comma-separated values with a header row (RFC 4180 quoting).
     Csv,
     /// One JSON object per line.
+    #[value(name = "jsonl", alias = "ndjson")]
     JsonLines,
     /// Apache Parquet (an output format: [`super::parquet_rows`]).
     Parquet,
 }
 
 impl RowFormat {
-    /// The CLI name.
-    pub fn name(self) -> &'static str {
-        match self {
-            RowFormat::Csv => "csv",
-            RowFormat::JsonLines => "jsonl",
-            RowFormat::Parquet => "parquet",
-        }
-    }
-
     /// The format a file name's extension says (`.csv`; `.jsonl`, `.ndjson`, `.json`;
     /// `.parquet`).
     pub fn of_path(p: &Path) -> Option<RowFormat> {
@@ -38,20 +30,6 @@ impl RowFormat {
             "jsonl" | "ndjson" | "json" => Some(RowFormat::JsonLines),
             "parquet" => Some(RowFormat::Parquet),
             _ => None,
-        }
-    }
-}
-
-impl std::str::FromStr for RowFormat {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Self, String> {
-        match s {
-            "csv" => Ok(RowFormat::Csv),
-            "jsonl" | "ndjson" => Ok(RowFormat::JsonLines),
-            "parquet" => Ok(RowFormat::Parquet),
-            other => Err(format!(
-                "unknown format '{other}' (expected csv, jsonl or parquet)"
-            )),
         }
     }
 }

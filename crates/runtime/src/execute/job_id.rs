@@ -1,7 +1,7 @@
 //! The job id every process of a job must agree on; the handshake compares it
 //! (`net/transport.rs`).
 
-use crate::config::RuntimeConfig;
+use crate::config::{RuntimeConfig, ValueName};
 use std::hash::{Hash, Hasher};
 use xorflow_core::GraphDesc;
 

@@ -49,6 +49,9 @@ pub enum Launch {
     },
 }
 
+/// Largest frame a process accepts, bytes ([`ClusterConfig::max_frame_bytes`]).
+pub const MAX_FRAME_BYTES: usize = 64 << 20;
+
 /// Cluster knobs.
 #[derive(Clone, Debug)]
 pub struct ClusterConfig {
@@ -83,25 +86,6 @@ pub struct ClusterConfig {
     /// The clock the transport stamps with: `None` for this process's
     /// ([`super::clock_phase::ClockSource::process`]); tests give simulated processes their own.
     pub clock: Option<super::clock_phase::ClockSource>,
-}
-
-impl Default for ClusterConfig {
-    fn default() -> Self {
-        ClusterConfig {
-            launch: Launch::Single,
-            token: None,
-            peer_timeout: Duration::from_secs(5),
-            startup_timeout: Duration::from_secs(30),
-            max_frame_bytes: 64 << 20,
-            net_writes: super::outbox::NetWrites::Adaptive,
-            net_reads: super::worker_reads::NetReads::Worker,
-            tracker_processes: 0,
-            child_env: Vec::new(),
-            clock_rounds: super::clock_phase::ROUNDS,
-            delay: super::delay::DelayConfig::default(),
-            clock: None,
-        }
-    }
 }
 
 impl ClusterConfig {
@@ -206,6 +190,12 @@ impl ClusterConfig {
         }
         if self.startup_timeout < Duration::from_millis(100) {
             return Err("--startup-timeout must be at least 100ms".into());
+        }
+        if self.delay.is_none() && !self.delay.jitter.is_zero() {
+            return Err(
+                "--rtt-jitter needs a delay to spread (--rtt, --rtt-topology or --delay-matrix)"
+                    .into(),
+            );
         }
         if !self.delay.is_none() {
             if self.launch == Launch::Single {

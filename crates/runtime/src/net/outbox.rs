@@ -22,7 +22,7 @@ use tokio::net::TcpStream;
 use tokio::sync::Notify;
 
 /// Which thread writes a process's frames to its connections (`--net-writes`).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, clap::ValueEnum)]
 pub enum NetWrites {
     /// A worker writes the frames of one iteration itself when they total at least
     /// [`INLINE_BYTES`], and hands smaller bursts to the network thread: the sender's writes
@@ -51,15 +51,6 @@ pub enum NetWrites {
 pub const INLINE_BYTES: usize = 64 << 10;
 
 impl NetWrites {
-    /// The CLI name.
-    pub fn name(self) -> &'static str {
-        match self {
-            NetWrites::Adaptive => "adaptive",
-            NetWrites::Sender => "sender",
-            NetWrites::NetworkThread => "network-thread",
-        }
-    }
-
     /// What these writes are in a process of `local_workers` workers, given whether they read
     /// the connections themselves ([`NetWrites::Adaptive`]'s rule; the others are as given).
     pub fn in_process(self, local_workers: usize, workers_read: bool) -> NetWrites {
@@ -75,20 +66,6 @@ impl NetWrites {
             NetWrites::Adaptive => INLINE_BYTES,
             NetWrites::Sender => 0,
             NetWrites::NetworkThread => usize::MAX,
-        }
-    }
-}
-
-impl std::str::FromStr for NetWrites {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Self, String> {
-        match s {
-            "adaptive" => Ok(NetWrites::Adaptive),
-            "sender" => Ok(NetWrites::Sender),
-            "network-thread" => Ok(NetWrites::NetworkThread),
-            other => Err(format!(
-                "unknown --net-writes '{other}' (expected 'adaptive', 'sender' or 'network-thread')"
-            )),
         }
     }
 }

@@ -34,7 +34,7 @@ use std::time::{Duration, Instant};
 use tokio_util::codec::{Decoder, FramedRead, LengthDelimitedCodec};
 
 /// Which thread reads a process's connections (`--net-reads`).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, clap::ValueEnum)]
 pub enum NetReads {
     /// The network thread reads every connection and wakes the worker a frame is for.
     NetworkThread,
@@ -42,29 +42,6 @@ pub enum NetReads {
     /// when idle (this module).
     #[default]
     Worker,
-}
-
-impl NetReads {
-    /// The CLI name.
-    pub fn name(self) -> &'static str {
-        match self {
-            NetReads::NetworkThread => "network-thread",
-            NetReads::Worker => "worker",
-        }
-    }
-}
-
-impl std::str::FromStr for NetReads {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Self, String> {
-        match s {
-            "network-thread" => Ok(NetReads::NetworkThread),
-            "worker" => Ok(NetReads::Worker),
-            other => Err(format!(
-                "unknown --net-reads '{other}' (expected 'network-thread' or 'worker')"
-            )),
-        }
-    }
 }
 
 /// Longest a busy worker goes without polling its sockets, ns.

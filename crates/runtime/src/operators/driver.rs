@@ -264,7 +264,7 @@ impl<Op: Operator> OperatorVertex<Op> {
         let OperatorState::Delta(delta) = state else {
             return Ok(());
         };
-        if let Some(d) = ctx.snapshot_work.filter(|_| !delta.records.is_empty()) {
+        if let Some(d) = (ctx.config.snapshot_work).filter(|_| !delta.records.is_empty()) {
             // Benchmarks: the synchronous phase of a larger state's snapshot.
             std::thread::sleep(d);
         }

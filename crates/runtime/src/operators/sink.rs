@@ -294,7 +294,7 @@ impl<T: Data, S: Sink<T> + 'static> Operator for SinkOp<T, S> {
         stats: &mut VertexStats,
     ) -> Result<Receipt, String> {
         let warm = ctx.warmup_until;
-        if ctx.latency_probe && ctx.frontiers.live() {
+        if ctx.config.latency_probe && ctx.frontiers.live() {
             if self.probe.log.is_none() {
                 self.probe.log = Some(SlotLog::default());
                 self.probe.sampling = ctx.latency_sampling;

@@ -14,7 +14,7 @@
 use super::epoch_ctx::EpochCtx;
 use super::flush_policy::FlushPolicy;
 use super::frontiers::Frontiers;
-use crate::config::{CheckpointCut, RuntimeConfig, TrackingMode};
+use crate::config::{CheckpointCut, RuntimeConfig, TrackingMode, ValueName};
 use xorflow_tracking::range_tag::RangeTag;
 use xorflow_tracking::{ComponentId, Granularity, LocalAcker, Slot, SourceId, TagSource, Time};
 

@@ -12,7 +12,13 @@ use xorflow_tracking::{ComponentId, Granularity, Time};
 pub use crate::progress::epoch_ctx::EpochCtx;
 
 /// Per-worker context passed to every vertex instance step.
+///
+/// A vertex reads the run's options from [`WorkerCtx::config`]; the fields below that repeat
+/// one of them are those read per element or per batch on the hot path, kept at hand (and in
+/// the unit the path needs: ns, [`Granularity`]).
 pub struct WorkerCtx {
+    /// The run's configuration, as every worker of this process has it.
+    pub config: Arc<RuntimeConfig>,
     /// This worker's global index in `0..workers`.
     pub index: usize,
     /// This worker's index within its process.
@@ -36,8 +42,6 @@ pub struct WorkerCtx {
     pub now_ns: u64,
     /// How output is cut into batches: size, flush timeout, idle flushes, timer slack.
     pub batching: Batching,
-    /// Sinks measure notification latency per slot ([`RuntimeConfig::latency_probe`]).
-    pub latency_probe: bool,
     /// Which slots the probe measures ([`RuntimeConfig::latency_sample`], or the default for the
     /// granularity).
     pub latency_sampling: crate::config::sampling::Sampling,
@@ -45,8 +49,6 @@ pub struct WorkerCtx {
     pub warmup_until: u64,
     /// trAcker's cut keeps versions instead of buffering (`--checkpoint-cut versioned`).
     pub versioned_cut: bool,
-    /// Benchmarks: extra time every snapshot takes ([`RuntimeConfig::snapshot_work`]).
-    pub snapshot_work: Option<std::time::Duration>,
     /// Earliest time (ns) a vertex asked to run again (rate-controlled sources); the worker parks
     /// no longer than this.
     pub wake_at_ns: u64,
@@ -83,6 +85,7 @@ impl WorkerCtx {
         let granularity = Granularity::new(config.granularity);
         let (progress, frontiers) = crate::progress::mode::for_worker(config, components, sources);
         WorkerCtx {
+            config: Arc::new(config.clone()),
             index,
             local_index,
             workers,
@@ -100,12 +103,10 @@ impl WorkerCtx {
                 flush_on_idle: config.batch_flush_on_idle,
                 timer_slack_ns: config.timer_slack.as_nanos() as u64,
             },
-            latency_probe: config.latency_probe,
             latency_sampling: config
                 .latency_sample
                 .unwrap_or_else(|| crate::config::sampling::Sampling::auto(config.granularity)),
             warmup_until: config.warmup_until,
-            snapshot_work: config.snapshot_work,
             wake_at_ns: u64::MAX,
             traffic: Traffic::default(),
             unparkers,

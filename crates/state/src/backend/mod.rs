@@ -20,35 +20,13 @@ use crate::error::StateError;
 use std::sync::{Arc, Mutex};
 
 /// Which backend a job uses (`--state-backend`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, clap::ValueEnum)]
 pub enum BackendKind {
     /// Everything in memory: the write-back cache never flushes except on demand.
+    #[default]
     Memory,
     /// On disk (redb), behind a bounded write-back cache.
     Disk,
-}
-
-impl BackendKind {
-    /// The CLI name.
-    pub fn name(self) -> &'static str {
-        match self {
-            BackendKind::Memory => "memory",
-            BackendKind::Disk => "disk",
-        }
-    }
-}
-
-impl std::str::FromStr for BackendKind {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Self, String> {
-        match s {
-            "memory" => Ok(BackendKind::Memory),
-            "disk" => Ok(BackendKind::Disk),
-            other => Err(format!(
-                "unknown state backend '{other}' (expected 'memory' or 'disk')"
-            )),
-        }
-    }
 }
 
 /// One write of a batch: `Some(value)` puts, `None` deletes.

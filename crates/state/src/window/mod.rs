@@ -28,36 +28,13 @@ use std::sync::Arc;
 use version::Stash;
 
 /// Which form a job's windows keep their contents in (`--window-state`).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, clap::ValueEnum)]
 pub enum WindowForm {
     /// One accumulator per (window, key).
     #[default]
     Fold,
     /// Every element.
     Retain,
-}
-
-impl WindowForm {
-    /// The CLI name.
-    pub fn name(self) -> &'static str {
-        match self {
-            WindowForm::Fold => "fold",
-            WindowForm::Retain => "retain",
-        }
-    }
-}
-
-impl std::str::FromStr for WindowForm {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Self, String> {
-        match s {
-            "fold" => Ok(WindowForm::Fold),
-            "retain" => Ok(WindowForm::Retain),
-            other => Err(format!(
-                "unknown window state '{other}' (expected 'fold' or 'retain')"
-            )),
-        }
-    }
 }
 
 /// How elements fold into an accumulator (the window operator's aggregate, seen from the state).

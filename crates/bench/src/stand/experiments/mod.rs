@@ -26,8 +26,8 @@ use std::time::Duration;
 use xorflow_runtime::args::EngineArgs;
 use xorflow_runtime::TrackingMode;
 
-/// One experiment of the stand.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+/// One experiment of the stand (its command and folder name: `ValueName::name`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
 pub enum Experiment {
     /// Service messages and bytes per element by graph size, processes and granularity.
     Traffic,
@@ -64,30 +64,6 @@ pub fn sustained(m: &ChainMeasures) -> bool {
 }
 
 impl Experiment {
-    /// The command and folder name.
-    pub fn name(self) -> &'static str {
-        match self {
-            Experiment::Traffic => "traffic",
-            Experiment::Throughput => "throughput",
-            Experiment::Latency => "latency",
-            Experiment::Scalability => "scalability",
-            Experiment::Snapshots => "snapshots",
-        }
-    }
-
-    /// Parses a name.
-    ///
-    /// # Errors
-    /// An unknown name, listing the known ones.
-    pub fn parse(s: &str) -> Result<Self, String> {
-        ALL.into_iter().find(|e| e.name() == s).ok_or_else(|| {
-            format!(
-                "unknown experiment '{s}' (expected one of: {})",
-                ALL.map(Experiment::name).join(", ")
-            )
-        })
-    }
-
     /// The points to run (throughput adds its search steps while running).
     pub fn points(self, profile: Profile) -> Vec<Point> {
         match self {
@@ -234,6 +210,7 @@ fn sweeps(configs: &[&str], set: SweepSet) -> Vec<Point> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use xorflow_runtime::ValueName;
 
     /// The configurations' options, as the stand passed them as flags before they were typed.
     #[test]

@@ -4,6 +4,7 @@ use super::{ChainLadderConfig, ChainStep, Engine, MIN_ACHIEVED};
 use crate::chain::ChainMeasures;
 use crate::sustainable::{best_table, thirds, GROWTH_FACTOR, GROWTH_SLACK_MS};
 use std::fmt::Write as _;
+use xorflow_runtime::ValueName;
 
 type Step = crate::sustainable::Step<Engine, ChainStep>;
 

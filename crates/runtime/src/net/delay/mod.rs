@@ -22,6 +22,7 @@ pub use line::DelayLine;
 pub use matrix::DelayMatrix;
 pub use topology::Topology;
 
+use crate::config::ValueName;
 use std::path::PathBuf;
 use std::time::Duration;
 

@@ -12,8 +12,8 @@
 //! Los Angeles is 60 in the 2-worker set) and the global 8-worker average (114.3 here against
 //! 119.9: reaching it would take pairs far above the public figures). docs/wan.md lists them.
 
-/// A set of cities from the wide-area paper's Table I.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+/// A set of cities from the wide-area paper's Table I (`--rtt-topology`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
 pub enum Topology {
     /// Frankfurt, London, Milan, Bratislava, Madrid, Dublin, Amsterdam, Geneva.
     Eu,
@@ -27,15 +27,6 @@ pub enum Topology {
 pub const CITIES: usize = 8;
 
 impl Topology {
-    /// The CLI name.
-    pub fn name(self) -> &'static str {
-        match self {
-            Topology::Eu => "eu",
-            Topology::Us => "us",
-            Topology::Global => "global",
-        }
-    }
-
     /// The cities, in the paper's order.
     pub fn cities(self) -> [&'static str; CITIES] {
         match self {
@@ -80,20 +71,6 @@ impl Topology {
             Topology::Global => &GLOBAL_RTT_MS,
         };
         m[i][j]
-    }
-}
-
-impl std::str::FromStr for Topology {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Self, String> {
-        match s {
-            "eu" => Ok(Topology::Eu),
-            "us" => Ok(Topology::Us),
-            "global" => Ok(Topology::Global),
-            other => Err(format!(
-                "unknown topology '{other}' (expected 'eu', 'us' or 'global': seed 004's city sets)"
-            )),
-        }
     }
 }
 
@@ -185,6 +162,7 @@ mod tests {
 
     #[test]
     fn matrices_are_symmetric_with_a_zero_diagonal_and_names_parse() {
+        use crate::config::{parse_value, ValueName};
         for t in [Topology::Eu, Topology::Us, Topology::Global] {
             for i in 0..CITIES {
                 assert_eq!(t.rtt_ms(i, i), 0.0);
@@ -193,8 +171,12 @@ mod tests {
                     assert!(i == j || t.rtt_ms(i, j) > 0.0);
                 }
             }
-            assert_eq!(t.name().parse::<Topology>(), Ok(t));
+            assert_eq!(parse_value::<Topology>("topology", t.name()), Ok(t));
         }
-        assert!("asia".parse::<Topology>().unwrap_err().contains("'asia'"));
+        let e = parse_value::<Topology>("topology", "asia").unwrap_err();
+        assert_eq!(
+            e,
+            "unknown topology 'asia' (expected one of: eu, us, global)"
+        );
     }
 }
