@@ -7,6 +7,8 @@
 #                           [--owner PID]   also stop the broker once process PID is gone (tests
 #                                           and benchmarks pass their own: a kill -9 of them
 #                                           must not leave a JVM behind)
+#                           [--forget]      with --owner: also remove the broker's folder once
+#                                           it stopped (a broker a test process shares)
 #   scripts/kafka.sh stop   [--port 9092]   ends the broker by its PID (SIGTERM, then SIGKILL)
 #   scripts/kafka.sh status [--port 9092]   says whether it runs and answers; exit 1 if not
 #
@@ -21,11 +23,13 @@ cmd=${1:-}
 shift || true
 port=9092
 owner=
+forget=
 while [ $# -gt 0 ]; do
   case "$1" in
     --port) port=${2:?--port needs a value}; shift 2 ;;
     --owner) owner=${2:?--owner needs a process id}; shift 2 ;;
-    *) echo "kafka.sh: unknown option '$1' (usage: kafka.sh start|stop|status [--port P] [--owner PID])" >&2; exit 2 ;;
+    --forget) forget=1; shift ;;
+    *) echo "kafka.sh: unknown option '$1' (usage: kafka.sh start|stop|status [--port P] [--owner PID [--forget]])" >&2; exit 2 ;;
   esac
 done
 case "$port" in ''|*[!0-9]*) echo "kafka.sh: --port '$port' is not a port number" >&2; exit 2 ;; esac
@@ -93,15 +97,18 @@ while True:
          rm -f "$dir/server.properties"; exit 1; }
 }
 
-# Stops broker $1 (SIGTERM, then SIGKILL after 20 s) once $owner has exited; detached, with
-# its output closed, so whoever runs `start` and reads its output is not kept waiting.
+# Stops broker $1 (SIGTERM, then SIGKILL after 20 s) once $owner has exited, and with --forget
+# removes its folder; detached, with its output closed, so whoever runs `start` and reads its
+# output is not kept waiting.
 watch_owner() {
-  local broker=$1
+  local broker=$1 remove=
+  [ -n "$forget" ] && remove=$dir
   nohup bash -c '
     while kill -0 "$1" 2>/dev/null && kill -0 "$2" 2>/dev/null; do sleep 1; done
-    kill "$2" 2>/dev/null || exit 0
-    for _ in $(seq 1 200); do kill -0 "$2" 2>/dev/null || exit 0; sleep 0.1; done
-    kill -9 "$2" 2>/dev/null' _ "$owner" "$broker" >/dev/null 2>&1 </dev/null &
+    stopped() { [ -z "$3" ] || rm -rf "$3"; exit 0; }
+    kill "$2" 2>/dev/null || stopped "$@"
+    for _ in $(seq 1 200); do kill -0 "$2" 2>/dev/null || stopped "$@"; sleep 0.1; done
+    kill -9 "$2" 2>/dev/null; sleep 0.5; stopped "$@"' _ "$owner" "$broker" "$remove" >/dev/null 2>&1 </dev/null &
 }
 
 start() {

@@ -21,8 +21,9 @@ use xorflow_kafka::broker::TestBroker;
 /// A run that takes longer than this has hung.
 const RUN_TIMEOUT: Duration = Duration::from_secs(120);
 
-fn broker() -> Option<TestBroker> {
-    TestBroker::start(&Path::new(env!("CARGO_MANIFEST_DIR")).join("../.."))
+/// The broker this binary's tests share (`TestBroker::shared`), each test with its own topics.
+fn broker() -> Option<&'static TestBroker> {
+    TestBroker::shared(&Path::new(env!("CARGO_MANIFEST_DIR")).join("../.."))
 }
 
 /// The oracle's rows for the default job (lateness 24 h, 1 h windows).
@@ -113,7 +114,7 @@ fn the_flights_job_over_kafka_writes_the_oracle_rows_and_names_bad_addresses() {
     let Some(input) = flights_csv() else { return };
     let Some(b) = broker() else { return };
     let want = oracle(&input);
-    produce(&b, &input, "flights", 3);
+    produce(b, &input, "flights", 3);
     let dir = tempfile::tempdir().unwrap();
     // Topic -> file, 3 sources over 3 partitions.
     let out = dir.path().join("out.csv");
@@ -148,7 +149,7 @@ fn the_flights_job_over_kafka_writes_the_oracle_rows_and_names_bad_addresses() {
     .output()
     .unwrap();
     assert!(o.status.success(), "{}", text(&o));
-    assert_exactly(&consume(&b, "hourly"), &want, "topic -> topic");
+    assert_exactly(&consume(b, "hourly"), &want, "topic -> topic");
     // Bad addresses and topics: exit 2, naming what is wrong.
     let bad = [
         (
@@ -279,7 +280,7 @@ fn killed_processes_leave_every_result_in_the_output_topic_exactly_once() {
     let Some(input) = flights_csv() else { return };
     let Some(b) = broker() else { return };
     let want = oracle(&input);
-    produce(&b, &input, "flights", 3);
+    produce(b, &input, "flights-killed", 3);
     // Event time spanned by flights.csv (a year) over 5 s.
     let speed = format!("{}", 31_536_000.0 / 5.0);
     for (seed, victim) in [1usize, 2, 0, 1].into_iter().enumerate() {
@@ -291,7 +292,7 @@ fn killed_processes_leave_every_result_in_the_output_topic_exactly_once() {
         let summary = dir.path().join("summary.json");
         let run = |resume: bool| {
             let mut c = xorflow(&["run", "flights", "--processes", "3", "--sources", "3"]);
-            c.args(["--input", &b.uri("flights"), "--speed", &speed])
+            c.args(["--input", &b.uri("flights-killed"), "--speed", &speed])
                 .args(["--output", &format!("{}?partitions=2", b.uri(&topic))])
                 .args(["--checkpoint-interval", "100ms", "--checkpoint-dir"])
                 .arg(&ck)
@@ -323,7 +324,7 @@ fn killed_processes_leave_every_result_in_the_output_topic_exactly_once() {
             let restarts = s["checkpoints"]["restarts"].as_array().map(Vec::len);
             assert_eq!(restarts, Some(1), "{label}: {s}");
         }
-        assert_exactly(&consume(&b, &topic), &want, &label);
+        assert_exactly(&consume(b, &topic), &want, &label);
     }
 }
 

@@ -4,6 +4,7 @@
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
+use std::sync::OnceLock;
 
 /// A running single-node broker.
 pub struct TestBroker {
@@ -36,6 +37,24 @@ impl TestBroker {
     /// # Panics
     /// The broker does not start (the script's output is in the message).
     pub fn start(repo: &Path) -> Option<Self> {
+        Self::start_with(repo, &[])
+    }
+
+    /// One broker for the whole test process, started on first use: a JVM start takes about
+    /// 10 s, so the tests of one binary share it, each with topics of its own. It is never
+    /// dropped; the script's watcher stops it and removes its folder once this process exits
+    /// (`scripts/kafka.sh start --owner PID --forget`). `None` as for [`TestBroker::start`].
+    ///
+    /// # Panics
+    /// As [`TestBroker::start`].
+    pub fn shared(repo: &Path) -> Option<&'static TestBroker> {
+        static SHARED: OnceLock<Option<TestBroker>> = OnceLock::new();
+        SHARED
+            .get_or_init(|| Self::start_with(repo, &["--forget"]))
+            .as_ref()
+    }
+
+    fn start_with(repo: &Path, extra: &[&str]) -> Option<Self> {
         if !java_here() {
             return None;
         }
@@ -47,7 +66,10 @@ impl TestBroker {
             repo: repo.to_path_buf(),
             port,
         };
-        let o = b.script_with("start", &["--owner", &std::process::id().to_string()]);
+        let owner = std::process::id().to_string();
+        let mut args = vec!["--owner", owner.as_str()];
+        args.extend_from_slice(extra);
+        let o = b.script_with("start", &args);
         assert!(
             o.status.success(),
             "scripts/kafka.sh start --port {port}: {}{}",

@@ -20,8 +20,9 @@ use xorflow_runtime::{
     Dataflow, Element, RuntimeConfig, Sink, Source, SourceOutput, SourcePoll, Time, VecSink,
 };
 
-fn broker() -> Option<TestBroker> {
-    TestBroker::start(&Path::new(env!("CARGO_MANIFEST_DIR")).join("../.."))
+/// The broker this binary's tests share (`TestBroker::shared`), each test with its own topics.
+fn broker() -> Option<&'static TestBroker> {
+    TestBroker::shared(&Path::new(env!("CARGO_MANIFEST_DIR")).join("../.."))
 }
 
 /// `time,value` records.
