@@ -1,5 +1,7 @@
 //! Runtime configuration: workers, batching, backpressure and tracking knobs.
 
+pub mod cluster;
+pub mod delay;
 pub mod regions;
 pub mod sampling;
 
@@ -181,7 +183,7 @@ pub struct RuntimeConfig {
     /// frames (`regions.rs`).
     pub tracker_regions: Option<regions::TrackerRegions>,
     /// Processes and how they find each other.
-    pub cluster: crate::net::cluster::ClusterConfig,
+    pub cluster: cluster::ClusterConfig,
     /// The job's own parameters that every process must agree on (window sizes, input, ...):
     /// hashed into the job id the handshake compares, with the graph and the runtime knobs.
     pub job_key: String,

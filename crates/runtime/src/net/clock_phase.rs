@@ -22,7 +22,6 @@ use tokio::net::TcpStream;
 use tokio::time::Instant;
 use xorflow_measure::clock::exchange::{Exchange, TickFn};
 use xorflow_measure::clock::sample::MinRtt;
-use xorflow_measure::clock::skew::Skew;
 use xorflow_measure::clock::{PairSamples, ProcessClock};
 
 pub use xorflow_measure::clock::exchange::ROUNDS;
@@ -32,26 +31,7 @@ pub const BEFORE: u8 = 0;
 /// The phase after every process finished.
 pub const AFTER: u8 = 1;
 
-/// The clock a transport stamps with: this process's ([`ClockSource::process`]) or, in tests,
-/// a simulated one (several transports in one process, each with its own skew).
-#[derive(Clone)]
-pub struct ClockSource {
-    /// Reads the clock, ticks.
-    pub ticks: TickFn,
-    /// Ticks per ns of that clock; `None`: this process's calibrated value, read after the run.
-    pub ticks_per_ns: Option<f64>,
-    /// The synthetic skew it has (reported with it).
-    pub skew: Option<Skew>,
-}
-
-impl std::fmt::Debug for ClockSource {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("ClockSource")
-            .field("ticks_per_ns", &self.ticks_per_ns)
-            .field("skew", &self.skew)
-            .finish_non_exhaustive()
-    }
-}
+pub use crate::config::cluster::ClockSource;
 
 impl ClockSource {
     /// This process's clock ([`xorflow_measure::clock::now_ordered`]).

@@ -21,28 +21,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 use tokio::net::TcpStream;
 use tokio::sync::Notify;
 
-/// Which thread writes a process's frames to its connections (`--net-writes`).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, clap::ValueEnum)]
-pub enum NetWrites {
-    /// A worker writes the frames of one iteration itself when they total at least
-    /// [`INLINE_BYTES`], and hands smaller bursts to the network thread: the sender's writes
-    /// at high rates, the network thread's at low ones (docs/distributed.md, "Session 4").
-    /// In a process whose only worker reads the connections itself (`--net-reads worker`,
-    /// `worker_reads.rs`) it is [`NetWrites::Sender`]: the network thread has nothing else to
-    /// do there, and a hand-off is one more wake-up per frame (docs/distributed.md,
-    /// "Session 8").
-    #[default]
-    Adaptive,
-    /// The thread that sends a frame always writes it (a worker: every frame of one iteration
-    /// in one `writev`, at its end), unless frames are queued ahead of it; the network thread
-    /// only writes what a full socket did not take. No hand-off, but a worker pays the socket's
-    /// cost itself, and on loopback that includes the receiver's TCP processing.
-    Sender,
-    /// Every frame is handed to the network thread, which writes what is queued in one
-    /// `writev`: a wake-up of that thread per burst of frames, and the workers never enter the
-    /// kernel to send.
-    NetworkThread,
-}
+pub use crate::config::cluster::NetWrites;
 
 /// Bytes of one iteration's frames from which [`NetWrites::Adaptive`] writes on the worker.
 /// Chosen by measurement (bench/results/distributed/session4-outbox.txt): 4-16 KiB kept the

@@ -33,16 +33,7 @@ use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 use std::time::{Duration, Instant};
 use tokio_util::codec::{Decoder, FramedRead, LengthDelimitedCodec};
 
-/// Which thread reads a process's connections (`--net-reads`).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, clap::ValueEnum)]
-pub enum NetReads {
-    /// The network thread reads every connection and wakes the worker a frame is for.
-    NetworkThread,
-    /// Each connection is read by one of the process's workers, which waits on its sockets
-    /// when idle (this module).
-    #[default]
-    Worker,
-}
+pub use crate::config::cluster::NetReads;
 
 /// Longest a busy worker goes without polling its sockets, ns.
 pub const BUSY_POLL_NS: u64 = 50_000;
