@@ -434,6 +434,15 @@ impl EngineArgs {
         if let Some(spec) = &self.event_log {
             xorflow_measure::log::LogConfig::parse(spec).map_err(|e| format!("--log: {e}"))?;
         }
+        // A guard against a mistyped unit, for the command line only (`MAX_TIMER_SLACK`).
+        if self.timer_slack > MAX_TIMER_SLACK {
+            return Err(format!(
+                "--timer-slack {} is over {}: a worker's schedule and flush timeouts would \
+                 wake that late",
+                humantime::format_duration(self.timer_slack),
+                humantime::format_duration(MAX_TIMER_SLACK)
+            ));
+        }
         // `runtime()` keeps the directory only with an interval.
         if self.checkpoint_dir.is_some() && self.checkpoint_interval.is_none() {
             return Err(
@@ -680,13 +689,21 @@ mod tests {
 
     #[test]
     fn a_runtime_rule_answers_the_options_with_its_one_message() {
+        let workers = EngineArgs {
+            workers: 0,
+            ..EngineArgs::default()
+        };
+        let e = workers.validate().unwrap_err();
+        assert_eq!(e, workers.runtime(1).validate().unwrap_err());
+        assert!(e.starts_with("--workers 0 is not between 1 and 256"), "{e}");
+        // The slack bound guards the command line only: the runtime takes any slack.
         let slack = EngineArgs {
             timer_slack: Duration::from_millis(11),
             ..EngineArgs::default()
         };
         let e = slack.validate().unwrap_err();
-        assert_eq!(e, slack.runtime(1).validate().unwrap_err());
         assert!(e.starts_with("--timer-slack 11ms is over 10ms"), "{e}");
+        assert!(slack.runtime(1).validate().is_ok());
         let resume = EngineArgs {
             resume: true,
             ..EngineArgs::default()
