@@ -181,7 +181,7 @@ impl<T: Data> Stream<T> {
         let bb = self.b.borrow();
         let c = &bb.config;
         let split = c.instance_frontiers
-            && c.tracking == crate::TrackingMode::Tracker
+            && crate::progress::mode::runs_tracker(c.tracking)
             && role != Role::Plain
             && !self.join
             && !matches!(input.partition, PartitionSpec::Forward)

@@ -30,7 +30,7 @@ impl crate::dataflow::Dataflow {
     }
 }
 
-use crate::config::{RuntimeConfig, TrackingMode};
+use crate::config::RuntimeConfig;
 use crate::dataflow::Builder;
 use crate::error::RunError;
 use crate::net::cluster::Resolved;
@@ -40,6 +40,7 @@ use crate::net::transport::{self, Delivery, Failure, Identity, TransportHandle};
 use crate::net::worker_reads::{Handover, NetReads, WorkerSockets};
 use crate::operators::Vertex;
 use crate::progress::inlets::{AckInlet, FrontierInlet};
+use crate::progress::mode::runs_tracker;
 use crate::report::RunReport;
 use crate::wake::Unparkers;
 use crate::worker::ctx::WorkerCtx;
@@ -235,7 +236,7 @@ fn epoch_domain(
     topology: &Topology,
     place: &Placement,
 ) -> (Option<xorflow_tracking::EpochDomain>, Vec<bool>) {
-    if config.tracking != TrackingMode::Tracker || config.checkpoint_interval.is_none() {
+    if !runs_tracker(config.tracking) || config.checkpoint_interval.is_none() {
         return (None, b.interest.clone());
     }
     let workers = place.worker_processes * config.workers;
@@ -389,7 +390,7 @@ fn make_workers(
     unparkers: &Arc<Unparkers>,
 ) -> Vec<Worker> {
     let total_workers = place.worker_processes * config.workers;
-    let tracking = config.tracking == TrackingMode::Tracker;
+    let tracking = runs_tracker(config.tracking);
     let components = b.graph.components();
     // One writer thread per process for every channel its workers open.
     let logs =

@@ -42,7 +42,7 @@ pub(crate) struct ShardContext<'a> {
 pub(crate) fn setup(config: &RuntimeConfig, place: &Placement, cx: ShardContext) -> ProgressSetup {
     let shards = config.tracker_shards;
     let mut agents: Vec<Option<Arc<TrackerAgent>>> = vec![None; shards];
-    if config.tracking != crate::TrackingMode::Tracker {
+    if !crate::progress::mode::runs_tracker(config.tracking) {
         return ProgressSetup {
             agents,
             acker: None,

@@ -145,6 +145,13 @@ pub fn for_worker(
     }
 }
 
+/// True when `mode` runs trAcker: tracker shards, the process acker, epoch components and a
+/// component per instance exist only then. The setup (`execute/`, `dataflow/`) asks here, as a
+/// worker asks [`Progress::tracked`].
+pub fn runs_tracker(mode: TrackingMode) -> bool {
+    mode == TrackingMode::Tracker
+}
+
 /// Refuses a cyclic `graph` without trAcker: an instance would wait for a marker that depends on
 /// its own output (trAcker tracks cycles: docs/design.md, "Cycles").
 ///
