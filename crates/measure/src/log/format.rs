@@ -116,7 +116,9 @@ pub(crate) struct FrameEncoder {
 }
 
 /// zstd level of the buffered handler: 1, the fastest regular level (the deltas compress well
-/// at any level; the writer thread must keep up with the callers).
+/// at any level; the writer thread must keep up with the callers). zstd is built with the block
+/// compressor of level 1's strategy (`fast`) only (`.cargo/config.toml`): a higher level needs
+/// its strategy taken off that list, or it quietly compresses as `fast` does.
 const ZSTD_LEVEL: i32 = 1;
 
 impl FrameEncoder {
