@@ -23,6 +23,7 @@ use xorflow_runtime::measure::traffic::Count;
 use xorflow_runtime::operators::epoch_snapshot::{
     BUFFERED_ELEMENTS, BUFFERED_NS, BUFFERING_HISTOGRAM, SNAPSHOTS,
 };
+use xorflow_runtime::operators::OperatorError;
 use xorflow_runtime::ValueName;
 use xorflow_runtime::{
     Aggregate, Dataflow, Element, EpochSpec, MessageKind, RunError, RunReport, RuntimeConfig, Sink,
@@ -632,7 +633,7 @@ impl Aggregate<u64> for CountPerKey {
 struct Discard;
 
 impl Sink<WindowResult<u64, u64>> for Discard {
-    fn write(&mut self, _: Vec<Element<WindowResult<u64, u64>>>) -> Result<(), String> {
+    fn write(&mut self, _: Vec<Element<WindowResult<u64, u64>>>) -> Result<(), OperatorError> {
         Ok(())
     }
 
@@ -702,7 +703,7 @@ impl Sink<u64> for LatencySink {
         Staging::Direct
     }
 
-    fn write(&mut self, batch: Vec<Element<u64>>) -> Result<(), String> {
+    fn write(&mut self, batch: Vec<Element<u64>>) -> Result<(), OperatorError> {
         let now = xorflow_runtime::measure::clock::now_ns();
         for e in &batch {
             if e.time >= self.warmup {

@@ -148,6 +148,7 @@ pub fn quiet(e: &EngineArgs) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use xorflow_runtime::ClusterError;
 
     /// Catches: a refused run (an invalid configuration, a metrics port in use, a checkpoint
     /// directory of another job) ending with the engine's status 1 instead of 2, or the
@@ -167,10 +168,12 @@ mod tests {
             assert_eq!(e.outcome().status(), 2, "{e:?}");
         }
         let failed = [
-            CommandError::Run(RunError::Cluster("process 1 died".into())),
+            CommandError::Run(RunError::Cluster(ClusterError::Lost(
+                "process 1 died".into(),
+            ))),
             CommandError::Job(JobError::Run(RunError::Vertex {
                 worker: 0,
-                message: "disk full".into(),
+                error: "disk full".into(),
             })),
             CommandError::from(anyhow::anyhow!("a build failed")),
         ];

@@ -23,6 +23,7 @@ use crate::settings::{self, BROKER_TIMEOUT};
 use crate::uri::KafkaUri;
 use rdkafka::producer::{BaseProducer, BaseRecord, Producer};
 use std::marker::PhantomData;
+use xorflow_runtime::operators::OperatorError;
 use xorflow_runtime::{Element, Sink, Staging};
 
 /// Turns a result element into a record's key and value.
@@ -182,7 +183,7 @@ impl<T, E: Encoder<T>> KafkaSink<T, E> {
 }
 
 impl<T: Send, E: Encoder<T>> Sink<T> for KafkaSink<T, E> {
-    fn write(&mut self, batch: Vec<Element<T>>) -> Result<(), String> {
+    fn write(&mut self, batch: Vec<Element<T>>) -> Result<(), OperatorError> {
         self.begin()?;
         let (mut key, mut value) = (
             std::mem::take(&mut self.key),
@@ -209,24 +210,25 @@ impl<T: Send, E: Encoder<T>> Sink<T> for KafkaSink<T, E> {
         Ok(())
     }
 
-    fn open(&mut self, checkpointed: bool) -> Result<(), String> {
+    fn open(&mut self, checkpointed: bool) -> Result<(), OperatorError> {
         self.commit_each_write = !checkpointed;
         let control = self.uri.with_topic(&self.control);
         crate::admin::create_topic(&control, 1, &[("cleanup.policy", "compact")])?;
-        self.producer().map(|_| ())
+        self.producer()?;
+        Ok(())
     }
 
     fn staging(&self) -> Staging {
         Staging::PerCheckpoint
     }
 
-    fn commit(&mut self, checkpoint: u64) -> Result<(), String> {
-        self.commit_with(Marker::Checkpoint(checkpoint))
+    fn commit(&mut self, checkpoint: u64) -> Result<(), OperatorError> {
+        Ok(self.commit_with(Marker::Checkpoint(checkpoint))?)
     }
 
     /// Aborts what this instance has open (the killed process's transaction was aborted when
     /// the producer was initialized); a fresh run (`None`) marks its start.
-    fn rollback(&mut self, committed: Option<u64>) -> Result<(), String> {
+    fn rollback(&mut self, committed: Option<u64>) -> Result<(), OperatorError> {
         if self.in_transaction {
             let uri = self.uri.clone();
             self.producer()?
@@ -240,7 +242,7 @@ impl<T: Send, E: Encoder<T>> Sink<T> for KafkaSink<T, E> {
         Ok(())
     }
 
-    fn durable_commit(&mut self) -> Result<Option<u64>, String> {
+    fn durable_commit(&mut self) -> Result<Option<u64>, OperatorError> {
         self.producer()?;
         Ok(match self.last_marker()? {
             None | Some(Marker::Reset) => None,
@@ -249,7 +251,7 @@ impl<T: Send, E: Encoder<T>> Sink<T> for KafkaSink<T, E> {
         })
     }
 
-    fn finish(&mut self) -> Result<(), String> {
+    fn finish(&mut self) -> Result<(), OperatorError> {
         if self.in_transaction {
             self.commit_with(Marker::End)?;
         }

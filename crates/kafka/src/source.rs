@@ -30,6 +30,7 @@ use std::marker::PhantomData;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
+use xorflow_runtime::operators::OperatorError;
 use xorflow_runtime::{Source, SourceOutput, SourcePoll};
 use xorflow_tracking::Time;
 
@@ -598,7 +599,7 @@ impl<T: Clone + Send, D: Decoder<T>> Source<T> for KafkaSource<T, D> {
 
     /// Takes the offsets of a [`Source::position`]; partitions it does not name (added to the
     /// topic since) start from their beginning.
-    fn seek(&mut self, position: &str) -> Result<(), String> {
+    fn seek(&mut self, position: &str) -> Result<(), OperatorError> {
         let (offsets, state) = position.split_once('|').unwrap_or((position, ""));
         self.decoder
             .restore_state(state)
@@ -700,10 +701,11 @@ mod tests {
             }
         }
         let e = source(Plain).seek("1:5|x").unwrap_err();
-        assert!(e.contains("decoder state"), "{e}");
+        assert!(e.to_string().contains("decoder state"), "{e}");
         assert!(source(Plain)
             .seek("2:5")
             .unwrap_err()
+            .to_string()
             .contains("partition 2"));
     }
 }

@@ -1,5 +1,14 @@
 //! How a run fails: the error every layer of the runtime returns for a run (`RunError`), below
-//! all of them so that checkpoints and start-up can return it (docs/design.md, "Layers").
+//! all of them so that checkpoints and start-up can return it (docs/design.md, "Layers"), and
+//! the errors it holds from the layers above: how an operator instance fails (`OperatorError`,
+//! `error/operator.rs`, below the output port whose chained operators return it) and how the
+//! processes of a job fail (`ClusterError`, `error/cluster.rs`).
+
+mod cluster;
+mod operator;
+
+pub use cluster::ClusterError;
+pub use operator::OperatorError;
 
 /// Why a run failed.
 #[derive(Debug, thiserror::Error)]
@@ -8,12 +17,13 @@ pub enum RunError {
     #[error("invalid configuration: {0}")]
     Config(String),
     /// A vertex instance failed (e.g. a sink could not write).
-    #[error("worker {worker}: {message}")]
+    #[error("worker {worker}: {error}")]
     Vertex {
         /// Worker index.
         worker: usize,
         /// What failed.
-        message: String,
+        #[source]
+        error: OperatorError,
     },
     /// The worker stopped because another thread failed (an echo of the root cause, which
     /// [`RunError::is_echo`] tells apart).
@@ -35,7 +45,7 @@ pub enum RunError {
     Tracker(String),
     /// The cluster failed: a process could not be started or reached, died, or failed.
     #[error("cluster: {0}")]
-    Cluster(String),
+    Cluster(#[from] ClusterError),
     /// Checkpoints could not be written while the job ran.
     #[error("checkpoints: {0}")]
     Checkpoint(String),
@@ -56,11 +66,11 @@ impl RunError {
         match self {
             RunError::Config(_) | RunError::CheckpointDir(_) => true,
             RunError::Metrics(m) => m.is_refusal(),
+            RunError::Cluster(c) => c.is_refusal(),
             RunError::Vertex { .. }
             | RunError::Aborted { .. }
             | RunError::Panic { .. }
             | RunError::Tracker(_)
-            | RunError::Cluster(_)
             | RunError::Checkpoint(_) => false,
         }
     }
@@ -115,7 +125,7 @@ mod tests {
     fn echoes_are_told_by_their_variant_not_their_text() {
         let real = RunError::Vertex {
             worker: 1,
-            message: "aborted transaction: producer fenced".into(),
+            error: "aborted transaction: producer fenced".into(),
         };
         assert!(!real.is_echo());
         let echo = RunError::Aborted { worker: 0 };
@@ -141,7 +151,10 @@ mod tests {
         assert!(RunError::Config("--workers 0".into()).is_refusal());
         let dir = xorflow_state::StateError::Other("belongs to another job".into());
         assert!(RunError::CheckpointDir(dir).is_refusal());
-        assert!(!RunError::Cluster("process 1 died".into()).is_refusal());
+        let lost = ClusterError::Lost("process 1 died".into());
+        assert!(!RunError::Cluster(lost).is_refusal());
+        let setup = ClusterError::Setup("no cluster token".into());
+        assert!(RunError::Cluster(setup).is_refusal());
         assert!(!RunError::Aborted { worker: 0 }.is_refusal());
     }
 }

@@ -43,6 +43,7 @@ pub mod worker;
 pub use config::{RuntimeConfig, TrackingMode, ValueName};
 pub use connectors::PartFiles;
 pub use dataflow::{Dataflow, Processed, SharedVec, Stream, VecSink, Windowed};
+pub use error::{ClusterError, OperatorError};
 pub use job_error::JobError;
 pub use measure::stats::VertexStats;
 pub use measure::traffic::{MessageKind, Traffic};

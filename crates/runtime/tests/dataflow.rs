@@ -15,6 +15,7 @@ use std::time::{Duration, Instant};
 use xorflow_runtime::measure::clock::now_ns;
 use xorflow_runtime::operators::chain::CHAINED;
 use xorflow_runtime::operators::window::EPOCH_RISES;
+use xorflow_runtime::operators::OperatorError;
 use xorflow_runtime::{
     Aggregate, Dataflow, Element, RunError, RunReport, RuntimeConfig, Sink, Source, SourceOutput,
     SourcePoll, Stream, Time, TrackingMode, VecSink, WindowResult,
@@ -293,7 +294,7 @@ struct WorkerSink<T> {
 }
 
 impl<T: Send> Sink<T> for WorkerSink<T> {
-    fn write(&mut self, batch: Vec<Element<T>>) -> Result<(), String> {
+    fn write(&mut self, batch: Vec<Element<T>>) -> Result<(), OperatorError> {
         let mut g = self.shared.lock().unwrap();
         g.extend(batch.into_iter().map(|e| (self.worker, e)));
         Ok(())
@@ -335,7 +336,7 @@ struct FrontierSink<T> {
 }
 
 impl<T> Sink<T> for FrontierSink<T> {
-    fn write(&mut self, batch: Vec<Element<T>>) -> Result<(), String> {
+    fn write(&mut self, batch: Vec<Element<T>>) -> Result<(), OperatorError> {
         let mut w = self.check.written.lock().unwrap();
         for e in batch {
             *w.entry(e.time).or_default() += 1;
@@ -1211,7 +1212,7 @@ struct TimedSink<T> {
 }
 
 impl<T: Send> Sink<T> for TimedSink<T> {
-    fn write(&mut self, batch: Vec<Element<T>>) -> Result<(), String> {
+    fn write(&mut self, batch: Vec<Element<T>>) -> Result<(), OperatorError> {
         let now = now_ns();
         self.shared
             .lock()
@@ -1490,7 +1491,7 @@ struct NotifiedSink {
 }
 
 impl Sink<u64> for NotifiedSink {
-    fn write(&mut self, _batch: Vec<Element<u64>>) -> Result<(), String> {
+    fn write(&mut self, _batch: Vec<Element<u64>>) -> Result<(), OperatorError> {
         Ok(())
     }
     fn on_frontier(&mut self, f: Time) {
@@ -1647,7 +1648,7 @@ struct FailingSink {
 }
 
 impl Sink<u64> for FailingSink {
-    fn write(&mut self, _batch: Vec<Element<u64>>) -> Result<(), String> {
+    fn write(&mut self, _batch: Vec<Element<u64>>) -> Result<(), OperatorError> {
         self.writes += 1;
         if self.fail && self.writes == 3 {
             return Err("disk full: /tmp/out.csv".into());
@@ -1698,10 +1699,10 @@ fn sink_error_fails_the_run_with_its_message() {
 fn sink_finish_error_fails_the_run() {
     struct CloseFails;
     impl Sink<u64> for CloseFails {
-        fn write(&mut self, _batch: Vec<Element<u64>>) -> Result<(), String> {
+        fn write(&mut self, _batch: Vec<Element<u64>>) -> Result<(), OperatorError> {
             Ok(())
         }
-        fn finish(&mut self) -> Result<(), String> {
+        fn finish(&mut self) -> Result<(), OperatorError> {
             Err("close failed: quota".into())
         }
     }

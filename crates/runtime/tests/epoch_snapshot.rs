@@ -11,6 +11,7 @@ use std::time::{Duration, Instant};
 use xorflow_runtime::operators::epoch_snapshot::{
     BUFFERED_ELEMENTS, BUFFERED_NS, BUFFERING_HISTOGRAM, SNAPSHOTS,
 };
+use xorflow_runtime::operators::OperatorError;
 use xorflow_runtime::{
     Dataflow, Element, EpochSpec, RunReport, RuntimeConfig, Sink, Source, SourceOutput, SourcePoll,
     TrackingMode,
@@ -42,7 +43,7 @@ impl Source<u64> for Seq {
 struct Arrivals(Arc<Mutex<Vec<(u64, Instant)>>>);
 
 impl Sink<u64> for Arrivals {
-    fn write(&mut self, batch: Vec<Element<u64>>) -> Result<(), String> {
+    fn write(&mut self, batch: Vec<Element<u64>>) -> Result<(), OperatorError> {
         let now = Instant::now();
         let mut v = self.0.lock().unwrap();
         v.extend(batch.into_iter().map(|e| (e.time, now)));

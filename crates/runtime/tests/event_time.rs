@@ -14,6 +14,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 use xorflow_runtime::operators::process::TIMERS_FIRED;
 use xorflow_runtime::operators::window::{LATE_ELEMENTS, LATE_UPDATES};
+use xorflow_runtime::operators::OperatorError;
 use xorflow_runtime::{
     Aggregate, Dataflow, Element, RuntimeConfig, SessionWindows, Source, SourceOutput, SourcePoll,
     Time, TrackingMode, VecSink, WindowResult, WindowSpec,
@@ -84,7 +85,7 @@ impl Source<Rec> for Script {
         Some(self.next.to_string())
     }
 
-    fn seek(&mut self, position: &str) -> Result<(), String> {
+    fn seek(&mut self, position: &str) -> Result<(), OperatorError> {
         self.next = position
             .parse()
             .map_err(|e| format!("position {position}: {e}"))?;
@@ -680,11 +681,13 @@ struct FailingSink {
 }
 
 impl xorflow_runtime::Sink<Res> for FailingSink {
-    fn write(&mut self, batch: Vec<Element<Res>>) -> Result<(), String> {
+    fn write(&mut self, batch: Vec<Element<Res>>) -> Result<(), OperatorError> {
         let mut seen = self.seen.lock().unwrap();
         seen.extend(batch);
         match self.fail_after {
-            Some(n) if seen.len() >= n => Err(format!("sink failed after {} results", seen.len())),
+            Some(n) if seen.len() >= n => {
+                Err(format!("sink failed after {} results", seen.len()).into())
+            }
             _ => Ok(()),
         }
     }

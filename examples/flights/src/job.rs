@@ -13,6 +13,7 @@ use xorflow_kafka::{
     InputCounts, KafkaSink, KafkaSource, KafkaUri, SourceConfig, SourceCounters, Watermark,
 };
 use xorflow_runtime::job_options;
+use xorflow_runtime::operators::OperatorError;
 use xorflow_runtime::ValueName;
 use xorflow_runtime::{
     Dataflow, MessageKind, PartFiles, RunError, RuntimeConfig, Sink, Source, SourceOutput,
@@ -291,7 +292,7 @@ impl Source<Flight> for FlightsSource {
 
     /// Resumes at record `position` of this instance's share; a paced replay restarts its clock
     /// there (the resumed run does not wait out the time before it).
-    fn seek(&mut self, position: &str) -> Result<(), String> {
+    fn seek(&mut self, position: &str) -> Result<(), OperatorError> {
         let next: usize = position
             .parse()
             .map_err(|_| format!("position '{position}' is not a record index"))?;
@@ -300,7 +301,8 @@ impl Source<Flight> for FlightsSource {
                 "position {next} is past this instance's {} records: the checkpoint is not of \
                  this input",
                 self.records.len()
-            ));
+            )
+            .into());
         }
         self.next = next;
         if let (Some((a0, _)), Some(r)) = (&mut self.speed, self.records.get(next)) {
@@ -453,11 +455,11 @@ impl Sink<WindowResult<String, DepartureStats>> for LeaderSink {
     fn write(
         &mut self,
         batch: Vec<xorflow_runtime::Element<WindowResult<String, DepartureStats>>>,
-    ) -> Result<(), String> {
+    ) -> Result<(), OperatorError> {
         match (&mut self.csv, &mut self.parts) {
-            (Some(c), Some(p)) => c.format(&batch, p.pending()),
+            (Some(c), Some(p)) => Ok(c.format(&batch, p.pending())?),
             (Some(c), None) => c.write(batch),
-            (None, _) => Err(Self::no_output()),
+            (None, _) => Err(Self::no_output().into()),
         }
     }
 
@@ -468,17 +470,19 @@ impl Sink<WindowResult<String, DepartureStats>> for LeaderSink {
         }
     }
 
-    fn commit(&mut self, checkpoint: u64) -> Result<(), String> {
-        self.parts.as_mut().map_or(Ok(()), |p| p.commit(checkpoint))
-    }
-
-    fn rollback(&mut self, committed: Option<u64>) -> Result<(), String> {
+    fn commit(&mut self, checkpoint: u64) -> Result<(), OperatorError> {
         self.parts
             .as_mut()
-            .map_or(Ok(()), |p| p.rollback(committed))
+            .map_or(Ok(()), |p| Ok(p.commit(checkpoint)?))
     }
 
-    fn finish(&mut self) -> Result<(), String> {
+    fn rollback(&mut self, committed: Option<u64>) -> Result<(), OperatorError> {
+        self.parts
+            .as_mut()
+            .map_or(Ok(()), |p| Ok(p.rollback(committed)?))
+    }
+
+    fn finish(&mut self) -> Result<(), OperatorError> {
         if let Some(p) = &mut self.parts {
             p.finish()?;
         }

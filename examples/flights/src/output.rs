@@ -7,6 +7,7 @@ use std::io::{BufRead, BufReader, BufWriter, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
+use xorflow_runtime::operators::OperatorError;
 use xorflow_runtime::{Aggregate, Element, Sink, WindowResult};
 
 /// Header of the output CSV (one row per (window, origin) with at least one flight).
@@ -184,7 +185,7 @@ impl Sink<WindowResult<String, DepartureStats>> for CsvOutput {
     fn write(
         &mut self,
         batch: Vec<Element<WindowResult<String, DepartureStats>>>,
-    ) -> Result<(), String> {
+    ) -> Result<(), OperatorError> {
         let mut w = self.writer.lock().map_err(|_| self.err("lock poisoned"))?;
         for el in &batch {
             w.write_record(row_fields(&el.data))
@@ -194,9 +195,9 @@ impl Sink<WindowResult<String, DepartureStats>> for CsvOutput {
         Ok(())
     }
 
-    fn finish(&mut self) -> Result<(), String> {
+    fn finish(&mut self) -> Result<(), OperatorError> {
         let mut w = self.writer.lock().map_err(|_| self.err("lock poisoned"))?;
-        w.flush().map_err(|e| self.err(e))
+        Ok(w.flush().map_err(|e| self.err(e))?)
     }
 }
 

@@ -26,6 +26,7 @@ use xorflow_core::WindowResult;
 use xorflow_kafka::{InputOptions, KafkaUri, SkippedRecord};
 use xorflow_runtime::connectors::output_file::PendingFile;
 use xorflow_runtime::job_options;
+use xorflow_runtime::operators::OperatorError;
 use xorflow_runtime::{
     Aggregate, Dataflow, Element, RunError, RuntimeConfig, Sink, Source, SourceOutput, SourcePoll,
     Stream,
@@ -179,7 +180,7 @@ impl Source<String> for LinesSource {
         Some(self.next.to_string())
     }
 
-    fn seek(&mut self, position: &str) -> Result<(), String> {
+    fn seek(&mut self, position: &str) -> Result<(), OperatorError> {
         self.next = (position.parse().ok())
             .filter(|&n| n <= self.records.len())
             .ok_or_else(|| format!("position '{position}' is not a line of this share"))?;
@@ -222,7 +223,7 @@ struct Collected {
 }
 
 impl Sink<WindowResult<u32, u64>> for Collected {
-    fn write(&mut self, batch: Vec<Element<WindowResult<u32, u64>>>) -> Result<(), String> {
+    fn write(&mut self, batch: Vec<Element<WindowResult<u32, u64>>>) -> Result<(), OperatorError> {
         let Some(rows) = &self.rows else {
             return Err("results reached a process without the output file".into());
         };

@@ -12,6 +12,7 @@
 
 use crate::measure::clock::now_ns;
 use crate::operators::source::{Source, SourceOutput, SourcePoll};
+use crate::operators::OperatorError;
 use std::sync::Arc;
 use xorflow_core::Time;
 
@@ -98,7 +99,7 @@ impl<T: Clone + Send + Sync> Source<T> for Replay<T> {
     }
 
     /// Resumes at record index `position`; the watermark restarts from the records before it.
-    fn seek(&mut self, position: &str) -> Result<(), String> {
+    fn seek(&mut self, position: &str) -> Result<(), OperatorError> {
         let next: usize = position
             .parse()
             .map_err(|_| format!("position '{position}' is not a record index"))?;
@@ -106,7 +107,8 @@ impl<T: Clone + Send + Sync> Source<T> for Replay<T> {
             return Err(format!(
                 "position {next} is past the {} records: the checkpoint is not of this input",
                 self.records.len()
-            ));
+            )
+            .into());
         }
         let before = self.records[..next.min(self.records.len())]
             .iter()
@@ -134,7 +136,11 @@ mod tests {
         assert_eq!((r.next, r.newest, r.watermark), (5, 40, 35));
         assert_eq!(r.position(), Some("5".into()));
         assert!(r.seek("x").is_err());
-        assert!(r.seek("100").unwrap_err().contains("not of this input"));
+        assert!(r
+            .seek("100")
+            .unwrap_err()
+            .to_string()
+            .contains("not of this input"));
     }
 
     #[test]

@@ -1,6 +1,7 @@
 //! A sink collecting every element into a shared vector: for tests and small jobs.
 
 use crate::operators::sink::Sink;
+use crate::operators::OperatorError;
 use std::sync::{Arc, Mutex};
 use xorflow_core::Element;
 
@@ -40,7 +41,7 @@ impl<T: Send + 'static> SharedVec<T> {
 }
 
 impl<T: Send> Sink<T> for VecSink<T> {
-    fn write(&mut self, batch: Vec<Element<T>>) -> Result<(), String> {
+    fn write(&mut self, batch: Vec<Element<T>>) -> Result<(), OperatorError> {
         self.shared
             .lock()
             .map_err(|_| "sink mutex poisoned".to_string())?

@@ -32,7 +32,7 @@ impl crate::dataflow::Dataflow {
 
 use crate::config::RuntimeConfig;
 use crate::dataflow::Builder;
-use crate::error::RunError;
+use crate::error::{ClusterError, RunError};
 use crate::net::cluster::Resolved;
 use crate::net::frame::Kind;
 use crate::net::link::Wiring;
@@ -364,9 +364,8 @@ fn worker_sockets(
         .collect::<Result<Vec<_>, _>>()
         .map_err(|e| {
             outcome::reap(&mut cluster.children, true);
-            RunError::Cluster(format!(
-                "cannot wait on connections in a worker (epoll): {e}"
-            ))
+            let why = format!("cannot wait on connections in a worker (epoll): {e}");
+            RunError::Cluster(ClusterError::Start(why))
         })?;
     Ok((Some(handover), sockets))
 }
@@ -466,7 +465,7 @@ fn finish(
         })?;
         (per_process, elapsed) = (pp, e);
         if let Some(e) = outcome::reap(&mut cluster.children, false) {
-            return Err(RunError::Cluster(e));
+            return Err(RunError::Cluster(ClusterError::Lost(e)));
         }
     }
     outcome::settle(&mut m);

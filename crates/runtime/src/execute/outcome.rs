@@ -3,6 +3,7 @@
 //! process's report as the transport delivered it).
 
 use super::threads::ThreadsRun;
+use crate::error::ClusterError;
 use crate::measure::stats::VertexStats;
 use crate::measure::traffic::Traffic;
 use crate::net::transport::{Failure, TransportHandle};
@@ -40,7 +41,7 @@ pub(crate) fn rank_errors(
     }
     if first_err.as_ref().is_none_or(RunError::is_echo) {
         if let Some(m) = failure.message.lock().expect("failure lock").clone() {
-            first_err = Some(RunError::Cluster(m));
+            first_err = Some(RunError::Cluster(ClusterError::Lost(m)));
         }
     }
     match first_err {
@@ -161,7 +162,8 @@ pub(crate) fn gather(
     for (j, r) in outcome.reports.into_iter().enumerate() {
         let Some(r) = r else { continue };
         let pr: ProcessReport = serde_json::from_slice(&r).map_err(|e| {
-            RunError::Cluster(format!("process {j} sent an unreadable report: {e}"))
+            let why = format!("process {j} sent an unreadable report: {e}");
+            RunError::Cluster(ClusterError::Lost(why))
         })?;
         m.traffic += pr.traffic;
         for (v, w) in m.vertices.iter_mut().zip(&pr.vertices) {

@@ -45,14 +45,15 @@ pub(crate) fn run_built(mut b: Builder) -> Result<RunReport, RunError> {
 
 /// A failed attempt is restarted when the job checkpoints, this is process 0 of a local launch
 /// (it starts the others again; a hostfile's processes are started by someone else), a process
-/// was lost, attempts remain, and no local worker had finished (its sinks may have handed their
+/// was lost or could not be started or connected (any cluster failure but a refused setup,
+/// which a local launch does not have), attempts remain, and no local worker had finished (its sinks may have handed their
 /// output over: a restart could repeat it).
 fn restartable(c: &RuntimeConfig, e: &RunError, finished: bool, restarts: usize) -> bool {
     c.checkpoint_dir.is_some()
         && c.checkpoint_interval.is_some()
         && c.cluster.is_process_zero()
         && matches!(c.cluster.launch, Launch::Local { .. })
-        && matches!(e, RunError::Cluster(_))
+        && matches!(e, RunError::Cluster(c) if !c.is_refusal())
         && !finished
         && restarts < c.restart_attempts
 }

@@ -2,7 +2,7 @@
 //! code becomes an error naming the worker, and any failure raises the abort flag so the other
 //! workers stop.
 
-use crate::error::RunError;
+use crate::error::{ClusterError, RunError};
 use crate::worker::{Worker, WorkerError, WorkerResult};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -54,7 +54,11 @@ fn run_one(worker: Worker, w: usize, abort: &AtomicBool) -> Result<WorkerResult,
     let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| worker.run()));
     let r = match r {
         Ok(Ok(x)) => Ok(x),
-        Ok(Err(WorkerError::Failed(message))) => Err(RunError::Vertex { worker: w, message }),
+        Ok(Err(WorkerError::Vertex(error))) => Err(RunError::Vertex { worker: w, error }),
+        Ok(Err(WorkerError::Progress(m))) => Err(RunError::Tracker(format!("worker {w}: {m}"))),
+        Ok(Err(WorkerError::Net(m))) => Err(RunError::Cluster(ClusterError::Lost(format!(
+            "worker {w}: {m}"
+        )))),
         Ok(Err(WorkerError::Aborted)) => Err(RunError::Aborted { worker: w }),
         Err(p) => Err(RunError::Panic {
             worker: w,

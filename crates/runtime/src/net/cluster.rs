@@ -17,6 +17,7 @@
 //!
 //! Every process must build the same dataflow; the handshake's job id checks it.
 
+use crate::error::ClusterError;
 use std::io::{BufRead, BufReader, Write};
 use std::net::{SocketAddr, TcpListener};
 use std::path::Path;
@@ -134,8 +135,11 @@ fn resolve_hosts_with(
 /// Starts or joins the cluster described by `cfg`.
 ///
 /// # Errors
-/// What failed, naming the process, file or address.
-pub fn resolve(cfg: &ClusterConfig) -> Result<Resolved, String> {
+/// What failed, naming the process, file or address: [`ClusterError::Setup`] for a hostfile
+/// cluster that cannot be set up as configured; for a local launch, [`ClusterError::Start`]
+/// when its processes cannot be started and [`ClusterError::Connect`] when they do not report
+/// or the launching process cannot be joined.
+pub fn resolve(cfg: &ClusterConfig) -> Result<Resolved, ClusterError> {
     match &cfg.launch {
         Launch::Single => Ok(Resolved {
             process: 0,
@@ -145,33 +149,39 @@ pub fn resolve(cfg: &ClusterConfig) -> Result<Resolved, String> {
             children: Vec::new(),
         }),
         Launch::Hosts { hostfile, process } => {
-            let hosts = cfg.check_hostfile()?.expect("a hostfile launch");
-            let token = cfg.token().ok_or_else(|| {
-                format!("a hostfile run needs a cluster token (--cluster-token or {TOKEN_ENV})")
-            })?;
-            let addrs = resolve_hosts(hostfile, &hosts, cfg.startup_timeout)?;
-            let listener = TcpListener::bind(addrs[*process]).map_err(|e| {
-                format!(
-                    "process {process}: cannot listen on {} ({}): {e}",
-                    hosts[*process], addrs[*process]
-                )
-            })?;
-            Ok(Resolved {
-                process: *process,
-                addrs,
-                listener: Some(listener),
-                token,
-                children: Vec::new(),
-            })
+            join_hosts(cfg, hostfile, *process).map_err(ClusterError::Setup)
         }
         Launch::Local { processes } => {
             let total = processes + cfg.tracker_processes;
             match std::env::var(LOCAL_PROCESS_ENV) {
-                Ok(i) => join_local(&i, total),
+                Ok(i) => join_local(&i, total).map_err(ClusterError::Connect),
                 Err(_) => launch_local(total, cfg.startup_timeout, &cfg.child_env),
             }
         }
     }
+}
+
+/// Process `process` of a hostfile cluster: its token, every host's address, and a listener on
+/// its own.
+fn join_hosts(cfg: &ClusterConfig, hostfile: &Path, process: usize) -> Result<Resolved, String> {
+    let hosts = cfg.check_hostfile()?.expect("a hostfile launch");
+    let token = cfg.token().ok_or_else(|| {
+        format!("a hostfile run needs a cluster token (--cluster-token or {TOKEN_ENV})")
+    })?;
+    let addrs = resolve_hosts(hostfile, &hosts, cfg.startup_timeout)?;
+    let listener = TcpListener::bind(addrs[process]).map_err(|e| {
+        format!(
+            "process {process}: cannot listen on {} ({}): {e}",
+            hosts[process], addrs[process]
+        )
+    })?;
+    Ok(Resolved {
+        process,
+        addrs,
+        listener: Some(listener),
+        token,
+        children: Vec::new(),
+    })
 }
 
 fn bind_loopback() -> Result<TcpListener, String> {
@@ -180,9 +190,14 @@ fn bind_loopback() -> Result<TcpListener, String> {
 
 /// Process 0 of a local launch: start the children, collect their ports (each must report
 /// within `timeout`) and hand out the address table. On failure every child is killed.
-fn launch_local(n: usize, timeout: Duration, env: &[(String, String)]) -> Result<Resolved, String> {
-    let listener = bind_loopback()?;
-    let mut addrs = vec![listener.local_addr().map_err(|e| e.to_string())?];
+fn launch_local(
+    n: usize,
+    timeout: Duration,
+    env: &[(String, String)],
+) -> Result<Resolved, ClusterError> {
+    let listener = bind_loopback().map_err(ClusterError::Start)?;
+    let local = listener.local_addr();
+    let mut addrs = vec![local.map_err(|e| ClusterError::Start(e.to_string()))?];
     let token = format!(
         "{:016x}{:016x}",
         rand::random::<u64>(),
@@ -190,7 +205,11 @@ fn launch_local(n: usize, timeout: Duration, env: &[(String, String)]) -> Result
     );
     let mut children = Vec::new();
     let ports = spawn_children(n, &token, env, &mut children)
-        .and_then(|(ports, started)| collect_ports(&ports, &children, started + timeout, timeout));
+        .map_err(ClusterError::Start)
+        .and_then(|(ports, started)| {
+            collect_ports(&ports, &children, started + timeout, timeout)
+                .map_err(ClusterError::Connect)
+        });
     let ports = match ports {
         Ok(p) => p,
         Err(e) => {
@@ -208,7 +227,8 @@ fn launch_local(n: usize, timeout: Duration, env: &[(String, String)]) -> Result
         let mut stdin = c.stdin.take().expect("piped stdin");
         if writeln!(stdin, "{table}").is_err() {
             kill_children(&mut children);
-            return Err(format!("process {} exited during start", i + 1));
+            let gone = format!("process {} exited during start", i + 1);
+            return Err(ClusterError::Connect(gone));
         }
     }
     Ok(Resolved {

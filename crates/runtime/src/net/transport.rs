@@ -33,6 +33,7 @@ use super::frame::{self, Hello, Kind, PROTOCOL_VERSION};
 use super::link::Routes;
 use super::outbox::Outbox;
 use super::reading::{read_loop, ReadCtx};
+use crate::error::ClusterError;
 use crate::measure::traffic::{MessageKind, Traffic};
 use crate::wake::Unparkers;
 use futures_util::{SinkExt, StreamExt};
@@ -108,10 +109,10 @@ impl TransportHandle {
     /// Tells the transport the workers finished and waits for every other process's Done.
     ///
     /// # Errors
-    /// Another process failed or died first.
-    pub fn finish(mut self, report: Vec<u8>) -> Result<Outcome, String> {
+    /// Another process failed or died first ([`ClusterError::Lost`]).
+    pub fn finish(mut self, report: Vec<u8>) -> Result<Outcome, ClusterError> {
         let _ = self.control.send(Control::Finish(report));
-        self.join()
+        self.join().map_err(ClusterError::Lost)
     }
 
     /// Tells the other processes this one failed, then stops.
@@ -190,7 +191,9 @@ impl Drop for FailOnExit {
 /// `outboxes[j]` holds the frames for the connection to process `j` (`None` for this process).
 ///
 /// # Errors
-/// Processes missing at the start-up timeout, or a runtime that cannot start, naming the processes.
+/// Processes missing at the start-up timeout or refusing this one ([`ClusterError::Connect`]),
+/// or a network thread or runtime that cannot start ([`ClusterError::Start`]), naming the
+/// processes.
 pub fn start(
     id: Identity,
     listener: std::net::TcpListener,
@@ -198,7 +201,7 @@ pub fn start(
     outboxes: Vec<Option<Arc<Outbox>>>,
     delivery: Delivery,
     failure: Failure,
-) -> Result<TransportHandle, String> {
+) -> Result<TransportHandle, ClusterError> {
     let cfg = cfg.clone();
     let (control_tx, control_rx) = unbounded_channel();
     let (ready_tx, ready_rx) = std::sync::mpsc::channel::<Result<(), String>>();
@@ -257,7 +260,7 @@ pub fn start(
             on_exit.disarm();
             r
         })
-        .map_err(|e| format!("cannot start the network thread: {e}"))?;
+        .map_err(|e| ClusterError::Start(format!("cannot start the network thread: {e}")))?;
     match ready_rx.recv() {
         Ok(Ok(())) => Ok(TransportHandle {
             control: control_tx,
@@ -265,12 +268,13 @@ pub fn start(
         }),
         Ok(Err(e)) => {
             let _ = thread.join();
-            Err(e)
+            Err(ClusterError::Connect(e))
         }
-        Err(_) => Err(match thread.join() {
+        // The thread ended before connecting: its runtime or listener could not start.
+        Err(_) => Err(ClusterError::Start(match thread.join() {
             Ok(Err(e)) => e,
             _ => "network thread failed at start".into(),
-        }),
+        })),
     }
 }
 

@@ -10,6 +10,7 @@ use super::{expect_no_state, Operator, OperatorState, Receipt, Vertex};
 use crate::batch::Batch;
 use crate::channel::Flush;
 use crate::measure::stats::VertexStats;
+use crate::operators::OperatorError;
 use crate::port::chained::{ChainCounts, Stage};
 use crate::port::OutputPort;
 use crate::progress::frontiers::InBand;
@@ -50,7 +51,7 @@ where
     Op: Operator<In = I, Out = OutputPort<O>>,
 {
     #[inline]
-    fn on_batch(&mut self, b: Batch<I>, ctx: &mut WorkerCtx) -> Result<(), String> {
+    fn on_batch(&mut self, b: Batch<I>, ctx: &mut WorkerCtx) -> Result<(), OperatorError> {
         self.counts.batch(b.data.len());
         self.out.set_epoch(b.epoch, ctx);
         match self.op.on_batch(b, &mut self.out, ctx, &mut self.scratch)? {
@@ -121,11 +122,11 @@ impl ChainedVertex {
 }
 
 impl Vertex for ChainedVertex {
-    fn open(&mut self, _ctx: &mut WorkerCtx) -> Result<(), String> {
+    fn open(&mut self, _ctx: &mut WorkerCtx) -> Result<(), OperatorError> {
         Ok(())
     }
 
-    fn step(&mut self, _ctx: &mut WorkerCtx) -> Result<bool, String> {
+    fn step(&mut self, _ctx: &mut WorkerCtx) -> Result<bool, OperatorError> {
         Ok(false)
     }
 
@@ -138,15 +139,15 @@ impl Vertex for ChainedVertex {
         true
     }
 
-    fn snapshot(&mut self, _epoch: u64, _full: bool) -> Result<OperatorState, String> {
+    fn snapshot(&mut self, _epoch: u64, _full: bool) -> Result<OperatorState, OperatorError> {
         Ok(OperatorState::Stateless)
     }
 
-    fn restore(&mut self, chain: &[xorflow_state::delta::Delta]) -> Result<(), String> {
+    fn restore(&mut self, chain: &[xorflow_state::delta::Delta]) -> Result<(), OperatorError> {
         expect_no_state(chain, "a chained operator")
     }
 
-    fn close(&mut self) -> Result<(), String> {
+    fn close(&mut self) -> Result<(), OperatorError> {
         Ok(())
     }
 

@@ -14,6 +14,7 @@ use super::{Operator, OperatorState, Outputs, Receipt, Vertex, BATCHES_PER_STEP}
 use crate::batch::Msg;
 use crate::channel::{Flush, InputPort};
 use crate::measure::stats::VertexStats;
+use crate::operators::OperatorError;
 use crate::progress::cut::{
     Covered, EpochCut, CHECKPOINT_BUFFERED_ELEMENTS, CHECKPOINT_BUFFERED_NS, CHECKPOINT_SNAPSHOTS,
     CHECKPOINT_SNAPSHOT_NS, RESTORED_FROM_STORE, RESTORED_LOCALLY,
@@ -107,7 +108,7 @@ impl<Op: Operator> OperatorVertex<Op> {
         ctx: &mut WorkerCtx,
         stats: &mut VertexStats,
         log: &mut Option<xorflow_measure::log::Channel>,
-    ) -> Result<(), String> {
+    ) -> Result<(), OperatorError> {
         let (lo, hi, epoch, tag) = (b.lo, b.hi, b.epoch, b.tag);
         if let Some(ch) = log {
             for e in &b.data {
@@ -144,7 +145,7 @@ impl<Op: Operator> OperatorVertex<Op> {
     /// checkpointer), moves the operator to the new epoch, with markers sends the epoch's
     /// barrier on, and processes the batches that waited for it (`progress/cut.rs`). Returns
     /// whether it did anything.
-    fn advance_epoch(&mut self, ctx: &mut WorkerCtx) -> Result<bool, String> {
+    fn advance_epoch(&mut self, ctx: &mut WorkerCtx) -> Result<bool, OperatorError> {
         let Some(f) = self.epoch_frontier(ctx) else {
             return Ok(false);
         };
@@ -257,7 +258,7 @@ impl<Op: Operator> OperatorVertex<Op> {
         covered: Covered,
         older: bool,
         ctx: &mut WorkerCtx,
-    ) -> Result<(), String> {
+    ) -> Result<(), OperatorError> {
         let t0 = crate::measure::clock::now_ns();
         let full = self.chain.next_is_full();
         let state = self.op.snapshot(covered.to, full)?;
@@ -292,7 +293,11 @@ impl<Op: Operator> OperatorVertex<Op> {
     /// Resumes from checkpoint `r`: a stateful instance restores its chain and starts in the
     /// epoch after the checkpoint (its first snapshot is a full one: the chain starts anew);
     /// then the operator's own [`Operator::on_resume`].
-    fn resume(&mut self, r: &crate::checkpoint::Resume, ctx: &mut WorkerCtx) -> Result<(), String> {
+    fn resume(
+        &mut self,
+        r: &crate::checkpoint::Resume,
+        ctx: &mut WorkerCtx,
+    ) -> Result<(), OperatorError> {
         if self.cut.is_some() {
             if Op::STATEFUL {
                 if self.op.restore_local()? {
@@ -327,7 +332,7 @@ impl<Op: Operator> OperatorVertex<Op> {
 
     /// Pops and processes up to [`BATCHES_PER_STEP`] input messages while the outputs take more.
     /// Returns whether any message was processed.
-    fn drain(&mut self, ctx: &mut WorkerCtx) -> Result<bool, String> {
+    fn drain(&mut self, ctx: &mut WorkerCtx) -> Result<bool, OperatorError> {
         let OperatorVertex {
             op,
             component,
@@ -388,7 +393,7 @@ impl<Op: Operator> OperatorVertex<Op> {
     }
 
     /// Hands a risen frontier to the operator and forwards a notified vertex's marker.
-    fn notify(&mut self, ctx: &mut WorkerCtx) -> Result<bool, String> {
+    fn notify(&mut self, ctx: &mut WorkerCtx) -> Result<bool, OperatorError> {
         // The epoch first: results emitted on this frontier belong to the new epoch.
         let mut did = self.advance_epoch(ctx)?;
         let in_band = self.in_band();
@@ -413,7 +418,7 @@ impl<Op: Operator> OperatorVertex<Op> {
 }
 
 impl<Op: Operator> Vertex for OperatorVertex<Op> {
-    fn open(&mut self, ctx: &mut WorkerCtx) -> Result<(), String> {
+    fn open(&mut self, ctx: &mut WorkerCtx) -> Result<(), OperatorError> {
         // With markers every instance with input aligns barriers; with trAcker only stateful
         // ones wait (the others' batches are ordered by trAcker's epoch slots).
         let aligns = Op::STATEFUL || (ctx.progress.markers_in_band() && self.input.is_some());
@@ -433,7 +438,7 @@ impl<Op: Operator> Vertex for OperatorVertex<Op> {
         Ok(())
     }
 
-    fn step(&mut self, ctx: &mut WorkerCtx) -> Result<bool, String> {
+    fn step(&mut self, ctx: &mut WorkerCtx) -> Result<bool, OperatorError> {
         let mut did = false;
         if self.out.blocked() {
             let sent = self.out.flush(ctx, Flush::Due);
@@ -474,15 +479,15 @@ impl<Op: Operator> Vertex for OperatorVertex<Op> {
         self.out.ended() && input_closed
     }
 
-    fn snapshot(&mut self, epoch: u64, full: bool) -> Result<OperatorState, String> {
+    fn snapshot(&mut self, epoch: u64, full: bool) -> Result<OperatorState, OperatorError> {
         self.op.snapshot(epoch, full)
     }
 
-    fn restore(&mut self, chain: &[xorflow_state::delta::Delta]) -> Result<(), String> {
+    fn restore(&mut self, chain: &[xorflow_state::delta::Delta]) -> Result<(), OperatorError> {
         self.op.restore(chain)
     }
 
-    fn close(&mut self) -> Result<(), String> {
+    fn close(&mut self) -> Result<(), OperatorError> {
         if let Some(ch) = self.log_in.take() {
             ch.close().map_err(|e| format!("event log: {e}"))?;
         }
@@ -544,7 +549,7 @@ mod tests {
     impl Operator for Recorder {
         type In = u64;
         type Out = ();
-        fn open(&mut self, _: &mut WorkerCtx) -> Result<(), String> {
+        fn open(&mut self, _: &mut WorkerCtx) -> Result<(), OperatorError> {
             self.0.lock().unwrap().push("open".into());
             Ok(())
         }
@@ -554,7 +559,7 @@ mod tests {
             _: &mut (),
             _: &mut WorkerCtx,
             _: &mut VertexStats,
-        ) -> Result<Receipt, String> {
+        ) -> Result<Receipt, OperatorError> {
             self.0
                 .lock()
                 .unwrap()
@@ -567,7 +572,7 @@ mod tests {
             _: &mut (),
             _: &mut WorkerCtx,
             _: &mut VertexStats,
-        ) -> Result<(), String> {
+        ) -> Result<(), OperatorError> {
             let f = if f == INF {
                 "INF".into()
             } else {
@@ -576,7 +581,7 @@ mod tests {
             self.0.lock().unwrap().push(format!("frontier {f}"));
             Ok(())
         }
-        fn close(&mut self) -> Result<(), String> {
+        fn close(&mut self) -> Result<(), OperatorError> {
             self.0.lock().unwrap().push("close".into());
             Ok(())
         }
@@ -628,7 +633,7 @@ mod tests {
         d.records
             .push(xorflow_state::delta::Record::Delete { key: vec![1] });
         let e = v.restore(&[d]).unwrap_err();
-        assert!(e.contains("cannot restore 1 records"), "{e}");
+        assert!(e.to_string().contains("cannot restore 1 records"), "{e}");
         assert_eq!(v.notified_component(), None);
     }
 }

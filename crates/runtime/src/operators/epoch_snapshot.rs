@@ -24,6 +24,7 @@
 use super::{Operator, Receipt};
 use crate::batch::Batch;
 use crate::measure::stats::VertexStats;
+use crate::operators::OperatorError;
 use crate::port::OutputPort;
 use crate::worker::ctx::WorkerCtx;
 use std::collections::VecDeque;
@@ -269,7 +270,7 @@ impl<T: Clone + Send + 'static> Operator for EpochSnapshot<T> {
         output: &mut OutputPort<T>,
         ctx: &mut WorkerCtx,
         stats: &mut VertexStats,
-    ) -> Result<Receipt, String> {
+    ) -> Result<Receipt, OperatorError> {
         let before = output.pushed();
         let r = self.take(b, output, ctx, stats);
         stats.elements_out += output.pushed() - before;
@@ -310,7 +311,7 @@ impl<T: Clone + Send + 'static> EpochSnapshot<T> {
         output: &mut OutputPort<T>,
         ctx: &mut WorkerCtx,
         stats: &mut VertexStats,
-    ) -> Result<Receipt, String> {
+    ) -> Result<Receipt, OperatorError> {
         if !ctx.frontiers.live() {
             // No notifications, no epochs: the batch goes straight on.
             let whole = Part {

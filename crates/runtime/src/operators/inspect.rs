@@ -5,6 +5,7 @@
 use super::{Operator, Receipt};
 use crate::batch::Batch;
 use crate::measure::stats::VertexStats;
+use crate::operators::OperatorError;
 use crate::port::OutputPort;
 use crate::worker::ctx::WorkerCtx;
 use std::marker::PhantomData;
@@ -43,7 +44,7 @@ where
         out: &mut OutputPort<T>,
         ctx: &mut WorkerCtx,
         stats: &mut VertexStats,
-    ) -> Result<Receipt, String> {
+    ) -> Result<Receipt, OperatorError> {
         (self.f)(&b.data, stats);
         // As `unary.rs`: outputs keep their input's slots.
         let lineage = (!b.exact).then_some((b.lo, b.hi));

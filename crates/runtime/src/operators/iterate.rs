@@ -11,6 +11,7 @@
 use super::{Operator, Receipt};
 use crate::batch::Batch;
 use crate::measure::stats::VertexStats;
+use crate::operators::OperatorError;
 use crate::port::OutputPort;
 use crate::worker::ctx::WorkerCtx;
 use std::sync::Arc;
@@ -53,7 +54,7 @@ impl<T: Clone + Send + 'static, O: Clone + Send + 'static> Operator for Iterate<
         (feedback, output): &mut Self::Out,
         ctx: &mut WorkerCtx,
         stats: &mut VertexStats,
-    ) -> Result<Receipt, String> {
+    ) -> Result<Receipt, OperatorError> {
         feedback.set_lineage(Some((b.lo, b.hi)), ctx);
         output.set_lineage(Some((b.lo, b.hi)), ctx);
         for el in b.data {

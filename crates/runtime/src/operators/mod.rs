@@ -31,6 +31,7 @@ pub mod unary;
 pub mod window;
 mod window_version;
 
+pub use crate::error::OperatorError;
 pub use driver::OperatorVertex;
 pub use outputs::Outputs;
 
@@ -92,7 +93,7 @@ pub trait Operator: Send + Sized + 'static {
     ///
     /// # Errors
     /// A message naming what failed; the run is aborted with it.
-    fn open(&mut self, _ctx: &mut WorkerCtx) -> Result<(), String> {
+    fn open(&mut self, _ctx: &mut WorkerCtx) -> Result<(), OperatorError> {
         Ok(())
     }
 
@@ -111,7 +112,7 @@ pub trait Operator: Send + Sized + 'static {
         out: &mut Self::Out,
         ctx: &mut WorkerCtx,
         stats: &mut VertexStats,
-    ) -> Result<Receipt, String>;
+    ) -> Result<Receipt, OperatorError>;
 
     /// Produces without input (sources): emits, heartbeats. Returns whether it did anything.
     ///
@@ -122,7 +123,7 @@ pub trait Operator: Send + Sized + 'static {
         _out: &mut Self::Out,
         _ctx: &mut WorkerCtx,
         _stats: &mut VertexStats,
-    ) -> Result<bool, String> {
+    ) -> Result<bool, OperatorError> {
         Ok(false)
     }
 
@@ -138,7 +139,7 @@ pub trait Operator: Send + Sized + 'static {
         _out: &mut Self::Out,
         _ctx: &mut WorkerCtx,
         _stats: &mut VertexStats,
-    ) -> Result<(), String> {
+    ) -> Result<(), OperatorError> {
         Ok(())
     }
 
@@ -172,7 +173,7 @@ pub trait Operator: Send + Sized + 'static {
     ///
     /// # Errors
     /// A message naming what could not be saved.
-    fn snapshot(&mut self, _epoch: u64, _full: bool) -> Result<OperatorState, String> {
+    fn snapshot(&mut self, _epoch: u64, _full: bool) -> Result<OperatorState, OperatorError> {
         Ok(OperatorState::Stateless)
     }
 
@@ -187,7 +188,7 @@ pub trait Operator: Send + Sized + 'static {
         &mut self,
         _covered: std::ops::RangeInclusive<u64>,
         _completed: Option<u64>,
-    ) -> Result<(), String> {
+    ) -> Result<(), OperatorError> {
         Ok(())
     }
 
@@ -204,7 +205,7 @@ pub trait Operator: Send + Sized + 'static {
     ///
     /// # Errors
     /// A message naming what cannot keep a version.
-    fn begin_version(&mut self, _epoch: u64, _ctx: &mut WorkerCtx) -> Result<(), String> {
+    fn begin_version(&mut self, _epoch: u64, _ctx: &mut WorkerCtx) -> Result<(), OperatorError> {
         Err("this operator keeps no versions".into())
     }
 
@@ -229,7 +230,7 @@ pub trait Operator: Send + Sized + 'static {
         &mut self,
         _resume: &crate::checkpoint::Resume,
         _ctx: &mut WorkerCtx,
-    ) -> Result<(), String> {
+    ) -> Result<(), OperatorError> {
         Ok(())
     }
 
@@ -239,7 +240,7 @@ pub trait Operator: Send + Sized + 'static {
     ///
     /// # Errors
     /// The store's content does not decode.
-    fn restore_local(&mut self) -> Result<bool, String> {
+    fn restore_local(&mut self) -> Result<bool, OperatorError> {
         Ok(false)
     }
 
@@ -248,7 +249,7 @@ pub trait Operator: Send + Sized + 'static {
     ///
     /// # Errors
     /// State this operator cannot take.
-    fn restore(&mut self, chain: &[xorflow_state::delta::Delta]) -> Result<(), String> {
+    fn restore(&mut self, chain: &[xorflow_state::delta::Delta]) -> Result<(), OperatorError> {
         expect_no_state(chain, "a stateless operator")
     }
 
@@ -256,7 +257,7 @@ pub trait Operator: Send + Sized + 'static {
     ///
     /// # Errors
     /// A message naming what failed.
-    fn close(&mut self) -> Result<(), String> {
+    fn close(&mut self) -> Result<(), OperatorError> {
         Ok(())
     }
 
@@ -278,10 +279,10 @@ pub trait Operator: Send + Sized + 'static {
 pub(crate) fn expect_no_state(
     chain: &[xorflow_state::delta::Delta],
     who: &str,
-) -> Result<(), String> {
+) -> Result<(), OperatorError> {
     match chain.iter().map(|d| d.records.len()).sum::<usize>() {
         0 => Ok(()),
-        n => Err(format!("{who} cannot restore {n} records of state")),
+        n => Err(format!("{who} cannot restore {n} records of state").into()),
     }
 }
 
@@ -292,14 +293,14 @@ pub trait Vertex: Send {
     ///
     /// # Errors
     /// As [`Operator::open`].
-    fn open(&mut self, ctx: &mut WorkerCtx) -> Result<(), String>;
+    fn open(&mut self, ctx: &mut WorkerCtx) -> Result<(), OperatorError>;
 
     /// Runs one scheduling quantum: takes some input (or emits from a source), sends output, fires
     /// notifications. Returns whether it did any work.
     ///
     /// # Errors
     /// A message naming what failed (a sink that cannot write, say); the run is aborted.
-    fn step(&mut self, ctx: &mut WorkerCtx) -> Result<bool, String>;
+    fn step(&mut self, ctx: &mut WorkerCtx) -> Result<bool, OperatorError>;
 
     /// Sends the partial batches `which` says and retries held-back batches. Returns whether
     /// anything was sent.
@@ -313,19 +314,19 @@ pub trait Vertex: Send {
     ///
     /// # Errors
     /// As [`Operator::snapshot`].
-    fn snapshot(&mut self, epoch: u64, full: bool) -> Result<OperatorState, String>;
+    fn snapshot(&mut self, epoch: u64, full: bool) -> Result<OperatorState, OperatorError>;
 
     /// Restores a chain of snapshots ([`Operator::restore`]).
     ///
     /// # Errors
     /// As [`Operator::restore`].
-    fn restore(&mut self, chain: &[xorflow_state::delta::Delta]) -> Result<(), String>;
+    fn restore(&mut self, chain: &[xorflow_state::delta::Delta]) -> Result<(), OperatorError>;
 
     /// Called once after the worker loop ends.
     ///
     /// # Errors
     /// As [`Operator::close`].
-    fn close(&mut self) -> Result<(), String>;
+    fn close(&mut self) -> Result<(), OperatorError>;
 
     /// Counters of this instance.
     fn stats(&mut self) -> VertexStats;

@@ -34,7 +34,7 @@ pub trait Outputs: Send {
 
     /// The first error of an operator chained into these outputs, once
     /// ([`OutputPort::failure`]).
-    fn failure(&mut self) -> Option<String> {
+    fn failure(&mut self) -> Option<crate::error::OperatorError> {
         None
     }
 }
@@ -83,7 +83,7 @@ impl<T: Clone + Send> Outputs for OutputPort<T> {
     fn set_epoch(&mut self, epoch: u64, ctx: &mut WorkerCtx) {
         OutputPort::set_epoch(self, epoch, ctx)
     }
-    fn failure(&mut self) -> Option<String> {
+    fn failure(&mut self) -> Option<crate::error::OperatorError> {
         OutputPort::failure(self)
     }
 }
@@ -118,7 +118,7 @@ impl<A: Outputs, B: Outputs> Outputs for (A, B) {
         self.0.set_epoch(epoch, ctx);
         self.1.set_epoch(epoch, ctx);
     }
-    fn failure(&mut self) -> Option<String> {
+    fn failure(&mut self) -> Option<crate::error::OperatorError> {
         self.0.failure().or_else(|| self.1.failure())
     }
 }

@@ -16,6 +16,7 @@ use super::deferred;
 use super::{Operator, OperatorState, Receipt};
 use crate::batch::Batch;
 use crate::measure::stats::VertexStats;
+use crate::operators::OperatorError;
 use crate::port::OutputPort;
 use crate::worker::ctx::WorkerCtx;
 use rustc_hash::FxHashSet;
@@ -81,8 +82,8 @@ pub struct Process<T, K, F: KeyedProcess<K, T>> {
 }
 
 /// Names a state failure after the vertex.
-fn state_err(name: &str) -> impl Fn(StateError) -> String + '_ {
-    move |e| format!("process '{name}': {e}")
+fn state_err(name: &str) -> impl Fn(StateError) -> OperatorError + '_ {
+    move |e| OperatorError::state(format!("process '{name}'"), e)
 }
 
 impl<T, K, F> Process<T, K, F>
@@ -176,10 +177,10 @@ where
         out: &mut <Self as Operator>::Out,
         ctx: &mut WorkerCtx,
         stats: &mut VertexStats,
-    ) -> Result<(u64, u64), String> {
+    ) -> Result<(u64, u64), OperatorError> {
         let keys = self.timers.remove(&t).unwrap_or_default();
         let Some((tag, slot)) = self.holds.remove(&t) else {
-            return Err(format!("process '{}': timer {t} has no hold", self.name));
+            return Err(format!("process '{}': timer {t} has no hold", self.name).into());
         };
         out.0.set_lineage(Some((slot, slot)), ctx);
         out.1.set_lineage(Some((slot, slot)), ctx);
@@ -212,7 +213,7 @@ where
     ///
     /// # Errors
     /// The tables do not decode, or timers and holds disagree.
-    fn rebuild(&mut self) -> Result<(), String> {
+    fn rebuild(&mut self) -> Result<(), OperatorError> {
         let name = self.name.clone();
         let err = state_err(&name);
         let t = self.tables();
@@ -229,14 +230,13 @@ where
         // Created and fired together: a hold without timers would never be released (the
         // frontier would stop there), a timer without a hold could emit into a complete slot.
         if let Some(t) = self.timers.keys().find(|t| !self.holds.contains_key(t)) {
-            return Err(format!(
-                "process '{name}': the checkpoint's timer {t} has no hold"
-            ));
+            return Err(format!("process '{name}': the checkpoint's timer {t} has no hold").into());
         }
         if let Some(t) = self.holds.keys().find(|t| !self.timers.contains_key(t)) {
             return Err(format!(
                 "process '{name}': the checkpoint holds time {t}, which has no timer"
-            ));
+            )
+            .into());
         }
         Ok(())
     }
@@ -260,7 +260,7 @@ where
     type Out = (OutputPort<F::Out>, OutputPort<F::Side>);
     const STATEFUL: bool = true;
 
-    fn open(&mut self, ctx: &mut WorkerCtx) -> Result<(), String> {
+    fn open(&mut self, ctx: &mut WorkerCtx) -> Result<(), OperatorError> {
         let err = state_err(&self.name);
         let mut store = super::store::open(&self.config, &self.name, ctx).map_err(&err)?;
         let (g1, g2) = (self.group.clone(), self.group.clone());
@@ -285,7 +285,7 @@ where
         out: &mut Self::Out,
         ctx: &mut WorkerCtx,
         stats: &mut VertexStats,
-    ) -> Result<Receipt, String> {
+    ) -> Result<Receipt, OperatorError> {
         out.0.set_lineage(Some((b.lo, b.hi)), ctx);
         out.1.set_lineage(Some((b.lo, b.hi)), ctx);
         let (f, frontier, name) = (self.f.clone(), self.fired_below, self.name.clone());
@@ -327,7 +327,7 @@ where
         out: &mut Self::Out,
         ctx: &mut WorkerCtx,
         stats: &mut VertexStats,
-    ) -> Result<(), String> {
+    ) -> Result<(), OperatorError> {
         let mut released = Vec::new();
         while let Some(t) = self.timers.first_key_value().map(|(&t, _)| t) {
             if t > frontier {
@@ -353,7 +353,7 @@ where
     }
 
     /// The tables' changes since the previous snapshot (all if `full`), with the timers' holds.
-    fn snapshot(&mut self, _epoch: u64, full: bool) -> Result<OperatorState, String> {
+    fn snapshot(&mut self, _epoch: u64, full: bool) -> Result<OperatorState, OperatorError> {
         let name = self.name.clone();
         let err = state_err(&name);
         let holds: Vec<(Time, u64, u64)> = (self.holds.iter())
@@ -366,7 +366,7 @@ where
         self.snapshot_holds = holds;
         let mut d = xorflow_state::delta::Delta::new(full);
         let (Some(t), Some(store)) = (&mut self.tables, &self.store) else {
-            return Err(format!("process '{name}' snapshot before open"));
+            return Err(format!("process '{name}' snapshot before open").into());
         };
         t.holds.insert(&0, recorded).map_err(&err)?;
         if store.has_changelog() {
@@ -395,7 +395,7 @@ where
         &mut self,
         covered: std::ops::RangeInclusive<u64>,
         completed: Option<u64>,
-    ) -> Result<(), String> {
+    ) -> Result<(), OperatorError> {
         let err = state_err(&self.name);
         let (Some(store), Some(t)) = (&self.store, &mut self.tables) else {
             return Ok(());
@@ -409,9 +409,9 @@ where
         store.savepoint(covered, completed).map_err(&err)
     }
 
-    fn restore_local(&mut self) -> Result<bool, String> {
+    fn restore_local(&mut self) -> Result<bool, OperatorError> {
         let Some(store) = &self.store else {
-            return Err(format!("process '{}' restored before open", self.name));
+            return Err(format!("process '{}' restored before open", self.name).into());
         };
         if !store.restored_locally() {
             return Ok(false);
@@ -422,11 +422,11 @@ where
         Ok(true)
     }
 
-    fn restore(&mut self, chain: &[xorflow_state::delta::Delta]) -> Result<(), String> {
+    fn restore(&mut self, chain: &[xorflow_state::delta::Delta]) -> Result<(), OperatorError> {
         let name = self.name.clone();
         let err = state_err(&name);
         let (Some(store), Some(t)) = (&self.store, &mut self.tables) else {
-            return Err(format!("process '{name}' restored before open"));
+            return Err(format!("process '{name}' restored before open").into());
         };
         if store.changelog_restore(chain).map_err(&err)?.is_some() {
             self.reopen();
@@ -444,7 +444,7 @@ where
     }
 
     /// Removes the instance's on-disk state: without checkpoints nothing can use it again.
-    fn close(&mut self) -> Result<(), String> {
+    fn close(&mut self) -> Result<(), OperatorError> {
         self.tables = None;
         match self.store.take() {
             Some(store) => store.remove().map_err(state_err(&self.name)),

@@ -23,6 +23,7 @@ use crate::batch::Batch;
 use crate::measure::probe::ArrivalProbe;
 use crate::measure::slot_log::SlotLog;
 use crate::measure::stats::VertexStats;
+use crate::operators::OperatorError;
 use crate::worker::ctx::WorkerCtx;
 use std::marker::PhantomData;
 use xorflow_core::{Data, Element};
@@ -36,7 +37,7 @@ pub trait Sink<T>: Send {
     ///
     /// # Errors
     /// A message naming what failed (e.g. the output file); the run is aborted with it.
-    fn write(&mut self, batch: Vec<Element<T>>) -> Result<(), String>;
+    fn write(&mut self, batch: Vec<Element<T>>) -> Result<(), OperatorError>;
 
     /// Every element with time below `frontier` has reached this sink: with trAcker at every
     /// instance (the component's frontier), with markers at this instance (its aligned marker).
@@ -55,7 +56,7 @@ pub trait Sink<T>: Send {
     ///
     /// # Errors
     /// A message naming what failed.
-    fn open(&mut self, _checkpointed: bool) -> Result<(), String> {
+    fn open(&mut self, _checkpointed: bool) -> Result<(), OperatorError> {
         Ok(())
     }
 
@@ -66,7 +67,7 @@ pub trait Sink<T>: Send {
     ///
     /// # Errors
     /// A message naming what failed; the run is aborted with it.
-    fn commit(&mut self, _checkpoint: u64) -> Result<(), String> {
+    fn commit(&mut self, _checkpoint: u64) -> Result<(), OperatorError> {
         Ok(())
     }
 
@@ -76,7 +77,7 @@ pub trait Sink<T>: Send {
     ///
     /// # Errors
     /// A message naming what failed.
-    fn rollback(&mut self, _committed: Option<u64>) -> Result<(), String> {
+    fn rollback(&mut self, _committed: Option<u64>) -> Result<(), OperatorError> {
         Ok(())
     }
 
@@ -90,7 +91,7 @@ pub trait Sink<T>: Send {
     ///
     /// # Errors
     /// A message naming what failed.
-    fn durable_commit(&mut self) -> Result<Option<u64>, String> {
+    fn durable_commit(&mut self) -> Result<Option<u64>, OperatorError> {
         Ok(None)
     }
 
@@ -99,7 +100,7 @@ pub trait Sink<T>: Send {
     ///
     /// # Errors
     /// A message naming what failed.
-    fn finish(&mut self) -> Result<(), String> {
+    fn finish(&mut self) -> Result<(), OperatorError> {
         Ok(())
     }
 
@@ -170,12 +171,12 @@ impl<T: Data, S: Sink<T>> SinkOp<T, S> {
     /// Hands the sink the staged elements of every epoch up to `upto` (all of them if `None`),
     /// oldest epoch first and in arrival order within one; with `upto`, then commits checkpoint
     /// `upto`.
-    fn deliver(&mut self, upto: Option<u64>) -> Result<(), String> {
+    fn deliver(&mut self, upto: Option<u64>) -> Result<(), OperatorError> {
         let Some(st) = &mut self.staged else {
             return Ok(());
         };
         let name = &self.name;
-        let err = |e: xorflow_state::StateError| format!("sink '{name}': {e}");
+        let err = |e| OperatorError::state(format!("sink '{name}'"), e);
         let mut epochs: Vec<u64> = st.list.keys().copied().collect();
         epochs.retain(|&e| upto.is_none_or(|c| e <= c));
         epochs.sort_unstable();
@@ -196,11 +197,11 @@ impl<T: Data, S: Sink<T>> SinkOp<T, S> {
 
     /// After a restore: the last checkpoint committed as of the restored state, and the sink
     /// rolled back to it ([`Staging::PerCheckpoint`]).
-    fn roll_back(&mut self) -> Result<(), String> {
+    fn roll_back(&mut self) -> Result<(), OperatorError> {
         let Some(st) = &mut self.staged else {
             return Ok(());
         };
-        let err = |e| format!("sink '{}': {e}", self.name);
+        let err = |e| OperatorError::state(format!("sink '{}'", self.name), e);
         st.last_committed = st.committed.get(&0).map_err(err)?.copied();
         if !st.per_checkpoint {
             return Ok(());
@@ -224,7 +225,7 @@ impl<T: Data, S: Sink<T>> SinkOp<T, S> {
     }
 
     /// [`Staging::PerCheckpoint`]: commits what a newly completed checkpoint covers.
-    fn commit_completed(&mut self, ctx: &WorkerCtx) -> Result<(), String> {
+    fn commit_completed(&mut self, ctx: &WorkerCtx) -> Result<(), OperatorError> {
         let Some(st) = &self.staged else {
             return Ok(());
         };
@@ -253,7 +254,7 @@ impl<T: Data, S: Sink<T> + 'static> Operator for SinkOp<T, S> {
     }
 
     /// With checkpoints: opens the store the elements are staged in.
-    fn open(&mut self, ctx: &mut WorkerCtx) -> Result<(), String> {
+    fn open(&mut self, ctx: &mut WorkerCtx) -> Result<(), OperatorError> {
         let staging = self.sink.staging();
         if ctx.checkpointer.is_none() || ctx.epochs.is_none() || staging == Staging::Direct {
             return self.sink.open(false);
@@ -292,7 +293,7 @@ impl<T: Data, S: Sink<T> + 'static> Operator for SinkOp<T, S> {
         _out: &mut (),
         ctx: &mut WorkerCtx,
         stats: &mut VertexStats,
-    ) -> Result<Receipt, String> {
+    ) -> Result<Receipt, OperatorError> {
         let warm = ctx.warmup_until;
         if ctx.config.latency_probe && ctx.frontiers.live() {
             if self.probe.log.is_none() {
@@ -333,7 +334,7 @@ impl<T: Data, S: Sink<T> + 'static> Operator for SinkOp<T, S> {
         _out: &mut (),
         ctx: &mut WorkerCtx,
         stats: &mut VertexStats,
-    ) -> Result<(), String> {
+    ) -> Result<(), OperatorError> {
         self.commit_completed(ctx)?;
         // Without tracking the only "frontier" is this instance's own end of input, which says
         // nothing of the other instances: a sink hears of progress only while it is tracked.
@@ -354,10 +355,10 @@ impl<T: Data, S: Sink<T> + 'static> Operator for SinkOp<T, S> {
 
     /// The changes to the staged elements since the previous snapshot (all of them if `full`):
     /// the elements staged since, and the epochs committed since.
-    fn snapshot(&mut self, epoch: u64, full: bool) -> Result<OperatorState, String> {
+    fn snapshot(&mut self, epoch: u64, full: bool) -> Result<OperatorState, OperatorError> {
         let mut d = Delta::new(full);
         if let Some(st) = &mut self.staged {
-            let err = |e| format!("sink '{}': {e}", self.name);
+            let err = |e| OperatorError::state(format!("sink '{}'", self.name), e);
             // Versioned cut: rows of later epochs wait for their own snapshot.
             st.list
                 .snapshot_where(&mut d, &|&e| e <= epoch)
@@ -373,18 +374,18 @@ impl<T: Data, S: Sink<T> + 'static> Operator for SinkOp<T, S> {
         &mut self,
         covered: std::ops::RangeInclusive<u64>,
         completed: Option<u64>,
-    ) -> Result<(), String> {
+    ) -> Result<(), OperatorError> {
         let Some(st) = self.staged.as_mut().filter(|st| st.store.is_local()) else {
             return Ok(());
         };
-        let err = |e| format!("sink '{}': {e}", self.name);
+        let err = |e| OperatorError::state(format!("sink '{}'", self.name), e);
         st.list.flush().map_err(err)?;
         st.committed.flush().map_err(err)?;
         st.store.savepoint(covered, completed).map_err(err)
     }
 
     /// The staged elements from the local store rolled back to the checkpoint.
-    fn restore_local(&mut self) -> Result<bool, String> {
+    fn restore_local(&mut self) -> Result<bool, OperatorError> {
         let Some(st) = self
             .staged
             .as_mut()
@@ -406,18 +407,18 @@ impl<T: Data, S: Sink<T> + 'static> Operator for SinkOp<T, S> {
         true
     }
 
-    fn begin_version(&mut self, _epoch: u64, _ctx: &mut WorkerCtx) -> Result<(), String> {
+    fn begin_version(&mut self, _epoch: u64, _ctx: &mut WorkerCtx) -> Result<(), OperatorError> {
         Ok(())
     }
 
     /// Restores the elements staged and not yet committed as of the checkpoint, and rolls the
     /// sink back to what it had committed then.
-    fn restore(&mut self, chain: &[Delta]) -> Result<(), String> {
+    fn restore(&mut self, chain: &[Delta]) -> Result<(), OperatorError> {
         let Some(st) = &mut self.staged else {
             // A direct sink stages nothing: its snapshots are empty.
             return super::expect_no_state(chain, &format!("sink '{}'", self.name));
         };
-        let err = |e| format!("sink '{}': {e}", self.name);
+        let err = |e| OperatorError::state(format!("sink '{}'", self.name), e);
         st.list.restore(chain, &|_| true).map_err(err)?;
         st.committed.restore(chain, &|_| true).map_err(err)?;
         self.roll_back()
@@ -428,7 +429,7 @@ impl<T: Data, S: Sink<T> + 'static> Operator for SinkOp<T, S> {
         &mut self,
         r: &crate::checkpoint::Resume,
         _ctx: &mut WorkerCtx,
-    ) -> Result<(), String> {
+    ) -> Result<(), OperatorError> {
         let c = r.manifest.checkpoint;
         match &self.staged {
             Some(st) if st.per_checkpoint => match st.last_committed {
@@ -442,7 +443,8 @@ impl<T: Data, S: Sink<T> + 'static> Operator for SinkOp<T, S> {
                     } else {
                         format!("the output up to checkpoint {l}")
                     }
-                )),
+                )
+                .into()),
                 Some(l) if l == c => Ok(()),
                 _ => self.deliver(Some(c)),
             },
@@ -453,7 +455,7 @@ impl<T: Data, S: Sink<T> + 'static> Operator for SinkOp<T, S> {
     /// The input has ended: hands over what is still staged, then closes the sink. Called only
     /// once the worker has finished its loop, so a job that fails before hands the sink nothing
     /// more.
-    fn close(&mut self) -> Result<(), String> {
+    fn close(&mut self) -> Result<(), OperatorError> {
         self.deliver(None)?;
         if let Some(st) = self.staged.take() {
             st.store.remove().map_err(self.err())?;

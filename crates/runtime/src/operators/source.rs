@@ -3,6 +3,7 @@
 use super::{Operator, Receipt};
 use crate::batch::Batch;
 use crate::measure::stats::VertexStats;
+use crate::operators::OperatorError;
 use crate::port::OutputPort;
 use crate::worker::ctx::WorkerCtx;
 use xorflow_core::Element;
@@ -42,10 +43,8 @@ pub trait Source<T>: Send {
     ///
     /// # Errors
     /// A position the source cannot take, naming it. Default: the source cannot resume.
-    fn seek(&mut self, position: &str) -> Result<(), String> {
-        Err(format!(
-            "this source cannot resume (asked to seek to '{position}')"
-        ))
+    fn seek(&mut self, position: &str) -> Result<(), OperatorError> {
+        Err(format!("this source cannot resume (asked to seek to '{position}')").into())
     }
 
     /// Adds the instance's own measurements (a generator's lag behind its schedule) to its
@@ -216,7 +215,7 @@ impl<T: Clone + Send> Sources<T> {
         ctx: &mut WorkerCtx,
         stats: &mut VertexStats,
         log: &mut Option<xorflow_measure::log::Channel>,
-    ) -> Result<bool, String> {
+    ) -> Result<bool, OperatorError> {
         match inst.state {
             State::Done => return Ok(false),
             State::Waiting(t) if t > ctx.now_ns => {
@@ -238,7 +237,7 @@ impl<T: Clone + Send> Sources<T> {
         let (emitted, measured, mut heartbeat) = (so.emitted, so.measured, so.heartbeat);
         if let Some(why) = so.failure {
             out.commit(ctx);
-            return Err(format!("source instance {}: {why}", inst.id));
+            return Err(format!("source instance {}: {why}", inst.id).into());
         }
         stats.elements_out += emitted as u64;
         stats.measured.record(measured, ctx.now_ns);
@@ -328,7 +327,7 @@ impl<T: Clone + Send + 'static> Operator for Sources<T> {
         _out: &mut OutputPort<T>,
         _ctx: &mut WorkerCtx,
         _stats: &mut VertexStats,
-    ) -> Result<Receipt, String> {
+    ) -> Result<Receipt, OperatorError> {
         Err("a source has no input".into())
     }
 
@@ -337,7 +336,7 @@ impl<T: Clone + Send + 'static> Operator for Sources<T> {
         out: &mut OutputPort<T>,
         ctx: &mut WorkerCtx,
         stats: &mut VertexStats,
-    ) -> Result<bool, String> {
+    ) -> Result<bool, OperatorError> {
         let mut did = self.advance_epoch(out, ctx);
         // A resumed job starts past epoch 0 (`on_resume`); cheap when unchanged.
         out.set_epoch(self.epoch, ctx);
@@ -365,7 +364,7 @@ impl<T: Clone + Send + 'static> Operator for Sources<T> {
         &mut self,
         resume: &crate::checkpoint::Resume,
         ctx: &mut WorkerCtx,
-    ) -> Result<(), String> {
+    ) -> Result<(), OperatorError> {
         self.epoch = resume.first_epoch();
         for inst in &mut self.instances {
             let pos = resume.position(inst.id)?;
@@ -389,9 +388,9 @@ impl<T: Clone + Send + 'static> Operator for Sources<T> {
         self.log = Some(channel);
     }
 
-    fn close(&mut self) -> Result<(), String> {
+    fn close(&mut self) -> Result<(), OperatorError> {
         match self.log.take() {
-            Some(ch) => ch.close().map_err(|e| format!("event log: {e}")),
+            Some(ch) => Ok(ch.close()?),
             None => Ok(()),
         }
     }

@@ -3,6 +3,7 @@
 use super::{Operator, Receipt};
 use crate::batch::Batch;
 use crate::measure::stats::VertexStats;
+use crate::operators::OperatorError;
 use crate::port::OutputPort;
 use crate::worker::ctx::WorkerCtx;
 use std::marker::PhantomData;
@@ -43,7 +44,7 @@ where
         out: &mut OutputPort<O>,
         ctx: &mut WorkerCtx,
         stats: &mut VertexStats,
-    ) -> Result<Receipt, String> {
+    ) -> Result<Receipt, OperatorError> {
         // Outputs keep their input's time (`dataflow/stream.rs`: map, filter, flat_map). When
         // every input element is tracked at its own slot (`Batch::exact`), its outputs can be
         // too: each output lands in its input's slot, so registration and receipt stay in one

@@ -26,6 +26,7 @@ use super::window_version::WindowVersion;
 use super::{Operator, OperatorState, Receipt};
 use crate::batch::Batch;
 use crate::measure::stats::VertexStats;
+use crate::operators::OperatorError;
 use crate::port::OutputPort;
 use crate::worker::ctx::WorkerCtx;
 use std::collections::BTreeMap;
@@ -85,8 +86,8 @@ impl<T, A: Aggregate<T>> Fold<T> for AggFold<A> {
 }
 
 /// Names a state failure after the window vertex.
-fn state_err(name: &str) -> impl Fn(StateError) -> String + '_ {
-    move |e| format!("window '{name}': {e}")
+fn state_err(name: &str) -> impl Fn(StateError) -> OperatorError + '_ {
+    move |e| OperatorError::state(format!("window '{name}'"), e)
 }
 
 /// A keyed window operator: results on its first output, late elements on its second.
@@ -182,10 +183,10 @@ where
     ///
     /// # Errors
     /// The table does not decode, or the contents' windows and the holds disagree.
-    fn restore_meta(&mut self) -> Result<(), String> {
+    fn restore_meta(&mut self) -> Result<(), OperatorError> {
         let err = state_err(&self.name);
         let (Some(contents), Some(open)) = (&mut self.contents, &mut self.open_windows) else {
-            return Err(format!("window '{}' restored before open", self.name));
+            return Err(format!("window '{}' restored before open", self.name).into());
         };
         let windows = open.get(&0).map_err(&err)?.cloned().unwrap_or_default();
         let now = crate::measure::clock::now_ns();
@@ -208,7 +209,8 @@ where
                 self.name,
                 contents.windows(),
                 self.meta.len()
-            ));
+            )
+            .into());
         }
         Ok(())
     }
@@ -251,7 +253,7 @@ where
         lo: u64,
         later: bool,
         ctx: &mut WorkerCtx,
-    ) -> Result<u64, String> {
+    ) -> Result<u64, OperatorError> {
         let fired = self.fired_below;
         let slide = self.spec.slide();
         let mut late = 0;
@@ -292,7 +294,7 @@ where
         later: bool,
         (results, late): &mut <Self as Operator>::Out,
         ctx: &mut WorkerCtx,
-    ) -> Result<(), String> {
+    ) -> Result<(), OperatorError> {
         let event_time = self.spec.event_time_fn().expect("called with one").clone();
         results.set_lineage(Some((b.lo, b.hi)), ctx);
         late.set_lineage(Some((b.lo, b.hi)), ctx);
@@ -390,7 +392,7 @@ where
         out: &mut OutputPort<WindowResult<K, A::Out>>,
         ctx: &mut WorkerCtx,
         stats: &mut VertexStats,
-    ) -> Result<Vec<(u64, u64)>, String> {
+    ) -> Result<Vec<(u64, u64)>, OperatorError> {
         let mut holds = Vec::new();
         // Versioned cut: firing is the later epoch's, and so are the results.
         let emit_epoch = self.version.as_ref().map_or(self.epoch, |v| v.epoch);
@@ -457,7 +459,7 @@ where
     const STATEFUL: bool = true;
 
     /// Opens the state store of this instance and declares the window contents in it.
-    fn open(&mut self, ctx: &mut WorkerCtx) -> Result<(), String> {
+    fn open(&mut self, ctx: &mut WorkerCtx) -> Result<(), OperatorError> {
         let err = state_err(&self.name);
         let mut store = super::store::open(&self.state, &self.name, ctx).map_err(&err)?;
         let contents = WindowState::new(&mut store, "windows", self.form, self.group.clone());
@@ -477,7 +479,7 @@ where
         out: &mut Self::Out,
         ctx: &mut WorkerCtx,
         stats: &mut VertexStats,
-    ) -> Result<Receipt, String> {
+    ) -> Result<Receipt, OperatorError> {
         // Versioned cut: a batch of the later epoch writes the later version.
         let later = self.version.as_ref().is_some_and(|v| b.epoch >= v.epoch);
         if let Some(c) = self.contents.as_mut().filter(|_| self.version.is_some()) {
@@ -498,7 +500,7 @@ where
         out: &mut Self::Out,
         ctx: &mut WorkerCtx,
         stats: &mut VertexStats,
-    ) -> Result<(), String> {
+    ) -> Result<(), OperatorError> {
         let holds = self.fire(frontier, &mut out.0, ctx, stats)?;
         if !holds.is_empty() {
             out.0.commit(ctx);
@@ -528,11 +530,11 @@ where
 
     /// The window contents' changes since the previous snapshot (all of them if `full`), and
     /// the open windows' holds.
-    fn snapshot(&mut self, epoch: u64, full: bool) -> Result<OperatorState, String> {
+    fn snapshot(&mut self, epoch: u64, full: bool) -> Result<OperatorState, OperatorError> {
         let err = state_err(&self.name);
         let mut d = xorflow_state::delta::Delta::new(full);
         let (Some(contents), Some(open)) = (&mut self.contents, &mut self.open_windows) else {
-            return Err(format!("window '{}' snapshot before open", self.name));
+            return Err(format!("window '{}' snapshot before open", self.name).into());
         };
         let live = (self.meta.iter()).map(|(&end, m)| (end, m.hold, m.hold_slot));
         // Versioned cut: the snapshot of an epoch before the later one states the older version.
@@ -577,7 +579,7 @@ where
 
     /// Keeps the open windows, their holds and the contents as of now apart from what epoch
     /// `epoch` changes (`window_version.rs`).
-    fn begin_version(&mut self, epoch: u64, _ctx: &mut WorkerCtx) -> Result<(), String> {
+    fn begin_version(&mut self, epoch: u64, _ctx: &mut WorkerCtx) -> Result<(), OperatorError> {
         let contents = self.contents.as_mut().ok_or("window used before open")?;
         contents.begin_version().map_err(state_err(&self.name))?;
         self.version = Some(WindowVersion::new(epoch, self.fired_below));
@@ -594,7 +596,7 @@ where
         &mut self,
         covered: std::ops::RangeInclusive<u64>,
         completed: Option<u64>,
-    ) -> Result<(), String> {
+    ) -> Result<(), OperatorError> {
         let err = state_err(&self.name);
         let (Some(store), Some(contents), Some(open)) =
             (&self.store, &mut self.contents, &mut self.open_windows)
@@ -611,12 +613,12 @@ where
 
     /// Rebuilds the contents' metadata, the open windows and their holds from the local store
     /// rolled back to the checkpoint.
-    fn restore_local(&mut self) -> Result<bool, String> {
+    fn restore_local(&mut self) -> Result<bool, OperatorError> {
         let err = state_err(&self.name);
         let (Some(store), Some(contents), Some(open)) =
             (&self.store, &mut self.contents, &mut self.open_windows)
         else {
-            return Err(format!("window '{}' restored before open", self.name));
+            return Err(format!("window '{}' restored before open", self.name).into());
         };
         if !store.restored_locally() {
             return Ok(false);
@@ -631,12 +633,12 @@ where
 
     /// Restores the contents, the open windows and their holds (which trAcker got from the
     /// checkpoint's manifest: `execute/tracking.rs`, `restore_holds`).
-    fn restore(&mut self, chain: &[xorflow_state::delta::Delta]) -> Result<(), String> {
+    fn restore(&mut self, chain: &[xorflow_state::delta::Delta]) -> Result<(), OperatorError> {
         let err = state_err(&self.name);
         let (Some(store), Some(contents), Some(open)) =
             (&self.store, &mut self.contents, &mut self.open_windows)
         else {
-            return Err(format!("window '{}' restored before open", self.name));
+            return Err(format!("window '{}' restored before open", self.name).into());
         };
         if let Some(n) = store.changelog_restore(chain).map_err(&err)? {
             self.changelog.replayed += n;
@@ -664,7 +666,7 @@ where
     }
 
     /// Removes the instance's on-disk state: without checkpoints nothing can use it again.
-    fn close(&mut self) -> Result<(), String> {
+    fn close(&mut self) -> Result<(), OperatorError> {
         self.contents = None;
         self.open_windows = None;
         match self.store.take() {

@@ -28,7 +28,11 @@ pub trait Stage<T>: Send {
     ///
     /// # Errors
     /// The operator's, naming what failed.
-    fn on_batch(&mut self, b: Batch<T>, ctx: &mut WorkerCtx) -> Result<(), String>;
+    fn on_batch(
+        &mut self,
+        b: Batch<T>,
+        ctx: &mut WorkerCtx,
+    ) -> Result<(), crate::error::OperatorError>;
     /// Its output port's [`crate::port::OutputPort::flush`].
     fn flush(&mut self, ctx: &mut WorkerCtx, which: Flush) -> bool;
     /// Forwards `Marker(time)` (tracking `markers`): an element-wise operator holds nothing back.
@@ -86,7 +90,7 @@ pub struct ChainedEdge<T> {
     pub(super) lineage: Option<(Time, Time)>,
     epoch: u64,
     /// The consumer's first error, reported by the producer's step.
-    failure: Option<String>,
+    failure: Option<crate::error::OperatorError>,
 }
 
 impl<T> ChainedEdge<T> {
@@ -156,7 +160,7 @@ impl<T> ChainedEdge<T> {
     }
 
     /// The consumer's first error, once.
-    pub fn failure(&mut self) -> Option<String> {
+    pub fn failure(&mut self) -> Option<crate::error::OperatorError> {
         self.failure.take()
     }
 

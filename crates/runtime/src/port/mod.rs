@@ -45,7 +45,7 @@ impl<T: Clone + Send> OutputPort<T> {
     }
 
     /// The first error of a chained consumer, once (the producer's step fails with it).
-    pub fn failure(&mut self) -> Option<String> {
+    pub fn failure(&mut self) -> Option<crate::error::OperatorError> {
         self.chained.iter_mut().find_map(ChainedEdge::failure)
     }
 

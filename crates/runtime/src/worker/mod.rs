@@ -33,18 +33,20 @@ const SPIN_NS: u64 = 2_000;
 /// Why a worker's loop ended without finishing.
 #[derive(Debug, thiserror::Error)]
 pub(crate) enum WorkerError {
-    /// One of its vertex instances (or its acks' hand-off) failed, saying what failed.
+    /// One of its vertex instances failed, saying what failed.
+    #[error(transparent)]
+    Vertex(#[from] crate::error::OperatorError),
+    /// trAcker's glue failed: its acks could not be handed to the process acker
+    /// (`progress/handoff.rs`), or a frontier notification could not be read
+    /// (`progress/frontiers.rs`).
     #[error("{0}")]
-    Failed(String),
+    Progress(String),
+    /// A connection it reads (`--net-reads worker`, `net/worker_reads.rs`) failed.
+    #[error("{0}")]
+    Net(String),
     /// Another thread failed and raised the abort flag; this worker did not fail itself.
     #[error("aborted because another thread failed")]
     Aborted,
-}
-
-impl From<String> for WorkerError {
-    fn from(message: String) -> Self {
-        WorkerError::Failed(message)
-    }
 }
 
 /// Everything one worker thread owns.
@@ -87,11 +89,14 @@ impl Worker {
 
     /// One pass over every vertex: read notifications, step, flush expired batches, hand acks on
     /// when due. Returns whether any vertex did work.
-    fn iteration(&mut self) -> Result<bool, String> {
+    fn iteration(&mut self) -> Result<bool, WorkerError> {
         self.ctx.now_ns = crate::measure::clock::now_ns();
         self.ctx.wake_at_ns = u64::MAX;
         if let Some(inbox) = &self.inbox {
-            self.ctx.frontiers.read(inbox)?;
+            self.ctx
+                .frontiers
+                .read(inbox)
+                .map_err(WorkerError::Progress)?;
         }
         let cpu = &mut self.cpu;
         cpu.begin_iteration();
@@ -115,12 +120,13 @@ impl Worker {
         }
         cpu.task(Task::Flush);
         if let (Some(h), Some(tr)) = (&mut self.handoff, ctx.progress.tracker()) {
-            h.after_iteration(tr, ctx.now_ns)?;
+            h.after_iteration(tr, ctx.now_ns)
+                .map_err(WorkerError::Progress)?;
         }
         cpu.task(Task::Acks);
         crate::net::outbox::flush_queued();
         if let Some(s) = self.sockets.as_mut().filter(|s| s.due(ctx.now_ns)) {
-            s.wait(Duration::ZERO)?;
+            s.wait(Duration::ZERO).map_err(WorkerError::Net)?;
             s.read();
         }
         cpu.task(Task::Network);
@@ -154,7 +160,7 @@ impl Worker {
 
     /// Nothing to do: send partial batches and hand acks on at once (so notifications do not
     /// wait for a timer at low load); if that did nothing either, spin or park until woken.
-    fn idle(&mut self) -> Result<(), String> {
+    fn idle(&mut self) -> Result<(), WorkerError> {
         let cpu = &mut self.cpu;
         let ctx = &mut self.ctx;
         let mut did = false;
@@ -165,7 +171,7 @@ impl Worker {
         self.pass_on = did && !ctx.batching.flush_on_idle;
         cpu.task(Task::Flush);
         if let (Some(h), Some(tr)) = (&mut self.handoff, ctx.progress.tracker()) {
-            if let Some(at) = h.on_idle(tr, ctx.now_ns)? {
+            if let Some(at) = h.on_idle(tr, ctx.now_ns).map_err(WorkerError::Progress)? {
                 ctx.wake_at(at);
             }
         }
@@ -182,7 +188,7 @@ impl Worker {
                 let d = MAX_PARK.min(Duration::from_nanos(wait));
                 match &mut self.sockets {
                     Some(s) => {
-                        cpu.park(|| s.wait(d))?;
+                        cpu.park(|| s.wait(d)).map_err(WorkerError::Net)?;
                         s.read();
                         cpu.task(Task::Network);
                     }
@@ -197,7 +203,7 @@ impl Worker {
     /// acks, close every vertex.
     ///
     /// # Errors
-    /// The first vertex error ([`WorkerError::Failed`]), or [`WorkerError::Aborted`] when
+    /// The first vertex error ([`WorkerError::Vertex`]) or hand-off error, or [`WorkerError::Aborted`] when
     /// another thread failed.
     pub fn run(mut self) -> Result<WorkerResult, WorkerError> {
         crate::measure::clock::set_timer_slack(self.ctx.batching.timer_slack_ns);
@@ -223,7 +229,8 @@ impl Worker {
             }
         }
         if let (Some(h), Some(tr)) = (&mut self.handoff, self.ctx.progress.tracker()) {
-            h.finish(tr, self.ctx.now_ns)?;
+            h.finish(tr, self.ctx.now_ns)
+                .map_err(WorkerError::Progress)?;
         }
         self.ctx.now_ns = crate::measure::clock::now_ns();
         self.publish();

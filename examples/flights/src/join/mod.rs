@@ -20,6 +20,7 @@ use std::io::Write;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex, OnceLock};
 use xorflow_runtime::job_options;
+use xorflow_runtime::operators::OperatorError;
 use xorflow_runtime::{
     Aggregate, Dataflow, Element, RunError, RuntimeConfig, Sink, Source, SourceOutput, SourcePoll,
     WindowResult,
@@ -176,7 +177,7 @@ impl Source<JoinRecord> for RowsSource {
         Some(self.next.to_string())
     }
 
-    fn seek(&mut self, position: &str) -> Result<(), String> {
+    fn seek(&mut self, position: &str) -> Result<(), OperatorError> {
         let next: usize = (position.parse().ok())
             .filter(|&n| n <= self.records.len())
             .ok_or_else(|| format!("position '{position}' is not a record of this share"))?;
@@ -200,7 +201,7 @@ impl Sink<WindowResult<String, Vec<(u64, Vec<String>)>>> for Collected {
     fn write(
         &mut self,
         batch: Vec<Element<WindowResult<String, Vec<(u64, Vec<String>)>>>>,
-    ) -> Result<(), String> {
+    ) -> Result<(), OperatorError> {
         let Some(rows) = &self.0 else {
             return Err("results reached a process without the output file".into());
         };

@@ -30,6 +30,7 @@ use std::sync::{Arc, Mutex};
 use xorflow_core::{Element, WindowResult};
 use xorflow_runtime::connectors::output_file::PendingFile;
 use xorflow_runtime::net::cluster::Launch;
+use xorflow_runtime::operators::OperatorError;
 use xorflow_runtime::{Dataflow, JobError, RunError, RuntimeConfig, Sink};
 
 /// Environment variable carrying the agreed start time to the processes of a local launch.
@@ -193,7 +194,10 @@ type Rows = Vec<(u32, u64, u64)>;
 struct Collect(Option<Arc<Mutex<Rows>>>);
 
 impl Sink<WindowResult<u32, (u64, u64)>> for Collect {
-    fn write(&mut self, batch: Vec<Element<WindowResult<u32, (u64, u64)>>>) -> Result<(), String> {
+    fn write(
+        &mut self,
+        batch: Vec<Element<WindowResult<u32, (u64, u64)>>>,
+    ) -> Result<(), OperatorError> {
         let Some(rows) = &self.0 else {
             return Err("results reached a process without the output".into());
         };
