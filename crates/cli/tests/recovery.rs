@@ -7,7 +7,9 @@
 //! A run slower than [`RUN_TIMEOUT`] is killed and fails the test.
 
 mod common;
-use common::procs::{kill9, live_child, running, wait_first_checkpoint, wait_output};
+use common::procs::{
+    children_with_env, kill9, live_child, running, wait_first_checkpoint, wait_output,
+};
 use common::{bin, flights_csv, rows_of};
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
@@ -166,14 +168,21 @@ impl<'a> Scenario<'a> {
     /// then running, so a second kill hits the restarted job. Returns the finished run.
     fn run_killing(&self, victims: &[usize], at: &[Duration]) -> Output {
         let child = self.command(false).spawn().expect("start xorflow");
-        let mut killed = Vec::new();
+        // Every process of an attempt that lost one: the next victim is of the attempt after
+        // it. (Killing a survivor that process 0 is about to stop would make two kills one
+        // restart; a loaded machine's slow detection made that happen.)
+        let mut stale = Vec::new();
         wait_first_checkpoint(&self.dir.join("checkpoints"));
         for (&v, &after) in victims.iter().zip(at) {
+            live_child(child.id(), v, &stale);
             thread::sleep(after);
-            let pid = live_child(child.id(), v, &killed);
+            let pid = live_child(child.id(), v, &stale);
+            // Read before the kill: the next attempt's processes start only after it.
+            stale.extend((1..=8).flat_map(|i| {
+                children_with_env(child.id(), "XORFLOW_LOCAL_PROCESS", &i.to_string())
+            }));
             // SIGKILL: the process gets no chance to say goodbye.
             kill9(pid);
-            killed.push(pid);
         }
         wait_done(child)
     }
