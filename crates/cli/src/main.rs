@@ -5,6 +5,8 @@ use clap::{Args, CommandFactory, Parser, Subcommand};
 use std::io::IsTerminal;
 use std::path::PathBuf;
 use std::time::Duration;
+use xorflow_cli::job_file;
+use xorflow_cli::kafka_input::topic_of;
 use xorflow_cli::logging::{init_logging, LogArgs};
 use xorflow_cli::options::secs;
 use xorflow_cli::outcome::{finish, quiet, CommandError, Outcome};
@@ -15,7 +17,6 @@ use xorflow_runtime::args::EngineArgs;
 extern crate xorflow_cli;
 
 mod file_job;
-mod job_file;
 mod kafka;
 mod log;
 mod ysb;
@@ -91,7 +92,7 @@ struct FlightsArgs {
     #[arg(long, default_value = "out/flights_hourly.csv")]
     output: PathBuf,
     #[command(flatten)]
-    kafka_input: kafka::KafkaInputArgs,
+    kafka_input: xorflow_cli::kafka_input::KafkaInputArgs,
     #[command(flatten)]
     changelog: ChangelogOpts,
     /// Summary JSON.
@@ -302,8 +303,8 @@ fn changelog_line(
 fn kafka_options(a: &FlightsArgs) -> Result<xorflow_flights::job::KafkaOptions, String> {
     let input = a.kafka_input.options();
     Ok(xorflow_flights::job::KafkaOptions {
-        input: kafka::topic_of("--input", &a.input)?,
-        output: kafka::topic_of("--output", &a.output)?,
+        input: topic_of("--input", &a.input)?,
+        output: topic_of("--output", &a.output)?,
         idle_timeout: input.idle_timeout,
         follow: input.follow,
     })
@@ -446,4 +447,24 @@ fn main() -> Outcome {
         Command::Kafka { cmd } => kafka::run(cmd),
         Command::Log { cmd } => log::run(cmd),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The shipped example parses into a valid `xorflow run` command.
+    #[test]
+    fn the_example_job_file_is_valid() {
+        let p = concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../../examples/jobs/flights.toml"
+        );
+        let argv = vec!["xorflow".into(), "run".into(), "--config".into(), p.into()];
+        let v = job_file::expand(argv, &Cli::command()).unwrap();
+        assert!(v.len() > 10, "{v:?}");
+        if let Err(e) = Cli::try_parse_from(v) {
+            panic!("{e}");
+        }
+    }
 }

@@ -21,7 +21,7 @@ pub struct YsbArgs {
     #[arg(long, default_value = "data/ysb/kafka-json.txt")]
     input: PathBuf,
     #[command(flatten)]
-    kafka: crate::kafka::KafkaInputArgs,
+    kafka: xorflow_cli::kafka_input::KafkaInputArgs,
     /// Also write each window, as it closes, into this Redis in the original benchmark's layout
     /// (campaign hash -> window -> seen_count, time_updated; docs/ysb.md).
     #[arg(long, value_name = "redis://HOST:PORT")]
@@ -60,7 +60,7 @@ pub fn run(a: YsbArgs) -> Result<(), CommandError> {
         Ok::<_, String>((
             millis(a.lateness, "lateness", 0)?,
             millis(a.granularity, "granularity", 1)?,
-            crate::kafka::topic_of("--input", &a.input)?,
+            xorflow_cli::kafka_input::topic_of("--input", &a.input)?,
         ))
     })();
     let (lateness_ms, granularity_ms, topic) = parsed.map_err(CommandError::Config)?;
