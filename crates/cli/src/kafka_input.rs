@@ -1,6 +1,6 @@
-//! The options of a job's input topic (`--input kafka://...`), in the library so that every
-//! binary's jobs read a topic with one set of flags (`run flights`, crates/cli/src/main.rs;
-//! `run ysb`, crates/cli/src/ysb.rs).
+//! The options of a job's input topic (`--input kafka://...`), in the library so that both
+//! binaries' jobs read a topic with one set of flags (`xorflow run flights`,
+//! crates/cli/src/main.rs; `xorflow-lab run ysb`, crates/lab/src/ysb_job.rs).
 
 use clap::Args;
 use std::path::Path;

