@@ -1,6 +1,6 @@
 #!/bin/bash
 # What event logging costs the YSB job (the Cloudprofiler paper, section 6.6: 2.2 % of throughput;
-# our aim < 2 %): `xorflow run ysb` in catch-up mode on a generated file, without --log and with
+# our aim < 2 %): `xorflow-lab run ysb` in catch-up mode on a generated file, without --log and with
 # each SPEC, alternating run by run (the machine is shared: side by side, never one block after the
 # other), medians of REPS runs of events/s. Usage:
 #   scripts/log-overhead.sh [EVENTS] [REPS] [SPEC...]   (defaults: 3000000 7 '*=xoy:1/64' '*=buffered')
@@ -8,10 +8,11 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 events=${1:-3000000}; reps=${2:-7}; shift $(( $# < 2 ? $# : 2 ))
 specs=("$@"); [ ${#specs[@]} -gt 0 ] || specs=('*=xoy:1/64' '*=buffered')
-x=target/release/xorflow
-[ -x "$x" ] && [ -x "$x-lab" ] || cargo build --release -p xorflow-cli -p xorflow-lab
+# The YSB's job and generator are both the lab's (crates/lab/src/ysb_job.rs, ysb.rs).
+x=target/release/xorflow-lab
+[ -x "$x" ] || cargo build --release -p xorflow-lab
 work=$(mktemp -d); trap 'rm -rf "$work"' EXIT
-$x-lab ysb generate --events "$events" --start-ms 1700000000000 --output "$work/k.txt" \
+$x ysb generate --events "$events" --start-ms 1700000000000 --output "$work/k.txt" \
   --ad-campaigns "$work/a.txt" > /dev/null
 run() { # spec -> events/s
   local extra=()

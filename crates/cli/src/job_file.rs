@@ -1,4 +1,5 @@
-//! `xorflow run --config job.toml`: a job file holding the options of one `run` job.
+//! `xorflow run --config job.toml`: a job file holding the options of one `run` job. It is the
+//! library's, so that any binary with a `run` of jobs reads job files one way.
 //!
 //! ```toml
 //! job = "flights"                 # the job: flights, flights-weather, ysb or file
@@ -15,7 +16,8 @@
 //! against the job's own options, so the two cannot drift apart), and an option on the command
 //! line overrides the file's (the jobs' subcommands let an option override itself). An unknown
 //! key, a value of the wrong kind or a job the command line contradicts is an error naming the
-//! key and the file; clap then parses the values as it parses flags.
+//! key and the file; clap then parses the values as it parses flags. A hidden job is one that
+//! moved to another binary: its file is refused with the job's `about`, which says where.
 
 use clap::ArgAction;
 use std::ffi::OsString;
@@ -24,15 +26,20 @@ use std::path::Path;
 /// The option that names the job file.
 const CONFIG: &str = "--config";
 
-/// Rewrites `argv` if it is `xorflow [global options] run ... --config FILE ...`: the file's job
-/// and options are put where clap expects them, ahead of the command line's own options.
-/// Anything else is returned as it came.
+/// Rewrites `argv` if it is `PROGRAM [global options] run ... --config FILE ...` (PROGRAM being
+/// `cli`'s name): the file's job and options are put where clap expects them, ahead of the
+/// command line's own options. Anything else is returned as it came, a `run` further on (say in
+/// the command `xorflow-lab profile -- ...` runs) included.
 ///
 /// # Errors
-/// The file cannot be read or parsed, names no job or a job other than the command line's, or
-/// holds an unknown key or a value of the wrong kind (each message names the file).
+/// The file cannot be read or parsed, names no job, a job of the other binary or a job other
+/// than the command line's, or holds an unknown key or a value of the wrong kind (each message
+/// names the file).
 pub fn expand(argv: Vec<OsString>, cli: &clap::Command) -> Result<Vec<OsString>, String> {
-    let Some(run) = argv.iter().position(|a| a == "run") else {
+    let Some(run_cmd) = cli.find_subcommand("run") else {
+        return Ok(argv);
+    };
+    let Some(run) = subcommand_at(&argv, cli).filter(|&i| argv[i] == "run") else {
         return Ok(argv);
     };
     let mut rest: Vec<OsString> = argv[run + 1..].to_vec();
@@ -51,21 +58,50 @@ pub fn expand(argv: Vec<OsString>, cli: &clap::Command) -> Result<Vec<OsString>,
     if named.is_some() {
         rest.remove(0);
     }
-    let job = job_name(&table, named, &path)?;
-    let run_cmd = cli.find_subcommand("run").expect("xorflow has `run`");
+    let program = cli.get_name();
+    let jobs: Vec<&str> = (run_cmd.get_subcommands())
+        .filter(|c| !c.is_hide_set())
+        .map(|c| c.get_name())
+        .collect();
+    let job = job_name(&table, named, &path, program, &jobs)?;
     let job_cmd = run_cmd.find_subcommand(&job).ok_or_else(|| {
-        let known: Vec<_> = run_cmd.get_subcommands().map(|c| c.get_name()).collect();
         format!(
             "job file '{}': unknown job '{job}' (one of: {})",
             path.display(),
-            known.join(", ")
+            jobs.join(", ")
         )
     })?;
+    if job_cmd.is_hide_set() {
+        let moved = job_cmd.get_about().map(ToString::to_string);
+        return Err(format!(
+            "job file '{}': {}",
+            path.display(),
+            moved.unwrap_or_else(|| format!("`{program} run` has no job '{job}'"))
+        ));
+    }
     let mut out: Vec<OsString> = argv[..=run].to_vec();
     out.push(job.into());
-    out.extend(options(&table, job_cmd, &path)?);
+    out.extend(options(&table, job_cmd, &path, program)?);
     out.extend(rest);
     Ok(out)
+}
+
+/// Where `argv`'s subcommand is: its first argument that is neither an option of `cli` (global
+/// ones such as `--log-format`) nor such an option's value.
+fn subcommand_at(argv: &[OsString], cli: &clap::Command) -> Option<usize> {
+    let mut i = 1;
+    while i < argv.len() {
+        let a = argv[i].to_string_lossy();
+        let Some(long) = a.strip_prefix("--") else {
+            return (!a.starts_with('-')).then_some(i);
+        };
+        let takes_value = !long.contains('=')
+            && (cli.get_arguments())
+                .find(|x| x.get_long() == Some(long))
+                .is_some_and(|x| x.get_action().takes_values());
+        i += if takes_value { 2 } else { 1 };
+    }
+    None
 }
 
 /// Removes `--config FILE` or `--config=FILE` from `args` and returns FILE.
@@ -87,14 +123,21 @@ fn take_config(args: &mut Vec<OsString>) -> Result<Option<std::path::PathBuf>, S
 }
 
 /// The job: the file's `job` key and the command line's subcommand, which must agree if both
-/// are given.
-fn job_name(table: &toml::Table, named: Option<String>, path: &Path) -> Result<String, String> {
+/// are given. `jobs` are `program`'s, for the message when neither is.
+fn job_name(
+    table: &toml::Table,
+    named: Option<String>,
+    path: &Path,
+    program: &str,
+    jobs: &[&str],
+) -> Result<String, String> {
+    let example = jobs.first().copied().unwrap_or("flights");
     let file = match table.get("job") {
         None => None,
         Some(toml::Value::String(s)) => Some(s.clone()),
         Some(v) => {
             return Err(format!(
-                "job file '{}': 'job' must be a string such as \"flights\", not {}",
+                "job file '{}': 'job' must be a string such as \"{example}\", not {}",
                 path.display(),
                 v.type_str()
             ))
@@ -107,16 +150,22 @@ fn job_name(table: &toml::Table, named: Option<String>, path: &Path) -> Result<S
         )),
         (Some(j), _) | (None, Some(j)) => Ok(j),
         (None, None) => Err(format!(
-            "job file '{}' names no job: add job = \"flights\" (or flights-weather, ysb, file), or \
-             name it on the command line: xorflow run flights --config ...",
-            path.display()
+            "job file '{}' names no job: add job = \"{example}\" (one of: {}), or name it on \
+             the command line: {program} run {example} --config ...",
+            path.display(),
+            jobs.join(", ")
         )),
     }
 }
 
-/// The file's `[options]` as command-line options of `job` (in key order: each key is once in
-/// a file, so order does not matter).
-fn options(table: &toml::Table, job: &clap::Command, path: &Path) -> Result<Vec<OsString>, String> {
+/// The file's `[options]` as command-line options of `program`'s `job` (in key order: each key is
+/// once in a file, so order does not matter).
+fn options(
+    table: &toml::Table,
+    job: &clap::Command,
+    path: &Path,
+    program: &str,
+) -> Result<Vec<OsString>, String> {
     for key in table.keys() {
         if key != "job" && key != "options" {
             return Err(format!(
@@ -143,7 +192,7 @@ fn options(table: &toml::Table, job: &clap::Command, path: &Path) -> Result<Vec<
             .find(|a| a.get_long() == Some(key.as_str()))
             .ok_or_else(|| {
                 format!(
-                    "job file '{}': unknown key 'options.{key}': `xorflow run {}` has no \
+                    "job file '{}': unknown key 'options.{key}': `{program} run {}` has no \
                      option --{key}",
                     path.display(),
                     job.get_name()
@@ -194,13 +243,22 @@ mod tests {
     use super::*;
     use clap::{Arg, Command};
 
+    /// A `run` with one job, `flights`, and a hidden one that moved (as `xorflow`'s `ysb`);
+    /// a global option taking a value, and another subcommand taking any arguments.
     fn cli() -> Command {
         let flights = Command::new("flights")
             .arg(Arg::new("input").long("input"))
             .arg(Arg::new("workers").long("workers"))
             .arg(Arg::new("resume").long("resume").action(ArgAction::SetTrue))
             .arg(Arg::new("kafka").long("kafka").action(ArgAction::Append));
-        Command::new("xorflow").subcommand(Command::new("run").subcommand(flights))
+        let moved = Command::new("ysb")
+            .hide(true)
+            .about("ysb is run by the lab: xorflow-lab run ysb");
+        let profile = Command::new("profile").arg(Arg::new("command").num_args(0..).last(true));
+        Command::new("xorflow")
+            .arg(Arg::new("log-format").long("log-format").global(true))
+            .subcommand(Command::new("run").subcommand(flights).subcommand(moved))
+            .subcommand(profile)
     }
 
     fn expand_with(file: &str, args: &[&str]) -> Result<Vec<String>, String> {
@@ -285,19 +343,52 @@ mod tests {
         assert_eq!(got, ["xorflow", "run", "flights", "--workers", "2"]);
     }
 
-    /// The shipped example parses into a valid `xorflow run` command.
+    /// A job that moved to the other binary (hidden) is refused with its `about`; the list of
+    /// jobs leaves it out.
     #[test]
-    fn the_example_job_file_is_valid() {
-        use clap::{CommandFactory, Parser};
-        let p = concat!(
-            env!("CARGO_MANIFEST_DIR"),
-            "/../../examples/jobs/flights.toml"
+    fn a_hidden_job_is_refused_saying_where_it_went() {
+        let e = expand_with(
+            "job = \"ysb\"\n[options]\ninput = \"k.txt\"\n",
+            &["--config", "FILE"],
         );
-        let argv = vec!["xorflow".into(), "run".into(), "--config".into(), p.into()];
-        let v = expand(argv, &crate::Cli::command()).unwrap();
-        assert!(v.len() > 10, "{v:?}");
-        if let Err(e) = crate::Cli::try_parse_from(v) {
-            panic!("{e}");
-        }
+        let e = e.unwrap_err();
+        assert_eq!(
+            e,
+            "job file 'FILE': ysb is run by the lab: xorflow-lab run ysb"
+        );
+        let e = expand_with("[options]\n", &["ysb", "--config", "FILE"]).unwrap_err();
+        assert!(e.ends_with("xorflow-lab run ysb"), "{e}");
+        let e = expand_with("job = \"nope\"\n", &["--config", "FILE"]).unwrap_err();
+        assert!(e.ends_with("unknown job 'nope' (one of: flights)"), "{e}");
+        let e = expand_with("", &["--config", "FILE"]).unwrap_err();
+        assert!(e.contains("(one of: flights)"), "{e}");
+        assert!(e.contains("xorflow run flights --config"), "{e}");
+    }
+
+    /// Only `run` as the subcommand is expanded: after a global option's value, yes; inside
+    /// another subcommand's arguments (a command to profile), no.
+    #[test]
+    fn only_the_run_subcommand_is_expanded() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("job.toml");
+        std::fs::write(&p, "job = \"flights\"\n[options]\nworkers = 2\n").unwrap();
+        let p = p.to_str().unwrap();
+        let argv = |a: &[&str]| a.iter().map(OsString::from).collect::<Vec<_>>();
+        let global = argv(&["xorflow", "--log-format", "json", "run", "--config", p]);
+        let got = expand(global, &cli()).unwrap();
+        assert_eq!(
+            got,
+            argv(&[
+                "xorflow",
+                "--log-format",
+                "json",
+                "run",
+                "flights",
+                "--workers",
+                "2"
+            ])
+        );
+        let nested = argv(&["xorflow", "profile", "--", "xorflow", "run", "--config", p]);
+        assert_eq!(expand(nested.clone(), &cli()).unwrap(), nested);
     }
 }

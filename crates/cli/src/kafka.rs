@@ -1,44 +1,10 @@
-//! `xorflow kafka ...`: loading data into a Kafka topic for the jobs that read one; the options
-//! of a job's input topic.
+//! `xorflow kafka ...`: loading data into a Kafka topic for the jobs that read one. The options
+//! of a job's input topic are the library's (crates/cli/src/kafka_input.rs); loading YSB events is
+//! the lab's (`xorflow-lab kafka produce-ysb`, crates/lab/src/kafka.rs).
 
 use clap::{Args, Subcommand};
-use std::path::{Path, PathBuf};
-use std::time::Duration;
+use std::path::PathBuf;
 use xorflow_cli::outcome::CommandError;
-use xorflow_kafka::KafkaUri;
-
-/// The options of a job that reads a topic (`--input kafka://...`).
-#[derive(Args)]
-pub struct KafkaInputArgs {
-    /// With a Kafka input: a partition without records for this long stops holding the
-    /// windows back (Flink's idleness).
-    #[arg(long, default_value = "10s", value_parser = humantime::parse_duration)]
-    kafka_idle_timeout: Duration,
-    /// With a Kafka input: keep reading at the end of the partitions (default: end there).
-    #[arg(long)]
-    kafka_follow: bool,
-}
-
-impl KafkaInputArgs {
-    /// The job's input options.
-    pub fn options(&self) -> xorflow_kafka::InputOptions {
-        xorflow_kafka::InputOptions {
-            idle_timeout: self.kafka_idle_timeout,
-            follow: self.kafka_follow,
-        }
-    }
-}
-
-/// The topic `path` names (`kafka://HOST:PORT/TOPIC`), or `None` for a file.
-///
-/// # Errors
-/// A malformed Kafka address, prefixed with `flag`.
-pub fn topic_of(flag: &str, path: &Path) -> Result<Option<KafkaUri>, String> {
-    let text = path.to_string_lossy();
-    (KafkaUri::is_kafka(&text).then(|| KafkaUri::parse(&text)))
-        .transpose()
-        .map_err(|e| format!("{flag}: {e}"))
-}
 
 /// Kafka tools.
 #[derive(Subcommand)]
@@ -47,10 +13,10 @@ pub enum KafkaCmd {
     /// record first in each partition, then one record per row in arrival order (scheduled
     /// departure + delay), round-robin over the partitions, stamped with its arrival time.
     ProduceFlights(ProduceFlightsArgs),
-    /// Load a YSB events file (`xorflow-lab ysb generate`'s kafka-json.txt) into a topic: one record
-    /// per valid event, its JSON text verbatim, no key, stamped with its event time,
-    /// round-robin over the partitions in file order (docs/ysb.md, "Kafka input").
-    ProduceYsb(ProduceYsbArgs),
+    // Moved to `xorflow-lab kafka produce-ysb` with the YSB job (crates/lab/src/kafka.rs): hidden,
+    // it fails saying so.
+    #[command(hide = true, about = crate::PRODUCE_YSB_MOVED, disable_help_flag = true)]
+    ProduceYsb(crate::Moved),
     /// Print every committed record of a topic (read_committed), one value per line, from
     /// each partition's start to its end, partition by partition; then exit.
     Consume(ConsumeArgs),
@@ -85,52 +51,13 @@ pub struct ProduceFlightsArgs {
     partitions: usize,
 }
 
-#[derive(Args)]
-pub struct ProduceYsbArgs {
-    /// The events file, one JSON event per line.
-    #[arg(long, default_value = "data/ysb/kafka-json.txt")]
-    input: PathBuf,
-    /// The broker(s), HOST:PORT[,HOST:PORT...] (`scripts/kafka.sh start` prints it).
-    #[arg(long, default_value = "127.0.0.1:9092")]
-    bootstrap: String,
-    /// The topic; created with --partitions partitions if it does not exist (the original's
-    /// is "ad-events").
-    #[arg(long, default_value = "ad-events")]
-    topic: String,
-    /// Partitions of a new topic (an existing one must have as many).
-    #[arg(long, default_value_t = 1)]
-    partitions: usize,
-}
-
 /// Runs a `kafka` subcommand; prints what it did on stdout, errors on stderr (exit 2).
 pub fn run(cmd: KafkaCmd) -> Result<(), CommandError> {
     match cmd {
         KafkaCmd::ProduceFlights(a) => produce_flights(&a),
-        KafkaCmd::ProduceYsb(a) => produce_ysb(&a),
+        KafkaCmd::ProduceYsb(_) => Err(CommandError::Config(crate::PRODUCE_YSB_MOVED.into())),
         KafkaCmd::Consume(a) => consume(&a),
     }
-}
-
-fn produce_ysb(a: &ProduceYsbArgs) -> Result<(), CommandError> {
-    let uri = KafkaUri::parse(&format!("kafka://{}/{}", a.bootstrap, a.topic));
-    let done = uri
-        .and_then(|u| xorflow_ysb::kafka::produce_ysb(&a.input, &u, a.partitions).map(|p| (u, p)));
-    let (uri, p) = done.map_err(CommandError::Input)?;
-    for (line, why) in &p.malformed_examples {
-        say!("warning: skipped {} line {line}: {why}", a.input.display());
-    }
-    let line = format!(
-        "produce-ysb: {} events ({} malformed lines skipped) -> {uri} ({} partitions, {})\n",
-        p.events,
-        p.malformed,
-        p.partitions,
-        if p.created {
-            "created"
-        } else {
-            "appended to an existing topic"
-        }
-    );
-    crate::print_out(&line)
 }
 
 fn consume(a: &ConsumeArgs) -> Result<(), CommandError> {

@@ -11,7 +11,7 @@ use std::process::{Command, Output};
 const ELEMENTS: u64 = 200_000;
 
 fn xorflow(args: &[&str]) -> Output {
-    Command::new(common::exe_for(args[0]))
+    Command::new(common::exe_for(args))
         .args(args)
         .env_remove("XORFLOW_LOCAL_PROCESS")
         .output()

@@ -1,6 +1,7 @@
 //! One exit-status rule for every job, as README's "Exit status" states it and
 //! `crates/cli/src/outcome.rs` decides it: 2 for bad input, option or configuration (a port in
-//! use and a checkpoint directory of another job included), 1 when the engine fails.
+//! use, a checkpoint directory of another job and a command that moved to `xorflow-lab`
+//! included), 1 when the engine fails.
 //!
 //! Small files written to temporary directories; each run ends within seconds.
 
@@ -56,19 +57,61 @@ fn workers_0_exits_2_for_every_job() {
     let out = dir.path().join("out.csv").display().to_string();
     let mut file = file_job(&input, &out, "tumbling:1m");
     file.extend(["--workers", "0"]);
-    let jobs: [(&str, Vec<&str>); 4] = [
+    // The YSB job's case is the lab's (crates/lab/tests/ysb.rs, bad_inputs_exit_2_...).
+    let jobs: [(&str, Vec<&str>); 3] = [
         ("file", file),
         ("flights", vec!["run", "flights", "--workers", "0"]),
         (
             "flights-weather",
             vec!["run", "flights-weather", "--workers", "0"],
         ),
-        ("ysb", vec!["run", "ysb", "--workers", "0"]),
     ];
     for (label, args) in &jobs {
         assert_exit(&xorflow(args), 2, "--workers 0", label);
     }
     assert!(!Path::new(&out).exists(), "a refused run wrote its output");
+}
+
+/// Catches: `xorflow run ysb`, `xorflow kafka produce-ysb` or a job file naming `ysb` doing
+/// anything but saying, in one line with status 2, that the lab runs them now
+/// (crates/cli/src/main.rs, YSB_MOVED); `run --help` listing `ysb`.
+#[test]
+fn ysb_moved_to_the_lab_exits_2_in_one_line_saying_where() {
+    let dir = tempfile::tempdir().unwrap();
+    let job = dir.path().join("ysb.toml");
+    std::fs::write(&job, "job = \"ysb\"\n[options]\nworkers = 2\n").unwrap();
+    let job = job.display().to_string();
+    for (args, says) in [
+        (vec!["run", "ysb"], "`xorflow-lab run ysb`"),
+        (
+            vec!["run", "ysb", "--workers", "2", "--help"],
+            "`xorflow-lab run ysb`",
+        ),
+        (vec!["run", "--config", &job], "`xorflow-lab run ysb`"),
+        (
+            vec!["run", "ysb", "--config", &job],
+            "`xorflow-lab run ysb`",
+        ),
+        (
+            vec!["kafka", "produce-ysb", "--partitions", "3"],
+            "`xorflow-lab kafka produce-ysb`",
+        ),
+    ] {
+        let o = xorflow(&args);
+        let label = format!("{args:?}");
+        assert_exit(&o, 2, says, &label);
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(err.lines().count(), 1, "{label}: {err}");
+        assert!(err.starts_with("error: "), "{label}: {err}");
+        assert!(o.stdout.is_empty(), "{label}");
+    }
+    let help = xorflow(&["run", "--help"]);
+    assert!(help.status.success());
+    let help = String::from_utf8_lossy(&help.stdout);
+    assert!(
+        help.contains("flights-weather") && !help.contains("ysb"),
+        "{help}"
+    );
 }
 
 /// Catches: a `--metrics-addr` port held by another process reported as the engine's failure

@@ -1,12 +1,14 @@
 //! `xorflow-lab`: the experiments beside the engine. The bench stand and its experiments
-//! (`bench ...`), the peer engines (timely dataflow, Apache Flink, Apache Storm), the YSB
-//! generator (`ysb generate`), the task-level CPU profiler (`profile`) and the wide-area delay
-//! tools (`delay-router`, `delay-proxy`). It drives the `xorflow` binary beside it where an
+//! (`bench ...`), the peer engines (timely dataflow, Apache Flink, Apache Storm), the Yahoo
+//! Streaming Benchmark (its job, `run ysb`; its generator, `ysb generate`; loading its events
+//! into Kafka, `kafka produce-ysb`), the task-level CPU profiler (`profile`) and the wide-area
+//! delay tools (`delay-router`, `delay-proxy`). It drives the `xorflow` binary beside it where an
 //! experiment runs a job as a user would (`xorflow run ...`); users of the engine need only
 //! `xorflow` (crates/cli).
 
-use clap::{Parser, Subcommand};
+use clap::{CommandFactory, Parser, Subcommand};
 use std::path::PathBuf;
+use xorflow_cli::job_file;
 use xorflow_cli::logging::{init_logging, LogArgs};
 use xorflow_cli::outcome::{finish, CommandError, Outcome};
 
@@ -17,10 +19,12 @@ mod congestion;
 mod cpu;
 mod delay_proxy;
 mod delay_router;
+mod kafka;
 mod profile;
 mod sustainable;
 mod wan;
 mod ysb;
+mod ysb_job;
 
 #[derive(Parser)]
 #[command(
@@ -44,10 +48,24 @@ enum Command {
         #[command(subcommand)]
         bench: bench::Bench,
     },
+    /// Run a job: the Yahoo Streaming Benchmark's (docs/ysb.md).
+    Run {
+        /// A job file (TOML): `job = "ysb"` and an [options] table holding any option of the
+        /// job by its long name; options on the command line override it (docs/jobs.md).
+        #[arg(long, value_name = "FILE")]
+        config: Option<PathBuf>,
+        #[command(subcommand)]
+        job: Job,
+    },
     /// Yahoo Streaming Benchmark tools (docs/ysb.md).
     Ysb {
         #[command(subcommand)]
         cmd: ysb::YsbCmd,
+    },
+    /// Kafka tools of the lab (docs/ysb.md, "Kafka input"); the engine's are `xorflow kafka`.
+    Kafka {
+        #[command(subcommand)]
+        cmd: kafka::KafkaCmd,
     },
     /// Task-level CPU profile of a command or running processes (the CPU-efficiency paper,
     /// docs/papers.md; docs/profile.md).
@@ -60,14 +78,32 @@ enum Command {
     DelayRouter(delay_router::DelayRouterArgs),
 }
 
+// An option given twice takes its last value, so the command line overrides a job file
+// (crates/cli/src/job_file.rs), as in `xorflow run`.
+#[derive(Subcommand)]
+enum Job {
+    /// The Yahoo Streaming Benchmark in catch-up mode: views per ad campaign in 10 s windows
+    /// from a file of JSON ad events (docs/ysb.md).
+    #[command(args_override_self = true)]
+    Ysb(ysb_job::YsbArgs),
+}
+
 /// Runs the command; its [`Outcome`] is the exit status (`crates/cli/src/outcome.rs`). The
 /// delay tools print their own failures (their lines are read by scripts).
 fn main() -> Outcome {
-    let cli = Cli::parse();
+    let argv = match job_file::expand(std::env::args_os().collect(), &Cli::command()) {
+        Ok(v) => v,
+        Err(e) => return finish(Err(CommandError::Config(e))),
+    };
+    let cli = Cli::parse_from(argv);
     init_logging(cli.log.log_format);
     match cli.command {
         Command::Bench { bench } => finish(bench::run(bench)),
+        Command::Run {
+            job: Job::Ysb(a), ..
+        } => finish(ysb_job::run(a)),
         Command::Ysb { cmd } => finish(ysb::tool(cmd)),
+        Command::Kafka { cmd } => finish(kafka::run(cmd)),
         Command::Profile(a) => finish(profile::run(a)),
         Command::DelayProxy(a) => delay_proxy::run(a),
         Command::DelayRouter(a) => delay_router::run(a),

@@ -1,5 +1,5 @@
 //! The YSB job over Kafka (docs/ysb.md, "Kafka input"): decoding the events from a topic, and
-//! loading an events file into one (`xorflow kafka produce-ysb`).
+//! loading an events file into one (`xorflow-lab kafka produce-ysb`).
 //!
 //! A record's value is one JSON event, as the original generator sends them
 //! (yahoo/streaming-benchmarks `data/src/setup/core.clj`: the JSON text, no key); its event time

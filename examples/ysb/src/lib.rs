@@ -9,7 +9,7 @@
 //! - [`generate`]: the original's generator (`xorflow-lab ysb generate`);
 //! - [`input`]: reading and checking the events file, lateness;
 //! - [`kafka`]: the events from a Kafka topic, and loading a file into one;
-//! - [`job`]: the dataflow (`xorflow run ysb`);
+//! - [`job`]: the dataflow (`xorflow-lab run ysb`);
 //! - [`redis_sink`]: the windows written to Redis in the original's layout (`--redis`);
 //! - [`oracle`]: the same counts without the engine;
 //! - [`bench`]: the generator inside the job at a fixed rate, measured (`xorflow-lab bench ysb`).

@@ -1,4 +1,4 @@
-//! The optional Redis sink (`xorflow run ysb --redis redis://HOST:PORT`): every window result
+//! The optional Redis sink (`xorflow-lab run ysb --redis redis://HOST:PORT`): every window result
 //! written into a redis-server in the layout of the original benchmark's
 //! `CampaignProcessorCommon.writeWindow` (yahoo/streaming-benchmarks,
 //! `streaming-benchmark-common`), so the original's tooling (`setup.core`'s `--check` and

@@ -38,11 +38,14 @@ pub fn lab() -> String {
     }
 }
 
-/// The binary whose subcommand `first` is: `xorflow-lab` for the experiments (`bench`,
-/// `profile`, `delay-router`, `delay-proxy`, `ysb`), `xorflow` for the rest.
-pub fn exe_for(first: &str) -> String {
-    match first {
-        "bench" | "profile" | "delay-router" | "delay-proxy" | "ysb" => lab(),
+/// The binary whose command `args` is: `xorflow-lab` for the experiments (`bench`, `profile`,
+/// `delay-router`, `delay-proxy`, `ysb`) and the YSB job and loader (`run ysb`, `kafka
+/// produce-ysb`: crates/lab/src/ysb_job.rs, kafka.rs), `xorflow` for the rest.
+pub fn exe_for(args: &[&str]) -> String {
+    match args {
+        ["bench" | "profile" | "delay-router" | "delay-proxy" | "ysb", ..]
+        | ["run", "ysb", ..]
+        | ["kafka", "produce-ysb", ..] => lab(),
         _ => bin(),
     }
 }

@@ -6,7 +6,7 @@ use std::process::{Command, Output, Stdio};
 /// Runs `xorflow args` (or `xorflow-lab args`, for the lab's subcommands: [`super::exe_for`]) to
 /// completion (no stdin; not as a local child of another run).
 pub fn xorflow(args: &[&str]) -> Output {
-    Command::new(super::exe_for(args.first().copied().unwrap_or_default()))
+    Command::new(super::exe_for(args))
         .args(args)
         .env_remove("XORFLOW_LOCAL_PROCESS")
         .stdin(Stdio::null())

@@ -1,5 +1,5 @@
-//! YSB fixtures shared by the CLI tests: generated files with the original's skew, and views in
-//! its format.
+//! YSB fixtures shared by the YSB tests (crates/lab/tests/ysb.rs, ysb_kafka.rs, which include this
+//! folder): generated files with the original's skew, and views in its format.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;

@@ -1,6 +1,8 @@
-//! `xorflow run ysb`: the Yahoo Streaming Benchmark's job in catch-up mode (examples/ysb). Its
-//! generator and the YSB experiments are the lab's (`xorflow-lab ysb generate`, `xorflow-lab
-//! bench ysb`: crates/lab).
+//! `xorflow-lab run ysb`: the Yahoo Streaming Benchmark's job in catch-up mode (examples/ysb),
+//! beside its generator and the YSB experiments (crates/lab/src/ysb.rs). It was `xorflow run
+//! ysb`; it lives in the lab so that the engine's binary links neither examples/ysb nor its Redis
+//! client (a shorter cold `make run`). Its options, outputs and exit statuses are as they were:
+//! the engine options, Kafka input options, job files and outcome are crates/cli's library's.
 
 use clap::Args;
 use std::fmt::Write as _;
@@ -12,16 +14,16 @@ use xorflow_cli::say;
 use xorflow_cli::terminal::print_out;
 use xorflow_runtime::args::EngineArgs;
 
-/// `xorflow run ysb`.
+/// `xorflow-lab run ysb`.
 #[derive(Args)]
 pub struct YsbArgs {
     /// The events file, one JSON event per line (`xorflow-lab ysb generate` writes one), or a topic
-    /// kafka://HOST:PORT/TOPIC, one JSON event per record (`xorflow kafka produce-ysb` loads
+    /// kafka://HOST:PORT/TOPIC, one JSON event per record (`xorflow-lab kafka produce-ysb` loads
     /// one; lateness is then judged per partition).
     #[arg(long, default_value = "data/ysb/kafka-json.txt")]
     input: PathBuf,
     #[command(flatten)]
-    kafka: crate::kafka::KafkaInputArgs,
+    kafka: xorflow_cli::kafka_input::KafkaInputArgs,
     /// Also write each window, as it closes, into this Redis in the original benchmark's layout
     /// (campaign hash -> window -> seen_count, time_updated; docs/ysb.md).
     #[arg(long, value_name = "redis://HOST:PORT")]
@@ -53,14 +55,16 @@ pub struct YsbArgs {
     engine: EngineArgs,
 }
 
-/// `xorflow run ysb`.
+/// `xorflow-lab run ysb`. With `--processes N` the runtime starts the other processes from this
+/// process's own executable and arguments (`spawn_children`, crates/runtime/src/net/cluster.rs),
+/// so they are `xorflow-lab run ysb` too; a hostfile run starts each process by hand, likewise.
 pub fn run(a: YsbArgs) -> Result<(), CommandError> {
     let parsed = (|| {
         a.engine.validate()?;
         Ok::<_, String>((
             millis(a.lateness, "lateness", 0)?,
             millis(a.granularity, "granularity", 1)?,
-            crate::kafka::topic_of("--input", &a.input)?,
+            xorflow_cli::kafka_input::topic_of("--input", &a.input)?,
         ))
     })();
     let (lateness_ms, granularity_ms, topic) = parsed.map_err(CommandError::Config)?;

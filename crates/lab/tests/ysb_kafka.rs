@@ -1,6 +1,7 @@
-//! The YSB job over a real Kafka broker (`scripts/kafka.sh`) and a real redis-server: events from
-//! `xorflow-lab ysb generate --with-skew` loaded with `xorflow kafka produce-ysb` into 3 partitions,
-//! plus malformed and late records another producer adds, are counted exactly as the oracle
+//! The YSB job (`xorflow-lab run ysb`; these tests were crates/cli/tests/ysb_kafka.rs) over a
+//! real Kafka broker (`scripts/kafka.sh`) and a real redis-server: events from `xorflow-lab ysb
+//! generate --with-skew` loaded with `xorflow-lab kafka produce-ysb` into 3 partitions, plus
+//! malformed and late records another producer adds, are counted exactly as the oracle
 //! (`examples/ysb/src/oracle.rs`) counts each partition's records in offset order (lateness is
 //! per partition), in one process and in two; the bad records are named by partition and
 //! offset; a missing topic or broker exits 2 leaving no output. With `--redis`, the windows read
@@ -10,6 +11,7 @@
 //! Needs Java 17 and Maven for the broker, redis-server for Redis (`.ci/run` installs them);
 //! skipped without them outside CI.
 
+#[path = "../../cli/tests/common/mod.rs"]
 mod common;
 use common::procs::{free_ports, wait_listening};
 use std::collections::BTreeMap;
@@ -28,10 +30,11 @@ const RUN_TIMEOUT: Duration = Duration::from_secs(90);
 /// The job's default lateness, ms.
 const LATENESS_MS: u64 = 100;
 
-/// Runs `xorflow args...` as a top-level run, killing it (kill -9) and failing past
+/// Runs `xorflow-lab args...` (`xorflow` for the engine's `kafka consume`: [`common::exe_for`]) as
+/// a top-level run, killing it (kill -9) and failing past
 /// [`RUN_TIMEOUT`]. Its output is read while it runs: a full pipe must not stall it.
 fn xorflow(args: &[&str]) -> Output {
-    let child = Command::new(common::exe_for(args[0]))
+    let child = Command::new(common::exe_for(args))
         .args(args)
         .env_remove("XORFLOW_LOCAL_PROCESS")
         .stdin(Stdio::null())

@@ -1,9 +1,14 @@
-//! The YSB job end to end through the binary: files from `xorflow-lab ysb generate` (with the
-//! original's skew and late events, plus malformed lines, a late view and a view of an unknown
-//! ad added here) are counted exactly as the oracle (`examples/ysb/src/oracle.rs`) counts them,
-//! in one process and in two; bad inputs exit 2 naming what is wrong; a worker process killed
-//! with kill -9 fails the run promptly and leaves no result file.
+//! The YSB job end to end through the lab's binary (`xorflow-lab run ysb`,
+//! crates/lab/src/ysb_job.rs; it was `xorflow run ysb`, and these tests were
+//! crates/cli/tests/ysb.rs): files from
+//! `xorflow-lab ysb generate` (with the original's skew and late events, plus malformed lines, a
+//! late view and a view of an unknown ad added here) are counted exactly as the oracle
+//! (`examples/ysb/src/oracle.rs`) counts them, in one process and in two (the second one started
+//! by the first from its own executable, so `xorflow-lab` again); a job file runs as its flags
+//! do; bad inputs exit 2 naming what is wrong; a worker process killed with kill -9 fails the
+//! run promptly and leaves no result file.
 
+#[path = "../../cli/tests/common/mod.rs"]
 mod common;
 use common::procs::{children_with_env, running};
 use std::io::Write;
@@ -16,9 +21,10 @@ use common::ysb::{view, START_MS};
 /// Longest a run may take before the test kills it and fails.
 const RUN_TIMEOUT: Duration = Duration::from_secs(60);
 
-/// `xorflow args...` with its output piped, as a top-level run (not a cluster's child).
+/// `xorflow-lab args...` (or `xorflow args...`: [`common::exe_for`]) with its output piped, as a
+/// top-level run (not a cluster's child).
 fn command(args: &[&str]) -> Command {
-    let mut c = Command::new(common::exe_for(args[0]));
+    let mut c = Command::new(common::exe_for(args));
     c.args(args)
         .env_remove("XORFLOW_LOCAL_PROCESS")
         .stdout(Stdio::piped())
@@ -40,7 +46,7 @@ fn ysb_args<'a>(k: &'a Path, a: &'a Path, c: &'a Path) -> Vec<&'a str> {
     ]
 }
 
-/// Runs `xorflow args...`, killing it and failing past [`RUN_TIMEOUT`].
+/// Runs [`command`]`(args)`, killing it and failing past [`RUN_TIMEOUT`].
 fn xorflow(args: &[&str]) -> Output {
     let mut child = command(args).spawn().expect("start xorflow");
     let t0 = Instant::now();
@@ -156,6 +162,8 @@ fn bad_inputs_exit_2_naming_what_is_wrong() {
             vec!["--sources", "0"],
             "--sources must be between 1 and 1024",
         ),
+        // As for every job of `xorflow run` (crates/cli/tests/exit_status.rs).
+        (vec!["--workers", "0"], "--workers 0"),
     ] {
         let mut all = vec!["run", "ysb"];
         for (flag, default) in [
@@ -184,6 +192,63 @@ fn bad_inputs_exit_2_naming_what_is_wrong() {
     ]);
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("--rate must be at least 1"));
+}
+
+/// `xorflow-lab run --config` reads a job file as `xorflow run --config` does
+/// (crates/cli/src/job_file.rs): the file's run writes what its options as flags write, the
+/// command line overrides the file, and a job of the engine's is refused naming the lab's jobs.
+#[test]
+fn a_job_file_runs_like_its_flags() {
+    let dir = tempfile::tempdir().unwrap();
+    let (k, a) = generate(dir.path(), 20_000, 2000);
+    let c = dir.path().join("counts.csv");
+    let mut flags = ysb_args(&k, &a, &c);
+    // 10 s of lateness: the hand-made view 5 s behind counts.
+    flags.extend(["--workers", "2", "--lateness", "10s"]);
+    let out = xorflow(&flags);
+    assert!(out.status.success(), "{out:?}");
+    let want = std::fs::read_to_string(&c).unwrap();
+    assert_eq!(want, oracle(&k, &a, 10_000));
+    assert_ne!(want, oracle(&k, &a, 100));
+    let job = dir.path().join("ysb.toml");
+    let from_file = dir.path().join("from-file.csv");
+    std::fs::write(
+        &job,
+        format!(
+            "job = \"ysb\"\n[options]\ninput = '{}'\nad-campaigns = '{}'\noutput = '{}'\n\
+             workers = 2\nlateness = \"10s\"\n",
+            s(&k),
+            s(&a),
+            s(&from_file)
+        ),
+    )
+    .unwrap();
+    // `run --config` names no binary's job: `xorflow-lab` here, not [`common::exe_for`]'s pick.
+    let lab = |args: &[&str]| {
+        let o = Command::new(common::lab())
+            .args(args)
+            .env_remove("XORFLOW_LOCAL_PROCESS")
+            .output();
+        o.expect("run xorflow-lab")
+    };
+    let out = lab(&["run", "--config", s(&job)]);
+    assert!(out.status.success(), "{out:?}");
+    assert_eq!(std::fs::read_to_string(&from_file).unwrap(), want);
+    // The command line's --lateness wins over the file's.
+    let out = xorflow(&["run", "ysb", "--config", s(&job), "--lateness", "100ms"]);
+    assert!(out.status.success(), "{out:?}");
+    assert_eq!(
+        std::fs::read_to_string(&from_file).unwrap(),
+        oracle(&k, &a, 100)
+    );
+    std::fs::write(&job, "job = \"flights\"\n").unwrap();
+    let out = lab(&["run", "--config", s(&job)]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains("unknown job 'flights' (one of: ysb)"),
+        "{stderr}"
+    );
 }
 
 #[test]
