@@ -13,7 +13,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use xorflow_runtime::args::EngineArgs;
-use xorflow_runtime::connectors::output_file::{check_distinct, PendingFile};
+use xorflow_runtime::connectors::output_file::{check_distinct, commit_all, PendingFile};
 use xorflow_runtime::connectors::parquet_rows::{self, ColumnType};
 use xorflow_runtime::connectors::replay::Replay;
 use xorflow_runtime::connectors::rows::{read_rows, RowFormat};
@@ -41,14 +41,17 @@ pub struct FileArgs {
     /// (e.g. "%Y-%m-%d %H:%M:%S"). Time units are seconds, milliseconds for unix-ms.
     #[arg(long, default_value = "unix-s")]
     time_format: String,
-    /// Fields the rows are grouped by, comma-separated (none: one group).
-    #[arg(long, value_delimiter = ',')]
+    /// Fields the rows are grouped by, comma-separated (none: one group; spaces around the
+    /// names are not part of them).
+    #[arg(long, value_delimiter = ',', value_parser = field_name)]
     key: Vec<String>,
     /// The windows: tumbling:SIZE, sliding:SIZE/SLIDE or session:GAP (durations like 1h, 30m).
     #[arg(long)]
     window: String,
     /// What to compute per window and key, comma-separated: count, sum:FIELD, mean:FIELD,
-    /// min:FIELD, max:FIELD (non-numeric and empty values are left out of sum, mean, min, max).
+    /// min:FIELD, max:FIELD. Empty and missing values, and values that are not finite numbers
+    /// (text, NaN, infinities), are left out of sum, mean, min and max; the summary counts
+    /// those that are not.
     #[arg(long, value_delimiter = ',', default_value = "count")]
     aggregate: Vec<String>,
     /// Disorder the input may have: rows are replayed in file order, and a row whose time is
@@ -70,14 +73,22 @@ pub struct FileArgs {
     #[arg(long)]
     late_output: Option<PathBuf>,
     /// Source instances (the rows are dealt round-robin over them).
-    #[arg(long, default_value_t = 1)]
-    sources: usize,
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..))]
+    sources: u32,
     /// Replay the rows at this many per second over all sources, as a live feed of the file
     /// would deliver them (0: as fast as the job takes them).
     #[arg(long, default_value_t = 0.0)]
     rate: f64,
     #[command(flatten)]
     engine: EngineArgs,
+}
+
+/// A field name of `--key`, without the spaces around it (`--key "carrier, origin"`).
+fn field_name(s: &str) -> Result<String, String> {
+    match s.trim() {
+        "" => Err("an empty field name".into()),
+        name => Ok(name.to_string()),
+    }
 }
 
 /// A row as the dataflow carries it: its event time, key, numeric values and line.
@@ -111,13 +122,41 @@ impl Keys {
     }
 }
 
+/// Values of one aggregated field left out of the aggregates: not numbers (text), and numbers
+/// that are not finite (NaN, infinities: one would make every sum, mean, minimum or maximum of
+/// its window NaN or infinite).
+#[derive(Clone, Debug, Default, PartialEq)]
+struct LeftOut {
+    not_numbers: u64,
+    not_finite: u64,
+    /// The first such value's line.
+    first_line: Option<u64>,
+}
+
+/// A value field's text as a number: `Ok(None)` when empty, `Err` (counted) when it is not a
+/// finite number.
+fn value(text: &str, line: u64, left_out: &mut LeftOut) -> Option<f64> {
+    let text = text.trim();
+    if text.is_empty() {
+        return None;
+    }
+    match text.parse::<f64>() {
+        Ok(v) if v.is_finite() => return Some(v),
+        Ok(_) => left_out.not_finite += 1,
+        Err(_) => left_out.not_numbers += 1,
+    }
+    left_out.first_line.get_or_insert(line);
+    None
+}
+
 /// The rows read, as the dataflow's records by event time; rows whose time does not parse join
-/// `malformed`.
+/// `malformed`, values that are not finite numbers are counted per value field in `left_out`.
 fn to_records(
     a: &FileArgs,
     time: &TimeFormat,
     rows: Vec<xorflow_runtime::connectors::rows::Row>,
     malformed: &mut Vec<(u64, String)>,
+    left_out: &mut [LeftOut],
 ) -> (Vec<(Time, FileRecord)>, Keys) {
     let (mut records, mut keys) = (Vec::with_capacity(rows.len()), Keys::default());
     let k = a.key.len();
@@ -130,7 +169,8 @@ fn to_records(
             }
         };
         let values = (row.fields[1 + k..].iter())
-            .map(|v| v.trim().parse().ok())
+            .zip(left_out.iter_mut())
+            .map(|(v, l)| value(v, row.line, l))
             .collect();
         let key = keys.id(&row.fields[1..1 + k]);
         let line = row.line;
@@ -371,6 +411,15 @@ pub fn run(a: FileArgs) -> Result<(), JobError> {
         paths.push(("--late-output", l.as_path()));
     }
     check_distinct(&paths).map_err(cfg)?;
+    // Every output before the job starts: one that cannot be written (a directory, a folder
+    // that cannot be written) is refused now, not after the run; they are renamed into place
+    // together at the end (`commit_all`).
+    let out = |e: String| JobError::Output(e);
+    let out_file = PendingFile::create(&a.output, "output").map_err(out)?;
+    let late_file = (a.late_output.as_deref())
+        .map(|p| PendingFile::create(p, "late output"))
+        .transpose()
+        .map_err(out)?;
     let units = |d: Duration| (d.as_millis() * time.per_second() as u128 / 1000) as Time;
     let (bound, allowed) = (units(a.lateness), units(a.allowed_lateness));
 
@@ -378,10 +427,15 @@ pub fn run(a: FileArgs) -> Result<(), JobError> {
     let mut columns = vec![a.time_field.clone()];
     columns.extend(a.key.iter().cloned());
     columns.extend(fields.iter().cloned());
-    let read = read_rows(&a.input, format, &columns).map_err(JobError::Input)?;
+    // The time and the key fields must be in every row; a value field may be missing.
+    let read = read_rows(&a.input, format, &columns, 1 + a.key.len()).map_err(JobError::Input)?;
     let mut malformed = read.malformed;
-    let (records, keys) = to_records(&a, &time, read.rows, &mut malformed);
+    let mut left_out = vec![LeftOut::default(); fields.len()];
+    let (records, keys) = to_records(&a, &time, read.rows, &mut malformed, &mut left_out);
     let rows = records.len();
+    if rows == 0 {
+        return Err(JobError::Input(no_rows(&a.input, &mut malformed)));
+    }
     let records = Arc::new(records);
 
     let results = VecSink::<FileResult>::shared();
@@ -394,7 +448,7 @@ pub fn run(a: FileArgs) -> Result<(), JobError> {
     };
     let runtime = a.engine.runtime(granularity);
     let df = Dataflow::new(runtime).map_err(JobError::Run)?;
-    let sources = a.sources.max(1);
+    let sources = a.sources as usize;
     let per_source = a.rate / sources as f64;
     // With checkpoints, results and late rows are staged in the sinks' state until the job ends
     // (`Staging::AtEnd`, crates/runtime/src/operators/sink.rs), and the sources resume from their
@@ -439,9 +493,9 @@ pub fn run(a: FileArgs) -> Result<(), JobError> {
         return Ok(());
     }
     // Parquet has a timestamp type: times go there as numbers, whatever their input format.
-    let time = match out_format {
+    let time_in = |f: RowFormat| match f {
         RowFormat::Parquet => TimeFormat::UnixSeconds,
-        _ => time,
+        _ => time.clone(),
     };
     let key_columns = a.key.iter().map(|k| (k.clone(), ColumnType::Text));
     let mut columns = vec![
@@ -450,17 +504,23 @@ pub fn run(a: FileArgs) -> Result<(), JobError> {
     ];
     columns.extend(key_columns.clone());
     columns.extend(value_columns);
-    let n = write_results(&a.output, out_format, &columns, &time, results, &keys)?;
+    let time_out = time_in(out_format);
+    let n = write_results(&out_file, out_format, &columns, &time_out, results, &keys)?;
     let late_rows = late.take();
-    if let Some(p) = &a.late_output {
+    if let Some(p) = &late_file {
         let mut columns = vec![
             ("line".to_string(), ColumnType::Int64),
             ("event_time".to_string(), time_type),
         ];
         columns.extend(key_columns);
-        write_late(p, out_format, &columns, &time, &late_rows, &keys)?;
+        // Its own extension first, as the output's: `--output s.parquet --late-output late.csv`.
+        let late_format = RowFormat::of_path(p.target()).unwrap_or(out_format);
+        let time = time_in(late_format);
+        write_late(p, late_format, &columns, &time, &late_rows, &keys)?;
     }
+    commit_all([out_file].into_iter().chain(late_file)).map_err(out)?;
     say_summary(&a, rows, &malformed, late_rows.len(), n, start.elapsed());
+    say_left_out(&fields, &left_out);
     if let Some(c) = &report.checkpoints {
         say_checkpoints(c);
     }
@@ -499,7 +559,7 @@ fn gcd(a: u64, b: u64) -> u64 {
 /// applying the results in arrival order (one key's come in order) so that a tombstone removes
 /// a merged session, and writes them sorted; returns how many.
 fn write_results(
-    path: &std::path::Path,
+    file: &PendingFile,
     format: RowFormat,
     columns: &[(String, ColumnType)],
     time: &TimeFormat,
@@ -528,7 +588,7 @@ fn write_results(
         row.extend(value.into_iter().skip(1).map(number));
         row
     });
-    write_rows(path, format, columns, rows, "output")
+    write_rows(file, format, columns, rows)
 }
 
 /// `v` as JSON: whole numbers without a fraction, none as null.
@@ -542,7 +602,7 @@ fn number(v: Option<f64>) -> serde_json::Value {
 
 /// Writes the late rows under `columns` (line, event time, key fields), by line.
 fn write_late(
-    path: &std::path::Path,
+    file: &PendingFile,
     format: RowFormat,
     columns: &[(String, ColumnType)],
     time: &TimeFormat,
@@ -557,23 +617,21 @@ fn write_late(
         row.extend(key.iter().map(|k| serde_json::Value::from(k.as_str())));
         row
     });
-    write_rows(path, format, columns, rows, "late output")
+    write_rows(file, format, columns, rows)
 }
 
-/// Writes `rows` under `columns` (name, type: used by Parquet) as CSV, JSON lines or Parquet,
-/// whole (renamed into place at the end).
+/// Writes `rows` under `columns` (name, type: used by Parquet) as CSV, JSON lines or Parquet
+/// into `pending` (renamed into place with the run's other outputs: `commit_all`).
 fn write_rows(
-    path: &std::path::Path,
+    pending: &PendingFile,
     format: RowFormat,
     columns: &[(String, ColumnType)],
     rows: impl Iterator<Item = Vec<serde_json::Value>>,
-    what: &'static str,
 ) -> Result<usize, JobError> {
-    let out = |e: String| JobError::Output(e);
-    let pending = PendingFile::create(path, what).map_err(out)?;
-    let file = pending.file().map_err(out)?;
+    let file = pending.file().map_err(JobError::Output)?;
     let werr = |e: &dyn std::fmt::Display| {
-        JobError::Output(format!("cannot write {what} '{}': {e}", path.display()))
+        let (what, path) = (pending.what(), pending.target().display());
+        JobError::Output(format!("cannot write {what} '{path}': {e}"))
     };
     let header = columns.iter().map(|(name, _)| name);
     let mut n = 0;
@@ -605,8 +663,40 @@ fn write_rows(
         }
         RowFormat::Parquet => n = parquet_rows::write(file, columns, rows).map_err(|e| werr(&e))?,
     }
-    pending.commit().map_err(out)?;
     Ok(n)
+}
+
+/// Why a run read no row of `input`: it has none, or every one is malformed (the first few
+/// named).
+fn no_rows(input: &std::path::Path, malformed: &mut [(u64, String)]) -> String {
+    malformed.sort();
+    let first: Vec<String> = (malformed.iter().take(3))
+        .map(|(line, why)| format!("line {line}: {why}"))
+        .collect();
+    match malformed.len() {
+        0 => format!("'{}' has no rows", input.display()),
+        n => format!(
+            "no row of '{}' could be read: all {n} are malformed ({}{})",
+            input.display(),
+            first.join("; "),
+            if n > 3 { "; ..." } else { "" }
+        ),
+    }
+}
+
+/// Warns of the values left out of the aggregates, per field.
+fn say_left_out(fields: &[String], left_out: &[LeftOut]) {
+    for (f, l) in fields.iter().zip(left_out) {
+        let (Some(line), n) = (l.first_line, l.not_numbers + l.not_finite) else {
+            continue;
+        };
+        say!(
+            "warning: {n} values of '{f}' left out of its aggregates: {} not numbers, {} not \
+             finite (NaN or infinite); the first on line {line}",
+            l.not_numbers,
+            l.not_finite
+        );
+    }
 }
 
 fn say_summary(

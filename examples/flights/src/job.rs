@@ -595,10 +595,8 @@ impl Outputs {
                 .and_then(|()| f.write_all(b"\n"))
                 .map_err(werr)?;
         }
-        for p in [self.csv, self.late, self.summary].into_iter().flatten() {
-            p.commit().map_err(FlightsError::Output)?;
-        }
-        Ok(())
+        let all = [self.csv, self.late, self.summary].into_iter().flatten();
+        crate::files::commit_all(all).map_err(FlightsError::Output)
     }
 }
 

@@ -187,6 +187,11 @@ impl PendingFile {
         &self.target
     }
 
+    /// What it is, in messages ("output", "late output", "summary").
+    pub fn what(&self) -> &'static str {
+        self.what
+    }
+
     /// A handle to write the content with.
     ///
     /// # Errors
@@ -206,28 +211,65 @@ impl PendingFile {
         })
     }
 
+    /// Puts what was written on disk (a full disk fails here, before any rename).
+    ///
+    /// # Errors
+    /// A message naming the final path.
+    pub fn sync(&self) -> Result<(), String> {
+        let f = match (&self.temp, &self.direct) {
+            (Some(t), _) => t.as_file(),
+            (None, Some(f)) => f,
+            (None, None) => unreachable!("a pending file has a temporary file or a direct one"),
+        };
+        // A device written in place (`/dev/full`, a FIFO) may not sync: its writes have failed
+        // already if they were going to.
+        match (f.sync_all(), &self.temp) {
+            (Err(e), Some(_)) => Err(self.write_error(&e)),
+            _ => Ok(()),
+        }
+    }
+
+    fn write_error(&self, e: &dyn std::fmt::Display) -> String {
+        format!(
+            "cannot write {} '{}': {e}",
+            self.what,
+            self.target.display()
+        )
+    }
+
     /// Renames the written file to its final path (after syncing it, so that a crash leaves the
     /// old content or the new one, not an empty file).
     ///
     /// # Errors
     /// A message naming the final path; the temporary file is then removed.
     pub fn commit(mut self) -> Result<(), String> {
+        self.sync()?;
         let Some(temp) = self.temp.take() else {
             return Ok(());
         };
-        let err = |e: &dyn std::fmt::Display| {
-            format!(
-                "cannot write {} '{}': {e}",
-                self.what,
-                self.target.display()
-            )
-        };
         let mut list = pending();
         list.retain(|p| p != temp.path());
-        temp.as_file().sync_all().map_err(|e| err(&e))?;
-        temp.persist(&self.target).map_err(|e| err(&e.error))?;
+        let target = self.target.clone();
+        temp.persist(&target)
+            .map_err(|e| self.write_error(&e.error))?;
         Ok(())
     }
+}
+
+/// Commits every output of a run together: all are synced first, so that a failure of any
+/// (a full disk, a device that refuses) leaves every final path as it was; then each is renamed
+/// into place, renames in one directory not failing once the files are written. Create them all
+/// ([`PendingFile::create`]) before the job starts, so that one that cannot be written (a
+/// directory, a folder that cannot be written) is found before anything runs.
+///
+/// # Errors
+/// The first output that cannot be written, naming it; no output is renamed then.
+pub fn commit_all(files: impl IntoIterator<Item = PendingFile>) -> Result<(), String> {
+    let files: Vec<PendingFile> = files.into_iter().collect();
+    for f in &files {
+        f.sync()?;
+    }
+    files.into_iter().try_for_each(PendingFile::commit)
 }
 
 /// Removes the temporary files `.<name>.<pid>.<random>.xorflow-tmp` in `dir` whose process no

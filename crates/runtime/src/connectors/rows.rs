@@ -2,10 +2,12 @@
 //! operators on a user's own files).
 //!
 //! The reader keeps, per row, the fields a job asks for, in the order it asks for them, as text
-//! (numbers as written, JSON `null` and missing CSV values as empty). A row that cannot be read
-//! (a CSV row with another number of fields than the header, a line that is not a JSON object, a
-//! JSON object without an asked-for field) is skipped and reported with its line number; a
-//! missing column in the CSV header is an error naming it and the file.
+//! (numbers as written; JSON `null`, a missing CSV value and a JSON object without an optional
+//! field as empty). A row that cannot be read (a CSV row with another number of fields than the
+//! header, a line that is not valid UTF-8 or not a JSON object, a JSON object without a required
+//! field) is skipped and reported with its line number, in every format; a byte-order mark at the
+//! start of a file is not part of its first row. A missing column in the CSV header is an error
+//! naming it and the file.
 
 use std::path::Path;
 
@@ -15,7 +17,7 @@ pub enum RowFormat {
     /// Comma-separated values with a header row (RFC 4180 quoting).
     Csv,
     /// One JSON object per line.
-    #[value(name = "jsonl", alias = "ndjson")]
+    #[value(name = "jsonl", aliases = ["ndjson", "json"])]
     JsonLines,
     /// Apache Parquet (an output format: [`super::parquet_rows`]).
     Parquet,
@@ -52,18 +54,45 @@ pub struct Rows {
     pub malformed: Vec<(u64, String)>,
 }
 
-/// Reads `columns` of every row of `path`.
+/// The UTF-8 byte-order mark some editors put at the start of a text file.
+const BOM: &[u8] = b"\xEF\xBB\xBF";
+
+/// The longest piece of a file's content an error message quotes, in bytes (a 2 MB header line
+/// is not an error message).
+pub const QUOTE_MAX: usize = 200;
+
+/// `text` cut to at most [`QUOTE_MAX`] bytes (at a character boundary), saying how much was
+/// left out.
+pub fn quote(text: &str) -> String {
+    if text.len() <= QUOTE_MAX {
+        return text.to_string();
+    }
+    let mut end = QUOTE_MAX;
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    format!("{}... ({} bytes in all)", &text[..end], text.len())
+}
+
+/// Reads `columns` of every row of `path`; the first `required` of them must be in every row
+/// (a JSON object without one of the others reads it as empty, like a blank CSV value).
 ///
 /// # Errors
 /// The file cannot be opened or read, or (CSV) its header lacks a column, naming both; Parquet,
 /// which is an output format only.
-pub fn read_rows(path: &Path, format: RowFormat, columns: &[String]) -> Result<Rows, String> {
+pub fn read_rows(
+    path: &Path,
+    format: RowFormat,
+    columns: &[String],
+    required: usize,
+) -> Result<Rows, String> {
     let err = |e: &dyn std::fmt::Display| format!("cannot read '{}': {e}", path.display());
     let open = || std::fs::File::open(path).map_err(|e| err(&e));
     match format {
         RowFormat::Csv => read_csv(path, open()?, columns),
         RowFormat::JsonLines => {
-            read_json_lines(std::io::BufReader::new(open()?), columns).map_err(|e| err(&e))
+            read_json_lines(std::io::BufReader::new(open()?), columns, required)
+                .map_err(|e| err(&e))
         }
         RowFormat::Parquet => Err(err(
             &"Parquet is an output format here; the input must be CSV or JSON lines",
@@ -82,9 +111,10 @@ fn read_csv(path: &Path, file: std::fs::File, columns: &[String]) -> Result<Rows
             None => {
                 let have: Vec<&str> = header.iter().collect();
                 return Err(format!(
-                    "'{}' has no column '{c}' (its header: {})",
+                    "'{}' has no column '{}' (its header: {})",
                     path.display(),
-                    have.join(",")
+                    quote(c),
+                    quote(&have.join(","))
                 ));
             }
         }
@@ -111,41 +141,63 @@ fn read_csv(path: &Path, file: std::fs::File, columns: &[String]) -> Result<Rows
     Ok(out)
 }
 
-fn read_json_lines(file: impl std::io::BufRead, columns: &[String]) -> std::io::Result<Rows> {
+fn read_json_lines(
+    mut file: impl std::io::BufRead,
+    columns: &[String],
+    required: usize,
+) -> std::io::Result<Rows> {
     let mut out = Rows::default();
-    for (i, line) in file.lines().enumerate() {
-        let (n, line) = (i as u64 + 1, line?);
-        if line.trim().is_empty() {
-            continue;
-        }
-        let obj = match serde_json::from_str::<serde_json::Value>(&line) {
-            Ok(serde_json::Value::Object(o)) => o,
-            Ok(_) => {
-                out.malformed.push((n, "not a JSON object".into()));
-                continue;
-            }
+    let mut buf = Vec::new();
+    let mut n = 0u64;
+    // Bytes, not `lines()`: one line that is not UTF-8 is a malformed row, not the end of the
+    // file.
+    while {
+        buf.clear();
+        file.read_until(b'\n', &mut buf)? > 0
+    } {
+        n += 1;
+        let bytes = match n {
+            1 => buf.strip_prefix(BOM).unwrap_or(&buf),
+            _ => &buf,
+        };
+        let line = match std::str::from_utf8(bytes) {
+            Ok(l) => l,
             Err(e) => {
-                out.malformed.push((n, format!("not JSON: {e}")));
+                let at = e.valid_up_to() + 1;
+                out.malformed
+                    .push((n, format!("not UTF-8 (at byte {at} of the line)")));
                 continue;
             }
         };
-        let mut fields = Vec::with_capacity(columns.len());
-        for c in columns {
-            match obj.get(c) {
-                Some(serde_json::Value::String(s)) => fields.push(s.clone()),
-                Some(serde_json::Value::Null) => fields.push(String::new()),
-                Some(v) => fields.push(v.to_string()),
-                None => break,
-            }
-        }
-        if fields.len() < columns.len() {
-            let missing = &columns[fields.len()];
-            out.malformed.push((n, format!("no field '{missing}'")));
+        if line.trim().is_empty() {
             continue;
         }
-        out.rows.push(Row { line: n, fields });
+        match json_row(line, columns, required) {
+            Ok(fields) => out.rows.push(Row { line: n, fields }),
+            Err(why) => out.malformed.push((n, why)),
+        }
     }
     Ok(out)
+}
+
+/// The asked-for fields of one JSON-lines row, or why it is malformed.
+fn json_row(line: &str, columns: &[String], required: usize) -> Result<Vec<String>, String> {
+    let obj = match serde_json::from_str::<serde_json::Value>(line) {
+        Ok(serde_json::Value::Object(o)) => o,
+        Ok(_) => return Err("not a JSON object".into()),
+        Err(e) => return Err(format!("not JSON: {e}")),
+    };
+    let mut fields = Vec::with_capacity(columns.len());
+    for (i, c) in columns.iter().enumerate() {
+        match obj.get(c) {
+            Some(serde_json::Value::String(s)) => fields.push(s.clone()),
+            Some(serde_json::Value::Null) => fields.push(String::new()),
+            Some(v) => fields.push(v.to_string()),
+            None if i >= required => fields.push(String::new()),
+            None => return Err(format!("no field '{}'", quote(c))),
+        }
+    }
+    Ok(fields)
 }
 
 #[cfg(test)]
@@ -166,7 +218,7 @@ mod tests {
     #[test]
     fn csv_rows_keep_the_asked_columns_and_skip_bad_rows_by_line() {
         let f = file("t,k,v\n1,a,2.5\n2,\"b,c\",3\n3,x\n4,d,\n", ".csv");
-        let r = read_rows(f.path(), RowFormat::Csv, &cols(&["v", "t"])).unwrap();
+        let r = read_rows(f.path(), RowFormat::Csv, &cols(&["v", "t"]), 2).unwrap();
         let rows: Vec<(u64, Vec<String>)> =
             r.rows.into_iter().map(|r| (r.line, r.fields)).collect();
         assert_eq!(
@@ -181,7 +233,7 @@ mod tests {
             r.malformed,
             vec![(4, "2 fields, the header has 3".to_string())]
         );
-        let e = read_rows(f.path(), RowFormat::Csv, &cols(&["nope"])).unwrap_err();
+        let e = read_rows(f.path(), RowFormat::Csv, &cols(&["nope"]), 1).unwrap_err();
         assert!(e.contains("no column 'nope'") && e.contains("t,k,v"), "{e}");
     }
 
@@ -190,7 +242,7 @@ mod tests {
         let text =
             "{\"t\":1,\"k\":\"a\",\"v\":null}\n\n[1]\n{\"t\":2}\nnot json\n{\"t\":3,\"k\":true}\n";
         let f = file(text, ".jsonl");
-        let r = read_rows(f.path(), RowFormat::JsonLines, &cols(&["t", "k"])).unwrap();
+        let r = read_rows(f.path(), RowFormat::JsonLines, &cols(&["t", "k"]), 2).unwrap();
         let rows: Vec<(u64, Vec<String>)> =
             r.rows.into_iter().map(|r| (r.line, r.fields)).collect();
         assert_eq!(
@@ -208,7 +260,59 @@ mod tests {
 
     #[test]
     fn a_missing_file_is_named() {
-        let e = read_rows(Path::new("/no/such.csv"), RowFormat::Csv, &[]).unwrap_err();
+        let e = read_rows(Path::new("/no/such.csv"), RowFormat::Csv, &[], 0).unwrap_err();
         assert!(e.contains("/no/such.csv"), "{e}");
+    }
+
+    fn bytes_file(bytes: &[u8], ext: &str) -> tempfile::NamedTempFile {
+        let mut f = tempfile::Builder::new().suffix(ext).tempfile().unwrap();
+        f.write_all(bytes).unwrap();
+        f
+    }
+
+    /// Catches: one invalid UTF-8 byte in a JSON-lines file ending the run without a line
+    /// number (the CSV reader skipped the same row), and a byte-order mark costing the first
+    /// row of a JSON-lines file or the first column of a CSV header.
+    #[test]
+    fn bad_bytes_and_byte_order_marks_are_rows_not_errors() {
+        let mut text = b"\xEF\xBB\xBF{\"t\":1,\"k\":\"a\"}\n{\"t\":2,\"k\":\"".to_vec();
+        text.extend_from_slice(b"\xFF\"}\n{\"t\":3,\"k\":\"c\"}\n");
+        let f = bytes_file(&text, ".jsonl");
+        let r = read_rows(f.path(), RowFormat::JsonLines, &cols(&["t", "k"]), 2).unwrap();
+        let lines: Vec<u64> = r.rows.iter().map(|r| r.line).collect();
+        assert_eq!(lines, vec![1, 3]);
+        assert_eq!(r.malformed.len(), 1);
+        assert_eq!(r.malformed[0].0, 2);
+        assert!(r.malformed[0].1.contains("not UTF-8"), "{:?}", r.malformed);
+        let csv = bytes_file(b"\xEF\xBB\xBFt,k\n1,a\n2,\xFF\n3,c\n", ".csv");
+        let r = read_rows(csv.path(), RowFormat::Csv, &cols(&["t", "k"]), 2).unwrap();
+        let lines: Vec<u64> = r.rows.iter().map(|r| r.line).collect();
+        assert_eq!(lines, vec![2, 4]);
+        assert_eq!(r.malformed.len(), 1, "{:?}", r.malformed);
+        assert_eq!(r.malformed[0].0, 3);
+    }
+
+    /// Catches: a JSON row without a value field vanishing (from every count) where the same
+    /// row in a CSV, with the value blank, is counted.
+    #[test]
+    fn a_missing_optional_json_field_reads_as_empty() {
+        let f = file("{\"t\":1,\"k\":\"a\"}\n{\"k\":\"b\",\"v\":2}\n", ".jsonl");
+        let r = read_rows(f.path(), RowFormat::JsonLines, &cols(&["k", "v", "t"]), 1).unwrap();
+        let rows: Vec<Vec<String>> = r.rows.into_iter().map(|r| r.fields).collect();
+        assert_eq!(rows, vec![cols(&["a", "", "1"]), cols(&["b", "2", ""])]);
+        let r = read_rows(f.path(), RowFormat::JsonLines, &cols(&["t"]), 1).unwrap();
+        assert_eq!(r.malformed, vec![(2, "no field 't'".to_string())]);
+    }
+
+    /// Catches: an error message quoting a whole 2 MB header line.
+    #[test]
+    fn messages_quote_at_most_200_bytes_of_the_file() {
+        let header = "x".repeat(2_000_000);
+        let f = file(&format!("{header}\n1\n"), ".csv");
+        let e = read_rows(f.path(), RowFormat::Csv, &cols(&["ts"]), 1).unwrap_err();
+        assert!(e.len() < 600, "{} bytes: {}", e.len(), &e[..300]);
+        assert!(e.contains("(2000000 bytes in all)"), "{e}");
+        let q = quote(&"é".repeat(150));
+        assert_eq!(q, format!("{}... (300 bytes in all)", "é".repeat(100)));
     }
 }
