@@ -50,7 +50,7 @@ echo "image-smoke: flights job in the container = host build ($(wc -l <"$out/hos
 
 # 3. run file with checkpoints on the volume, metrics on a published port.
 job=(--input /data/flights.csv --time-field time_hour --time-format rfc3339 --key origin
-     --window sliding:3h/1h --aggregate count,mean:dep_delay --lateness 366d)
+     --window sliding:3h/1h --aggregate count,mean:dep_delay --out-of-orderness 366d)
 name="xorflow-smoke-$$"
 "$engine" run -d --name "$name" -p 127.0.0.1:19464:9464 -v "$data:/data:ro" -v "$out:/out" \
   "$image" run file "${job[@]}" --output /out/file.csv --rate 60000 \

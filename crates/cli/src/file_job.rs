@@ -28,56 +28,66 @@ type FileResult = WindowResult<u32, Option<Vec<Option<f64>>>>;
 
 #[derive(Args)]
 pub struct FileArgs {
-    /// The input: CSV with a header row, or JSON lines (one object per line).
-    #[arg(long)]
-    input: PathBuf,
-    /// The input's format (default: from its extension: .csv, .jsonl/.ndjson/.json).
-    #[arg(long, hide_possible_values = true)]
-    format: Option<RowFormat>,
     /// The field holding each row's event time.
-    #[arg(long)]
+    #[arg(help_heading = "Job", long)]
     time_field: String,
     /// How the time is written: unix-s, unix-ms, rfc3339, or a strftime format read as UTC
     /// (e.g. "%Y-%m-%d %H:%M:%S"). Time units are seconds, milliseconds for unix-ms.
-    #[arg(long, default_value = "unix-s")]
+    #[arg(help_heading = "Job", long, default_value = "unix-s")]
     time_format: String,
     /// Fields the rows are grouped by, comma-separated (none: one group; spaces around the
     /// names are not part of them).
-    #[arg(long, value_delimiter = ',', value_parser = field_name)]
+    #[arg(help_heading = "Job", long, value_delimiter = ',', value_parser = field_name)]
     key: Vec<String>,
     /// The windows: tumbling:SIZE, sliding:SIZE/SLIDE or session:GAP (durations like 1h, 30m).
-    #[arg(long)]
+    #[arg(help_heading = "Job", long)]
     window: String,
     /// What to compute per window and key, comma-separated: count, sum:FIELD, mean:FIELD,
     /// min:FIELD, max:FIELD. Empty and missing values, and values that are not finite numbers
     /// (text, NaN, infinities), are left out of sum, mean, min and max; the summary counts
     /// those that are not.
-    #[arg(long, value_delimiter = ',', default_value = "count")]
+    #[arg(
+        help_heading = "Job",
+        long,
+        value_delimiter = ',',
+        default_value = "count"
+    )]
     aggregate: Vec<String>,
-    /// Disorder the input may have: rows are replayed in file order, and a row whose time is
-    /// more than this below the newest one read is late.
-    #[arg(long, default_value = "0s", value_parser = humantime::parse_duration)]
+    /// How far out of order the input may be (the source's watermark trails the newest time
+    /// read by this much): rows are replayed in file order, and a row whose time is more than
+    /// this below the newest one read is late. Formerly --lateness.
+    #[arg(help_heading = "Job", long = "out-of-orderness", alias = "lateness", value_name = "DURATION",
+          default_value = "0s",
+          value_parser = humantime::parse_duration)]
     lateness: Duration,
-    /// Windows keep taking late rows for this long after they closed (each updates the result).
-    #[arg(long, default_value = "0s", value_parser = humantime::parse_duration)]
+    /// How long a window keeps taking late rows after it closed (each updates its result);
+    /// rows later than that go to --late-output.
+    #[arg(help_heading = "Job", long, default_value = "0s", value_parser = humantime::parse_duration)]
     allowed_lateness: Duration,
+    /// Source instances (the rows are dealt round-robin over them).
+    #[arg(help_heading = "Job", long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..))]
+    sources: u32,
+    /// The input: CSV with a header row, or JSON lines (one object per line).
+    #[arg(help_heading = "Input and output", long)]
+    input: PathBuf,
+    /// The input's format (default: from its extension: .csv, .jsonl/.ndjson/.json).
+    #[arg(help_heading = "Input and output", long, hide_possible_values = true)]
+    format: Option<RowFormat>,
     /// The result: one row per window and key (its final value), sorted by window and key.
-    #[arg(long)]
+    #[arg(help_heading = "Input and output", long)]
     output: PathBuf,
     /// The result's format: csv, jsonl or parquet (default: from its extension; CSV otherwise).
     /// Parquet columns are typed: times as UTC timestamps (ms), keys as text, counts as
     /// integers, other aggregates as doubles.
-    #[arg(long, hide_possible_values = true)]
+    #[arg(help_heading = "Input and output", long, hide_possible_values = true)]
     output_format: Option<RowFormat>,
-    /// Rows too late for every window (line, event time, key), in the output's format.
-    #[arg(long)]
+    /// Rows too late for every window (line, event time, key), in the format of its own
+    /// extension (the result's otherwise).
+    #[arg(help_heading = "Input and output", long)]
     late_output: Option<PathBuf>,
-    /// Source instances (the rows are dealt round-robin over them).
-    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..))]
-    sources: u32,
     /// Replay the rows at this many per second over all sources, as a live feed of the file
     /// would deliver them (0: as fast as the job takes them).
-    #[arg(long, default_value_t = 0.0)]
+    #[arg(help_heading = "Input and output", long, default_value_t = 0.0)]
     rate: f64,
     #[command(flatten)]
     engine: EngineArgs,

@@ -189,7 +189,12 @@ fn options(
     for (key, value) in opts {
         let arg = job
             .get_arguments()
-            .find(|a| a.get_long() == Some(key.as_str()))
+            .find(|a| {
+                // An option's old name (a hidden alias) names it too.
+                a.get_long() == Some(key.as_str())
+                    || a.get_all_aliases()
+                        .is_some_and(|v| v.contains(&key.as_str()))
+            })
             .ok_or_else(|| {
                 format!(
                     "job file '{}': unknown key 'options.{key}': `{program} run {}` has no \

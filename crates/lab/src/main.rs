@@ -6,7 +6,7 @@
 //! experiment runs a job as a user would (`xorflow run ...`); users of the engine need only
 //! `xorflow` (crates/cli).
 
-use clap::{CommandFactory, Parser, Subcommand};
+use clap::{CommandFactory, FromArgMatches, Parser, Subcommand};
 use std::path::PathBuf;
 use xorflow_cli::job_file;
 use xorflow_cli::logging::{init_logging, LogArgs};
@@ -91,11 +91,14 @@ enum Job {
 /// Runs the command; its [`Outcome`] is the exit status (`crates/cli/src/outcome.rs`). The
 /// delay tools print their own failures (their lines are read by scripts).
 fn main() -> Outcome {
-    let argv = match job_file::expand(std::env::args_os().collect(), &Cli::command()) {
+    // `--help` short, `--help-all` every option, as the engine's (`xorflow_cli::help`).
+    let command = || xorflow_cli::help::short_and_all(Cli::command());
+    let argv = match job_file::expand(std::env::args_os().collect(), &command()) {
         Ok(v) => v,
         Err(e) => return finish(Err(CommandError::Config(e))),
     };
-    let cli = Cli::parse_from(argv);
+    let matches = command().get_matches_from(argv);
+    let cli = Cli::from_arg_matches(&matches).unwrap_or_else(|e| e.exit());
     init_logging(cli.log.log_format);
     match cli.command {
         Command::Bench { bench } => finish(bench::run(bench)),

@@ -16,199 +16,154 @@ pub use crate::config::MAX_TIMER_SLACK;
 
 /// Engine knobs shared by jobs and benchmarks (`--workers`, `--tracking`, `--processes`, ...).
 ///
+/// Each option sits under a help heading (cluster, checkpoints and recovery, monitoring, engine
+/// tuning, experiments); the tuning and experiment knobs are left out of the short help
+/// (`--help`) and listed by the long one (`--help-all`).
+///
 /// An enum option hides clap's list of possible values in the help (its doc names them; the
 /// variants' docs are the code's); a value outside the enum is refused with the list.
 #[derive(Args, Clone, Debug, PartialEq, serde::Serialize)]
 pub struct EngineArgs {
-    /// Worker threads per process (1-256; at most 1024 over all processes).
-    #[arg(long, default_value_t = 2)]
-    pub workers: usize,
-    /// Completeness tracking: tracker, markers or none.
-    #[arg(long, value_enum, default_value_t, hide_possible_values = true)]
+    /// Where keyed state lives: memory, or disk (a redb file per operator instance behind a
+    /// write-back cache, for state larger than memory; docs/state.md).
+    #[arg(
+        help_heading = "Checkpoints and recovery",
+        long,
+        value_enum,
+        default_value_t,
+        hide_possible_values = true
+    )]
     #[serde(serialize_with = "text::value")]
-    pub tracking: TrackingMode,
+    pub state_backend: xorflow_state::BackendKind,
+    /// Folder of the disk state backend's files (default: the system's temporary directory; a
+    /// folder per process below it, or per job and checkpoint directory with checkpoints).
+    #[arg(
+        help_heading = "Checkpoints and recovery",
+        hide_short_help = true,
+        long
+    )]
+    #[serde(serialize_with = "text::opt_path")]
+    pub state_dir: Option<PathBuf>,
+    /// With checkpoints and --state-backend disk: a restored instance rebuilds its state from the
+    /// checkpoint directory even when its local file holds the restored checkpoint (by default it
+    /// rolls the file back to it: local recovery, docs/state.md).
+    #[arg(
+        help_heading = "Checkpoints and recovery",
+        hide_short_help = true,
+        long
+    )]
+    pub no_local_recovery: bool,
+    /// Cut a checkpoint this often (e.g. 100ms, 1s): sources advance their epoch, and each
+    /// stateful instance snapshots when trAcker says the epoch is complete there, or, with
+    /// --tracking markers, when the epoch's barriers have arrived on all its inputs (aligned
+    /// checkpoints, the baseline: docs/state.md). Off by default; not with --tracking none.
+    #[arg(help_heading = "Checkpoints and recovery", long, value_parser = humantime::parse_duration)]
+    #[serde(serialize_with = "text::opt_duration")]
+    pub checkpoint_interval: Option<Duration>,
+    /// How trAcker's cut keeps a checkpoint epoch apart from the next one at a stateful
+    /// instance: buffered (the next epoch's batches wait for the snapshot)
+    /// or versioned (they are processed at once and the older state is kept until the snapshot;
+    /// fold-left windows and sinks, others buffer). docs/state.md, "The cut".
+    #[arg(
+        help_heading = "Checkpoints and recovery",
+        hide_short_help = true,
+        long,
+        value_enum,
+        default_value_t,
+        hide_possible_values = true
+    )]
+    #[serde(serialize_with = "text::value")]
+    pub checkpoint_cut: crate::config::CheckpointCut,
+    /// Where checkpoints are written: snapshot files, a manifest per checkpoint (default with
+    /// --checkpoint-interval: ./checkpoints). A directory holding an earlier run's checkpoints is
+    /// refused.
+    #[arg(help_heading = "Checkpoints and recovery", long)]
+    #[serde(serialize_with = "text::opt_path")]
+    pub checkpoint_dir: Option<PathBuf>,
+    /// Checkpoints kept (the newest); older ones and files no kept one needs are deleted.
+    #[arg(
+        help_heading = "Checkpoints and recovery",
+        hide_short_help = true,
+        long,
+        default_value_t = 3
+    )]
+    pub checkpoints_retained: usize,
+    /// Continue from the newest usable checkpoint in --checkpoint-dir (after the job's process 0
+    /// died): state is restored, sources resume from their recorded positions, and the output is
+    /// that of a run without the failure. A corrupt or missing file makes it fall back to an
+    /// older checkpoint, and say so. Needs --checkpoint-interval.
+    #[arg(help_heading = "Checkpoints and recovery", long)]
+    pub resume: bool,
+    /// With checkpoints and --processes: when a process dies (kill -9) or goes silent past
+    /// --peer-timeout, process 0 starts every process again and the job continues from the last
+    /// completed checkpoint, at most this many times.
+    #[arg(help_heading = "Checkpoints and recovery", long, default_value_t = 3)]
+    pub restart_attempts: usize,
+    /// Worker threads per process (1-256; at most 1024 over all processes).
+    #[arg(help_heading = "Cluster", long, default_value_t = 2)]
+    pub workers: usize,
     /// Processes on this machine (loopback), each with --workers threads; process 0 starts the
     /// others.
-    #[arg(long, default_value_t = 1, conflicts_with = "hostfile")]
+    #[arg(
+        help_heading = "Cluster",
+        long,
+        default_value_t = 1,
+        conflicts_with = "hostfile"
+    )]
     pub processes: usize,
     /// Run on real hosts: one host:port per process; every host runs the same command with its
-    /// own --process index and the same cluster token.
-    #[arg(long, requires = "process")]
+    /// own --process index and the same --cluster-token (both in --help-all).
+    #[arg(help_heading = "Cluster", long, requires = "process")]
     #[serde(serialize_with = "text::opt_path")]
     pub hostfile: Option<PathBuf>,
     /// This process's index in the hostfile (default: $XORFLOW_PROCESS, which a Kubernetes
     /// StatefulSet sets from the pod's ordinal: deploy/k8s/).
-    #[arg(long, requires = "hostfile", env = "XORFLOW_PROCESS")]
+    #[arg(
+        help_heading = "Cluster",
+        hide_short_help = true,
+        long,
+        requires = "hostfile",
+        env = "XORFLOW_PROCESS"
+    )]
     pub process: Option<usize>,
     /// Shared secret for a hostfile run (default: $XORFLOW_CLUSTER_TOKEN).
-    #[arg(long)]
+    #[arg(help_heading = "Cluster", hide_short_help = true, long)]
     pub cluster_token: Option<String>,
     /// Another process silent for this long is declared dead and the job fails.
     // The flag keeps its published name; "peer" here meant another process of the job.
-    #[arg(long = "peer-timeout", value_name = "PEER_TIMEOUT", default_value = "5s",
+    #[arg(help_heading = "Cluster", hide_short_help = true, long = "peer-timeout", value_name = "PEER_TIMEOUT", default_value = "5s",
           value_parser = humantime::parse_duration)]
     #[serde(serialize_with = "text::duration")]
     pub process_timeout: Duration,
     /// Start-up bound: how long a process waits for the others at start (local children
     /// reporting their ports, hostfile names resolving, all processes connecting).
-    #[arg(long, default_value = "30s", value_parser = humantime::parse_duration)]
+    #[arg(help_heading = "Cluster", hide_short_help = true, long, default_value = "30s", value_parser = humantime::parse_duration)]
     #[serde(serialize_with = "text::duration")]
     pub startup_timeout: Duration,
-    /// Tracker shards: slot s is tracked by shard s mod S (shard k runs in process k mod N, or
-    /// in tracker process k mod T with --tracker-processes).
-    #[arg(long, default_value_t = 1)]
-    pub tracker_shards: usize,
-    /// Dedicated tracker processes T: processes without workers hosting the shards. Locally they
-    /// are started beyond the --processes worker processes; with --hostfile they are its last T
-    /// lines.
-    #[arg(long, default_value_t = 0)]
-    pub tracker_processes: usize,
-    /// Where the shards run: replicated (a replica of every shard in every worker process, fed
-    /// by every process's acks: a notification takes one network hop instead of two; the
-    /// default without --tracker-processes) or central (each shard in one process, which sends
-    /// the frontiers to every process; the default, and the only layout, with
-    /// --tracker-processes).
-    #[arg(long, hide_possible_values = true)]
-    #[serde(serialize_with = "text::opt_value")]
-    pub tracker_layout: Option<crate::config::TrackerLayout>,
-    /// With the replicated layout, one tracker replica per region instead of one per worker
-    /// process: regions separated by '/', processes by ',', each region's replica in its first
-    /// process, which notifies the region's others with frontier frames (fewer copies of every
-    /// ack across the long links, one short hop inside a region; docs/wan.md, "Tracker replicas
-    /// by region"). E.g. 0,5,6/1,2,4,7/3 for the global city set's Europe, America and Tokyo.
-    #[arg(long)]
-    #[serde(serialize_with = "text::opt_display")]
-    pub tracker_regions: Option<crate::config::regions::TrackerRegions>,
-    /// Which thread writes frames to other processes: adaptive (a worker writes one
-    /// iteration's frames itself, in one writev, when they total 64 KiB or more, and hands
-    /// smaller bursts to the network thread; in a process whose only worker reads its
-    /// connections, the worker writes everything), sender (the worker always writes) or
-    /// network-thread (every frame handed to the network thread). See docs/distributed.md.
-    #[arg(long, value_enum, default_value_t, hide_possible_values = true)]
-    #[serde(serialize_with = "text::value")]
-    pub net_writes: crate::net::outbox::NetWrites,
-    /// Which thread reads the frames other processes send: worker (each connection is read by
-    /// one of the process's workers, which waits on its sockets when idle: one wake-up per
-    /// arrival instead of two) or network-thread (it reads every connection and wakes the
-    /// worker a frame is for). With an injected delay (--rtt and the like) the network thread
-    /// reads. See docs/distributed.md.
-    #[arg(long, value_enum, default_value_t, hide_possible_values = true)]
-    #[serde(serialize_with = "text::value")]
-    pub net_reads: crate::net::worker_reads::NetReads,
-    /// Wide-area delay between every pair of processes, as a round-trip time (e.g. 40ms): each
-    /// frame waits half of it on arrival, FIFO per connection (in user space; docs/wan.md). Needs
-    /// --processes or --hostfile.
-    #[arg(long, value_parser = humantime::parse_duration,
-          conflicts_with_all = ["rtt_topology", "delay_matrix"])]
-    #[serde(serialize_with = "text::opt_duration")]
-    pub rtt: Option<Duration>,
-    /// The wide-area paper's city sets (docs/papers.md) as delays: process i sits in city i of eu
-    /// (Frankfurt, London, Milan, Bratislava, Madrid, Dublin, Amsterdam, Geneva), us (New York, Los
-    /// Angeles, Houston, Denver, Washington, Seattle, Sunnyvale, Chicago) or global (Frankfurt, New
-    /// York, San Francisco, Tokyo, Seattle, London, Amsterdam, Atlanta); at most 8 processes.
-    #[arg(long, conflicts_with = "delay_matrix", hide_possible_values = true)]
-    #[serde(serialize_with = "text::opt_value")]
-    pub rtt_topology: Option<crate::net::delay::Topology>,
-    /// Round-trip times per pair of processes from FILE: row i, column j in ms, entries RTT or
-    /// RTT+-JITTER, `#` comments; square, symmetric, zero diagonal; a larger matrix serves a
-    /// smaller job (docs/wan.md).
-    #[arg(long, value_name = "FILE")]
-    #[serde(serialize_with = "text::opt_path")]
-    pub delay_matrix: Option<PathBuf>,
-    /// Jitter on every delayed pair's round-trip time: a frame's RTT is drawn from [RTT - J,
-    /// RTT + J], frames staying in order (the wide-area paper's 74-76 ms run: --rtt 75ms
-    /// --rtt-jitter 1ms).
-    #[arg(long, default_value = "0s", value_parser = humantime::parse_duration)]
-    #[serde(serialize_with = "text::duration")]
-    pub rtt_jitter: Duration,
-    /// Max elements per batch (1-1048576).
-    #[arg(long, default_value_t = 1024)]
-    pub batch_size: usize,
-    /// Capacity of each channel, in batches (backpressure bound; 1-65536). Every pair of workers
-    /// has its own channel per edge, allocated at start: workers² x capacity (workers over all
-    /// processes) may be at most 4194304 slots.
-    #[arg(long, default_value_t = 64)]
-    pub channel_capacity: usize,
-    /// Largest credit window of a channel between processes, in batches (1-65536). A remote
-    /// channel starts with --channel-capacity credits; its receiver doubles the window while
-    /// the round trip, not the receiver, limits the channel and halves it while batches queue
-    /// up (docs/wan.md). Default: 16 x --channel-capacity, as far as workers² x window fits in
-    /// 4194304 slots; --max-credit-window equal to --channel-capacity keeps the window fixed.
-    #[arg(long)]
-    pub max_credit_window: Option<usize>,
-    /// Send a partial batch after this long (e.g. 1ms, 200us).
-    #[arg(long, default_value = "1ms", value_parser = humantime::parse_duration)]
-    #[serde(serialize_with = "text::duration")]
-    pub flush_timeout: Duration,
-    /// Local acker flush interval.
-    #[arg(long, default_value = "1ms", value_parser = humantime::parse_duration)]
-    #[serde(serialize_with = "text::duration")]
-    pub ack_flush_interval: Duration,
-    /// Local acker flushes after this many updates (0: unbatched, every ack sent at once).
-    #[arg(long, default_value_t = 4096)]
-    pub ack_flush_count: usize,
-    /// What a worker going idle does with its acks: true (flush at once what can move a
-    /// frontier: a heartbeat passing a slot boundary, or acks of a slot the sources have
-    /// passed; the rest waits for the next such flush or --ack-flush-interval), always (flush
-    /// everything at once, a flush per idle moment) or false (only --ack-flush-interval and
-    /// --ack-flush-count flush: fewest messages). See docs/cpu.md.
-    #[arg(long, value_enum, default_value_t, hide_possible_values = true)]
-    #[serde(serialize_with = "text::value")]
-    pub ack_flush_on_idle: crate::config::AckOnIdle,
-    /// A worker going idle sends its partial batches at once (true: lowest latency at low load,
-    /// a batch per element then; false: they leave when full or --flush-timeout old, fewer
-    /// wake-ups and less CPU per element at low load; docs/cpu.md). With false, batches for a
-    /// vertex on the same worker still leave at idle if they fall due within --timer-slack.
-    #[arg(long, default_value_t = true, action = clap::ArgAction::Set)]
-    pub batch_flush_on_idle: bool,
-    /// Operator chaining: a map, filter or flat_map fed by a forward edge runs inside its
-    /// producer's step, with no queue or batch between them, as Flink chains operators (true);
-    /// false runs every vertex on its own, to see each one's CPU in the per-vertex accounting
-    /// (docs/cpu.md, "Operator chaining").
-    #[arg(long, default_value_t = true, action = clap::ArgAction::Set)]
-    pub chaining: bool,
-    /// Under trAcker, a window or sink fed by an exchange gets a tracking component per
-    /// instance: its frontier waits only for what is sent to it, not for the acks of what its
-    /// upstream sent elsewhere (across processes: one network hop instead of a round trip;
-    /// docs/wan.md). false: one component per vertex, as before.
-    #[arg(long, default_value_t = true, action = clap::ArgAction::Set)]
-    pub instance_frontiers: bool,
-    /// How late a worker's timed waits (a source's schedule, flush timeouts) may wake, e.g. 1us
-    /// (precise, a timer interrupt per wait) or 50us (Linux's default: one wake-up for several
-    /// deadlines, much less CPU at low load; docs/cpu.md).
-    #[arg(long, default_value = "1us", value_parser = humantime::parse_duration)]
-    #[serde(serialize_with = "text::duration")]
-    pub timer_slack: Duration,
-    /// Adds 2m self-cancelling random acks per real ack (tracker load (2m+1)x; 1x/5x/9x/17x =
-    /// 0/2/4/8).
-    #[arg(long, default_value_t = 0)]
-    pub ack_multiplier: usize,
-    /// Do not measure notification latency per slot at sinks (pure throughput runs).
-    #[arg(long)]
-    pub no_latency_probe: bool,
-    /// Which slots the sinks' latency probe measures: X/Y keeps slots with slot mod Y < X (Y a
-    /// power of two; the same slots on every instance), `all` every slot. Default: 1 slot in
-    /// 256 / granularity, every slot from granularity 256 up.
-    #[arg(long)]
-    #[serde(serialize_with = "text::opt_display")]
-    pub latency_sample: Option<crate::config::sampling::Sampling>,
-    /// Event logging (the Cloudprofiler paper's handlers, docs/measurement.md): rules
+    /// Event logging (docs/measurement.md): rules
     /// `PATTERN=HANDLER`, comma-separated, over the runtime's channels `VERTEX.in` (every element
     /// reaching an instance of VERTEX, id = its time) and `SOURCE.out` (every element a source
     /// emits), e.g. `*.in=xoy:1/64,events.out=xoy:1/64`; a bare HANDLER is the default. Handlers:
     /// null, id, buffered, counter[:PERIOD], xoy:X/Y, downsample:N, first-last. Off by default.
-    #[arg(long = "log", value_name = "SPEC")]
+    #[arg(
+        help_heading = "Monitoring",
+        hide_short_help = true,
+        long = "log",
+        value_name = "SPEC"
+    )]
     pub event_log: Option<String>,
     /// Serve live metrics and a status page on ADDR while the job runs: Prometheus' text
     /// format on `/metrics` (per operator instance: elements in and out, CPU, backpressure,
     /// frontier and its lag; checkpoints, restarts and traffic by kind), the dataflow graph
     /// with live rates on `/` (docs/operations.md). In a local launch process `p` listens on
     /// the port plus `p`.
-    #[arg(long, value_name = "ADDR")]
+    #[arg(help_heading = "Monitoring", long, value_name = "ADDR")]
     pub metrics_addr: Option<std::net::SocketAddr>,
     /// Folder of the event-log files (`CHANNEL.pPROCESS.iINSTANCE.xflog`; with several
     /// processes, process 0 also writes the run's clock alignment there as `clock.json`).
     #[arg(
+        help_heading = "Monitoring",
+        hide_short_help = true,
         long = "log-dir",
         value_name = "DIR",
         default_value = "logs",
@@ -216,61 +171,234 @@ pub struct EngineArgs {
     )]
     #[serde(serialize_with = "text::path")]
     pub event_log_dir: PathBuf,
-    /// Where keyed state lives: memory, or disk (a redb file per operator instance behind a
-    /// write-back cache, for state larger than memory; docs/state.md).
-    #[arg(long, value_enum, default_value_t, hide_possible_values = true)]
+    /// Completeness tracking: tracker, markers or none.
+    #[arg(
+        help_heading = "Engine tuning",
+        hide_short_help = true,
+        long,
+        value_enum,
+        default_value_t,
+        hide_possible_values = true
+    )]
     #[serde(serialize_with = "text::value")]
-    pub state_backend: xorflow_state::BackendKind,
-    /// Folder of the disk state backend's files (default: the system's temporary directory; a
-    /// folder per process below it, or per job and checkpoint directory with checkpoints).
-    #[arg(long)]
-    #[serde(serialize_with = "text::opt_path")]
-    pub state_dir: Option<PathBuf>,
-    /// With checkpoints and --state-backend disk: a restored instance rebuilds its state from the
-    /// checkpoint directory even when its local file holds the restored checkpoint (by default it
-    /// rolls the file back to it: local recovery, docs/state.md).
-    #[arg(long)]
-    pub no_local_recovery: bool,
+    pub tracking: TrackingMode,
+    /// Tracker shards: slot s is tracked by shard s mod S (shard k runs in process k mod N, or
+    /// in tracker process k mod T with --tracker-processes).
+    #[arg(
+        help_heading = "Engine tuning",
+        hide_short_help = true,
+        long,
+        default_value_t = 1
+    )]
+    pub tracker_shards: usize,
+    /// Dedicated tracker processes T: processes without workers hosting the shards. Locally they
+    /// are started beyond the --processes worker processes; with --hostfile they are its last T
+    /// lines.
+    #[arg(
+        help_heading = "Engine tuning",
+        hide_short_help = true,
+        long,
+        default_value_t = 0
+    )]
+    pub tracker_processes: usize,
+    /// Where the shards run: replicated (a replica of every shard in every worker process, fed
+    /// by every process's acks: a notification takes one network hop instead of two; the
+    /// default without --tracker-processes) or central (each shard in one process, which sends
+    /// the frontiers to every process; the default, and the only layout, with
+    /// --tracker-processes).
+    #[arg(
+        help_heading = "Engine tuning",
+        hide_short_help = true,
+        long,
+        hide_possible_values = true
+    )]
+    #[serde(serialize_with = "text::opt_value")]
+    pub tracker_layout: Option<crate::config::TrackerLayout>,
+    /// With the replicated layout, one tracker replica per region instead of one per worker
+    /// process: regions separated by '/', processes by ',', each region's replica in its first
+    /// process, which notifies the region's others with frontier frames (fewer copies of every
+    /// ack across the long links, one short hop inside a region; docs/wan.md, "Tracker replicas
+    /// by region"). E.g. 0,5,6/1,2,4,7/3 for the global city set's Europe, America and Tokyo.
+    #[arg(help_heading = "Engine tuning", hide_short_help = true, long)]
+    #[serde(serialize_with = "text::opt_display")]
+    pub tracker_regions: Option<crate::config::regions::TrackerRegions>,
+    /// Which thread writes frames to other processes: adaptive (a worker writes one
+    /// iteration's frames itself, in one writev, when they total 64 KiB or more, and hands
+    /// smaller bursts to the network thread; in a process whose only worker reads its
+    /// connections, the worker writes everything), sender (the worker always writes) or
+    /// network-thread (every frame handed to the network thread). See docs/distributed.md.
+    #[arg(
+        help_heading = "Engine tuning",
+        hide_short_help = true,
+        long,
+        value_enum,
+        default_value_t,
+        hide_possible_values = true
+    )]
+    #[serde(serialize_with = "text::value")]
+    pub net_writes: crate::net::outbox::NetWrites,
+    /// Which thread reads the frames other processes send: worker (each connection is read by
+    /// one of the process's workers, which waits on its sockets when idle: one wake-up per
+    /// arrival instead of two) or network-thread (it reads every connection and wakes the
+    /// worker a frame is for). With an injected delay (--rtt and the like) the network thread
+    /// reads. See docs/distributed.md.
+    #[arg(
+        help_heading = "Engine tuning",
+        hide_short_help = true,
+        long,
+        value_enum,
+        default_value_t,
+        hide_possible_values = true
+    )]
+    #[serde(serialize_with = "text::value")]
+    pub net_reads: crate::net::worker_reads::NetReads,
+    /// Max elements per batch (1-1048576).
+    #[arg(
+        help_heading = "Engine tuning",
+        hide_short_help = true,
+        long,
+        default_value_t = 1024
+    )]
+    pub batch_size: usize,
+    /// Capacity of each channel, in batches (backpressure bound; 1-65536). Every pair of workers
+    /// has its own channel per edge, allocated at start: workers² x capacity (workers over all
+    /// processes) may be at most 4194304 slots.
+    #[arg(
+        help_heading = "Engine tuning",
+        hide_short_help = true,
+        long,
+        default_value_t = 64
+    )]
+    pub channel_capacity: usize,
+    /// Largest credit window of a channel between processes, in batches (1-65536). A remote
+    /// channel starts with --channel-capacity credits; its receiver doubles the window while
+    /// the round trip, not the receiver, limits the channel and halves it while batches queue
+    /// up (docs/wan.md). Default: 16 x --channel-capacity, as far as workers² x window fits in
+    /// 4194304 slots; --max-credit-window equal to --channel-capacity keeps the window fixed.
+    #[arg(help_heading = "Engine tuning", hide_short_help = true, long)]
+    pub max_credit_window: Option<usize>,
+    /// Send a partial batch after this long (e.g. 1ms, 200us).
+    #[arg(help_heading = "Engine tuning", hide_short_help = true, long, default_value = "1ms", value_parser = humantime::parse_duration)]
+    #[serde(serialize_with = "text::duration")]
+    pub flush_timeout: Duration,
+    /// Local acker flush interval.
+    #[arg(help_heading = "Engine tuning", hide_short_help = true, long, default_value = "1ms", value_parser = humantime::parse_duration)]
+    #[serde(serialize_with = "text::duration")]
+    pub ack_flush_interval: Duration,
+    /// Local acker flushes after this many updates (0: unbatched, every ack sent at once).
+    #[arg(
+        help_heading = "Engine tuning",
+        hide_short_help = true,
+        long,
+        default_value_t = 4096
+    )]
+    pub ack_flush_count: usize,
+    /// What a worker going idle does with its acks: true (flush at once what can move a
+    /// frontier: a heartbeat passing a slot boundary, or acks of a slot the sources have
+    /// passed; the rest waits for the next such flush or --ack-flush-interval), always (flush
+    /// everything at once, a flush per idle moment) or false (only --ack-flush-interval and
+    /// --ack-flush-count flush: fewest messages). See docs/cpu.md.
+    #[arg(
+        help_heading = "Engine tuning",
+        hide_short_help = true,
+        long,
+        value_enum,
+        default_value_t,
+        hide_possible_values = true
+    )]
+    #[serde(serialize_with = "text::value")]
+    pub ack_flush_on_idle: crate::config::AckOnIdle,
+    /// A worker going idle sends its partial batches at once (true: lowest latency at low load,
+    /// a batch per element then; false: they leave when full or --flush-timeout old, fewer
+    /// wake-ups and less CPU per element at low load; docs/cpu.md). With false, batches for a
+    /// vertex on the same worker still leave at idle if they fall due within --timer-slack.
+    #[arg(help_heading = "Engine tuning", hide_short_help = true, long, default_value_t = true, action = clap::ArgAction::Set)]
+    pub batch_flush_on_idle: bool,
+    /// Operator chaining: a map, filter or flat_map fed by a forward edge runs inside its
+    /// producer's step, with no queue or batch between them, as Flink chains operators (true);
+    /// false runs every vertex on its own, to see each one's CPU in the per-vertex accounting
+    /// (docs/cpu.md, "Operator chaining").
+    #[arg(help_heading = "Engine tuning", hide_short_help = true, long, default_value_t = true, action = clap::ArgAction::Set)]
+    pub chaining: bool,
+    /// Under trAcker, a window or sink fed by an exchange gets a tracking component per
+    /// instance: its frontier waits only for what is sent to it, not for the acks of what its
+    /// upstream sent elsewhere (across processes: one network hop instead of a round trip;
+    /// docs/wan.md). false: one component per vertex, as before.
+    #[arg(help_heading = "Engine tuning", hide_short_help = true, long, default_value_t = true, action = clap::ArgAction::Set)]
+    pub instance_frontiers: bool,
+    /// How late a worker's timed waits (a source's schedule, flush timeouts) may wake, e.g. 1us
+    /// (precise, a timer interrupt per wait) or 50us (Linux's default: one wake-up for several
+    /// deadlines, much less CPU at low load; docs/cpu.md).
+    #[arg(help_heading = "Engine tuning", hide_short_help = true, long, default_value = "1us", value_parser = humantime::parse_duration)]
+    #[serde(serialize_with = "text::duration")]
+    pub timer_slack: Duration,
     /// Window contents: fold (one accumulator per window and key) or retain (every element,
-    /// folded when the window closes); the changelog thesis's two forms (docs/papers.md), same
-    /// results.
-    #[arg(long, value_enum, default_value_t, hide_possible_values = true)]
+    /// folded when the window closes); the same results.
+    #[arg(
+        help_heading = "Engine tuning",
+        hide_short_help = true,
+        long,
+        value_enum,
+        default_value_t,
+        hide_possible_values = true
+    )]
     #[serde(serialize_with = "text::value")]
     pub window_state: xorflow_state::window::WindowForm,
-    /// Cut a checkpoint this often (e.g. 100ms, 1s): sources advance their epoch, and each
-    /// stateful instance snapshots when trAcker says the epoch is complete there, or, with
-    /// --tracking markers, when the epoch's barriers have arrived on all its inputs (aligned
-    /// checkpoints, the baseline: docs/state.md). Off by default; not with --tracking none.
-    #[arg(long, value_parser = humantime::parse_duration)]
+    /// Wide-area delay between every pair of processes, as a round-trip time (e.g. 40ms): each
+    /// frame waits half of it on arrival, FIFO per connection (in user space; docs/wan.md). Needs
+    /// --processes or --hostfile.
+    #[arg(help_heading = "Experiments", hide_short_help = true, long, value_parser = humantime::parse_duration,
+          conflicts_with_all = ["rtt_topology", "delay_matrix"])]
     #[serde(serialize_with = "text::opt_duration")]
-    pub checkpoint_interval: Option<Duration>,
-    /// How trAcker's cut keeps a checkpoint epoch apart from the next one at a stateful
-    /// instance: buffered (the next epoch's batches wait for the snapshot, as in the trAcker paper)
-    /// or versioned (they are processed at once and the older state is kept until the snapshot;
-    /// fold-left windows and sinks, others buffer). docs/state.md, "The cut".
-    #[arg(long, value_enum, default_value_t, hide_possible_values = true)]
-    #[serde(serialize_with = "text::value")]
-    pub checkpoint_cut: crate::config::CheckpointCut,
-    /// Where checkpoints are written: snapshot files, a manifest per checkpoint (default with
-    /// --checkpoint-interval: ./checkpoints). A directory holding an earlier run's checkpoints is
-    /// refused.
-    #[arg(long)]
+    pub rtt: Option<Duration>,
+    /// City sets of wide-area measurements as delays: process i sits in city i of eu
+    /// (Frankfurt, London, Milan, Bratislava, Madrid, Dublin, Amsterdam, Geneva), us (New York, Los
+    /// Angeles, Houston, Denver, Washington, Seattle, Sunnyvale, Chicago) or global (Frankfurt, New
+    /// York, San Francisco, Tokyo, Seattle, London, Amsterdam, Atlanta); at most 8 processes.
+    #[arg(
+        help_heading = "Experiments",
+        hide_short_help = true,
+        long,
+        conflicts_with = "delay_matrix",
+        hide_possible_values = true
+    )]
+    #[serde(serialize_with = "text::opt_value")]
+    pub rtt_topology: Option<crate::net::delay::Topology>,
+    /// Round-trip times per pair of processes from FILE: row i, column j in ms, entries RTT or
+    /// RTT+-JITTER, `#` comments; square, symmetric, zero diagonal; a larger matrix serves a
+    /// smaller job (docs/wan.md).
+    #[arg(
+        help_heading = "Experiments",
+        hide_short_help = true,
+        long,
+        value_name = "FILE"
+    )]
     #[serde(serialize_with = "text::opt_path")]
-    pub checkpoint_dir: Option<PathBuf>,
-    /// Checkpoints kept (the newest); older ones and files no kept one needs are deleted.
-    #[arg(long, default_value_t = 3)]
-    pub checkpoints_retained: usize,
-    /// Continue from the newest usable checkpoint in --checkpoint-dir (after the job's process 0
-    /// died): state is restored, sources resume from their recorded positions, and the output is
-    /// that of a run without the failure. A corrupt or missing file makes it fall back to an
-    /// older checkpoint, and say so. Needs --checkpoint-interval.
-    #[arg(long)]
-    pub resume: bool,
-    /// With checkpoints and --processes: when a process dies (kill -9) or goes silent past
-    /// --peer-timeout, process 0 starts every process again and the job continues from the last
-    /// completed checkpoint, at most this many times.
-    #[arg(long, default_value_t = 3)]
-    pub restart_attempts: usize,
+    pub delay_matrix: Option<PathBuf>,
+    /// Jitter on every delayed pair's round-trip time: a frame's RTT is drawn from [RTT - J,
+    /// RTT + J], frames staying in order (a 74-76 ms link: --rtt 75ms --rtt-jitter
+    /// 1ms).
+    #[arg(help_heading = "Experiments", hide_short_help = true, long, default_value = "0s", value_parser = humantime::parse_duration)]
+    #[serde(serialize_with = "text::duration")]
+    pub rtt_jitter: Duration,
+    /// Adds 2m self-cancelling random acks per real ack (tracker load (2m+1)x; 1x/5x/9x/17x =
+    /// 0/2/4/8).
+    #[arg(
+        help_heading = "Experiments",
+        hide_short_help = true,
+        long,
+        default_value_t = 0
+    )]
+    pub ack_multiplier: usize,
+    /// Do not measure notification latency per slot at sinks (pure throughput runs).
+    #[arg(help_heading = "Experiments", hide_short_help = true, long)]
+    pub no_latency_probe: bool,
+    /// Which slots the sinks' latency probe measures: X/Y keeps slots with slot mod Y < X (Y a
+    /// power of two; the same slots on every instance), `all` every slot. Default: 1 slot in
+    /// 256 / granularity, every slot from granularity 256 up.
+    #[arg(help_heading = "Experiments", hide_short_help = true, long)]
+    #[serde(serialize_with = "text::opt_display")]
+    pub latency_sample: Option<crate::config::sampling::Sampling>,
 }
 
 /// Parses [`EngineArgs`] alone (its defaults, and arguments read back).

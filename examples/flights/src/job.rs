@@ -511,7 +511,7 @@ fn check_config(cfg: &FlightsConfig) -> Result<(), FlightsError> {
     job_options::check_speed(cfg.speed)?;
     if cfg.lateness_s > MAX_SECONDS || cfg.window_s > MAX_SECONDS {
         return Err(FlightsError::Config(format!(
-            "--lateness and --window must be at most {MAX_SECONDS} s (100 years)"
+            "--out-of-orderness and --window must be at most {MAX_SECONDS} s (100 years)"
         )));
     }
     check_kafka(cfg)?;
