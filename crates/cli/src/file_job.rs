@@ -456,7 +456,22 @@ pub fn run(a: FileArgs) -> Result<(), JobError> {
         Windows::Fixed(size, slide) => gcd(size, slide),
         Windows::Session(gap) => gap,
     };
-    let runtime = a.engine.runtime(granularity);
+    let mut runtime = a.engine.runtime(granularity);
+    // What a resumed run must keep (not the pacing, --rate, nor the outputs' names): named, so
+    // that a refused resume says what differs (crates/runtime/src/execute/job_id.rs).
+    let word = |v: &str| v.replace(' ', "\\s");
+    runtime.job_key = format!(
+        "file rows={rows} --time-field={} --time-format={} --key={} --window={} --aggregate={} \
+         --out-of-orderness={:?} --allowed-lateness={:?} --sources={sources}",
+        word(&a.time_field),
+        word(&a.time_format),
+        word(&a.key.join(",")),
+        word(&a.window),
+        word(&a.aggregate.join(",")),
+        a.lateness,
+        a.allowed_lateness,
+        sources = a.sources,
+    );
     let df = Dataflow::new(runtime).map_err(JobError::Run)?;
     let sources = a.sources as usize;
     let per_source = a.rate / sources as f64;

@@ -525,8 +525,8 @@ fn huge_lateness_makes_nothing_late() {
     assert_eq!(s["records_late"], 0, "{s}");
 }
 
-/// Checkpoint options: a directory holding an earlier run's checkpoints is refused (exit 2,
-/// saying why), as are a directory without an interval, checkpoints without trAcker and
+/// Checkpoint options: a directory holding an unfinished earlier run's checkpoints is refused
+/// (exit 2, saying why), a finished run's is started afresh, and refused too are a directory without an interval, checkpoints without trAcker and
 /// `--resume` without checkpoints; a run that writes them keeps the newest three.
 #[test]
 fn checkpoint_options_are_checked_and_a_used_directory_is_refused() {
@@ -551,6 +551,14 @@ fn checkpoint_options_are_checked_and_a_used_directory_is_refused() {
     assert!(o.status.success(), "{}", stderr_of(&o));
     let manifests = std::fs::read_dir(ck.join("manifests")).unwrap().count();
     assert!((1..=3).contains(&manifests), "{manifests} manifests kept");
+    // The run finished: the same command starts afresh, saying so.
+    assert!(ck.join("finished").exists());
+    let paced = ["--checkpoint-interval", "1ms", "--checkpoint-dir", ck_s, "--speed", "20000"];
+    let o = run(&paced);
+    assert!(o.status.success(), "{}", stderr_of(&o));
+    assert!(stderr_of(&o).contains("starting afresh"), "{}", stderr_of(&o));
+    // A run that did not finish (killed: no marker) leaves a directory only --resume takes.
+    std::fs::remove_file(ck.join("finished")).unwrap();
     let o = run(&["--checkpoint-interval", "1ms", "--checkpoint-dir", ck_s]);
     assert_eq!(o.status.code(), Some(2));
     let e = stderr_of(&o);

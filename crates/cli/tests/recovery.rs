@@ -212,6 +212,11 @@ fn assert_oracle(s: &Scenario, o: &Output, label: &str) -> serde_json::Value {
     let stdout = String::from_utf8_lossy(&o.stdout);
     let stderr = String::from_utf8_lossy(&o.stderr);
     assert!(o.status.success(), "{label}: the run failed: {stderr}");
+    // A failure the run recovered from is a warning (issue 49, item 12: it logged ERROR).
+    assert!(
+        !stderr.contains("ERROR"),
+        "{label}: an ERROR line in a recovered run: {stderr}"
+    );
     assert!(
         stdout.contains("resumed from checkpoint"),
         "{label}: the run did not say it resumed: {stdout}"

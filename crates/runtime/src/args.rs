@@ -14,6 +14,10 @@ use std::time::Duration;
 
 pub use crate::config::MAX_TIMER_SLACK;
 
+/// How often process 0 restarts a job that lost a process, when `--restart-attempts` is not
+/// given.
+pub const DEFAULT_RESTART_ATTEMPTS: usize = 3;
+
 /// Engine knobs shared by jobs and benchmarks (`--workers`, `--tracking`, `--processes`, ...).
 ///
 /// Each option sits under a help heading (cluster, checkpoints and recovery, monitoring, engine
@@ -96,9 +100,9 @@ pub struct EngineArgs {
     pub resume: bool,
     /// With checkpoints and --processes: when a process dies (kill -9) or goes silent past
     /// --peer-timeout, process 0 starts every process again and the job continues from the last
-    /// completed checkpoint, at most this many times.
-    #[arg(help_heading = "Checkpoints and recovery", long, default_value_t = 3)]
-    pub restart_attempts: usize,
+    /// completed checkpoint, at most this many times (default 3). Needs --checkpoint-interval.
+    #[arg(help_heading = "Checkpoints and recovery", long)]
+    pub restart_attempts: Option<usize>,
     /// Worker threads per process (1-256; at most 1024 over all processes).
     #[arg(help_heading = "Cluster", long, default_value_t = 2)]
     pub workers: usize,
@@ -152,12 +156,13 @@ pub struct EngineArgs {
         value_name = "SPEC"
     )]
     pub event_log: Option<String>,
-    /// Serve live metrics and a status page on ADDR while the job runs: Prometheus' text
+    /// Serve live metrics and a status page on ADDR (HOST:PORT) while the job runs: Prometheus' text
     /// format on `/metrics` (per operator instance: elements in and out, CPU, backpressure,
     /// frontier and its lag; checkpoints, restarts and traffic by kind), the dataflow graph
     /// with live rates on `/` (docs/operations.md). In a local launch process `p` listens on
     /// the port plus `p`.
-    #[arg(help_heading = "Monitoring", long, value_name = "ADDR")]
+    #[arg(help_heading = "Monitoring", long, value_name = "ADDR",
+          value_parser = crate::config::parse_listen_addr)]
     pub metrics_addr: Option<std::net::SocketAddr>,
     /// Folder of the event-log files (`CHANNEL.pPROCESS.iINSTANCE.xflog`; with several
     /// processes, process 0 also writes the run's clock alignment there as `clock.json`).
@@ -532,7 +537,7 @@ impl EngineArgs {
             }),
             checkpoints_retained: self.checkpoints_retained,
             resume: self.resume,
-            restart_attempts: self.restart_attempts,
+            restart_attempts: self.restart_attempts.unwrap_or(DEFAULT_RESTART_ATTEMPTS),
         }
     }
 
@@ -571,12 +576,22 @@ impl EngineArgs {
                 humantime::format_duration(MAX_TIMER_SLACK)
             ));
         }
-        // `runtime()` keeps the directory only with an interval.
-        if self.checkpoint_dir.is_some() && self.checkpoint_interval.is_none() {
-            return Err(
-                "--checkpoint-dir needs --checkpoint-interval (how often to cut one)".into(),
-            );
+        // `runtime()` keeps the directory only with an interval; a restart continues from a
+        // checkpoint: settings that would do nothing are refused, not ignored.
+        if self.checkpoint_interval.is_none() {
+            if self.checkpoint_dir.is_some() {
+                return Err(
+                    "--checkpoint-dir needs --checkpoint-interval (how often to cut one)".into(),
+                );
+            }
+            if let Some(n) = self.restart_attempts {
+                return Err(format!(
+                    "--restart-attempts {n} needs --checkpoint-interval: a restarted job \
+                     continues from its last checkpoint"
+                ));
+            }
         }
+
         self.runtime(1).validate()
     }
 

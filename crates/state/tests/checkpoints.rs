@@ -165,6 +165,38 @@ fn a_directory_with_checkpoints_needs_resume_and_the_same_job() {
     assert!(CheckpointStore::local(dir.path(), 0).is_err());
 }
 
+/// Catches (issue 49, item 7): repeating a command that finished refused because of its own
+/// checkpoints, and `--resume` of a finished job restoring its last checkpoint (re-running the
+/// end of the job) instead of saying it finished.
+#[test]
+fn a_finished_run_is_started_afresh_and_has_nothing_to_resume() {
+    use xorflow_state::checkpoint::Claim;
+    let dir = tempfile::tempdir().unwrap();
+    let store = CheckpointStore::local(dir.path(), 3).unwrap();
+    assert_eq!(store.claim("job-1", false).unwrap(), Claim::Empty);
+    run(&store, 2, 4);
+    store.mark_finished().unwrap();
+    let e = store.claim("job-1", true).unwrap_err().to_string();
+    assert!(
+        e.contains("finished") && e.contains("nothing to resume"),
+        "{e}"
+    );
+    assert_eq!(
+        store.claim("job-1", false).unwrap(),
+        Claim::Afresh { removed: 2 }
+    );
+    assert!(
+        store.latest().unwrap().is_none(),
+        "the finished run's checkpoints are gone"
+    );
+    let files = std::fs::read_dir(dir.path().join("files")).map_or(0, |d| d.count());
+    assert_eq!(files, 0);
+    // Afresh, it is an unfinished run again: checkpoints need --resume once more.
+    run(&store, 1, 2);
+    assert!(store.claim("job-1", false).is_err());
+    assert_eq!(store.claim("job-1", true).unwrap(), Claim::Resume);
+}
+
 #[test]
 fn files_of_checkpoints_in_flight_survive_retention() {
     let dir = tempfile::tempdir().unwrap();

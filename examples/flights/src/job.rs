@@ -595,6 +595,11 @@ impl Outputs {
                 .and_then(|()| f.write_all(b"\n"))
                 .map_err(werr)?;
         }
+        if let Some(p) = &self.csv {
+            // The sinks of all workers wrote rows as windows closed: sorted (by window start,
+            // then origin: the rows' first fields), every run of this input writes one file.
+            p.sort_lines(1).map_err(FlightsError::Output)?;
+        }
         let all = [self.csv, self.late, self.summary].into_iter().flatten();
         crate::files::commit_all(all).map_err(FlightsError::Output)
     }
@@ -684,13 +689,14 @@ fn run_dataflow(
 ) -> Result<xorflow_runtime::RunReport, FlightsError> {
     let progress = Arc::new(Progress::default());
     let mut runtime = cfg.runtime.clone();
+    // What a resumed run must keep (not the pacing, --speed: it changes when rows are read,
+    // not which or what they make); named so that a refused resume says what differs.
     runtime.job_key = format!(
-        "flights {} window={} lateness={} sources={} speed={:?} output={:?}",
+        "flights {} --window={} --out-of-orderness={} --sources={} output={:?}",
         feed.key(),
         cfg.window_s,
         cfg.lateness_s,
         cfg.sources,
-        cfg.speed,
         cfg.kafka.output.as_ref().map(ToString::to_string)
     );
     let df = Dataflow::new(runtime)?;

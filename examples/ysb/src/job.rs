@@ -396,12 +396,11 @@ pub fn run(cfg: &YsbConfig) -> Result<YsbSummary, YsbError> {
     let rows = leader.then(|| Arc::new(Mutex::new(Vec::new())));
     let mut runtime = cfg.runtime.clone();
     runtime.job_key = format!(
-        "ysb {} sources={} lateness={} ads={} speed={:?}",
+        "ysb {} --sources={} --lateness={} ads={}",
         feed.key(),
         cfg.sources,
         cfg.lateness_ms,
-        table.ads(),
-        cfg.speed
+        table.ads()
     );
     let df = Dataflow::new(runtime)?;
     let parse_errors = Arc::new(AtomicU64::new(0));

@@ -2,8 +2,7 @@
 //! examples; `--help-all` everything; no internal references; the two kinds of lateness named
 //! apart, the old names still accepted; `xorflow --help` listing every job kind.
 
-mod common;
-use common::bin;
+use crate::common::bin;
 use std::process::Command;
 
 fn help(args: &[&str]) -> String {

@@ -5,9 +5,8 @@
 //!
 //! Small files written to temporary directories; each run ends within seconds.
 
-mod common;
-use common::bin;
-use common::procs::{kill9, wait_output};
+use crate::common::bin;
+use crate::common::procs::{kill9, wait_output};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};

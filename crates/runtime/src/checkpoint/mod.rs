@@ -176,7 +176,8 @@ pub(crate) struct Prepared {
 }
 
 /// Opens the checkpoint store of a job that writes checkpoints (`None` otherwise); process 0
-/// claims it for job `job` (`crate::execute::job_id`) before any other process starts. Finds
+/// claims it for job `job` (`crate::execute::job_id`, a hash of `identity`) before any other
+/// process starts. Finds
 /// the checkpoint to resume from ([`resume::find`]); process 0 names it to the local processes
 /// it is about to start.
 ///
@@ -186,6 +187,7 @@ pub(crate) struct Prepared {
 pub(crate) fn prepare(
     config: &mut crate::config::RuntimeConfig,
     job: u64,
+    identity: &[String],
 ) -> Result<Option<Prepared>, RunError> {
     let (Some(dir), Some(_)) = (&config.checkpoint_dir, config.checkpoint_interval) else {
         return Ok(None);
@@ -195,9 +197,16 @@ pub(crate) fn prepare(
     let store = Arc::new(CheckpointStore::open(dir, config.checkpoints_retained).map_err(err)?);
     let leader = config.cluster.is_process_zero();
     if leader {
-        store
-            .claim(&format!("{job:016x}"), config.resume)
-            .map_err(err)?;
+        // The id, then what it is a hash of: a refused resume names what differs.
+        let owner = format!("{job:016x}\n{}", identity.join("\n"));
+        let claim = store.claim(&owner, config.resume);
+        if let xorflow_state::checkpoint::Claim::Afresh { removed } = claim.map_err(err)? {
+            tracing::warn!(
+                "checkpoint directory '{}' held the {removed} checkpoint(s) of a run that \
+                 finished: starting afresh",
+                store.location()
+            );
+        }
     }
     let resume = resume::find(&store, config.resume)?;
     if let (true, Some(r)) = (leader, &resume) {

@@ -50,6 +50,30 @@ pub fn parse_value<T: clap::ValueEnum>(what: &str, s: &str) -> Result<T, String>
     })
 }
 
+/// A listening address given as `HOST:PORT`, a name (`localhost:9464`) or an IP address
+/// (`0.0.0.0:9464`, `[::1]:9464`): the first address the name resolves to.
+///
+/// # Errors
+/// No port, or a name that does not resolve, saying which.
+pub fn parse_listen_addr(s: &str) -> Result<std::net::SocketAddr, String> {
+    use std::net::ToSocketAddrs;
+    if let Ok(a) = s.parse() {
+        return Ok(a);
+    }
+    if s.rsplit_once(':')
+        .is_none_or(|(_, port)| port.parse::<u16>().is_err())
+    {
+        return Err(format!(
+            "'{s}': expected HOST:PORT, e.g. 127.0.0.1:9464 or localhost:9464"
+        ));
+    }
+    match s.to_socket_addrs().map(|mut a| a.next()) {
+        Ok(Some(a)) => Ok(a),
+        Ok(None) => Err(format!("'{s}' resolves to no address")),
+        Err(e) => Err(format!("cannot resolve '{s}': {e}")),
+    }
+}
+
 /// How completeness is tracked (`--tracking`).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, clap::ValueEnum)]
 pub enum TrackingMode {
@@ -317,6 +341,9 @@ impl RuntimeConfig {
             }
             return Ok(());
         }
+        if self.checkpoint_interval.is_some_and(|i| i.is_zero()) {
+            return Err("--checkpoint-interval must be more than 0 (e.g. 1s)".into());
+        }
         if self.tracking == TrackingMode::None {
             return Err(
                 "--checkpoint-interval needs --tracking tracker (trAcker's epoch frontiers cut \
@@ -451,4 +478,24 @@ pub enum CheckpointCut {
     /// older version of what they change until the snapshot (fold-left windows and sinks; an
     /// operator that keeps no versions buffers).
     Versioned,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Catches: `--metrics-addr localhost:9464` refused (an IP address only), and a bad
+    /// address accepted.
+    #[test]
+    fn listen_addresses_take_names_and_ip_addresses() {
+        assert_eq!(parse_listen_addr("0.0.0.0:9464").unwrap().port(), 9464);
+        let local = parse_listen_addr("localhost:9464").unwrap();
+        assert!(local.ip().is_loopback() && local.port() == 9464, "{local}");
+        assert!(parse_listen_addr("localhost")
+            .unwrap_err()
+            .contains("HOST:PORT"));
+        assert!(parse_listen_addr("localhost:x")
+            .unwrap_err()
+            .contains("HOST:PORT"));
+    }
 }

@@ -72,7 +72,8 @@ fn attempt(b: &mut Builder, finished: &mut bool) -> Result<RunReport, RunError> 
     let job = job_id::job_id(&b.graph, &config, config.cluster.total_processes());
     // Before any other process starts: process 0 claims the checkpoint directory and chooses
     // the checkpoint every process resumes from.
-    let prepared = crate::checkpoint::prepare(&mut config, job)?;
+    let identity = job_id::identity(&b.graph, &config, config.cluster.total_processes());
+    let prepared = crate::checkpoint::prepare(&mut config, job, &identity)?;
     let mut cluster = crate::net::cluster::resolve(&config.cluster).map_err(RunError::Cluster)?;
     // Served for this attempt; dropped (stopped) when it ends.
     let _live = start_live(b, &config, &cluster)?;
@@ -222,6 +223,11 @@ fn attempt(b: &mut Builder, finished: &mut bool) -> Result<RunReport, RunError> 
     let mut report = report?;
     written?;
     report.checkpoints = stats?.flatten();
+    // The run finished: its checkpoints are marked so, so that the same command starts afresh
+    // instead of being refused, and `--resume` says there is nothing to continue.
+    if let (Some(p), 0) = (&prepared, report.process) {
+        (p.store.mark_finished()).map_err(|e| RunError::Checkpoint(e.to_string()))?;
+    }
     Ok(report)
 }
 

@@ -161,8 +161,10 @@ impl Failure {
         for w in 0..self.unparkers.0.len() {
             self.unparkers.unpark(w);
         }
+        // A warning, not an error: the run may yet recover (a restart from a checkpoint), or
+        // have been stopped on purpose; a run that fails says so once, in its exit message.
         if !repeated {
-            tracing::error!("{msg}");
+            tracing::warn!("{msg}");
         }
     }
 }

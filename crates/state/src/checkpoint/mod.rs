@@ -5,6 +5,7 @@
 //!
 //! ```text
 //! job                      the job id that owns the directory (refused for another job)
+//! finished                 present once the job's run finished: the next run starts afresh
 //! files/<vertex>-<instance>-c<checkpoint>.snap   one snapshot (a full one or an increment)
 //! manifests/c<checkpoint>  the checkpoint's manifest: written last, after its files are durable
 //! ```
@@ -48,6 +49,60 @@ fn checkpoint_of(name: &str) -> Option<u64> {
 }
 const MANIFEST_MAGIC: &[u8; 8] = b"XFMANI1\n";
 const JOB_MAGIC: &[u8; 8] = b"XFJOB01\n";
+const FINISHED_MAGIC: &[u8; 8] = b"XFDONE1\n";
+
+/// The job id of an owner text (its first line).
+fn first_line(owner: &str) -> &str {
+    owner.lines().next().unwrap_or("")
+}
+
+/// What differs between the owner texts `old` (the checkpoints') and `new` (this run's): their
+/// lines after the id are `name=value`, listed as `name: old -> new`.
+fn differences(old: &str, new: &str) -> String {
+    let parse = |t: &str| -> std::collections::BTreeMap<String, String> {
+        (t.lines().skip(1))
+            .filter_map(|l| l.split_once('='))
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect()
+    };
+    let (old_map, new_map) = (parse(old), parse(new));
+    let none = String::from("(none)");
+    let keys: BTreeSet<&String> = old_map.keys().chain(new_map.keys()).collect();
+    let diff: Vec<String> = (keys.into_iter())
+        .filter_map(|k| {
+            let (o, n) = (
+                old_map.get(k).unwrap_or(&none),
+                new_map.get(k).unwrap_or(&none),
+            );
+            (o != n).then(|| format!("{k}: {o} -> {n}"))
+        })
+        .collect();
+    match (diff.is_empty(), old_map.is_empty()) {
+        (false, _) => format!("these differ (checkpointed -> now): {}", diff.join("; ")),
+        // Checkpoints of a version that recorded the id only.
+        (true, true) => format!(
+            "its id is {}, this one's {}",
+            first_line(old),
+            first_line(new)
+        ),
+        (true, false) => "their ids differ".into(),
+    }
+}
+
+/// What claiming a checkpoint store found ([`CheckpointStore::claim`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Claim {
+    /// No checkpoint of an earlier run: the run starts from the beginning.
+    Empty,
+    /// The checkpoints of a run that finished, now removed: the run starts from the beginning
+    /// (`removed`: how many checkpoints it had).
+    Afresh {
+        /// The finished run's checkpoints.
+        removed: usize,
+    },
+    /// Checkpoints of an unfinished run of this job: the run resumes from them.
+    Resume,
+}
 
 /// A restorable checkpoint, read and verified.
 #[derive(Debug)]
@@ -103,14 +158,32 @@ impl CheckpointStore {
         self.storage.location()
     }
 
-    /// Claims the store for job `job`. A store with checkpoints is refused unless `resume`, and
-    /// with `resume` it must belong to `job`.
+    /// Claims the store for job `job`. The checkpoints of a finished run ([`Self::mark_finished`])
+    /// are removed and the run starts afresh, unless `resume`, which has nothing to continue
+    /// then. Other checkpoints are refused unless `resume`, and with `resume` they must belong
+    /// to `job`.
     ///
     /// # Errors
-    /// The store holds checkpoints and `resume` is false; it belongs to another job; it cannot be
-    /// written.
-    pub fn claim(&self, job: &str, resume: bool) -> Result<(), StateError> {
-        let manifests = self.manifests()?;
+    /// `resume` of a finished run; the store holds an unfinished run's checkpoints and `resume`
+    /// is false; it belongs to another job; it cannot be written.
+    pub fn claim(&self, job: &str, resume: bool) -> Result<Claim, StateError> {
+        let mut manifests = self.manifests()?;
+        let mut claim = Claim::Empty;
+        if self.storage.get("finished").is_ok() {
+            if resume {
+                return Err(StateError::Other(format!(
+                    "the job whose checkpoints are in '{}' finished (newest checkpoint: {}): there \
+                     is nothing to resume; run it without --resume to start it afresh",
+                    self.location(),
+                    manifests.last().map_or("none", String::as_str)
+                )));
+            }
+            claim = Claim::Afresh {
+                removed: manifests.len(),
+            };
+            self.clear()?;
+            manifests.clear();
+        }
         let owner = match self.storage.get("job") {
             Ok(b) => Some(
                 framing::unframe(JOB_MAGIC, &b)
@@ -132,16 +205,40 @@ impl CheckpointStore {
             )));
         }
         if resume {
-            if let Some(o) = owner.filter(|o| o != job) {
+            claim = Claim::Resume;
+            if let Some(o) = owner.filter(|o| first_line(o) != first_line(job)) {
                 return Err(StateError::Other(format!(
-                    "checkpoint directory '{}' belongs to another job (id {o}, this one is \
-                     {job}): --resume continues only the same job with the same options",
-                    self.location()
+                    "checkpoint directory '{}' belongs to another job: --resume continues only \
+                     the same job with the same options; {}",
+                    self.location(),
+                    differences(&o, job)
                 )));
             }
         }
         self.storage
-            .put("job", &framing::frame(JOB_MAGIC, job.as_bytes()))
+            .put("job", &framing::frame(JOB_MAGIC, job.as_bytes()))?;
+        Ok(claim)
+    }
+
+    /// Marks the run whose checkpoints these are as finished: the next run in this directory
+    /// starts afresh instead of being refused, and `--resume` says there is nothing to continue.
+    ///
+    /// # Errors
+    /// The marker cannot be written.
+    pub fn mark_finished(&self) -> Result<(), StateError> {
+        self.storage
+            .put("finished", &framing::frame(FINISHED_MAGIC, b""))
+    }
+
+    /// Removes every checkpoint, file and marker of the store (a finished run's), the marker
+    /// last: a removal cut short leaves a finished run, removed again next time.
+    fn clear(&self) -> Result<(), StateError> {
+        for prefix in ["manifests", "files"] {
+            for name in self.storage.list(prefix)? {
+                self.storage.delete(&name)?;
+            }
+        }
+        self.storage.delete("finished")
     }
 
     /// Writes the snapshot `delta` of operator instance `instance` (`vertex/index`) for

@@ -274,8 +274,8 @@ pub fn run(cfg: &JoinConfig) -> Result<JoinSummary, FlightsError> {
         .unwrap_or(0);
     let mut runtime = cfg.runtime.clone();
     runtime.job_key = format!(
-        "flights-weather rows={}+{} sources={} speed={:?}",
-        flights.rows, weather.rows, cfg.sources, cfg.speed
+        "flights-weather rows={}+{} --sources={}",
+        flights.rows, weather.rows, cfg.sources
     );
     let df = Dataflow::new(runtime)?;
     let parts = shares(cfg.sources, &flights, &weather);
@@ -330,10 +330,8 @@ pub fn run(cfg: &JoinConfig) -> Result<JoinSummary, FlightsError> {
                 .and_then(|()| f.write_all(b"\n"))
                 .map_err(|e| FlightsError::Output(format!("cannot write summary: {e}")))?;
         }
-        out.commit().map_err(FlightsError::Output)?;
-        if let Some(s) = summary_file {
-            s.commit().map_err(FlightsError::Output)?;
-        }
+        let all = std::iter::once(out).chain(summary_file);
+        crate::files::commit_all(all).map_err(FlightsError::Output)?;
     }
     Ok(summary)
 }
