@@ -553,10 +553,21 @@ fn checkpoint_options_are_checked_and_a_used_directory_is_refused() {
     assert!((1..=3).contains(&manifests), "{manifests} manifests kept");
     // The run finished: the same command starts afresh, saying so.
     assert!(ck.join("finished").exists());
-    let paced = ["--checkpoint-interval", "1ms", "--checkpoint-dir", ck_s, "--speed", "20000"];
+    let paced = [
+        "--checkpoint-interval",
+        "1ms",
+        "--checkpoint-dir",
+        ck_s,
+        "--speed",
+        "20000",
+    ];
     let o = run(&paced);
     assert!(o.status.success(), "{}", stderr_of(&o));
-    assert!(stderr_of(&o).contains("starting afresh"), "{}", stderr_of(&o));
+    assert!(
+        stderr_of(&o).contains("starting afresh"),
+        "{}",
+        stderr_of(&o)
+    );
     // A run that did not finish (killed: no marker) leaves a directory only --resume takes.
     std::fs::remove_file(ck.join("finished")).unwrap();
     let o = run(&["--checkpoint-interval", "1ms", "--checkpoint-dir", ck_s]);
