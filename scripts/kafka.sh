@@ -11,6 +11,7 @@
 #                                           it stopped (a broker a test process shares)
 #   scripts/kafka.sh stop   [--port 9092]   ends the broker by its PID (SIGTERM, then SIGKILL)
 #   scripts/kafka.sh status [--port 9092]   says whether it runs and answers; exit 1 if not
+#   scripts/kafka.sh fetch                  fetches the jars only (CI does it while it builds)
 #
 # Everything lives under $XORFLOW_KAFKA_DIR (default target/kafka, git-ignored): libs/ (the jars,
 # about 55 MB, fetched once with `mvn dependency:copy-dependencies` from scripts/kafka/pom.xml)
@@ -158,5 +159,6 @@ case "$cmd" in
   start) start ;;
   stop) stop ;;
   status) status ;;
-  *) echo "usage: kafka.sh start|stop|status [--port P]" >&2; exit 2 ;;
+  fetch) fetch ;;
+  *) echo "usage: kafka.sh start|stop|status|fetch [--port P]" >&2; exit 2 ;;
 esac

@@ -309,7 +309,7 @@ fn run_case(seed: u64, tracking: TrackingMode, cut: CheckpointCut) {
 /// positions.
 #[test]
 fn every_checkpoint_holds_exactly_the_elements_before_its_positions() {
-    for seed in 1..=12 {
+    for seed in 1..=8 {
         run_case(seed, TrackingMode::Tracker, CheckpointCut::Buffered);
     }
 }
@@ -318,7 +318,7 @@ fn every_checkpoint_holds_exactly_the_elements_before_its_positions() {
 /// snapshot of the current one, which must still hold nothing of them.
 #[test]
 fn versioned_checkpoints_hold_exactly_the_elements_before_their_positions() {
-    for seed in 1..=12 {
+    for seed in 1..=8 {
         run_case(seed, TrackingMode::Tracker, CheckpointCut::Versioned);
     }
 }
@@ -326,7 +326,7 @@ fn versioned_checkpoints_hold_exactly_the_elements_before_their_positions() {
 /// The same with `--tracking markers`: checkpoints cut by aligned barriers (the baseline).
 #[test]
 fn aligned_barrier_checkpoints_hold_exactly_the_elements_before_their_positions() {
-    for seed in 1..=12 {
+    for seed in 1..=8 {
         run_case(seed, TrackingMode::Markers, CheckpointCut::Buffered);
     }
 }

@@ -167,23 +167,7 @@ impl CheckpointStore {
     /// `resume` of a finished run; the store holds an unfinished run's checkpoints and `resume`
     /// is false; it belongs to another job; it cannot be written.
     pub fn claim(&self, job: &str, resume: bool) -> Result<Claim, StateError> {
-        let mut manifests = self.manifests()?;
-        let mut claim = Claim::Empty;
-        if self.storage.get("finished").is_ok() {
-            if resume {
-                return Err(StateError::Other(format!(
-                    "the job whose checkpoints are in '{}' finished (newest checkpoint: {}): there \
-                     is nothing to resume; run it without --resume to start it afresh",
-                    self.location(),
-                    manifests.last().map_or("none", String::as_str)
-                )));
-            }
-            claim = Claim::Afresh {
-                removed: manifests.len(),
-            };
-            self.clear()?;
-            manifests.clear();
-        }
+        let manifests = self.manifests()?;
         let owner = match self.storage.get("job") {
             Ok(b) => Some(
                 framing::unframe(JOB_MAGIC, &b)
@@ -195,17 +179,9 @@ impl CheckpointStore {
             ),
             Err(_) => None,
         };
-        if !manifests.is_empty() && !resume {
-            return Err(StateError::Other(format!(
-                "checkpoint directory '{}' holds {} checkpoint(s) of an earlier run (newest: {}); \
-                 pass --resume to continue from them, or choose an empty --checkpoint-dir",
-                self.location(),
-                manifests.len(),
-                manifests.last().expect("not empty")
-            )));
-        }
-        if resume {
-            claim = Claim::Resume;
+        let finished = self.storage.get("finished").is_ok();
+        let claim = if resume {
+            // Another job's first: what differs is what the user most needs to hear.
             if let Some(o) = owner.filter(|o| first_line(o) != first_line(job)) {
                 return Err(StateError::Other(format!(
                     "checkpoint directory '{}' belongs to another job: --resume continues only \
@@ -214,7 +190,31 @@ impl CheckpointStore {
                     differences(&o, job)
                 )));
             }
-        }
+            if finished {
+                return Err(StateError::Other(format!(
+                    "the job whose checkpoints are in '{}' finished (newest checkpoint: {}): \
+                     there is nothing to resume; run it without --resume to start it afresh",
+                    self.location(),
+                    manifests.last().map_or("none", String::as_str)
+                )));
+            }
+            Claim::Resume
+        } else if finished {
+            self.clear()?;
+            Claim::Afresh {
+                removed: manifests.len(),
+            }
+        } else if let Some(newest) = manifests.last() {
+            return Err(StateError::Other(format!(
+                "checkpoint directory '{}' holds {} checkpoint(s) of an earlier run (newest: \
+                 {newest}); pass --resume to continue from them, or choose an empty \
+                 --checkpoint-dir",
+                self.location(),
+                manifests.len(),
+            )));
+        } else {
+            Claim::Empty
+        };
         self.storage
             .put("job", &framing::frame(JOB_MAGIC, job.as_bytes()))?;
         Ok(claim)
