@@ -21,8 +21,9 @@ use xorflow_flights::oracle::{expected, read_real_input};
 
 /// Event time spanned by `flights.csv`: one year.
 const EVENT_SPAN_S: f64 = 31_536_000.0;
-/// How long the paced run would take without failure, s.
-const PACED_S: f64 = 5.0;
+/// How long the paced run would take without failure, s: long enough for the kills, which
+/// come at most 2 s after the first checkpoint (5 s made this binary CI's slowest).
+const PACED_S: f64 = 4.0;
 /// A run that takes longer than this has hung.
 const RUN_TIMEOUT: Duration = Duration::from_secs(90);
 
@@ -324,7 +325,7 @@ fn killed_processes_are_restarted_and_the_run_writes_the_oracle_rows() {
 #[test]
 fn killed_and_resumed_runs_write_the_oracle_rows() {
     let Some(input) = flights_csv() else { return };
-    let variants: [&[&str]; 8] = [
+    let variants: [&[&str]; 7] = [
         &["--workers", "2", "--sources", "2"],
         &[
             "--workers",
@@ -338,7 +339,6 @@ fn killed_and_resumed_runs_write_the_oracle_rows() {
         ],
         &["--workers", "2", "--sources", "2", "--tracking", "markers"],
         &["--sources", "3", "--window-state", "retain"],
-        &["--workers", "1", "--state-backend", "disk"],
         &["--workers", "3", "--sources", "2", "--tracker-shards", "2"],
         // Process 0 of three killed: the processes it started lose it and end; all resume.
         &["--processes", "3", "--sources", "3"],
