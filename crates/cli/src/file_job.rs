@@ -16,7 +16,7 @@ use xorflow_runtime::args::EngineArgs;
 use xorflow_runtime::connectors::output_file::{check_distinct, commit_all, PendingFile};
 use xorflow_runtime::connectors::parquet_rows::{self, ColumnType};
 use xorflow_runtime::connectors::replay::Replay;
-use xorflow_runtime::connectors::rows::{read_rows, RowFormat};
+use xorflow_runtime::connectors::rows::{read_input, RowFormat};
 use xorflow_runtime::{
     Aggregate, Dataflow, JobError, SessionWindows, SharedVec, Time, VecSink, WindowResult,
     WindowSpec, Windowed,
@@ -67,7 +67,8 @@ pub struct FileArgs {
     /// Source instances (the rows are dealt round-robin over them).
     #[arg(help_heading = "Job", long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..))]
     sources: u32,
-    /// The input: CSV with a header row, or JSON lines (one object per line).
+    /// The input: CSV with a header row, or JSON lines (one object per line); gzip-compressed
+    /// if its name ends in .gz; or a folder of such files, read in name order.
     #[arg(help_heading = "Input and output", long)]
     input: PathBuf,
     /// The input's format (default: from its extension: .csv, .jsonl/.ndjson/.json).
@@ -389,15 +390,6 @@ pub fn run(a: FileArgs) -> Result<(), JobError> {
             a.rate
         )));
     }
-    let format = match a.format.or_else(|| RowFormat::of_path(&a.input)) {
-        Some(f) => f,
-        None => {
-            return Err(cfg(format!(
-                "--format: cannot tell the format of '{}' from its name",
-                a.input.display()
-            )))
-        }
-    };
     let out_format = a
         .output_format
         .or_else(|| RowFormat::of_path(&a.output))
@@ -438,7 +430,8 @@ pub fn run(a: FileArgs) -> Result<(), JobError> {
     columns.extend(a.key.iter().cloned());
     columns.extend(fields.iter().cloned());
     // The time and the key fields must be in every row; a value field may be missing.
-    let read = read_rows(&a.input, format, &columns, 1 + a.key.len()).map_err(JobError::Input)?;
+    let required = 1 + a.key.len();
+    let read = read_input(&a.input, a.format, &columns, required).map_err(JobError::Input)?;
     let mut malformed = read.malformed;
     let mut left_out = vec![LeftOut::default(); fields.len()];
     let (records, keys) = to_records(&a, &time, read.rows, &mut malformed, &mut left_out);

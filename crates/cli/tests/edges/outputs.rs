@@ -301,3 +301,46 @@ fn sources_0_is_refused_and_key_names_are_trimmed() {
         "window_start,window_end,sensor,room,count,mean_temp\n60,120,a,r1,2,21\n"
     );
 }
+
+/// Catches (item 12): a gzip-compressed input refused ("cannot tell the format") or read as
+/// text.
+#[test]
+fn a_gzip_compressed_input_is_read() {
+    use std::io::Write;
+    let dir = tempfile::tempdir().unwrap();
+    let plain = std::fs::read(sensors(dir.path(), 20)).unwrap();
+    let input = dir.path().join("sensors.csv.gz");
+    let mut z = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+    z.write_all(&plain).unwrap();
+    std::fs::write(&input, z.finish().unwrap()).unwrap();
+    let (from_gz, from_csv) = (dir.path().join("gz.csv"), dir.path().join("csv.csv"));
+    let o = run(&strs(&job(&input, &from_gz)));
+    assert!(o.status.success(), "{}", stderr(&o));
+    let o = run(&strs(&job(&dir.path().join("sensors.csv"), &from_csv)));
+    assert!(o.status.success(), "{}", stderr(&o));
+    let got = std::fs::read_to_string(&from_gz).unwrap();
+    assert_eq!(got, std::fs::read_to_string(&from_csv).unwrap());
+    assert!(got.lines().count() > 1, "{got}");
+}
+
+/// Catches (item 12): a folder refused as input.
+#[test]
+fn a_folder_is_read_as_its_files_in_name_order() {
+    let dir = tempfile::tempdir().unwrap();
+    let folder = dir.path().join("in");
+    std::fs::create_dir(&folder).unwrap();
+    std::fs::write(folder.join("1.csv"), "ts,sensor,temp\n60,a,20\n").unwrap();
+    std::fs::write(
+        folder.join("2.jsonl"),
+        "{\"ts\":61,\"sensor\":\"a\",\"temp\":22}\n",
+    )
+    .unwrap();
+    let out = dir.path().join("out.csv");
+    let o = run(&strs(&job(&folder, &out)));
+    assert!(o.status.success(), "{}", stderr(&o));
+    let text = std::fs::read_to_string(&out).unwrap();
+    assert_eq!(
+        text,
+        "window_start,window_end,sensor,count,mean_temp\n60,120,a,2,21\n"
+    );
+}

@@ -25,8 +25,12 @@ pub enum RowFormat {
 
 impl RowFormat {
     /// The format a file name's extension says (`.csv`; `.jsonl`, `.ndjson`, `.json`;
-    /// `.parquet`).
+    /// `.parquet`), after a `.gz` ([`is_gzip`]: `events.jsonl.gz` is JSON lines).
     pub fn of_path(p: &Path) -> Option<RowFormat> {
+        let p = match is_gzip(p) {
+            true => Path::new(p.file_stem()?),
+            false => p,
+        };
         match p.extension()?.to_str()? {
             "csv" => Some(RowFormat::Csv),
             "jsonl" | "ndjson" | "json" => Some(RowFormat::JsonLines),
@@ -34,6 +38,11 @@ impl RowFormat {
             _ => None,
         }
     }
+}
+
+/// True for a gzip-compressed file, by its name (`.gz`): read through a decoder.
+pub fn is_gzip(p: &Path) -> bool {
+    p.extension().is_some_and(|e| e == "gz")
 }
 
 /// One row: its 1-based line number and the asked-for fields.
@@ -74,6 +83,69 @@ pub fn quote(text: &str) -> String {
     format!("{}... ({} bytes in all)", &text[..end], text.len())
 }
 
+/// The input a job names: a file or a folder of files, each file in the format `format` names
+/// or, without it, its extension says ([`RowFormat::of_path`]).
+///
+/// # Errors
+/// A file whose format neither names, an empty folder, or what [`read_rows`] refuses.
+pub fn read_input(
+    path: &Path,
+    format: Option<RowFormat>,
+    columns: &[String],
+    required: usize,
+) -> Result<Rows, String> {
+    let format_of = |f: &Path| {
+        format.or_else(|| RowFormat::of_path(f)).ok_or_else(|| {
+            format!(
+                "--format: cannot tell the format of '{}' from its name (.csv, .jsonl, .ndjson, \
+                 .json, each maybe .gz)",
+                f.display()
+            )
+        })
+    };
+    if !path.is_dir() {
+        return read_rows(path, format_of(path)?, columns, required);
+    }
+    let err = |e: std::io::Error| format!("cannot read folder '{}': {e}", path.display());
+    let mut files = Vec::new();
+    for e in std::fs::read_dir(path).map_err(err)? {
+        let e = e.map_err(err)?;
+        // Hidden files (an editor's, a sync tool's) are not input.
+        if !e.file_name().to_string_lossy().starts_with('.') && e.path().is_file() {
+            files.push(e.path());
+        }
+    }
+    files.sort();
+    if files.is_empty() {
+        return Err(format!("folder '{}' holds no files", path.display()));
+    }
+    // The files in name order, as if they were one: lines numbered on from one file to the
+    // next, so that a row's line stays one number (the late output's `line`); a malformed row
+    // also names its file and the line in it.
+    let mut out = Rows::default();
+    let mut offset = 0;
+    for f in &files {
+        let r = read_rows(f, format_of(f)?, columns, required)?;
+        let name = f
+            .file_name()
+            .map_or_else(String::new, |n| n.to_string_lossy().into_owned());
+        let last = (r.rows.iter().map(|r| r.line))
+            .chain(r.malformed.iter().map(|m| m.0))
+            .max()
+            .unwrap_or(0);
+        out.rows.extend(r.rows.into_iter().map(|mut row| {
+            row.line += offset;
+            row
+        }));
+        (out.malformed).extend(
+            (r.malformed.into_iter())
+                .map(|(line, why)| (line + offset, format!("{name} line {line}: {why}"))),
+        );
+        offset += last;
+    }
+    Ok(out)
+}
+
 /// Reads `columns` of every row of `path`; the first `required` of them must be in every row
 /// (a JSON object without one of the others reads it as empty, like a blank CSV value).
 ///
@@ -87,7 +159,16 @@ pub fn read_rows(
     required: usize,
 ) -> Result<Rows, String> {
     let err = |e: &dyn std::fmt::Display| format!("cannot read '{}': {e}", path.display());
-    let open = || std::fs::File::open(path).map_err(|e| err(&e));
+    let open = || -> Result<Box<dyn std::io::Read>, String> {
+        let f = std::fs::File::open(path).map_err(|e| err(&e))?;
+        Ok(match is_gzip(path) {
+            // A corrupt stream fails where it is corrupt, naming the file (an I/O error).
+            true => Box::new(flate2::read::MultiGzDecoder::new(std::io::BufReader::new(
+                f,
+            ))),
+            false => Box::new(f),
+        })
+    };
     match format {
         RowFormat::Csv => read_csv(path, open()?, columns),
         RowFormat::JsonLines => {
@@ -100,7 +181,7 @@ pub fn read_rows(
     }
 }
 
-fn read_csv(path: &Path, file: std::fs::File, columns: &[String]) -> Result<Rows, String> {
+fn read_csv(path: &Path, file: impl std::io::Read, columns: &[String]) -> Result<Rows, String> {
     let err = |e: &dyn std::fmt::Display| format!("cannot read '{}': {e}", path.display());
     let mut r = csv::ReaderBuilder::new().flexible(true).from_reader(file);
     let header = r.headers().map_err(|e| err(&e))?.clone();
@@ -302,6 +383,68 @@ mod tests {
         assert_eq!(rows, vec![cols(&["a", "", "1"]), cols(&["b", "2", ""])]);
         let r = read_rows(f.path(), RowFormat::JsonLines, &cols(&["t"]), 1).unwrap();
         assert_eq!(r.malformed, vec![(2, "no field 't'".to_string())]);
+    }
+
+    /// Catches: a `.gz` input read as text (garbage rows) or refused for its name.
+    #[test]
+    fn gzip_files_are_read_through_a_decoder() {
+        use flate2::{write::GzEncoder, Compression};
+        for (ext, text) in [
+            (".csv.gz", "t,k\n1,a\n2,b\n"),
+            (
+                ".jsonl.gz",
+                "{\"t\":1,\"k\":\"a\"}\n{\"t\":2,\"k\":\"b\"}\n",
+            ),
+        ] {
+            let mut z = GzEncoder::new(Vec::new(), Compression::fast());
+            z.write_all(text.as_bytes()).unwrap();
+            let f = bytes_file(&z.finish().unwrap(), ext);
+            let format = RowFormat::of_path(f.path()).unwrap();
+            let r = read_rows(f.path(), format, &cols(&["k", "t"]), 2).unwrap();
+            let rows: Vec<Vec<String>> = r.rows.into_iter().map(|r| r.fields).collect();
+            assert_eq!(rows, vec![cols(&["a", "1"]), cols(&["b", "2"])], "{ext}");
+        }
+        let bad = bytes_file(b"not gzip at all", ".csv.gz");
+        let e = read_rows(bad.path(), RowFormat::Csv, &cols(&["t"]), 1).unwrap_err();
+        assert!(e.contains("cannot read") && e.contains(".csv.gz"), "{e}");
+    }
+
+    /// Catches: a folder refused as input, its files read out of name order or with their own
+    /// line numbers (two rows with line 2), and a file of no known format read anyway.
+    #[test]
+    fn a_folder_is_its_files_in_name_order() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("b.csv"), "t,k\n3,c\nbad\n").unwrap();
+        std::fs::write(
+            dir.path().join("a.jsonl"),
+            "{\"t\":1,\"k\":\"a\"}\n{\"t\":2,\"k\":\"b\"}\n",
+        )
+        .unwrap();
+        std::fs::write(dir.path().join(".hidden"), "x").unwrap();
+        let r = read_input(dir.path(), None, &cols(&["k", "t"]), 2).unwrap();
+        let rows: Vec<(u64, Vec<String>)> =
+            r.rows.into_iter().map(|r| (r.line, r.fields)).collect();
+        assert_eq!(
+            rows,
+            vec![
+                (1, cols(&["a", "1"])),
+                (2, cols(&["b", "2"])),
+                (4, cols(&["c", "3"]))
+            ]
+        );
+        assert_eq!(r.malformed.len(), 1);
+        assert_eq!(r.malformed[0].0, 5);
+        assert!(
+            r.malformed[0].1.starts_with("b.csv line 3: "),
+            "{:?}",
+            r.malformed
+        );
+        std::fs::write(dir.path().join("notes.txt"), "x").unwrap();
+        let e = read_input(dir.path(), None, &cols(&["t"]), 1).unwrap_err();
+        assert!(e.contains("notes.txt"), "{e}");
+        let empty = tempfile::tempdir().unwrap();
+        let e = read_input(empty.path(), None, &cols(&["t"]), 1).unwrap_err();
+        assert!(e.contains("holds no files"), "{e}");
     }
 
     /// Catches: an error message quoting a whole 2 MB header line.
