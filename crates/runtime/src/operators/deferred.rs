@@ -2,14 +2,30 @@
 //! results, a timer's) does with trAcker, shared by [`super::window`] and [`super::process`].
 //!
 //! When it takes on output to emit later, the instance XORs a fresh tag into the creator's slot
-//! `lo` of every downstream component (the hold: docs/design.md, requirement 8), emits that output
-//! in slot `lo`, commits it, and only then XORs the tag again (the release). Results of a
+//! ([`creator_slot`]) of every downstream component (the hold: docs/design.md, requirement 8),
+//! emits that output in that slot, commits it, and only then XORs the tag again (the release). Results of a
 //! checkpoint epoch are heartbeated under the instance's emitter id, so downstream epochs wait
 //! for what it may still emit (`crates/tracking/src/epochs.rs`).
 
 use crate::worker::ctx::WorkerCtx;
 use xorflow_state::checkpoint::Hold;
 use xorflow_tracking::{ComponentId, Time};
+
+/// The tracking slot of the element at `time` in a batch tracked from slot `lo`: the element's own
+/// slot in an exact batch (each element tracked at its own time's slot: a source's), else the
+/// batch's first slot. The hold and the deferred output live there (docs/design.md, "Deferred
+/// outputs with shards": an element's whole tree in one slot). Not `lo` for an exact batch: a
+/// batch spanning slots `[1, 3]` would hold slot 1 of every downstream component until a window
+/// opened by its slot-3 element fires, and on an idle stream the windows of slots 1 and 2, fired
+/// already, would reach a downstream sink only when more input came
+/// (`crates/cli/tests/edges/streams.rs`).
+#[inline]
+pub(crate) fn creator_slot(time: Time, lo: u64, exact: bool, ctx: &WorkerCtx) -> u64 {
+    match exact {
+        true => ctx.granularity.slot(time).max(lo),
+        false => lo,
+    }
+}
 
 /// Opens a hold in slot `slot` of every component of `downstream`; returns its tag (0 without
 /// trAcker: nothing to hold).

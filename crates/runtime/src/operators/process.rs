@@ -308,8 +308,9 @@ where
                     f.on_element(&key, st, el.data, &mut pc);
                 })
                 .map_err(&err)?;
-            // New timer times hold the batch's first slot, before its receive tag.
-            self.add_timers(&key, b.lo, ctx).map_err(&err)?;
+            // New timer times hold the creator's slot, before the batch's receive tag.
+            let slot = deferred::creator_slot(el.time, b.lo, b.exact, ctx);
+            self.add_timers(&key, slot, ctx).map_err(&err)?;
             any |= self.push_outputs(el.time, out, ctx, stats);
         }
         if any {

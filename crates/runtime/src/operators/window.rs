@@ -222,10 +222,10 @@ where
         end.saturating_add(self.spec.lateness())
     }
 
-    /// Marks window `end` as receiving input now, opening it (and its hold, in the creating
-    /// batch's first slot `lo`) if needed.
+    /// Marks window `end` as receiving input now, opening it (and its hold, in the creator's
+    /// slot `slot`: [`deferred::creator_slot`]) if needed.
     #[inline]
-    fn touch(&mut self, end: Time, lo: u64, later: bool, ctx: &mut WorkerCtx) {
+    fn touch(&mut self, end: Time, slot: u64, later: bool, ctx: &mut WorkerCtx) {
         let now = ctx.now_ns;
         if let Some(v) = &mut self.version {
             match (later, self.meta.contains_key(&end)) {
@@ -236,8 +236,8 @@ where
         }
         let meta = self.meta.entry(end).or_insert_with(|| Meta {
             // Before this batch's receive tag, which the driver registers after on_batch.
-            hold: deferred::open_hold(&self.downstream, lo, ctx),
-            hold_slot: lo,
+            hold: deferred::open_hold(&self.downstream, slot, ctx),
+            hold_slot: slot,
             last_arrival_ns: now,
         });
         meta.last_arrival_ns = now;
@@ -250,7 +250,7 @@ where
     fn add_batch(
         &mut self,
         data: &[Element<T>],
-        lo: u64,
+        (lo, exact): (u64, bool),
         later: bool,
         ctx: &mut WorkerCtx,
     ) -> Result<u64, OperatorError> {
@@ -269,8 +269,9 @@ where
                 .iter()
                 .take_while(|e| e.time >= fired && self.spec.ends(e.time) == (first, n))
                 .count();
+            let slot = deferred::creator_slot(data[i].time, lo, exact, ctx);
             for end in (0..n).map(|k| first + k * slide) {
-                self.touch(end, lo, later, ctx);
+                self.touch(end, slot, later, ctx);
                 let kept_at = self.kept_at(end);
                 let key = &self.key;
                 let contents = self
@@ -310,7 +311,8 @@ where
                 }
                 taken = true;
                 if end > self.fired_below {
-                    self.touch(end, b.lo, later, ctx);
+                    let slot = deferred::creator_slot(el.time, b.lo, b.exact, ctx);
+                    self.touch(end, slot, later, ctx);
                 }
                 let contents = self
                     .contents
@@ -488,7 +490,7 @@ where
         if self.spec.event_time_fn().is_some() {
             self.add_by_event_time(&b, later, out, ctx)?;
         } else {
-            stats.below_frontier += self.add_batch(&b.data, b.lo, later, ctx)?;
+            stats.below_frontier += self.add_batch(&b.data, (b.lo, b.exact), later, ctx)?;
         }
         Ok(Receipt::Done)
     }
