@@ -10,13 +10,16 @@ use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::io::Write;
 use std::path::PathBuf;
-use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 use xorflow_runtime::args::EngineArgs;
+use xorflow_runtime::connectors::live_rows::LiveRows;
 use xorflow_runtime::connectors::output_file::{check_distinct, commit_all, PendingFile};
 use xorflow_runtime::connectors::parquet_rows::{self, ColumnType};
+use xorflow_runtime::connectors::print_rows::{PrintFormat, PrintRows, Render};
 use xorflow_runtime::connectors::replay::Replay;
-use xorflow_runtime::connectors::rows::{read_input, RowFormat};
+use xorflow_runtime::connectors::rows::{read_input, RowFormat, RowRead, RowReader};
 use xorflow_runtime::{
     Aggregate, Dataflow, JobError, SessionWindows, SharedVec, Time, VecSink, WindowResult,
     WindowSpec, Windowed,
@@ -68,13 +71,16 @@ pub struct FileArgs {
     #[arg(help_heading = "Job", long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..))]
     sources: u32,
     /// The input: CSV with a header row, or JSON lines (one object per line); gzip-compressed
-    /// if its name ends in .gz; or a folder of such files, read in name order.
+    /// if its name ends in .gz; a folder of such files, read in name order; or - for standard
+    /// input, read as it arrives (CSV unless --format says otherwise; one process, one source,
+    /// no checkpoints; keys are numbered as they appear).
     #[arg(help_heading = "Input and output", long)]
     input: PathBuf,
     /// The input's format (default: from its extension: .csv, .jsonl/.ndjson/.json).
     #[arg(help_heading = "Input and output", long, hide_possible_values = true)]
     format: Option<RowFormat>,
-    /// The result: one row per window and key (its final value), sorted by window and key.
+    /// The result: one row per window and key (its final value), sorted by window and key; or
+    /// - to print each window's rows to standard output as the window closes.
     #[arg(help_heading = "Input and output", long)]
     output: PathBuf,
     /// The result's format: csv, jsonl or parquet (default: from its extension; CSV otherwise).
@@ -160,32 +166,48 @@ fn value(text: &str, line: u64, left_out: &mut LeftOut) -> Option<f64> {
     None
 }
 
-/// The rows read, as the dataflow's records by event time; rows whose time does not parse join
-/// `malformed`, values that are not finite numbers are counted per value field in `left_out`.
-fn to_records(
-    a: &FileArgs,
-    time: &TimeFormat,
-    rows: Vec<xorflow_runtime::connectors::rows::Row>,
-    malformed: &mut Vec<(u64, String)>,
-    left_out: &mut [LeftOut],
-) -> (Vec<(Time, FileRecord)>, Keys) {
-    let (mut records, mut keys) = (Vec::with_capacity(rows.len()), Keys::default());
-    let k = a.key.len();
-    for row in rows {
-        let t = match time.read(&row.fields[0]) {
-            Ok(t) => t,
-            Err(e) => {
-                malformed.push((row.line, format!("field '{}': {e}", a.time_field)));
-                continue;
+/// Turns rows into the dataflow's records, counting what it skips: rows whose time does not
+/// parse (`malformed`), and per value field the values that are not finite numbers
+/// (`left_out`). Numbers the keys as they appear (`keys`).
+struct Convert {
+    time: TimeFormat,
+    time_field: String,
+    /// How many key fields follow the time in a row.
+    k: usize,
+    keys: Arc<Mutex<Keys>>,
+    malformed: Vec<(u64, String)>,
+    left_out: Vec<LeftOut>,
+    /// Rows turned into records.
+    rows: usize,
+}
+
+impl Convert {
+    /// The record of `row` (or of a row the reader skipped: counted), by event time.
+    fn record(&mut self, row: RowRead) -> Option<(Time, FileRecord)> {
+        let row = match row {
+            Ok(row) => row,
+            Err(bad) => {
+                self.malformed.push(bad);
+                return None;
             }
         };
+        let t = match self.time.read(&row.fields[0]) {
+            Ok(t) => t,
+            Err(e) => {
+                let why = format!("field '{}': {e}", self.time_field);
+                self.malformed.push((row.line, why));
+                return None;
+            }
+        };
+        let k = self.k;
         let values = (row.fields[1 + k..].iter())
-            .zip(left_out.iter_mut())
+            .zip(self.left_out.iter_mut())
             .map(|(v, l)| value(v, row.line, l))
             .collect();
-        let key = keys.id(&row.fields[1..1 + k]);
+        let key = lock(&self.keys).id(&row.fields[1..1 + k]);
+        self.rows += 1;
         let line = row.line;
-        records.push((
+        Some((
             t,
             FileRecord {
                 t,
@@ -193,9 +215,13 @@ fn to_records(
                 values,
                 line,
             },
-        ));
+        ))
     }
-    (records, keys)
+}
+
+/// A lock that a panic elsewhere does not poison (the run fails with that panic anyway).
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
 }
 
 /// How rows' times are read and results' times written.
@@ -380,6 +406,66 @@ fn parse_aggregates(specs: &[String]) -> Result<Aggregates, String> {
     Ok((funcs, fields, names))
 }
 
+/// `-` as a path: standard input (`--input`) or standard output (`--output`).
+fn is_std(p: &std::path::Path) -> bool {
+    p == std::path::Path::new("-")
+}
+
+/// What standard input and standard output allow (`--input -`, `--output -`): the options that
+/// need a file there are refused, saying why.
+fn check_streams(a: &FileArgs, out_format: RowFormat) -> Result<(), String> {
+    let e = &a.engine;
+    if is_std(&a.input) {
+        let why = "standard input is read once, as it arrives";
+        if e.processes > 1 || e.hostfile.is_some() || e.process.is_some() {
+            return Err(format!(
+                "--input -: {why}, by one process (not --processes or --hostfile)"
+            ));
+        }
+        if a.sources > 1 {
+            return Err(format!(
+                "--input -: {why}, by one source (not --sources {})",
+                a.sources
+            ));
+        }
+        if a.rate > 0.0 {
+            return Err("--input -: it arrives at its own pace (--rate paces a file)".into());
+        }
+        if e.checkpoint_interval.is_some() || e.resume {
+            return Err(format!(
+                "--input -: {why}, so a restart or --resume could not read it again; checkpoints need a file input"
+            ));
+        }
+    }
+    if is_std(&a.output) {
+        if out_format == RowFormat::Parquet {
+            return Err(
+                "--output -: prints CSV or JSON lines (--output-format), not Parquet".into(),
+            );
+        }
+        if !a.allowed_lateness.is_zero() {
+            return Err(
+                "--output -: prints each window's rows once, when it closes; with \
+                        --allowed-lateness late rows would change printed rows: write to a file"
+                    .into(),
+            );
+        }
+        if e.checkpoint_interval.is_some() || e.resume {
+            return Err(
+                "--output -: printed rows cannot be taken back after a restart; \
+                        checkpoints need an output file"
+                    .into(),
+            );
+        }
+    }
+    if a.late_output.as_deref().is_some_and(is_std) {
+        return Err(
+            "--late-output -: the late rows go to a file (standard output is --output's)".into(),
+        );
+    }
+    Ok(())
+}
+
 /// Runs the job.
 pub fn run(a: FileArgs) -> Result<(), JobError> {
     let cfg = |e: String| JobError::Config(e);
@@ -390,10 +476,12 @@ pub fn run(a: FileArgs) -> Result<(), JobError> {
             a.rate
         )));
     }
+    let (stdin, stdout) = (is_std(&a.input), is_std(&a.output));
     let out_format = a
         .output_format
         .or_else(|| RowFormat::of_path(&a.output))
         .unwrap_or(RowFormat::Csv);
+    check_streams(&a, out_format).map_err(cfg)?;
     let time = TimeFormat::parse(&a.time_format).map_err(cfg)?;
     let time_type = ColumnType::Timestamp {
         per_second: time.per_second(),
@@ -405,10 +493,12 @@ pub fn run(a: FileArgs) -> Result<(), JobError> {
         _ => ColumnType::Double,
     });
     let value_columns: Vec<(String, ColumnType)> = names.into_iter().zip(value_types).collect();
-    let mut paths = vec![
-        ("--input", a.input.as_path()),
-        ("--output", a.output.as_path()),
-    ];
+    let mut paths = Vec::new();
+    for (flag, p) in [("--input", &a.input), ("--output", &a.output)] {
+        if !is_std(p) {
+            paths.push((flag, p.as_path()));
+        }
+    }
     if let Some(l) = &a.late_output {
         paths.push(("--late-output", l.as_path()));
     }
@@ -417,7 +507,10 @@ pub fn run(a: FileArgs) -> Result<(), JobError> {
     // that cannot be written) is refused now, not after the run; they are renamed into place
     // together at the end (`commit_all`).
     let out = |e: String| JobError::Output(e);
-    let out_file = PendingFile::create(&a.output, "output").map_err(out)?;
+    let out_file = (!stdout)
+        .then(|| PendingFile::create(&a.output, "output"))
+        .transpose()
+        .map_err(out)?;
     let late_file = (a.late_output.as_deref())
         .map(|p| PendingFile::create(p, "late output"))
         .transpose()
@@ -431,15 +524,42 @@ pub fn run(a: FileArgs) -> Result<(), JobError> {
     columns.extend(fields.iter().cloned());
     // The time and the key fields must be in every row; a value field may be missing.
     let required = 1 + a.key.len();
-    let read = read_input(&a.input, a.format, &columns, required).map_err(JobError::Input)?;
-    let mut malformed = read.malformed;
-    let mut left_out = vec![LeftOut::default(); fields.len()];
-    let (records, keys) = to_records(&a, &time, read.rows, &mut malformed, &mut left_out);
-    let rows = records.len();
-    if rows == 0 {
-        return Err(JobError::Input(no_rows(&a.input, &mut malformed)));
-    }
-    let records = Arc::new(records);
+    let keys = Arc::new(Mutex::new(Keys::default()));
+    let convert = Arc::new(Mutex::new(Convert {
+        time: time.clone(),
+        time_field: a.time_field.clone(),
+        k: a.key.len(),
+        keys: keys.clone(),
+        malformed: Vec::new(),
+        left_out: vec![LeftOut::default(); fields.len()],
+        rows: 0,
+    }));
+    // A file is read whole before the run (every process reads it alike); standard input is
+    // read as it arrives (`connectors/live_rows.rs`), its CSV header before the run starts.
+    let input = match stdin {
+        true => {
+            let format = a.format.unwrap_or(RowFormat::Csv);
+            let stream = Box::new(std::io::stdin());
+            let reader = RowReader::new("standard input", stream, format, &columns, required)
+                .map_err(JobError::Input)?;
+            Input::Stream(Box::new(reader))
+        }
+        false => {
+            let read =
+                read_input(&a.input, a.format, &columns, required).map_err(JobError::Input)?;
+            let mut c = lock(&convert);
+            c.malformed = read.malformed;
+            let records: Vec<(Time, FileRecord)> = read
+                .rows
+                .into_iter()
+                .filter_map(|r| c.record(Ok(r)))
+                .collect();
+            if records.is_empty() {
+                return Err(JobError::Input(no_rows(&a.input, &mut c.malformed)));
+            }
+            Input::Records(Arc::new(records))
+        }
+    };
 
     let results = VecSink::<FileResult>::shared();
     let late = VecSink::<FileRecord>::shared();
@@ -453,6 +573,10 @@ pub fn run(a: FileArgs) -> Result<(), JobError> {
     // What a resumed run must keep (not the pacing, --rate, nor the outputs' names): named, so
     // that a refused resume says what differs (crates/runtime/src/execute/job_id.rs).
     let word = |v: &str| v.replace(' ', "\\s");
+    let rows = match &input {
+        Input::Records(r) => r.len().to_string(),
+        Input::Stream(_) => "stdin".to_string(),
+    };
     runtime.job_key = format!(
         "file rows={rows} --time-field={} --time-format={} --key={} --window={} --aggregate={} \
          --out-of-orderness={:?} --allowed-lateness={:?} --sources={sources}",
@@ -466,14 +590,29 @@ pub fn run(a: FileArgs) -> Result<(), JobError> {
         sources = a.sources,
     );
     let df = Dataflow::new(runtime).map_err(JobError::Run)?;
-    let sources = a.sources as usize;
-    let per_source = a.rate / sources as f64;
-    // With checkpoints, results and late rows are staged in the sinks' state until the job ends
-    // (`Staging::AtEnd`, crates/runtime/src/operators/sink.rs), and the sources resume from their
-    // record index: a restarted or resumed run writes what a run without the failure would.
-    let src = df.source("rows", sources, move |i| {
-        Replay::new(records.clone(), i, sources, bound).paced(per_source)
-    });
+    let src = match input {
+        Input::Records(records) => {
+            let sources = a.sources as usize;
+            let per_source = a.rate / sources as f64;
+            // With checkpoints, results and late rows are staged in the sinks' state until the
+            // job ends (`Staging::AtEnd`, crates/runtime/src/operators/sink.rs), and the sources
+            // resume from their record index: a restarted or resumed run writes what a run
+            // without the failure would.
+            df.source("rows", sources, move |i| {
+                Replay::new(records.clone(), i, sources, bound).paced(per_source)
+            })
+        }
+        Input::Stream(reader) => {
+            let c = convert.clone();
+            let mut live = Some(LiveRows::spawn(*reader, bound, move |row| {
+                lock(&c).record(row)
+            }));
+            // One process, one source instance (`check_streams`), no restarts: built once.
+            df.source("rows", 1, move |_| {
+                live.take().expect("one instance of the input")
+            })
+        }
+    };
     let agg = RowAgg {
         funcs,
         fields: fields.len(),
@@ -504,12 +643,6 @@ pub fn run(a: FileArgs) -> Result<(), JobError> {
             src.session_window("sessions", s, key)
         }
     };
-    w.results.gather().sink("results", results.factory());
-    w.late.gather().sink("late", late.factory());
-    let report = df.run().map_err(JobError::Run)?;
-    if report.process != 0 {
-        return Ok(());
-    }
     // Parquet has a timestamp type: times go there as numbers, whatever their input format.
     let time_in = |f: RowFormat| match f {
         RowFormat::Parquet => TimeFormat::UnixSeconds,
@@ -523,7 +656,46 @@ pub fn run(a: FileArgs) -> Result<(), JobError> {
     columns.extend(key_columns.clone());
     columns.extend(value_columns);
     let time_out = time_in(out_format);
-    let n = write_results(&out_file, out_format, &columns, &time_out, results, &keys)?;
+    let printed = Arc::new(AtomicUsize::new(0));
+    match stdout {
+        true => {
+            let names: Vec<String> = columns.iter().map(|c| c.0.clone()).collect();
+            let format = match out_format {
+                RowFormat::JsonLines => PrintFormat::JsonLines,
+                _ => PrintFormat::Csv,
+            };
+            let (keys, time, printed) = (keys.clone(), time_out.clone(), printed.clone());
+            // A printer per instance of the sink (one per worker; the gathered results reach
+            // one of them).
+            w.results.gather().sink("results", move |_| {
+                let (keys, time, printed) = (keys.clone(), time.clone(), printed.clone());
+                let render: Render<FileResult, _> = Box::new(move |r: &FileResult| {
+                    let value = r.value.as_ref()?;
+                    let key = lock(&keys).list[r.key as usize].clone();
+                    printed.fetch_add(1, Ordering::Relaxed);
+                    let row = result_row(&time, (r.start, r.end), &key, value);
+                    Some(((r.end, r.start, key), row))
+                });
+                PrintRows::stdout(format, names.clone(), render)
+            });
+        }
+        false => w.results.gather().sink("results", results.factory()),
+    }
+    w.late.gather().sink("late", late.factory());
+    let report = df.run().map_err(JobError::Run)?;
+    if report.process != 0 {
+        return Ok(());
+    }
+    let keys = lock(&keys);
+    let c = lock(&convert);
+    if c.rows == 0 {
+        // Standard input (a file without rows was refused before the run).
+        return Err(JobError::Input(no_rows(&a.input, &mut c.malformed.clone())));
+    }
+    let n = match &out_file {
+        Some(f) => write_results(f, out_format, &columns, &time_out, results, &keys)?,
+        None => printed.load(Ordering::Relaxed),
+    };
     let late_rows = late.take();
     if let Some(p) = &late_file {
         let mut columns = vec![
@@ -536,13 +708,26 @@ pub fn run(a: FileArgs) -> Result<(), JobError> {
         let time = time_in(late_format);
         write_late(p, late_format, &columns, &time, &late_rows, &keys)?;
     }
-    commit_all([out_file].into_iter().chain(late_file)).map_err(out)?;
-    say_summary(&a, rows, &malformed, late_rows.len(), n, start.elapsed());
-    say_left_out(&fields, &left_out);
+    commit_all(out_file.into_iter().chain(late_file)).map_err(out)?;
+    say_summary(
+        &a,
+        c.rows,
+        &c.malformed,
+        late_rows.len(),
+        n,
+        start.elapsed(),
+    );
+    say_left_out(&fields, &c.left_out);
     if let Some(c) = &report.checkpoints {
         say_checkpoints(c);
     }
     Ok(())
+}
+
+/// The job's input: a file's records, read before the run, or a stream read as it arrives.
+enum Input {
+    Records(Arc<Vec<(Time, FileRecord)>>),
+    Stream(Box<RowReader>),
 }
 
 /// What checkpointing did: how many, and every resume and restart with its cause.
@@ -599,14 +784,23 @@ fn write_results(
             *slot = value;
         }
     }
-    let rows = last.into_iter().map(|((end, start, key), value)| {
-        let mut row = vec![time.write(start), time.write(end)];
-        row.extend(key.iter().map(|k| serde_json::Value::from(k.as_str())));
-        // The first value is the row count the final result was chosen by.
-        row.extend(value.into_iter().skip(1).map(number));
-        row
-    });
+    let rows = (last.into_iter())
+        .map(|((end, start, key), value)| result_row(time, (start, end), key, &value));
     write_rows(file, format, columns, rows)
+}
+
+/// One result's row: window start and end, the key fields, the aggregates (not the row count
+/// the final result is chosen by, the first value).
+fn result_row(
+    time: &TimeFormat,
+    (start, end): (Time, Time),
+    key: &[String],
+    value: &[Option<f64>],
+) -> Vec<serde_json::Value> {
+    let mut row = vec![time.write(start), time.write(end)];
+    row.extend(key.iter().map(|k| serde_json::Value::from(k.as_str())));
+    row.extend(value.iter().skip(1).copied().map(number));
+    row
 }
 
 /// `v` as JSON: whole numbers without a fraction, none as null.
@@ -687,15 +881,18 @@ fn write_rows(
 /// Why a run read no row of `input`: it has none, or every one is malformed (the first few
 /// named).
 fn no_rows(input: &std::path::Path, malformed: &mut [(u64, String)]) -> String {
+    let input = match is_std(input) {
+        true => "standard input".into(),
+        false => input.display().to_string(),
+    };
     malformed.sort();
     let first: Vec<String> = (malformed.iter().take(3))
         .map(|(line, why)| format!("line {line}: {why}"))
         .collect();
     match malformed.len() {
-        0 => format!("'{}' has no rows", input.display()),
+        0 => format!("'{input}' has no rows"),
         n => format!(
-            "no row of '{}' could be read: all {n} are malformed ({}{})",
-            input.display(),
+            "no row of '{input}' could be read: all {n} are malformed ({}{})",
             first.join("; "),
             if n > 3 { "; ..." } else { "" }
         ),
@@ -728,7 +925,11 @@ fn say_summary(
     let mut malformed = malformed.to_vec();
     malformed.sort();
     for (line, why) in malformed.iter().take(5) {
-        say!("warning: skipped {} line {line}: {why}", a.input.display());
+        let input = match is_std(&a.input) {
+            true => "standard input".into(),
+            false => a.input.display().to_string(),
+        };
+        say!("warning: skipped {input} line {line}: {why}");
     }
     if malformed.len() > 5 {
         say!("warning: ... and {} more skipped rows", malformed.len() - 5);
@@ -737,7 +938,10 @@ fn say_summary(
         "file: {rows} rows ({} malformed, skipped; {late} too late) -> {results} results in {} \
          ({:.2} s)",
         malformed.len(),
-        a.output.display(),
+        match is_std(&a.output) {
+            true => "standard output".into(),
+            false => a.output.display().to_string(),
+        },
         elapsed.as_secs_f64()
     );
 }

@@ -2,16 +2,19 @@
 //!
 //! [`rows`]: a CSV or JSON-lines file read as rows of named fields. [`replay`]: a source
 //! replaying records in arrival order with bounded disorder (late records keep their event
-//! time).
+//! time). [`live_rows`]: a source of rows read as they arrive on a stream (standard input); [`print_rows`]: a sink printing
+//! rows to standard output as their windows close.
 //!
 //! [`part_files`]: a directory of part files that a file sink commits one checkpoint at a time
 //! ([`crate::Staging::PerCheckpoint`]), assembled into the output when the job has finished.
 //! [`output_file`]: a job's result file, written beside its path and renamed there only when
 //! the run succeeded. [`parquet_rows`]: rows written as a Parquet file.
 
+pub mod live_rows;
 pub mod output_file;
 pub mod parquet_rows;
 pub mod part_files;
+pub mod print_rows;
 pub mod replay;
 pub mod rows;
 

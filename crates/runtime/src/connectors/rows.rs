@@ -159,106 +159,171 @@ pub fn read_rows(
     required: usize,
 ) -> Result<Rows, String> {
     let err = |e: &dyn std::fmt::Display| format!("cannot read '{}': {e}", path.display());
-    let open = || -> Result<Box<dyn std::io::Read>, String> {
-        let f = std::fs::File::open(path).map_err(|e| err(&e))?;
-        Ok(match is_gzip(path) {
-            // A corrupt stream fails where it is corrupt, naming the file (an I/O error).
-            true => Box::new(flate2::read::MultiGzDecoder::new(std::io::BufReader::new(
-                f,
-            ))),
-            false => Box::new(f),
-        })
+    let f = std::fs::File::open(path).map_err(|e| err(&e))?;
+    let input: Box<dyn std::io::Read + Send> = match is_gzip(path) {
+        // A corrupt stream fails where it is corrupt, naming the file (an I/O error).
+        true => Box::new(flate2::read::MultiGzDecoder::new(std::io::BufReader::new(
+            f,
+        ))),
+        false => Box::new(f),
     };
-    match format {
-        RowFormat::Csv => read_csv(path, open()?, columns),
-        RowFormat::JsonLines => {
-            read_json_lines(std::io::BufReader::new(open()?), columns, required)
-                .map_err(|e| err(&e))
-        }
-        RowFormat::Parquet => Err(err(
-            &"Parquet is an output format here; the input must be CSV or JSON lines",
-        )),
-    }
-}
-
-fn read_csv(path: &Path, file: impl std::io::Read, columns: &[String]) -> Result<Rows, String> {
-    let err = |e: &dyn std::fmt::Display| format!("cannot read '{}': {e}", path.display());
-    let mut r = csv::ReaderBuilder::new().flexible(true).from_reader(file);
-    let header = r.headers().map_err(|e| err(&e))?.clone();
-    let mut at = Vec::with_capacity(columns.len());
-    for c in columns {
-        match header.iter().position(|h| h == c) {
-            Some(i) => at.push(i),
-            None => {
-                let have: Vec<&str> = header.iter().collect();
-                return Err(format!(
-                    "'{}' has no column '{}' (its header: {})",
-                    path.display(),
-                    quote(c),
-                    quote(&have.join(","))
-                ));
-            }
-        }
-    }
+    let name = path.display().to_string();
+    let mut reader = RowReader::new(&name, input, format, columns, required)?;
     let mut out = Rows::default();
-    let mut record = csv::StringRecord::new();
-    loop {
-        let line = r.position().line();
-        match r.read_record(&mut record) {
-            Ok(false) => break,
-            Ok(true) if record.len() != header.len() => out.malformed.push((
-                line,
-                format!("{} fields, the header has {}", record.len(), header.len()),
-            )),
-            Ok(true) => out.rows.push(Row {
-                line,
-                fields: at.iter().map(|&i| record[i].to_string()).collect(),
-            }),
-            // A row that is not valid UTF-8, say: skipped, the rest is read.
-            Err(e) if !e.is_io_error() => out.malformed.push((line, e.to_string())),
-            Err(e) => return Err(err(&e)),
+    while let Some(next) = reader.next_row()? {
+        match next {
+            Ok(row) => out.rows.push(row),
+            Err(bad) => out.malformed.push(bad),
         }
     }
     Ok(out)
 }
 
-fn read_json_lines(
-    mut file: impl std::io::BufRead,
-    columns: &[String],
+/// One read of a [`RowReader`]: a row, or a skipped one (its line and why).
+pub type RowRead = Result<Row, (u64, String)>;
+
+/// Rows of one stream, read one at a time as they arrive: a file (through [`read_rows`]) or
+/// standard input (`xorflow run file --input -`, `connectors/live_rows.rs`).
+pub struct RowReader {
+    name: String,
+    kind: ReaderKind,
+    columns: Vec<String>,
     required: usize,
-) -> std::io::Result<Rows> {
-    let mut out = Rows::default();
-    let mut buf = Vec::new();
-    let mut n = 0u64;
-    // Bytes, not `lines()`: one line that is not UTF-8 is a malformed row, not the end of the
-    // file.
-    while {
-        buf.clear();
-        file.read_until(b'\n', &mut buf)? > 0
-    } {
-        n += 1;
-        let bytes = match n {
-            1 => buf.strip_prefix(BOM).unwrap_or(&buf),
-            _ => &buf,
-        };
-        let line = match std::str::from_utf8(bytes) {
-            Ok(l) => l,
-            Err(e) => {
-                let at = e.valid_up_to() + 1;
-                out.malformed
-                    .push((n, format!("not UTF-8 (at byte {at} of the line)")));
-                continue;
+}
+
+enum ReaderKind {
+    Csv {
+        reader: csv::Reader<Box<dyn std::io::Read + Send>>,
+        /// Where each asked-for column is in a record.
+        at: Vec<usize>,
+        width: usize,
+        record: csv::StringRecord,
+    },
+    JsonLines {
+        reader: std::io::BufReader<Box<dyn std::io::Read + Send>>,
+        line: u64,
+        buf: Vec<u8>,
+    },
+}
+
+impl RowReader {
+    /// A reader of `columns` (the first `required` in every row) from `input`, named `name` in
+    /// messages. A CSV header is read here, so this blocks until it arrives.
+    ///
+    /// # Errors
+    /// The header cannot be read or lacks a column (naming both); Parquet, an output format.
+    pub fn new(
+        name: &str,
+        input: Box<dyn std::io::Read + Send>,
+        format: RowFormat,
+        columns: &[String],
+        required: usize,
+    ) -> Result<Self, String> {
+        let err = |e: &dyn std::fmt::Display| format!("cannot read '{name}': {e}");
+        let kind = match format {
+            RowFormat::Csv => {
+                let mut reader = csv::ReaderBuilder::new().flexible(true).from_reader(input);
+                let header = reader.headers().map_err(|e| err(&e))?.clone();
+                let mut at = Vec::with_capacity(columns.len());
+                for c in columns {
+                    match header.iter().position(|h| h == c) {
+                        Some(i) => at.push(i),
+                        None => {
+                            let have: Vec<&str> = header.iter().collect();
+                            return Err(format!(
+                                "'{name}' has no column '{}' (its header: {})",
+                                quote(c),
+                                quote(&have.join(","))
+                            ));
+                        }
+                    }
+                }
+                ReaderKind::Csv {
+                    reader,
+                    at,
+                    width: header.len(),
+                    record: csv::StringRecord::new(),
+                }
+            }
+            RowFormat::JsonLines => ReaderKind::JsonLines {
+                reader: std::io::BufReader::new(input),
+                line: 0,
+                buf: Vec::new(),
+            },
+            RowFormat::Parquet => {
+                return Err(err(
+                    &"Parquet is an output format here; the input must be CSV or JSON lines",
+                ))
             }
         };
-        if line.trim().is_empty() {
-            continue;
-        }
-        match json_row(line, columns, required) {
-            Ok(fields) => out.rows.push(Row { line: n, fields }),
-            Err(why) => out.malformed.push((n, why)),
+        Ok(RowReader {
+            name: name.to_string(),
+            kind,
+            columns: columns.to_vec(),
+            required,
+        })
+    }
+
+    /// The next row (`Ok`), or a skipped one (`Err`: line and why); `None` at the end.
+    ///
+    /// # Errors
+    /// The stream cannot be read (an I/O error, a corrupt gzip stream), naming it.
+    pub fn next_row(&mut self) -> Result<Option<RowRead>, String> {
+        let err = |e: &dyn std::fmt::Display| format!("cannot read '{}': {e}", self.name);
+        match &mut self.kind {
+            ReaderKind::Csv {
+                reader,
+                at,
+                width,
+                record,
+            } => {
+                let line = reader.position().line();
+                match reader.read_record(record) {
+                    Ok(false) => Ok(None),
+                    Ok(true) if record.len() != *width => Ok(Some(Err((
+                        line,
+                        format!("{} fields, the header has {width}", record.len()),
+                    )))),
+                    Ok(true) => Ok(Some(Ok(Row {
+                        line,
+                        fields: at.iter().map(|&i| record[i].to_string()).collect(),
+                    }))),
+                    // A row that is not valid UTF-8, say: skipped, the rest is read.
+                    Err(e) if !e.is_io_error() => Ok(Some(Err((line, e.to_string())))),
+                    Err(e) => Err(err(&e)),
+                }
+            }
+            ReaderKind::JsonLines { reader, line, buf } => loop {
+                // Bytes, not `lines()`: one line that is not UTF-8 is a malformed row, not the
+                // end of the file.
+                buf.clear();
+                if std::io::BufRead::read_until(reader, b'\n', buf).map_err(|e| err(&e))? == 0 {
+                    return Ok(None);
+                }
+                *line += 1;
+                let n = *line;
+                let bytes = match n {
+                    1 => buf.strip_prefix(BOM).unwrap_or(buf),
+                    _ => buf,
+                };
+                let text = match std::str::from_utf8(bytes) {
+                    Ok(l) => l,
+                    Err(e) => {
+                        let at = e.valid_up_to() + 1;
+                        let why = format!("not UTF-8 (at byte {at} of the line)");
+                        return Ok(Some(Err((n, why))));
+                    }
+                };
+                if text.trim().is_empty() {
+                    continue;
+                }
+                return Ok(Some(match json_row(text, &self.columns, self.required) {
+                    Ok(fields) => Ok(Row { line: n, fields }),
+                    Err(why) => Err((n, why)),
+                }));
+            },
         }
     }
-    Ok(out)
 }
 
 /// The asked-for fields of one JSON-lines row, or why it is malformed.
