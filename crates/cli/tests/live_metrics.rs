@@ -233,6 +233,8 @@ fn free_port_pair() -> u16 {
     }
 }
 
+/// Each process serves its own port, and process 0 the whole job: its `/api/status` adds up the
+/// processes' own (asked with `?scope=process`), with real instance counts and frontiers.
 #[test]
 fn each_process_of_a_local_launch_serves_its_own_port() {
     let Some(input) = flights_csv() else { return };
@@ -262,6 +264,56 @@ fn each_process_of_a_local_launch_serves_its_own_port() {
         let status: serde_json::Value = serde_json::from_str(&status).unwrap();
         assert_eq!(status["process"], p, "port {} is process {p}'s", port + p);
     }
+    // Process 0 shows the whole job (f681eac: each process only itself). Its counters move, so
+    // the job's status, asked between two rounds of the processes' own, lies between their sums.
+    let at = |p: u16, path: &str| -> serde_json::Value {
+        let addr = SocketAddr::from(([127, 0, 0, 1], port + p));
+        serde_json::from_str(&get(addr, path).expect("a status")).unwrap()
+    };
+    let own = |p| at(p, "/api/status?scope=process");
+    // Until every vertex has a frontier past the start (the window's first hour closed).
+    let deadline = Instant::now() + Duration::from_secs(15);
+    while (at(0, "/api/status")["vertices"].as_array().unwrap().iter())
+        .any(|v| v["frontier"].as_i64().unwrap_or(0) == 0)
+    {
+        assert!(Instant::now() < deadline, "no frontier moved in 15 s");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let before = [own(0), own(1)];
+    let job = at(0, "/api/status");
+    let after = [own(0), own(1)];
+    assert_eq!(job["scope"], "job");
+    let reachable: Vec<bool> = (job["processes"].as_array().unwrap().iter())
+        .map(|p| p["reachable"].as_bool().unwrap())
+        .collect();
+    assert_eq!(reachable, [true, true], "{}", job["processes"]);
+    let vertices = job["vertices"].as_array().unwrap();
+    for (i, v) in vertices.iter().enumerate() {
+        let sum = |s: &[serde_json::Value; 2], k: &str| {
+            s.iter()
+                .map(|s| s["vertices"][i][k].as_u64().unwrap())
+                .sum::<u64>()
+        };
+        for k in ["elements_in", "elements_out"] {
+            let n = v[k].as_u64().unwrap();
+            assert!(
+                sum(&before, k) <= n && n <= sum(&after, k),
+                "{} {k}: {} <= {n} <= {}",
+                v["name"],
+                sum(&before, k),
+                sum(&after, k)
+            );
+        }
+        // Real instance counts: one source instance (f681eac: one per worker), one instance of
+        // every other vertex per process.
+        let want = if i == 0 { 1 } else { 2 };
+        assert_eq!(v["instances"], want, "{v}");
+        // No frontier of i64::MAX where no instance has one; frontiers where they mean
+        // something: the source's heartbeat, the window's and the sink's, about 2013 (s).
+        let f = v["frontier"].as_i64().expect("a frontier");
+        assert!((1_356_000_000..1_420_000_000).contains(&f), "{v}");
+    }
+    assert!(vertices[1]["elements_in"].as_u64().unwrap() > 0, "{job}");
     finish(child);
 }
 

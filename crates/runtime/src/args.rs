@@ -159,8 +159,8 @@ pub struct EngineArgs {
     /// Serve live metrics and a status page on ADDR (HOST:PORT) while the job runs: Prometheus' text
     /// format on `/metrics` (per operator instance: elements in and out, CPU, backpressure,
     /// frontier and its lag; checkpoints, restarts and traffic by kind), the dataflow graph
-    /// with live rates on `/` (docs/operations.md). In a local launch process `p` listens on
-    /// the port plus `p`.
+    /// with live rates on `/` (docs/operations.md). Process `p` of a job listens on the port
+    /// plus `p`; process 0's status page shows the whole job.
     #[arg(help_heading = "Monitoring", long, value_name = "ADDR",
           value_parser = crate::config::parse_listen_addr)]
     pub metrics_addr: Option<std::net::SocketAddr>,

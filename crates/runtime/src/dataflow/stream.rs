@@ -132,7 +132,7 @@ impl<T: Data> Stream<T> {
         let name = name.to_string();
         self.b.borrow_mut().factories.push(Box::new(move |_, _| {
             let c = counts.borrow_mut().take().unwrap_or_default();
-            Box::new(ChainedVertex::new(&name, component, c))
+            Box::new(ChainedVertex::new(&name, c))
         }));
         Stream::new(&self.b, vertex, consumers)
     }

@@ -263,8 +263,10 @@ fn epoch_domain(
     (Some(domain), interest)
 }
 
-/// Starts the live metrics and their server (`--metrics-addr`; a local launch's process `p`
-/// listens on the port plus `p`, so its processes can share a host), and puts them on `b`.
+/// Starts the live metrics and their server (`--metrics-addr`; process `p` listens on the port
+/// plus `p`, so processes can share a host, and process 0, which shows the whole job, knows where
+/// each other process serves: on its cluster address's host, `measure/live/job.rs`), and puts
+/// them on `b`.
 ///
 /// # Errors
 /// The address cannot be bound.
@@ -277,14 +279,28 @@ fn start_live(
     let Some(mut addr) = config.metrics_addr else {
         return Ok(None);
     };
-    let local = matches!(
-        config.cluster.launch,
-        crate::net::cluster::Launch::Local { .. }
-    );
-    if local && addr.port() != 0 {
-        addr.set_port(addr.port().saturating_add(cluster.process as u16));
+    let base = addr.port();
+    if base != 0 {
+        addr.set_port(base.saturating_add(cluster.process as u16));
     }
-    let setup = crate::measure::live::LiveSetup::start(addr, b.graph.clone(), cluster.process)?;
+    // Port 0 (any free port) leaves process 0 nowhere to ask.
+    let peers = match (cluster.process, base) {
+        (0, 1..) => (1..cluster.processes())
+            .map(|p| {
+                let ip = match cluster.addrs[p].ip() {
+                    ip if ip.is_unspecified() => std::net::Ipv4Addr::LOCALHOST.into(),
+                    ip => ip,
+                };
+                (
+                    p,
+                    std::net::SocketAddr::new(ip, base.saturating_add(p as u16)),
+                )
+            })
+            .collect(),
+        _ => Vec::new(),
+    };
+    let setup =
+        crate::measure::live::LiveSetup::start(addr, b.graph.clone(), cluster.process, peers)?;
     for cause in &b.restart_causes {
         setup.live.restarted(cause);
     }

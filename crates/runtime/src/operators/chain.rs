@@ -13,7 +13,6 @@ use crate::measure::stats::VertexStats;
 use crate::operators::OperatorError;
 use crate::port::chained::{ChainCounts, Stage};
 use crate::port::OutputPort;
-use crate::progress::frontiers::InBand;
 use crate::worker::ctx::WorkerCtx;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
@@ -98,25 +97,15 @@ where
 /// reports the counts its [`Chained`] operator kept.
 pub(crate) struct ChainedVertex {
     name: String,
-    component: ComponentId,
     counts: Arc<ChainCounts>,
 }
 
 impl ChainedVertex {
-    /// The stand-in of vertex `name` (in `component`) whose chained operator counts into
-    /// `counts`.
-    pub fn new(name: &str, component: ComponentId, counts: Arc<ChainCounts>) -> Self {
+    /// The stand-in of vertex `name` whose chained operator counts into `counts`.
+    pub fn new(name: &str, counts: Arc<ChainCounts>) -> Self {
         ChainedVertex {
             name: name.to_string(),
-            component,
             counts,
-        }
-    }
-
-    fn in_band(&self) -> InBand {
-        InBand {
-            aligned: self.counts.aligned.load(Ordering::Relaxed),
-            ended: self.counts.ended.load(Ordering::Relaxed),
         }
     }
 }
@@ -160,12 +149,14 @@ impl Vertex for ChainedVertex {
         s
     }
 
-    fn live_counts(&self, ctx: &WorkerCtx) -> crate::measure::live::InstanceCounts {
+    fn live_counts(&self, _ctx: &WorkerCtx) -> crate::measure::live::InstanceCounts {
         crate::measure::live::InstanceCounts {
             elements_in: self.counts.elements_in.load(Ordering::Relaxed),
             elements_out: self.counts.elements_out.load(Ordering::Relaxed),
             blocked_ns: 0,
-            frontier: ctx.frontier(self.component, self.in_band()),
+            // Element-wise: it acts on no frontier (its component's is its producer's).
+            frontier: None,
+            instances: 1,
             queue_fill: 0.0,
         }
     }

@@ -506,9 +506,13 @@ impl<Op: Operator> Vertex for OperatorVertex<Op> {
             0 => 0,
             since => ctx.now_ns.saturating_sub(since),
         };
-        let frontier = match self.op.heartbeat() {
-            Some(h) => h,
-            None => ctx.frontier(self.component, self.in_band()),
+        // A frontier where one means something: a source's heartbeat, a notified vertex's
+        // (window, sink) frontier; an element-wise vertex acts on none, and the frontier table
+        // of a component nobody here is notified of is not kept up to date.
+        let (frontier, instances) = match (self.is_source(), self.notified) {
+            (true, _) => (self.op.heartbeat(), self.op.hosted_instances()),
+            (false, true) => (Some(ctx.frontier(self.component, self.in_band())), 1),
+            (false, false) => (None, 1),
         };
         let (queued, capacity) = self.input.as_ref().map_or((0, 0), |i| i.fill());
         crate::measure::live::InstanceCounts {
@@ -516,6 +520,7 @@ impl<Op: Operator> Vertex for OperatorVertex<Op> {
             elements_out: self.stats.elements_out,
             blocked_ns: self.blocked.0 + ongoing,
             frontier,
+            instances: instances as u32,
             queue_fill: if capacity == 0 {
                 0.0
             } else {

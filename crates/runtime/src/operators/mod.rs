@@ -265,9 +265,17 @@ pub trait Operator: Send + Sized + 'static {
     fn report(&mut self, _stats: &mut VertexStats) {}
 
     /// Sources: the lowest heartbeat of the instances still running (how far the input has
-    /// got, for the live frontier lag: `measure/live/`). `None` for other operators.
+    /// got, for the live frontier lag: `measure/live/`). `None` for other operators, and for a
+    /// source operator hosting no instance on this worker (it has no input to be behind).
     fn heartbeat(&self) -> Option<Time> {
         None
+    }
+
+    /// How many instances of its vertex this operator stands for on its worker: the source
+    /// instances it hosts (0 to `--sources`), 1 for other operators (the live metrics' instance
+    /// counts).
+    fn hosted_instances(&self) -> usize {
+        1
     }
 }
 

@@ -310,11 +310,18 @@ impl<T: Clone + Send> Sources<T> {
 
 impl<T: Clone + Send + 'static> Operator for Sources<T> {
     fn heartbeat(&self) -> Option<Time> {
+        if self.instances.is_empty() {
+            return None;
+        }
         let running = self
             .instances
             .iter()
             .filter(|i| !matches!(i.state, State::Done));
         Some(running.map(|i| i.heartbeat).min().unwrap_or(INF))
+    }
+
+    fn hosted_instances(&self) -> usize {
+        self.instances.len()
     }
 
     type In = ();

@@ -149,7 +149,7 @@ impl Worker {
         // instance heartbeat (what the frontier lag is measured against).
         let newest = (self.vertices.iter().zip(&counts))
             .filter(|(v, _)| v.is_source())
-            .map(|(_, c)| c.frontier)
+            .filter_map(|(_, c)| c.frontier)
             .filter(|&f| f != xorflow_tracking::INF)
             .max()
             .unwrap_or(0);

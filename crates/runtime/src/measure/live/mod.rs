@@ -5,8 +5,10 @@
 //! [`PUBLISH_INTERVAL_NS`] (and once at the end), from the statistics they keep anyway
 //! (`measure/stats.rs`, `measure/cpu.rs`, `measure/traffic.rs`): nothing on the per-element path
 //! touches the registry or allocates for it. Names follow Prometheus' conventions: units in the
-//! name, `_total` for counters (added by the OpenMetrics encoder). The server is [`server`].
+//! name, `_total` for counters (added by the OpenMetrics encoder). The server is [`server`];
+//! process 0 shows the whole job ([`job`]).
 
+pub mod job;
 pub mod server;
 
 use crate::measure::traffic::{MessageKind, Traffic};
@@ -52,6 +54,13 @@ pub struct Live {
     failures: Mutex<Vec<String>>,
     /// (vertex, worker) of every instance published here.
     instances: Mutex<Vec<(usize, usize)>>,
+    /// Per (vertex, worker) that has one: its frontier and lag (time units) and its instances.
+    frontiers: Mutex<std::collections::HashMap<(usize, usize), (i64, i64)>>,
+    /// Per (vertex, worker): the instances it stands for (a source's hosted instances).
+    hosted: Mutex<std::collections::HashMap<(usize, usize), u32>>,
+    /// Where the job's other processes serve their own status (process 0 of a multi-process
+    /// job; empty otherwise): [`job`].
+    peers: Vec<(usize, std::net::SocketAddr)>,
     /// Per (vertex, worker), over its last publication interval: elements in and out per
     /// second, and the share of the time it was blocked (the status page's rates).
     rates: Mutex<std::collections::HashMap<(usize, usize), [f64; 3]>>,
@@ -74,8 +83,11 @@ pub struct InstanceCounts {
     pub elements_out: u64,
     /// Time its outputs were full and it could not go on, ns.
     pub blocked_ns: u64,
-    /// Its frontier (time units; `INF` once its input ended).
-    pub frontier: Time,
+    /// Its frontier (time units; `INF` once its input ended); `None` for an instance that has
+    /// none: an element-wise vertex, a source operator hosting no instance on its worker.
+    pub frontier: Option<Time>,
+    /// The instances it stands for: the source instances it hosts, 1 otherwise.
+    pub instances: u32,
     /// Share of its local input channels' capacity queued now (0-1).
     pub queue_fill: f64,
 }
@@ -83,6 +95,16 @@ pub struct InstanceCounts {
 impl Live {
     /// The registry of process `process` of the job `graph` describes.
     pub fn new(graph: GraphDesc, process: usize) -> Self {
+        Self::with_peers(graph, process, Vec::new())
+    }
+
+    /// The registry of process 0 of a multi-process job, whose other processes serve their own
+    /// status at `peers` (process, address): its `/api/status` shows the whole job ([`job`]).
+    pub fn with_peers(
+        graph: GraphDesc,
+        process: usize,
+        peers: Vec<(usize, std::net::SocketAddr)>,
+    ) -> Self {
         let mut r = Registry::with_prefix("xorflow");
         let elements_in = Family::default();
         let elements_out = Family::default();
@@ -181,6 +203,9 @@ impl Live {
             restarts,
             failures: Mutex::default(),
             instances: Mutex::default(),
+            frontiers: Mutex::default(),
+            hosted: Mutex::default(),
+            peers,
             rates: Mutex::default(),
         }
     }
@@ -227,36 +252,50 @@ impl Live {
         f.push(cause.to_string());
     }
 
-    /// The status page's data: the graph, and per vertex its instances' totals.
+    /// The job's other processes and where they serve their status ([`job`]).
+    pub fn peers(&self) -> &[(usize, std::net::SocketAddr)] {
+        &self.peers
+    }
+
+    /// The status page's data for this process: the graph, and per vertex its instances'
+    /// totals (`frontier` and `frontier_lag` null where no instance has one).
     pub fn status(&self) -> serde_json::Value {
         let inst = locked(&self.instances).clone();
         let rates = locked(&self.rates).clone();
+        let frontiers = locked(&self.frontiers).clone();
+        let hosted = locked(&self.hosted).clone();
         let vertices: Vec<serde_json::Value> = (self.graph.vertices.iter().enumerate())
             .map(|(v, d)| {
                 let mine = inst.iter().filter(|i| i.0 == v);
-                let (mut i, mut o, mut bp, mut cpu, mut f) = (0, 0, 0.0, 0.0, i64::MAX);
-                let (mut n, mut lag, mut r, mut fill) = (0, 0, [0.0; 3], 0.0f64);
+                let (mut i, mut o, mut bp, mut cpu) = (0, 0, 0.0, 0.0);
+                let (mut f, mut lag) = (None::<i64>, None::<i64>);
+                let (mut n, mut workers, mut r, mut fill) = (0, 0, [0.0; 3], 0.0f64);
                 for &(_, w) in mine {
                     let l = self.labels(v, w);
                     let ri = rates.get(&(v, w)).copied().unwrap_or_default();
                     (r[0], r[1], r[2]) = (r[0] + ri[0], r[1] + ri[1], r[2] + ri[2]);
-                    lag = lag.max(self.lag.get_or_create(&l).get());
+                    if let Some(&(fw, lw)) = frontiers.get(&(v, w)) {
+                        f = Some(f.map_or(fw, |f| f.min(fw)));
+                        lag = Some(lag.map_or(lw, |l| l.max(lw)));
+                    }
                     fill = fill.max(self.queue_fill.get_or_create(&l).get());
                     i += self.elements_in.get_or_create(&l).get();
                     o += self.elements_out.get_or_create(&l).get();
                     bp += self.backpressure.get_or_create(&l).get();
                     cpu += self.cpu.get_or_create(&l).get();
-                    f = f.min(self.frontier.get_or_create(&l).get());
-                    n += 1;
+                    n += hosted.get(&(v, w)).copied().unwrap_or(0);
+                    workers += 1;
                 }
+                // i64::MAX: every instance's input has ended.
+                let f = f.map(|f| if f == i64::MAX { None } else { Some(f) });
                 serde_json::json!({
                     "name": d.name, "instances": n, "elements_in": i, "elements_out": o,
                     "backpressure_s": bp, "cpu_s": cpu,
-                    "frontier": if n == 0 || f == i64::MAX { None } else { Some(f) },
+                    "frontier": f.flatten(), "ended": f == Some(None),
                     "frontier_lag": lag,
                     "queue_fill": fill,
                     "in_per_s": r[0], "out_per_s": r[1],
-                    "backpressure": if n == 0 { 0.0 } else { r[2] / n as f64 },
+                    "backpressure": if workers == 0 { 0.0 } else { r[2] / workers as f64 },
                 })
             })
             .collect();
@@ -266,6 +305,7 @@ impl Live {
         let failures = locked(&self.failures).clone();
         serde_json::json!({
             "process": self.process,
+            "scope": "process",
             "vertices": vertices,
             "edges": edges,
             "checkpoints": {
@@ -311,7 +351,10 @@ impl WorkerLive {
         self.last_ns = now_ns;
         let l = &self.live;
         let mut rates = locked(&l.rates);
+        let mut frontiers = locked(&l.frontiers);
+        let mut hosted = locked(&l.hosted);
         for (v, (c, &cpu)) in counts.iter().zip(cpu_ns).enumerate() {
+            hosted.insert((v, self.worker), c.instances);
             let labels = l.labels(v, self.worker);
             let (prev, prev_cpu) = self.last[v];
             l.elements_in
@@ -325,12 +368,14 @@ impl WorkerLive {
             l.cpu
                 .get_or_create(&labels)
                 .inc_by(cpu.saturating_sub(prev_cpu) as f64 / 1e9);
-            let f = c.frontier.min(i64::MAX as u64) as i64;
-            l.frontier.get_or_create(&labels).set(f);
-            let lag = newest.saturating_sub(c.frontier);
-            l.lag
-                .get_or_create(&labels)
-                .set(lag.min(i64::MAX as u64) as i64);
+            // No frontier, no series: a gauge of 0 or i64::MAX would read as one.
+            if let Some(frontier) = c.frontier {
+                let f = frontier.min(i64::MAX as u64) as i64;
+                l.frontier.get_or_create(&labels).set(f);
+                let lag = newest.saturating_sub(frontier).min(i64::MAX as u64) as i64;
+                l.lag.get_or_create(&labels).set(lag);
+                frontiers.insert((v, self.worker), (f, lag));
+            }
             l.queue_fill.get_or_create(&labels).set(c.queue_fill);
             if !first {
                 let per_s = |now: u64, before: u64| now.saturating_sub(before) as f64 / dt;
@@ -343,7 +388,7 @@ impl WorkerLive {
             }
             self.last[v] = (*c, cpu);
         }
-        drop(rates);
+        drop((rates, frontiers, hosted));
         for k in MessageKind::ALL {
             let (now, before) = (traffic.get(k), self.traffic.get(k));
             let labels = vec![("kind", k.name().to_string())];
@@ -366,7 +411,8 @@ pub struct LiveSetup {
 }
 
 impl LiveSetup {
-    /// Registers the job's metrics and serves them on `addr`.
+    /// Registers the job's metrics and serves them on `addr`; `peers`: where the job's other
+    /// processes serve theirs (process 0 of a multi-process job, [`job`]).
     ///
     /// # Errors
     /// The address cannot be bound (naming it).
@@ -374,8 +420,9 @@ impl LiveSetup {
         addr: std::net::SocketAddr,
         graph: GraphDesc,
         process: usize,
+        peers: Vec<(usize, std::net::SocketAddr)>,
     ) -> Result<Self, crate::error::MetricsError> {
-        let live = Arc::new(Live::new(graph, process));
+        let live = Arc::new(Live::with_peers(graph, process, peers));
         let server = server::Server::start(addr, live.clone())?;
         Ok(LiveSetup { live, server })
     }
@@ -404,7 +451,8 @@ mod tests {
             elements_in: i,
             elements_out: o,
             blocked_ns: b,
-            frontier: f,
+            frontier: Some(f),
+            instances: 1,
             queue_fill: 0.25,
         };
         let mut t = Traffic::default();
@@ -441,6 +489,22 @@ mod tests {
         let s = live.status();
         assert_eq!(s["vertices"][1]["elements_in"], 15);
         assert_eq!(s["vertices"][1]["frontier"], 7);
+        // A worker whose source operator hosts no instance, and an element-wise vertex: no
+        // frontier, no lag, no instance counted (f681eac: frontier i64::MAX, 2 instances).
+        let mut other = live.worker(0);
+        let none = InstanceCounts {
+            frontier: None,
+            instances: 0,
+            ..c(0, 0, 0, 0)
+        };
+        other.publish(3, &[none, c(1, 0, 0, 6)], &[0, 0], 12, &t);
+        let s = live.status();
+        assert_eq!(s["vertices"][0]["instances"], 1);
+        assert_eq!(s["vertices"][0]["frontier"], 8);
+        assert_eq!(s["vertices"][1]["frontier"], 6);
+        assert!(!live
+            .encode()
+            .contains("xorflow_vertex_frontier{vertex=\"src\",worker=\"0\"}"));
         live.checkpoint_completed(0.25, 4096);
         live.restarted("process 1 lost");
         let s = live.status();

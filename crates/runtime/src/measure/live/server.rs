@@ -1,5 +1,6 @@
 //! The HTTP server of `--metrics-addr`: `GET /metrics` (OpenMetrics text, for Prometheus),
-//! `GET /` (the status page, `status.html`) and `GET /api/status` (its data, JSON). It runs on
+//! `GET /` (the status page, `status.html`) and `GET /api/status` (its data, JSON: on process 0
+//! the whole job's, `super::job`; `?scope=process` this process's own). It runs on
 //! a thread of its own with a single-threaded tokio runtime, away from the workers, and stops
 //! when the [`Server`] is dropped.
 
@@ -76,6 +77,20 @@ impl Drop for Server {
     }
 }
 
+/// `/api/status`: this process's own status, or on process 0 of a multi-process job (unless
+/// `?scope=process` asks for its own) the whole job's, the other processes asked at once.
+async fn status(live: &Live, uri: &axum::http::Uri) -> serde_json::Value {
+    let own = live.status();
+    if live.peers().is_empty() || uri.query() == Some("scope=process") {
+        return own;
+    }
+    let asks = live.peers().iter().map(|&(p, addr)| async move {
+        let r = super::job::fetch(addr).await;
+        (p, r.map_err(|why| format!("process {p} at {addr}: {why}")))
+    });
+    super::job::merge(own, futures_util::future::join_all(asks).await)
+}
+
 /// The server thread's body: serves until `stopped` fires. Failures are logged: the job goes
 /// on without its metrics rather than failing.
 fn serve(
@@ -105,7 +120,10 @@ fn serve(
                     ([(header::CONTENT_TYPE, ct)], l1.encode()).into_response()
                 }),
             )
-            .route("/api/status", get(move || async move { Json(l2.status()) }));
+            .route(
+                "/api/status",
+                get(move |uri: axum::http::Uri| async move { Json(status(&l2, &uri).await) }),
+            );
         let shutdown = async {
             let _ = stopped.await;
         };
