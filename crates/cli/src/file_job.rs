@@ -589,6 +589,7 @@ pub fn run(a: FileArgs) -> Result<(), JobError> {
         a.allowed_lateness,
         sources = a.sources,
     );
+    runtime.time_per_second = Some(time.per_second());
     let df = Dataflow::new(runtime).map_err(JobError::Run)?;
     let src = match input {
         Input::Records(records) => {

@@ -185,6 +185,30 @@ fn a_running_job_serves_moving_metrics_and_a_status_page_a_browser_renders() {
         .collect();
     assert_eq!(names, ["departures", "hourly", "csv"]);
     assert!(status["vertices"][1]["in_per_s"].as_f64().unwrap() > 0.0);
+    cpu_adds_up(&status, &[child.id()]);
+    // The last minutes, sampled once a second, and drawn: one line per vertex in its colour.
+    std::thread::sleep(Duration::from_millis(1200));
+    let history: serde_json::Value =
+        serde_json::from_str(&get(addr, "/api/history").unwrap()).unwrap();
+    assert_eq!(
+        history["lag_unit"], "s",
+        "the flights job's times are seconds"
+    );
+    assert!(history["at_s"].as_array().unwrap().len() >= 2, "{history}");
+    let per_s = history["vertices"][1]["per_s"].as_array().unwrap();
+    assert!(per_s.iter().any(|x| x.as_f64().unwrap() > 0.0), "{history}");
+    for chart in ["throughput", "backpressure", "lag"] {
+        let svg = get(addr, &format!("/charts/{chart}.svg")).unwrap();
+        assert!(svg.starts_with("<svg"), "{chart}: {svg}");
+        let color = status["vertices"][1]["color"]
+            .as_str()
+            .unwrap()
+            .to_uppercase();
+        assert!(
+            svg.to_uppercase().contains(&color),
+            "{chart}: no line in {color}"
+        );
+    }
     if let Some(chrome) = chromium() {
         let url = format!("http://{addr}/");
         let dom = browse(&chrome, &url, &["--dump-dom"]);
@@ -194,7 +218,14 @@ fn a_running_job_serves_moving_metrics_and_a_status_page_a_browser_renders() {
                 "vertex {v} drawn:\n{dom}"
             );
         }
-        assert!(dom.contains("frontier 13"), "frontiers shown");
+        // Frontiers as times, lags in seconds (f681eac: raw numbers).
+        assert!(
+            dom.contains("frontier 2013-"),
+            "frontiers shown as times:\n{dom}"
+        );
+        assert!(dom.contains(" s</td>"), "lags in seconds");
+        assert!(dom.contains("data-chart=\"throughput\""), "charts");
+        assert!(dom.contains("other threads"), "CPU by where it went");
         assert!(dom.contains(" completed, last "), "checkpoints shown");
         let refreshed = dom
             .split("id=\"updated\">")
@@ -217,6 +248,45 @@ fn a_running_job_serves_moving_metrics_and_a_status_page_a_browser_renders() {
     assert!(
         get(addr, "/metrics").is_none(),
         "the server stops with the job"
+    );
+}
+
+/// The process's CPU on the page adds up: the vertices' CPU is the worker threads' operator
+/// task, the tasks and the other threads make the process's total, and that total is the one
+/// the kernel reports for the processes `pids` (f681eac showed 0 % CPU on every vertex of a run that
+/// used 17 CPU s, and no total).
+fn cpu_adds_up(status: &serde_json::Value, pids: &[u32]) {
+    let cpu = &status["cpu"];
+    let f = |v: &serde_json::Value| v.as_f64().unwrap();
+    let vertices: f64 = status["vertices"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| f(&v["cpu_s"]))
+        .sum();
+    let tasks = cpu["tasks"].as_object().unwrap();
+    let operators = f(&tasks["operators"]);
+    assert!(
+        (vertices - operators).abs() <= 0.01 + 0.01 * operators,
+        "{cpu} vs {vertices}"
+    );
+    let total = tasks.values().map(f).sum::<f64>() + f(&cpu["other_threads_s"]);
+    let process = f(&cpu["process_s"]);
+    assert!((total - process).abs() <= 0.01 + 0.01 * process, "{cpu}");
+    // The kernel's count (utime + stime, clock ticks of 10 ms), read just after.
+    let kernel: f64 = (pids.iter())
+        .map(|pid| {
+            let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap();
+            let after_name = stat.rsplit(')').next().unwrap();
+            let fields: Vec<&str> = after_name.split_whitespace().collect();
+            let ticks = fields[11].parse::<f64>().unwrap() + fields[12].parse::<f64>().unwrap();
+            ticks / 100.0
+        })
+        .sum();
+    assert!(process > 0.05, "{cpu}");
+    assert!(
+        process <= kernel + 0.05 && kernel - process <= 0.3 + 0.2 * kernel,
+        "the page's {process} s against the kernel's {kernel} s"
     );
 }
 
@@ -314,6 +384,19 @@ fn each_process_of_a_local_launch_serves_its_own_port() {
         assert!((1_356_000_000..1_420_000_000).contains(&f), "{v}");
     }
     assert!(vertices[1]["elements_in"].as_u64().unwrap() > 0, "{job}");
+    // The whole job's CPU: both processes' (process 1 is process 0's child).
+    let mut pids = vec![child.id()];
+    for task in std::fs::read_dir(format!("/proc/{}/task", child.id())).unwrap() {
+        let children = std::fs::read_to_string(task.unwrap().path().join("children"));
+        let children = children.unwrap_or_default();
+        pids.extend(
+            children
+                .split_whitespace()
+                .map(|p| p.parse::<u32>().unwrap()),
+        );
+    }
+    assert_eq!(pids.len(), 2, "process 0 and its child: {pids:?}");
+    cpu_adds_up(&at(0, "/api/status"), &pids);
     finish(child);
 }
 

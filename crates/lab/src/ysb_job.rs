@@ -75,6 +75,8 @@ pub fn run(a: YsbArgs) -> Result<(), CommandError> {
     cfg.lateness_ms = lateness_ms;
     cfg.speed = a.speed;
     cfg.runtime = a.engine.runtime(granularity_ms);
+    // Event times in milliseconds (the status page shows them as times).
+    cfg.runtime.time_per_second = Some(1000);
     cfg.kafka = topic;
     cfg.kafka_options = a.kafka.options();
     cfg.redis = a.redis.clone();

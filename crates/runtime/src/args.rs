@@ -516,6 +516,7 @@ impl EngineArgs {
                 clock: None,
             },
             job_key: String::new(),
+            time_per_second: None,
             warmup_until: 0,
             snapshot_work: None,
             state: xorflow_state::StateConfig {

@@ -689,6 +689,8 @@ fn run_dataflow(
 ) -> Result<xorflow_runtime::RunReport, FlightsError> {
     let progress = Arc::new(Progress::default());
     let mut runtime = cfg.runtime.clone();
+    // Times are Unix seconds (the status page shows them as times).
+    runtime.time_per_second = Some(1);
     // What a resumed run must keep (not the pacing, --speed: it changes when rows are read,
     // not which or what they make); named so that a refused resume says what differs.
     runtime.job_key = format!(

@@ -213,6 +213,10 @@ pub struct RuntimeConfig {
     /// The job's own parameters that every process must agree on (window sizes, input, ...):
     /// hashed into the job id the handshake compares, with the graph and the runtime knobs.
     pub job_key: String,
+    /// Event-time units per second (1: seconds, 1000: milliseconds), for showing times as times
+    /// and lags in seconds on the status page (`measure/live/`); `None`: unknown, shown as
+    /// numbers. Set by the job, which knows what its times are.
+    pub time_per_second: Option<u64>,
     /// Sinks record every slot's last arrival to measure notification latency (a compare and a
     /// store per element; windows measure per window and always do). Off for pure throughput runs.
     pub latency_probe: bool,

@@ -299,8 +299,8 @@ fn start_live(
             .collect(),
         _ => Vec::new(),
     };
-    let setup =
-        crate::measure::live::LiveSetup::start(addr, b.graph.clone(), cluster.process, peers)?;
+    let (graph, tps) = (b.graph.clone(), config.time_per_second);
+    let setup = crate::measure::live::LiveSetup::start(addr, graph, cluster.process, peers, tps)?;
     for cause in &b.restart_causes {
         setup.live.restarted(cause);
     }

@@ -154,8 +154,8 @@ impl Worker {
             .max()
             .unwrap_or(0);
         // The estimate so far (the clock keeps running; `finish` only reads it).
-        let (cpu_ns, _) = self.cpu.finish();
-        live.publish(ctx.now_ns, &counts, &cpu_ns, newest, &ctx.traffic);
+        let (cpu_ns, tasks) = self.cpu.finish();
+        live.publish(ctx.now_ns, &counts, (&cpu_ns, &tasks), newest, &ctx.traffic);
     }
 
     /// Nothing to do: send partial batches and hand acks on at once (so notifications do not

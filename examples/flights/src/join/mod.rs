@@ -273,6 +273,7 @@ pub fn run(cfg: &JoinConfig) -> Result<JoinSummary, FlightsError> {
         .min()
         .unwrap_or(0);
     let mut runtime = cfg.runtime.clone();
+    runtime.time_per_second = Some(1);
     runtime.job_key = format!(
         "flights-weather rows={}+{} --sources={}",
         flights.rows, weather.rows, cfg.sources

@@ -4,8 +4,9 @@
 //! on the host the cluster gives it, so process 0 knows where to ask.
 //!
 //! Merged per vertex: counts, rates, CPU and backpressure time add up over processes; the
-//! frontier is the lowest one any process reports, the lag and queue fill the highest; the
-//! checkpoints, restarts and failures are process 0's (it coordinates them). A process that does
+//! frontier is the lowest one any process reports, the lag and queue fill the highest. The
+//! processes' CPU (all threads, by task) adds up too; the checkpoints, restarts and failures are
+//! process 0's (it coordinates them). A process that does
 //! not answer within [`PEER_TIMEOUT`] is listed as unreachable, and the rest is shown.
 
 use serde_json::{json, Value};
@@ -53,6 +54,7 @@ pub fn merge(mut own: Value, others: Vec<(usize, Result<Value, String>)>) -> Val
             Ok(status) => {
                 processes.push(json!({"process": p, "reachable": true}));
                 merge_vertices(&mut own, &status);
+                add_cpu(&mut own["cpu"], &status["cpu"]);
             }
             Err(why) => processes.push(json!({"process": p, "reachable": false, "error": why})),
         }
@@ -60,6 +62,21 @@ pub fn merge(mut own: Value, others: Vec<(usize, Result<Value, String>)>) -> Val
     own["scope"] = "job".into();
     own["processes"] = processes.into();
     own
+}
+
+/// Adds `other`'s CPU (s: every number, nested by name) into `own`'s.
+fn add_cpu(own: &mut Value, other: &Value) {
+    match (own, other) {
+        (Value::Object(mine), Value::Object(theirs)) => {
+            for (k, v) in theirs {
+                add_cpu(mine.entry(k.clone()).or_insert(json!(0.0)), v);
+            }
+        }
+        (mine @ Value::Number(_), Value::Number(n)) => {
+            *mine = (mine.as_f64().unwrap_or(0.0) + n.as_f64().unwrap_or(0.0)).into();
+        }
+        _ => {}
+    }
 }
 
 /// Adds `other`'s vertices into `own`'s (the same graph, by index).
@@ -104,11 +121,15 @@ mod tests {
 
     #[test]
     fn two_processes_add_up_and_the_lowest_frontier_wins() {
-        let p0 = json!({"process": 0, "vertices": [
+        let p0 = json!({"process": 0,
+            "cpu": {"process_s": 2.0, "tasks": {"operators": 1.0}, "other_threads_s": 0.5},
+            "vertices": [
             {"name": "src", "instances": 1, "elements_in": 0, "elements_out": 10,
              "cpu_s": 1.0, "backpressure": 0.5, "frontier": 20, "frontier_lag": 0},
             {"name": "win", "instances": 1, "elements_in": 7, "frontier": null}]});
-        let p1 = json!({"process": 1, "vertices": [
+        let p1 = json!({"process": 1,
+            "cpu": {"process_s": 1.5, "tasks": {"operators": 0.5}, "other_threads_s": 0.25},
+            "vertices": [
             {"name": "src", "instances": 0, "elements_out": 0, "frontier": null},
             {"name": "win", "instances": 1, "elements_in": 3, "cpu_s": 0.5,
              "frontier": 12, "frontier_lag": 8}]});
@@ -123,5 +144,8 @@ mod tests {
         assert_eq!(m["vertices"][1]["frontier"], 12);
         assert_eq!(m["vertices"][1]["frontier_lag"], 8.0);
         assert_eq!(m["processes"][2]["reachable"], false);
+        assert_eq!(m["cpu"]["process_s"], 3.5);
+        assert_eq!(m["cpu"]["tasks"]["operators"], 1.5);
+        assert_eq!(m["cpu"]["other_threads_s"], 0.75);
     }
 }

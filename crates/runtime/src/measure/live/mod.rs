@@ -6,11 +6,15 @@
 //! (`measure/stats.rs`, `measure/cpu.rs`, `measure/traffic.rs`): nothing on the per-element path
 //! touches the registry or allocates for it. Names follow Prometheus' conventions: units in the
 //! name, `_total` for counters (added by the OpenMetrics encoder). The server is [`server`];
-//! process 0 shows the whole job ([`job`]).
+//! process 0 shows the whole job ([`job`]); the last minutes are kept ([`history`]) and drawn
+//! ([`charts`]).
 
+pub mod charts;
+pub mod history;
 pub mod job;
 pub mod server;
 
+use crate::measure::cpu::WorkerCpu;
 use crate::measure::traffic::{MessageKind, Traffic};
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
@@ -21,7 +25,7 @@ use std::sync::{Arc, Mutex};
 use xorflow_core::{GraphDesc, Time};
 
 /// A lock that a panic elsewhere does not poison for the metrics (they only count).
-fn locked<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+pub(crate) fn locked<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|e| e.into_inner())
 }
 
@@ -61,6 +65,12 @@ pub struct Live {
     /// Where the job's other processes serve their own status (process 0 of a multi-process
     /// job; empty otherwise): [`job`].
     peers: Vec<(usize, std::net::SocketAddr)>,
+    /// Event-time units per second, if the job said (`RuntimeConfig::time_per_second`).
+    time_per_second: Option<u64>,
+    /// Per worker: its thread's CPU by task so far (`measure/cpu.rs`).
+    worker_cpu: Mutex<std::collections::HashMap<usize, WorkerCpu>>,
+    /// The last minutes of the (job's) status, sampled by the server ([`history`]).
+    pub history: Mutex<history::History>,
     /// Per (vertex, worker), over its last publication interval: elements in and out per
     /// second, and the share of the time it was blocked (the status page's rates).
     rates: Mutex<std::collections::HashMap<(usize, usize), [f64; 3]>>,
@@ -95,15 +105,18 @@ pub struct InstanceCounts {
 impl Live {
     /// The registry of process `process` of the job `graph` describes.
     pub fn new(graph: GraphDesc, process: usize) -> Self {
-        Self::with_peers(graph, process, Vec::new())
+        Self::for_job(graph, process, Vec::new(), None)
     }
 
-    /// The registry of process 0 of a multi-process job, whose other processes serve their own
-    /// status at `peers` (process, address): its `/api/status` shows the whole job ([`job`]).
-    pub fn with_peers(
+    /// The registry of process `process`; process 0 of a multi-process job is given where the
+    /// other processes serve their own status, `peers` (process, address), and its
+    /// `/api/status` shows the whole job ([`job`]). `time_per_second`: event-time units per
+    /// second, if known (times shown as times, lags in seconds).
+    pub fn for_job(
         graph: GraphDesc,
         process: usize,
         peers: Vec<(usize, std::net::SocketAddr)>,
+        time_per_second: Option<u64>,
     ) -> Self {
         let mut r = Registry::with_prefix("xorflow");
         let elements_in = Family::default();
@@ -206,6 +219,9 @@ impl Live {
             frontiers: Mutex::default(),
             hosted: Mutex::default(),
             peers,
+            time_per_second,
+            worker_cpu: Mutex::default(),
+            history: Mutex::default(),
             rates: Mutex::default(),
         }
     }
@@ -257,6 +273,28 @@ impl Live {
         &self.peers
     }
 
+    /// This process's CPU so far, s: all its threads (`process_s`), its worker threads by task
+    /// (`tasks`: `operators` is the vertices' `cpu_s` summed) and the rest (`other_threads_s`:
+    /// the network thread, dedicated trackers, the metrics server), so that they add up.
+    fn cpu_status(&self) -> serde_json::Value {
+        let process_s = super::clock::process_cpu_ns() as f64 / 1e9;
+        let workers = locked(&self.worker_cpu).clone();
+        let s = |f: fn(&WorkerCpu) -> u64| workers.values().map(f).sum::<u64>() as f64 / 1e9;
+        let threads = s(|w| w.thread_ns);
+        serde_json::json!({
+            "process_s": process_s,
+            "tasks": {
+                "operators": s(|w| w.operators_ns),
+                "frontiers": s(|w| w.frontiers_ns),
+                "flush": s(|w| w.flush_ns),
+                "acks": s(|w| w.acks_ns),
+                "network": s(|w| w.network_ns),
+                "idle": s(|w| w.idle_ns),
+            },
+            "other_threads_s": (process_s - threads).max(0.0),
+        })
+    }
+
     /// The status page's data for this process: the graph, and per vertex its instances'
     /// totals (`frontier` and `frontier_lag` null where no instance has one).
     pub fn status(&self) -> serde_json::Value {
@@ -289,7 +327,8 @@ impl Live {
                 // i64::MAX: every instance's input has ended.
                 let f = f.map(|f| if f == i64::MAX { None } else { Some(f) });
                 serde_json::json!({
-                    "name": d.name, "instances": n, "elements_in": i, "elements_out": o,
+                    "name": d.name, "color": charts::color(v),
+                    "instances": n, "elements_in": i, "elements_out": o,
                     "backpressure_s": bp, "cpu_s": cpu,
                     "frontier": f.flatten(), "ended": f == Some(None),
                     "frontier_lag": lag,
@@ -306,6 +345,8 @@ impl Live {
         serde_json::json!({
             "process": self.process,
             "scope": "process",
+            "time_per_second": self.time_per_second,
+            "cpu": self.cpu_status(),
             "vertices": vertices,
             "edges": edges,
             "checkpoints": {
@@ -336,16 +377,18 @@ impl WorkerLive {
         now_ns.saturating_sub(self.last_ns) >= PUBLISH_INTERVAL_NS
     }
 
-    /// Publishes per vertex its totals and CPU so far (ns), the newest source heartbeat
-    /// `newest` (for the frontier lag), and the worker's traffic so far.
+    /// Publishes per vertex its totals and CPU so far (ns), the worker thread's CPU by task
+    /// `tasks`, the newest source heartbeat `newest` (for the frontier lag), and the worker's
+    /// traffic so far.
     pub fn publish(
         &mut self,
         now_ns: u64,
         counts: &[InstanceCounts],
-        cpu_ns: &[u64],
+        (cpu_ns, tasks): (&[u64], &WorkerCpu),
         newest: Time,
         traffic: &Traffic,
     ) {
+        locked(&self.live.worker_cpu).insert(self.worker, *tasks);
         let dt = now_ns.saturating_sub(self.last_ns).max(1) as f64 / 1e9;
         let first = self.last_ns == 0;
         self.last_ns = now_ns;
@@ -412,7 +455,8 @@ pub struct LiveSetup {
 
 impl LiveSetup {
     /// Registers the job's metrics and serves them on `addr`; `peers`: where the job's other
-    /// processes serve theirs (process 0 of a multi-process job, [`job`]).
+    /// processes serve theirs (process 0 of a multi-process job, [`job`]); `time_per_second`:
+    /// the job's event-time units per second, if known.
     ///
     /// # Errors
     /// The address cannot be bound (naming it).
@@ -421,8 +465,9 @@ impl LiveSetup {
         graph: GraphDesc,
         process: usize,
         peers: Vec<(usize, std::net::SocketAddr)>,
+        time_per_second: Option<u64>,
     ) -> Result<Self, crate::error::MetricsError> {
-        let live = Arc::new(Live::with_peers(graph, process, peers));
+        let live = Arc::new(Live::for_job(graph, process, peers, time_per_second));
         let server = server::Server::start(addr, live.clone())?;
         Ok(LiveSetup { live, server })
     }
@@ -457,10 +502,11 @@ mod tests {
         };
         let mut t = Traffic::default();
         t.record(MessageKind::Data, 96);
+        let tasks = WorkerCpu::default();
         w.publish(
             1,
             &[c(0, 10, 0, 5), c(10, 2, 500_000_000, 3)],
-            &[1_000, 2_000_000_000],
+            (&[1_000, 2_000_000_000], &tasks),
             9,
             &t,
         );
@@ -468,7 +514,7 @@ mod tests {
         w.publish(
             2,
             &[c(0, 15, 0, 8), c(15, 3, 500_000_000, 7)],
-            &[1_000, 3_000_000_000],
+            (&[1_000, 3_000_000_000], &tasks),
             12,
             &t,
         );
@@ -497,7 +543,7 @@ mod tests {
             instances: 0,
             ..c(0, 0, 0, 0)
         };
-        other.publish(3, &[none, c(1, 0, 0, 6)], &[0, 0], 12, &t);
+        other.publish(3, &[none, c(1, 0, 0, 6)], (&[0, 0], &tasks), 12, &t);
         let s = live.status();
         assert_eq!(s["vertices"][0]["instances"], 1);
         assert_eq!(s["vertices"][0]["frontier"], 8);

@@ -1,10 +1,13 @@
 //! The HTTP server of `--metrics-addr`: `GET /metrics` (OpenMetrics text, for Prometheus),
 //! `GET /` (the status page, `status.html`) and `GET /api/status` (its data, JSON: on process 0
-//! the whole job's, `super::job`; `?scope=process` this process's own). It runs on
+//! the whole job's, `super::job`; `?scope=process` this process's own), `GET /api/history` (the
+//! last minutes, sampled here once a second: `super::history`) and its charts,
+//! `GET /charts/{throughput,backpressure,lag}.svg` (`super::charts`). It runs on
 //! a thread of its own with a single-threaded tokio runtime, away from the workers, and stops
 //! when the [`Server`] is dropped.
 
-use super::Live;
+use super::charts::{self, Chart};
+use super::{locked, Live};
 use crate::error::MetricsError;
 use axum::http::header;
 use axum::response::{Html, IntoResponse};
@@ -77,11 +80,11 @@ impl Drop for Server {
     }
 }
 
-/// `/api/status`: this process's own status, or on process 0 of a multi-process job (unless
-/// `?scope=process` asks for its own) the whole job's, the other processes asked at once.
-async fn status(live: &Live, uri: &axum::http::Uri) -> serde_json::Value {
+/// `/api/status`: this process's own status (`own_only`, or a single process), or on process 0
+/// of a multi-process job the whole job's, the other processes asked at once.
+async fn status(live: &Live, own_only: bool) -> serde_json::Value {
     let own = live.status();
-    if live.peers().is_empty() || uri.query() == Some("scope=process") {
+    if live.peers().is_empty() || own_only {
         return own;
     }
     let asks = live.peers().iter().map(|&(p, addr)| async move {
@@ -110,7 +113,25 @@ fn serve(
             Ok(l) => l,
             Err(e) => return tracing::error!("metrics server: {e}"),
         };
-        let (l1, l2) = (live.clone(), live);
+        // The history: the (job's) status once a second, from the start.
+        let sampled = live.clone();
+        tokio::spawn(async move {
+            let start = std::time::Instant::now();
+            let mut tick = tokio::time::interval(std::time::Duration::from_secs(1));
+            loop {
+                tick.tick().await;
+                let st = status(&sampled, false).await;
+                locked(&sampled.history).record(start.elapsed().as_secs_f64(), &st);
+            }
+        });
+        let (l1, l2, l3) = (live.clone(), live.clone(), live.clone());
+        let chart = |which: Chart| {
+            let l = live.clone();
+            get(move || async move {
+                let svg = charts::render(&locked(&l.history), which);
+                ([(header::CONTENT_TYPE, "image/svg+xml")], svg).into_response()
+            })
+        };
         let app = Router::new()
             .route("/", get(|| async { Html(STATUS_PAGE) }))
             .route(
@@ -122,8 +143,18 @@ fn serve(
             )
             .route(
                 "/api/status",
-                get(move |uri: axum::http::Uri| async move { Json(status(&l2, &uri).await) }),
-            );
+                get(move |uri: axum::http::Uri| async move {
+                    let own = uri.query() == Some("scope=process");
+                    Json(status(&l2, own).await)
+                }),
+            )
+            .route(
+                "/api/history",
+                get(move || async move { Json(locked(&l3.history).to_json()) }),
+            )
+            .route("/charts/throughput.svg", chart(Chart::Throughput))
+            .route("/charts/backpressure.svg", chart(Chart::Backpressure))
+            .route("/charts/lag.svg", chart(Chart::Lag));
         let shutdown = async {
             let _ = stopped.await;
         };
