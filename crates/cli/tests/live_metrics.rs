@@ -310,11 +310,19 @@ fn each_process_of_a_local_launch_serves_its_own_port() {
     let Some(input) = flights_csv() else { return };
     let dir = tempfile::tempdir().unwrap();
     let port = free_port_pair();
+    let summary = dir.path().join("summary.json");
     let mut child = start_job(
         &input,
         dir.path(),
         port,
-        &["--processes", "2", "--workers", "1"],
+        &[
+            "--processes",
+            "2",
+            "--workers",
+            "1",
+            "--summary",
+            summary.to_str().unwrap(),
+        ],
     );
     for p in 0..2u16 {
         let addr = SocketAddr::from(([127, 0, 0, 1], port + p));
@@ -397,7 +405,31 @@ fn each_process_of_a_local_launch_serves_its_own_port() {
     }
     assert_eq!(pids.len(), 2, "process 0 and its child: {pids:?}");
     cpu_adds_up(&at(0, "/api/status"), &pids);
+    // The last status before the job ended against the run's own final report: the source's
+    // and the window's output, at most what the run reports and short of it by no more than
+    // the last moments of the paced feed (a process missing from the sum would halve the
+    // window's; one counted twice would exceed the report).
+    let addr0 = SocketAddr::from(([127, 0, 0, 1], port));
+    let mut last = None;
+    while let Some(body) = get(addr0, "/api/status") {
+        last = serde_json::from_str::<serde_json::Value>(&body)
+            .ok()
+            .or(last);
+        std::thread::sleep(Duration::from_millis(50));
+    }
     finish(child);
+    let last = last.expect("a status");
+    let report: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&summary).unwrap()).unwrap();
+    for (v, key) in [(0, "records_emitted"), (1, "windows_emitted")] {
+        let live = last["vertices"][v]["elements_out"].as_u64().unwrap();
+        let fin = report[key].as_u64().unwrap();
+        assert!(
+            live <= fin && live as f64 >= 0.85 * fin as f64,
+            "{}: {live} live, {fin} in the report",
+            last["vertices"][v]["name"]
+        );
+    }
 }
 
 #[test]

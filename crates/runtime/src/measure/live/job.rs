@@ -7,7 +7,8 @@
 //! frontier is the lowest one any process reports, the lag and queue fill the highest. The
 //! processes' CPU (all threads, by task) adds up too; the checkpoints, restarts and failures are
 //! process 0's (it coordinates them). A process that does
-//! not answer within [`PEER_TIMEOUT`] is listed as unreachable, and the rest is shown.
+//! not answer within [`PEER_TIMEOUT`] is listed as unreachable and counted with the last status
+//! it gave (a process that finished before process 0 keeps its final counts in the sum).
 
 use serde_json::{json, Value};
 use std::net::SocketAddr;
@@ -46,17 +47,32 @@ pub async fn fetch(addr: SocketAddr) -> Result<Value, String> {
     }
 }
 
-/// Process 0's status `own` merged with the other processes' (`(process, status or why not)`).
-pub fn merge(mut own: Value, others: Vec<(usize, Result<Value, String>)>) -> Value {
+/// What process 0 has of another process: its status (now, or the last one it gave), and why
+/// it did not answer now.
+#[derive(Clone, Debug, Default)]
+pub struct Peer {
+    /// The process.
+    pub process: usize,
+    /// Its status: this time's, or the last one it answered with.
+    pub status: Option<Value>,
+    /// Why it did not answer this time.
+    pub error: Option<String>,
+}
+
+/// Process 0's status `own` merged with the other processes'.
+pub fn merge(mut own: Value, others: Vec<Peer>) -> Value {
     let mut processes = vec![json!({"process": own["process"], "reachable": true})];
-    for (p, r) in others {
-        match r {
-            Ok(status) => {
-                processes.push(json!({"process": p, "reachable": true}));
-                merge_vertices(&mut own, &status);
-                add_cpu(&mut own["cpu"], &status["cpu"]);
-            }
-            Err(why) => processes.push(json!({"process": p, "reachable": false, "error": why})),
+    for peer in others {
+        let mut entry = json!({"process": peer.process, "reachable": peer.error.is_none()});
+        if let Some(why) = &peer.error {
+            entry["error"] = why.clone().into();
+            // Counted as it last answered (a finished process's final counts).
+            entry["last_status"] = peer.status.is_some().into();
+        }
+        processes.push(entry);
+        if let Some(status) = &peer.status {
+            merge_vertices(&mut own, status);
+            add_cpu(&mut own["cpu"], &status["cpu"]);
         }
     }
     own["scope"] = "job".into();
@@ -133,7 +149,15 @@ mod tests {
             {"name": "src", "instances": 0, "elements_out": 0, "frontier": null},
             {"name": "win", "instances": 1, "elements_in": 3, "cpu_s": 0.5,
              "frontier": 12, "frontier_lag": 8}]});
-        let m = merge(p0, vec![(1, Ok(p1)), (2, Err("no answer".into()))]);
+        let peer = |process, status, error: Option<&str>| Peer {
+            process,
+            status,
+            error: error.map(String::from),
+        };
+        let m = merge(
+            p0,
+            vec![peer(1, Some(p1), None), peer(2, None, Some("no answer"))],
+        );
         assert_eq!(m["scope"], "job");
         assert_eq!(m["vertices"][0]["instances"], 1);
         assert_eq!(m["vertices"][0]["elements_out"], 10);

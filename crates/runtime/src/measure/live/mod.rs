@@ -65,6 +65,8 @@ pub struct Live {
     /// Where the job's other processes serve their own status (process 0 of a multi-process
     /// job; empty otherwise): [`job`].
     peers: Vec<(usize, std::net::SocketAddr)>,
+    /// The last status each other process answered with (process 0: [`job`]).
+    pub peer_status: Mutex<std::collections::HashMap<usize, serde_json::Value>>,
     /// Event-time units per second, if the job said (`RuntimeConfig::time_per_second`).
     time_per_second: Option<u64>,
     /// Per worker: its thread's CPU by task so far (`measure/cpu.rs`).
@@ -220,6 +222,7 @@ impl Live {
             hosted: Mutex::default(),
             peers,
             time_per_second,
+            peer_status: Mutex::default(),
             worker_cpu: Mutex::default(),
             history: Mutex::default(),
             rates: Mutex::default(),

@@ -91,7 +91,27 @@ async fn status(live: &Live, own_only: bool) -> serde_json::Value {
         let r = super::job::fetch(addr).await;
         (p, r.map_err(|why| format!("process {p} at {addr}: {why}")))
     });
-    super::job::merge(own, futures_util::future::join_all(asks).await)
+    let answers = futures_util::future::join_all(asks).await;
+    let mut last = locked(&live.peer_status);
+    let peers = (answers.into_iter())
+        .map(|(process, r)| match r {
+            Ok(status) => {
+                last.insert(process, status.clone());
+                super::job::Peer {
+                    process,
+                    status: Some(status),
+                    error: None,
+                }
+            }
+            Err(why) => super::job::Peer {
+                process,
+                status: last.get(&process).cloned(),
+                error: Some(why),
+            },
+        })
+        .collect();
+    drop(last);
+    super::job::merge(own, peers)
 }
 
 /// The server thread's body: serves until `stopped` fires. Failures are logged: the job goes
