@@ -130,7 +130,7 @@ pub enum TrackerLayout {
 
 /// Largest `--timer-slack` the command line accepts (flush timeouts are 1 ms by default): a
 /// guard against a mistyped unit, checked by `EngineArgs::validate`. The runtime itself takes any
-/// slack (tests use 400 ms to see a latency budget's effect: `tests/dataflow.rs`).
+/// slack (tests use 400 ms to see a latency budget's effect: `tests/engine/dataflow.rs`).
 pub const MAX_TIMER_SLACK: Duration = Duration::from_millis(10);
 /// Most worker threads per process: far more than the cores of any machine this runs on.
 pub const MAX_WORKERS: usize = 256;
