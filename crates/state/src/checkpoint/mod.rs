@@ -18,13 +18,17 @@
 
 mod chain;
 mod framing;
+mod location;
 mod manifest;
+#[cfg(feature = "s3")]
 mod object;
 mod storage;
 
 pub use chain::Chain;
 pub use manifest::{FileRef, Hold, Manifest};
-pub use object::{is_url, ObjectStorage};
+pub use location::{is_url, Location};
+#[cfg(feature = "s3")]
+pub use object::ObjectStorage;
 pub use storage::{LocalDir, Storage};
 
 use crate::delta::Delta;
@@ -128,15 +132,19 @@ impl CheckpointStore {
         Self::new(Box::new(LocalDir::open(dir)?), retained)
     }
 
-    /// The store `location` names: an object store URL (`s3://bucket/prefix`, `file:///dir`:
-    /// [`ObjectStorage`]) or a local directory, keeping the newest `retained` checkpoints.
+    /// The store `location` names ([`location::parse`]): a local directory (a path or
+    /// `file:///dir`) or, with the `s3` feature, an object store (`s3://bucket/prefix`), keeping
+    /// the newest `retained` checkpoints.
     ///
     /// # Errors
-    /// As [`CheckpointStore::local`] and [`ObjectStorage::open`].
+    /// As [`location::parse`], [`CheckpointStore::local`] and `ObjectStorage::open`.
     pub fn open(location: &Path, retained: usize) -> Result<Self, StateError> {
-        match location.to_str().filter(|l| is_url(l)) {
-            Some(url) => Self::new(Box::new(ObjectStorage::open(url)?), retained),
-            None => Self::local(location, retained),
+        match location::parse(location)? {
+            Location::Dir(dir) => Self::local(&dir, retained),
+            #[cfg(feature = "s3")]
+            Location::Object(url) => Self::new(Box::new(ObjectStorage::open(&url)?), retained),
+            #[cfg(not(feature = "s3"))]
+            Location::Object(url) => unreachable!("parse refuses {url} without the s3 feature"),
         }
     }
 

@@ -1,6 +1,6 @@
 //! Checkpoints in an object store: `--checkpoint-dir s3://bucket/prefix` (any S3-compatible
-//! service; builds with the `s3` feature) or `file:///path`, through the `object_store` crate
-//! (Apache Arrow's, Apache-2.0 or MIT; docs/state.md, "Object stores").
+//! service), through the `object_store` crate (Apache Arrow's, Apache-2.0 or MIT; docs/state.md,
+//! "Object stores"). Built with the `s3` feature only (`location.rs`: `file://` is a directory).
 //!
 //! S3 settings come from the environment as the AWS tools read them: `AWS_ACCESS_KEY_ID`,
 //! `AWS_SECRET_ACCESS_KEY`, `AWS_DEFAULT_REGION`, `AWS_ENDPOINT` (an S3-compatible server) and
@@ -24,16 +24,6 @@ pub struct ObjectStorage {
     rt: tokio::runtime::Runtime,
 }
 
-/// True if `location` names an object store (`scheme://...`) rather than a local directory.
-pub fn is_url(location: &str) -> bool {
-    location.split_once("://").is_some_and(|(scheme, _)| {
-        !scheme.is_empty()
-            && scheme
-                .chars()
-                .all(|c| c.is_ascii_alphanumeric() || c == '+')
-    })
-}
-
 impl ObjectStorage {
     /// The store and prefix `url` names (`s3://bucket/prefix`, `file:///dir`), configured from
     /// the environment.
@@ -47,16 +37,8 @@ impl ObjectStorage {
             source: std::io::Error::other(detail),
         };
         let parsed = url::Url::parse(url).map_err(|e| err(format!("not a URL: {e}")))?;
-        if matches!(parsed.scheme(), "s3" | "s3a") && !cfg!(feature = "s3") {
-            return Err(err(
-                "this xorflow was built without S3 support: build it with `cargo build \
-                 --release -p xorflow-cli --features s3`"
-                    .into(),
-            ));
-        }
         // TLS for https endpoints; ring is the provider built here (aws-lc would compile C
         // for minutes). Installing twice is harmless.
-        #[cfg(feature = "s3")]
         let _ = rustls::crypto::ring::default_provider().install_default();
         let env = std::env::vars().map(|(k, v)| (k.to_ascii_lowercase(), v));
         let (store, prefix) = object_store::parse_url_opts(&parsed, env)
@@ -147,15 +129,6 @@ mod tests {
     use super::*;
 
     #[test]
-    fn urls_and_paths_are_told_apart() {
-        assert!(is_url("s3://bucket/prefix"));
-        assert!(is_url("file:///tmp/x"));
-        assert!(!is_url("/tmp/x"));
-        assert!(!is_url("relative/dir"));
-        assert!(!is_url("odd name://x"));
-    }
-
-    #[test]
     fn file_urls_store_list_and_delete_like_a_directory() {
         let d = tempfile::tempdir().unwrap();
         let url = format!("file://{}/ck", d.path().display());
@@ -172,16 +145,6 @@ mod tests {
         assert!(s.list("nothing").unwrap().is_empty());
         let e = s.get("files/a").unwrap_err().to_string();
         assert!(e.contains(&format!("{url}/files/a")), "{e}");
-    }
-
-    #[cfg(not(feature = "s3"))]
-    #[test]
-    fn s3_without_the_feature_says_how_to_build_it() {
-        let e = ObjectStorage::open("s3://b/p")
-            .err()
-            .expect("refused")
-            .to_string();
-        assert!(e.contains("--features s3") && e.contains("s3://b/p"), "{e}");
     }
 
     #[test]
