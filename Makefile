@@ -4,8 +4,13 @@ XORFLOW := target/release/xorflow
 
 .PHONY: run test data build lab lint bench-chain clean
 
-## Set everything up (data + release build) and run the flights job with 2 workers.
-run: data build
+## Set everything up (data + release build) and run the flights job with 2 workers. The data is
+## fetched while the engine builds (the download waits on the network, the build on the CPU).
+run:
+	@./scripts/fetch-data.sh & fetch=$$!; \
+	  $(CARGO) build --release -p xorflow-cli; built=$$?; \
+	  wait $$fetch || { echo "make run: fetching the data failed (see above)" >&2; exit 1; }; \
+	  exit $$built
 	$(XORFLOW) run flights --workers 2 --output out/flights_hourly.csv --summary out/flights_summary.json --late-output out/flights_late.csv
 
 ## Run every test (unit, property, oracle, CLI), after fetching the data the oracle tests use.
