@@ -43,7 +43,9 @@ pub fn parse(location: &Path) -> Result<Location, StateError> {
         // file:///abs/path (an empty host); file://localhost/abs/path.
         "file" => match rest.strip_prefix("localhost").unwrap_or(rest) {
             path if path.starts_with('/') => Ok(Location::Dir(PathBuf::from(path))),
-            _ => Err(err("a file:// URL names a local absolute path: file:///dir")),
+            _ => Err(err(
+                "a file:// URL names a local absolute path: file:///dir",
+            )),
         },
         "s3" | "s3a" if cfg!(feature = "s3") => Ok(Location::Object(url.to_string())),
         "s3" | "s3a" => Err(err(
@@ -65,8 +67,14 @@ mod tests {
     fn paths_file_urls_and_object_stores_are_told_apart() {
         let p = |s: &str| parse(Path::new(s));
         assert_eq!(p("/tmp/x").unwrap(), Location::Dir("/tmp/x".into()));
-        assert_eq!(p("relative/dir").unwrap(), Location::Dir("relative/dir".into()));
-        assert_eq!(p("odd name://x").unwrap(), Location::Dir("odd name://x".into()));
+        assert_eq!(
+            p("relative/dir").unwrap(),
+            Location::Dir("relative/dir".into())
+        );
+        assert_eq!(
+            p("odd name://x").unwrap(),
+            Location::Dir("odd name://x".into())
+        );
         assert_eq!(p("file:///tmp/x").unwrap(), Location::Dir("/tmp/x".into()));
         assert_eq!(
             p("file://localhost/tmp/x").unwrap(),

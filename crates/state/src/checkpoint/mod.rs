@@ -25,8 +25,8 @@ mod object;
 mod storage;
 
 pub use chain::Chain;
-pub use manifest::{FileRef, Hold, Manifest};
 pub use location::{is_url, Location};
+pub use manifest::{FileRef, Hold, Manifest};
 #[cfg(feature = "s3")]
 pub use object::ObjectStorage;
 pub use storage::{LocalDir, Storage};
