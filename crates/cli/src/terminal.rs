@@ -18,13 +18,6 @@ pub fn print_out(text: &str) -> Result<(), CommandError> {
     }
 }
 
-/// Ends the process by SIGPIPE, the way a program that never ignored it would end.
-pub fn die_of_sigpipe() -> ! {
-    // SAFETY: restoring a signal's default action and raising it have no memory effects; the
-    // Rust runtime ignores SIGPIPE, so it must be restored first for the signal to end us.
-    unsafe {
-        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
-        libc::raise(libc::SIGPIPE);
-    }
-    std::process::exit(128 + libc::SIGPIPE)
-}
+/// Ends the process by SIGPIPE, the way a program that never ignored it would end (the runtime's,
+/// which also removes the run's pending temporary outputs).
+pub use xorflow_runtime::connectors::output_file::die_of_sigpipe;

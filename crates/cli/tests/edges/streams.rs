@@ -149,6 +149,47 @@ fn standard_input_into_a_file_counts_and_names_bad_rows() {
     );
 }
 
+/// Catches: a closed standard output (`| head -1`) failing the run with "worker 0: cannot write
+/// standard output: Broken pipe" and exit 1. It ends by SIGPIPE without a message, as `cat`
+/// does (README's 128 + N).
+#[test]
+fn a_closed_standard_output_ends_the_run_by_sigpipe_quietly() {
+    use std::os::unix::process::ExitStatusExt;
+    let mut child = Command::new(bin())
+        .args(["run", "file", "--input", "-", "--output", "-"])
+        .args(JOB)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let feed = std::thread::spawn(move || {
+        let _ = stdin.write_all(b"ts,sensor,temp\n");
+        // Minutes 1.. until the job is gone (a write then fails).
+        for m in 1.. {
+            if stdin.write_all(minute(m).as_bytes()).is_err() {
+                break;
+            }
+        }
+    });
+    let mut out = BufReader::new(child.stdout.take().unwrap());
+    let mut first = String::new();
+    out.read_line(&mut first).unwrap();
+    assert_eq!(first, "window_start,window_end,sensor,count,mean_temp\n");
+    drop(out);
+    let o = child.wait_with_output().unwrap();
+    feed.join().unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(
+        o.status.signal(),
+        Some(libc::SIGPIPE),
+        "{:?}: {err}",
+        o.status
+    );
+    assert!(!err.contains("error"), "{err}");
+}
+
 /// What a stream cannot do is refused before anything runs (exit 2), naming the option; an
 /// empty standard input exits 2 saying so.
 #[test]

@@ -108,6 +108,24 @@ fn watch_signals() {
     });
 }
 
+/// Ends the process by SIGPIPE, the way a program that never ignored it would end (as `cat` does
+/// when the reader of its pipe is gone), after removing the pending temporary files as the signal
+/// thread would ([`watch_signals`]). For a job writing to a closed standard output
+/// (`connectors/print_rows.rs`, `crates/cli/src/terminal.rs`).
+pub fn die_of_sigpipe() -> ! {
+    let files = pending();
+    for p in files.iter() {
+        let _ = std::fs::remove_file(p);
+    }
+    // SAFETY: restoring a signal's default action and raising it have no memory effects; the
+    // Rust runtime ignores SIGPIPE, so it must be restored first for the signal to end us.
+    unsafe {
+        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+        libc::raise(libc::SIGPIPE);
+    }
+    std::process::exit(128 + libc::SIGPIPE)
+}
+
 /// An output being written. A regular (or not yet existing) final path gets a temporary file
 /// beside it, `.<name>.<pid>.<random>.xorflow-tmp`, renamed to it by [`PendingFile::commit`];
 /// dropped uncommitted (any failure) the temporary file is removed and the final path keeps what

@@ -6,7 +6,8 @@
 //! job's order, and each run prints the same lines in the same order. Without tracking
 //! (`--tracking none`) there is no frontier and everything prints at the end. Printing is not
 //! staged with checkpoints (a line on a terminal cannot be taken back): the job refuses
-//! checkpoints with this sink.
+//! checkpoints with this sink. When the reader of the pipe is gone (`| head`), the process ends by
+//! SIGPIPE without a message, as `cat` does ([`super::output_file::die_of_sigpipe`]).
 
 use crate::operators::sink::{Sink, Staging};
 use crate::operators::OperatorError;
@@ -97,8 +98,13 @@ impl<T, K: Ord> PrintRows<T, K> {
                 }
             }
         }
-        self.out.write_all(&text)?;
-        self.out.flush()
+        let written = self.out.write_all(&text).and_then(|()| self.out.flush());
+        match written {
+            Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => {
+                super::output_file::die_of_sigpipe()
+            }
+            r => r,
+        }
     }
 }
 
