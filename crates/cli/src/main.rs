@@ -19,6 +19,7 @@ extern crate xorflow_cli;
 mod file_job;
 mod kafka;
 mod log;
+mod nexmark;
 
 #[derive(Parser)]
 #[command(
@@ -50,6 +51,11 @@ enum Command {
     Kafka {
         #[command(subcommand)]
         cmd: kafka::KafkaCmd,
+    },
+    /// Nexmark benchmark data: people, auctions and bids (crates/nexmark).
+    Nexmark {
+        #[command(subcommand)]
+        cmd: nexmark::NexmarkCmd,
     },
     /// Event-log tools (`--log`, docs/measurement.md).
     Log {
@@ -526,6 +532,7 @@ fn main() -> Outcome {
             job: Job::File(a), ..
         } => file_job::run(a).map_err(CommandError::from),
         Command::Kafka { cmd } => kafka::run(cmd),
+        Command::Nexmark { cmd } => nexmark::run(cmd),
         Command::Log { cmd } => log::run(cmd),
     })
 }
