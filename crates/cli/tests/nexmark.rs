@@ -239,3 +239,35 @@ fn an_unwritable_out_directory_is_refused() {
     assert_eq!(std::fs::read_to_string(ro.join("bid.json")).unwrap(), "old");
     std::fs::set_permissions(&ro, std::fs::Permissions::from_mode(0o755)).unwrap();
 }
+
+/// `--kafka`: the topics person, auction and bid hold, record for record, the lines the files
+/// of the same seed hold. Needs Java and Maven for the broker (`scripts/kafka.sh`); skipped
+/// without them outside CI.
+#[test]
+fn kafka_topics_hold_what_the_files_hold() {
+    let repo = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let Some(broker) = xorflow_kafka::broker::TestBroker::shared(&repo) else {
+        return;
+    };
+    let b = broker.bootstrap();
+    let out = generate_ok(&["--events", "3000", "--seed", "21", "--kafka", &b]);
+    assert_eq!(out.lines().count(), 1, "{out}");
+    assert!(
+        out.contains("3000 events (60 person, 180 auction, 2760 bid)")
+            && out.contains("created person, auction, bid"),
+        "{out}"
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path().to_str().unwrap();
+    generate_ok(&["--events", "3000", "--seed", "21", "--out", d]);
+    for (name, _) in FIELDS {
+        let uri = xorflow_kafka::KafkaUri::parse(&format!("kafka://{b}/{name}")).unwrap();
+        let records = xorflow_kafka::dump::read_topic(&uri).unwrap();
+        let file = std::fs::read_to_string(dir.path().join(format!("{name}.json"))).unwrap();
+        let lines: Vec<&str> = file.lines().collect();
+        assert_eq!(records.len(), lines.len(), "{name}");
+        for (r, line) in records.iter().zip(&lines) {
+            assert_eq!(String::from_utf8_lossy(&r.value), *line, "{name}");
+        }
+    }
+}
