@@ -20,6 +20,7 @@ mod file_job;
 mod kafka;
 mod log;
 mod nexmark;
+mod sql;
 
 #[derive(Parser)]
 #[command(
@@ -52,6 +53,13 @@ enum Command {
         #[command(subcommand)]
         cmd: kafka::KafkaCmd,
     },
+    /// Run a job written in SQL (Flink SQL's dialect; docs/sql.md).
+    ///
+    /// CREATE TABLE (filesystem and nexmark sources; blackhole, print and filesystem sinks),
+    /// CREATE VIEW, INSERT INTO, SELECT and EXPLAIN; window table functions (TUMBLE, HOP,
+    /// SESSION) closed by trAcker's frontier.
+    #[command(args_override_self = true, after_help = sql::SQL_EXAMPLES)]
+    Sql(sql::SqlArgs),
     /// Nexmark benchmark data: people, auctions and bids (crates/nexmark).
     Nexmark {
         #[command(subcommand)]
@@ -533,6 +541,7 @@ fn main() -> Outcome {
         } => file_job::run(a).map_err(CommandError::from),
         Command::Kafka { cmd } => kafka::run(cmd),
         Command::Nexmark { cmd } => nexmark::run(cmd),
+        Command::Sql(a) => sql::run(a).map_err(CommandError::from),
         Command::Log { cmd } => log::run(cmd),
     })
 }

@@ -1,0 +1,125 @@
+//! `xorflow sql`: a job written in Flink SQL's dialect (crates/sql, docs/sql.md), planned
+//! before anything runs (a SQL error exits 2 naming its line and column), then run as one
+//! dataflow with every option a job has.
+
+use clap::Args;
+use std::path::PathBuf;
+use std::time::Instant;
+use xorflow_runtime::args::EngineArgs;
+use xorflow_runtime::{Dataflow, JobError};
+use xorflow_sql::exec::Builder;
+use xorflow_sql::job::{build, plan_job, SelectTarget};
+
+/// Examples in `xorflow sql --help`.
+pub const SQL_EXAMPLES: &str = "Examples:
+  xorflow sql --file examples/sql/flights.sql --output out/flights_hourly_sql.csv
+  xorflow sql --execute \"CREATE TABLE bid (...) WITH (...); SELECT ...\"
+  xorflow sql --file examples/nexmark/q5.sql --workers 2 --processes 2";
+
+#[derive(Args)]
+pub struct SqlArgs {
+    /// The job's SQL: CREATE TABLE, CREATE VIEW, INSERT INTO, SELECT and EXPLAIN statements,
+    /// separated by semicolons.
+    #[arg(help_heading = "Job", long, value_name = "JOB.sql", conflicts_with = "execute", required_unless_present = "execute")]
+    file: Option<PathBuf>,
+    /// The job's SQL, given on the command line.
+    #[arg(help_heading = "Job", long, short = 'e', value_name = "SQL")]
+    execute: Option<String>,
+    /// Where a plain SELECT's rows go: a file written whole on success (CSV with a header, or
+    /// JSON lines for .jsonl); without it, CSV on standard output as windows close.
+    #[arg(help_heading = "Input and output", long, value_name = "PATH")]
+    output: Option<PathBuf>,
+    #[command(flatten)]
+    engine: EngineArgs,
+}
+
+/// Runs the job.
+///
+/// # Errors
+/// A SQL error or bad configuration (exit 2), an input or output that cannot be used, a failed
+/// run.
+pub fn run(a: SqlArgs) -> Result<(), JobError> {
+    let cfg = JobError::Config;
+    a.engine.validate().map_err(cfg)?;
+    let (text, origin) = match (&a.file, &a.execute) {
+        (Some(p), _) => {
+            let t = std::fs::read_to_string(p)
+                .map_err(|e| JobError::Input(format!("--file '{}': {e}", p.display())))?;
+            (t, p.display().to_string())
+        }
+        (None, Some(s)) => (s.clone(), "--execute".to_string()),
+        (None, None) => return Err(cfg("give the job's SQL with --file or --execute".into())),
+    };
+    let target = match &a.output {
+        Some(p) => SelectTarget::File(p.clone()),
+        None => SelectTarget::Terminal,
+    };
+    let job = plan_job(&text, &target).map_err(|e| cfg(format!("{origin}: {e}")))?;
+    if job.explain {
+        for (i, q) in job.queries.iter().enumerate() {
+            println!("== query {i}: to {:?}", q.output);
+            print!("{}", q.plan.explain());
+        }
+        return Ok(());
+    }
+    let start = Instant::now();
+    let mut runtime = a.engine.runtime(job.granularity_ms());
+    runtime.job_key = format!("sql {}", fingerprint(&text));
+    runtime.time_per_second = Some(1000);
+    let df = Dataflow::new(runtime).map_err(JobError::Run)?;
+    let parallelism = a.engine.workers * a.engine.processes.max(1);
+    let mut b = Builder::new(&df, parallelism);
+    let outputs = build(&mut b, &job).map_err(JobError::Input)?;
+    let counters = b.counters;
+    let report = df.run().map_err(JobError::Run)?;
+    if report.process != 0 {
+        return Ok(());
+    }
+    let mut written = Vec::new();
+    for o in outputs {
+        let what = o.describe();
+        let n = o.finish().map_err(JobError::Output)?;
+        written.push(format!("{n} rows to {what}"));
+    }
+    for (table, bad) in &counters.malformed {
+        if bad.is_empty() {
+            continue;
+        }
+        let shown: Vec<String> = bad.iter().take(3).map(|(l, why)| format!("line {l}: {why}")).collect();
+        eprintln!(
+            "warning: table {table}: {} malformed rows skipped ({}{})",
+            bad.len(),
+            shown.join("; "),
+            if bad.len() > 3 { "; ..." } else { "" }
+        );
+    }
+    if let Ok(late) = counters.late.lock() {
+        for (op, (n, first)) in late.iter() {
+            eprintln!(
+                "warning: {op}: {n} rows later than their table's watermark allows were skipped \
+                 (the first at event time {})",
+                xorflow_sql::types::format_timestamp(*first)
+            );
+        }
+    }
+    let read: Vec<String> = (counters.rows_read.iter()).map(|(t, n)| format!("{n} rows of {t}")).collect();
+    eprintln!(
+        "sql: {}{}{} in {:.2} s",
+        if read.is_empty() { String::new() } else { format!("read {}; ", read.join(", ")) },
+        "wrote ",
+        written.join(", "),
+        start.elapsed().as_secs_f64()
+    );
+    Ok(())
+}
+
+/// A short stable fingerprint of the job's text: a resumed run must run the same SQL.
+fn fingerprint(text: &str) -> String {
+    // FNV-1a: stable across builds and platforms (std's hasher is not).
+    let mut h: u64 = 0xcbf29ce484222325;
+    for b in text.bytes() {
+        h ^= b as u64;
+        h = h.wrapping_mul(0x100000001b3);
+    }
+    format!("{h:016x}")
+}

@@ -1,0 +1,186 @@
+//! `'connector' = 'nexmark'`: one kind of Nexmark event (the table's name, or its
+//! `'event-type'` option: person, auction or bid) generated in the source itself
+//! (`crates/nexmark`), with Flink's Nexmark options (`events.num`, `first-event.rate`, ...).
+//! Instance `i` of `n` generates event numbers `i, i + n, ...`; its position in checkpoints is
+//! its next event number.
+
+use crate::catalog::Table;
+use crate::schema::Schema;
+use crate::types::{Row, Value};
+use xorflow_nexmark::{event, kind_of, Event, EventKind, NexmarkConfig};
+use xorflow_runtime::operators::OperatorError;
+use xorflow_runtime::{Source, SourceOutput, SourcePoll, Time};
+
+/// What a nexmark table generates.
+#[derive(Clone, Debug)]
+pub struct NexmarkTable {
+    /// The generator's configuration.
+    pub config: NexmarkConfig,
+    /// The kind of event the table holds.
+    pub kind: EventKind,
+    /// For each column, the event field it reads.
+    fields: Vec<usize>,
+    /// The watermark's delay, ms.
+    delay_ms: i64,
+}
+
+const PERSON: [&str; 8] = ["id", "name", "emailAddress", "creditCard", "city", "state", "dateTime", "extra"];
+const AUCTION: [&str; 10] = [
+    "id", "itemName", "description", "initialBid", "reserve", "dateTime", "expires", "seller",
+    "category", "extra",
+];
+const BID: [&str; 7] = ["auction", "bidder", "price", "channel", "url", "dateTime", "extra"];
+
+impl NexmarkTable {
+    /// The generator a table declares.
+    ///
+    /// # Errors
+    /// An unknown event type, option or column.
+    pub fn of(table: &Table) -> Result<NexmarkTable, String> {
+        let name = |e: String| format!("table '{}': {e}", table.name);
+        let kind_name = table.option("event-type").unwrap_or(&table.name).to_ascii_lowercase();
+        let kind = match kind_name.as_str() {
+            "person" => EventKind::Person,
+            "auction" => EventKind::Auction,
+            "bid" => EventKind::Bid,
+            other => {
+                return Err(name(format!(
+                    "the nexmark connector generates person, auction or bid events: name the \
+                     table so or set 'event-type' (not '{other}')"
+                )))
+            }
+        };
+        let options: Vec<(&str, &str)> = (table.options.iter())
+            .filter(|(k, _)| !matches!(k.as_str(), "connector" | "event-type"))
+            .map(|(k, v)| (k.as_str(), v.as_str()))
+            .collect();
+        let config = NexmarkConfig::from_options(options).map_err(|e| name(e.to_string()))?;
+        let fields = columns(&table.schema, kind).map_err(name)?;
+        Ok(NexmarkTable {
+            config,
+            kind,
+            fields,
+            delay_ms: table.rowtime.map_or(0, |r| r.delay_ms),
+        })
+    }
+
+    /// Instance `instance` of `instances`.
+    pub fn source(&self, instance: usize, instances: usize) -> NexmarkSource {
+        NexmarkSource {
+            table: self.clone(),
+            next: instance as u64,
+            step: instances.max(1) as u64,
+            newest: 0,
+        }
+    }
+
+    fn row(&self, e: &Event) -> Row {
+        let all: Vec<Value> = match e {
+            Event::Person(p) => vec![
+                Value::Int(p.id),
+                Value::str(&p.name),
+                Value::str(&p.email_address),
+                Value::str(&p.credit_card),
+                Value::str(&p.city),
+                Value::str(&p.state),
+                Value::Timestamp(p.date_time_ms),
+                Value::str(&p.extra),
+            ],
+            Event::Auction(a) => vec![
+                Value::Int(a.id),
+                Value::str(&a.item_name),
+                Value::str(&a.description),
+                Value::Int(a.initial_bid),
+                Value::Int(a.reserve),
+                Value::Timestamp(a.date_time_ms),
+                Value::Timestamp(a.expires_ms),
+                Value::Int(a.seller),
+                Value::Int(a.category),
+                Value::str(&a.extra),
+            ],
+            Event::Bid(b) => vec![
+                Value::Int(b.auction),
+                Value::Int(b.bidder),
+                Value::Int(b.price),
+                Value::str(&b.channel),
+                Value::str(&b.url),
+                Value::Timestamp(b.date_time_ms),
+                Value::str(&b.extra),
+            ],
+        };
+        self.fields.iter().map(|&f| all[f].clone()).collect()
+    }
+}
+
+/// The event field each column reads (by name, ignoring case).
+fn columns(schema: &Schema, kind: EventKind) -> Result<Vec<usize>, String> {
+    let names: &[&str] = match kind {
+        EventKind::Person => &PERSON,
+        EventKind::Auction => &AUCTION,
+        EventKind::Bid => &BID,
+    };
+    (schema.fields.iter())
+        .map(|f| {
+            names
+                .iter()
+                .position(|n| n.eq_ignore_ascii_case(&f.name))
+                .ok_or_else(|| {
+                    format!(
+                        "column '{}' is not a field of a {} event ({})",
+                        f.name,
+                        kind.name(),
+                        names.join(", ")
+                    )
+                })
+        })
+        .collect()
+}
+
+/// One instance of a nexmark table's source.
+pub struct NexmarkSource {
+    table: NexmarkTable,
+    next: u64,
+    step: u64,
+    newest: i64,
+}
+
+impl Source<Row> for NexmarkSource {
+    fn poll(&mut self, out: &mut SourceOutput<'_, Row>) -> SourcePoll {
+        let c = &self.table.config;
+        let mut emitted = 0;
+        while emitted < out.budget() {
+            if c.events > 0 && self.next >= c.events {
+                return SourcePoll::Done;
+            }
+            let n = self.next;
+            self.next += self.step;
+            if kind_of(c, n) != self.table.kind {
+                continue;
+            }
+            let e = event(c, n);
+            let t = e.date_time_ms();
+            self.newest = self.newest.max(t);
+            out.emit(t.max(0) as Time, self.table.row(&e));
+            emitted += 1;
+        }
+        let wm = (self.newest - self.table.delay_ms).max(0);
+        out.heartbeat(wm as Time);
+        SourcePoll::Ready
+    }
+
+    fn position(&self) -> Option<String> {
+        Some(self.next.to_string())
+    }
+
+    fn seek(&mut self, position: &str) -> Result<(), OperatorError> {
+        let n: u64 = position
+            .parse()
+            .map_err(|_| format!("position '{position}' is not an event number"))?;
+        if n % self.step != self.next % self.step {
+            return Err(format!("position {n} is not of this instance").into());
+        }
+        self.next = n;
+        self.newest = self.table.config.timestamp_ms(n.saturating_sub(self.step));
+        Ok(())
+    }
+}

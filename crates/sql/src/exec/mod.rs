@@ -1,0 +1,160 @@
+//! From a [`Plan`] to the runtime's dataflow: each plan operator becomes one runtime operator
+//! (sources, `filter`, `map`, `flat_map`, `window`, `session_window`), not a second copy of
+//! them. Rows are `Vec<Value>` with the event time as the element's time.
+
+pub mod window;
+
+use crate::connectors::filesystem::{self, FileRows};
+use crate::connectors::nexmark::NexmarkTable;
+use crate::plan::{Plan, WindowKind};
+use crate::types::{Row, Value};
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex};
+use xorflow_runtime::connectors::replay::Replay;
+use xorflow_runtime::{Dataflow, Stream, Time};
+
+/// What the runtime's sources and late outputs report back: rows skipped per table.
+#[derive(Debug, Default)]
+pub struct Counters {
+    /// Per table: its malformed rows (line, why), from every file read.
+    pub malformed: BTreeMap<String, Vec<(u64, String)>>,
+    /// Per table: rows read.
+    pub rows_read: BTreeMap<String, usize>,
+    /// Per window operator: rows later than the watermark allowed (too late for every
+    /// window), with the event time of the first one.
+    pub late: Arc<Mutex<BTreeMap<String, (u64, i64)>>>,
+}
+
+/// The state of building one job's dataflow.
+pub struct Builder<'a> {
+    /// The dataflow.
+    pub df: &'a Dataflow,
+    /// Source instances per table (the job's parallelism).
+    pub parallelism: usize,
+    /// Files read, by table name: each read once, however often the table is scanned.
+    files: BTreeMap<String, Arc<Vec<(Time, Row)>>>,
+    /// Skipped and late rows.
+    pub counters: Counters,
+    names: BTreeMap<String, usize>,
+}
+
+impl<'a> Builder<'a> {
+    /// A builder adding to `df`, with `parallelism` source instances per table.
+    pub fn new(df: &'a Dataflow, parallelism: usize) -> Self {
+        Builder {
+            df,
+            parallelism: parallelism.max(1),
+            files: BTreeMap::new(),
+            counters: Counters::default(),
+            names: BTreeMap::new(),
+        }
+    }
+
+    /// A vertex name unique in the job (`filter`, `filter#2`, ...), as the status page shows it.
+    pub fn name(&mut self, base: &str) -> String {
+        let n = self.names.entry(base.to_string()).or_insert(0);
+        *n += 1;
+        match *n {
+            1 => base.to_string(),
+            k => format!("{base}#{k}"),
+        }
+    }
+
+    /// The stream of `plan`'s rows.
+    ///
+    /// # Errors
+    /// A source that cannot be opened (a missing file, bad connector options), naming it.
+    pub fn stream(&mut self, plan: &Plan) -> Result<Stream<Row>, String> {
+        Ok(match plan {
+            Plan::Scan { table } => self.scan(table)?,
+            Plan::Filter { input, predicate } => {
+                let s = self.stream(input)?;
+                let p = predicate.clone();
+                let name = self.name("filter");
+                s.filter(&name, move |r: &Row| p.holds(r))
+            }
+            Plan::Project { input, exprs, .. } => {
+                let s = self.stream(input)?;
+                let exprs = exprs.clone();
+                let name = self.name("project");
+                s.map(&name, move |r: Row| exprs.iter().map(|e| e.eval(&r)).collect())
+            }
+            Plan::WindowAssign {
+                input,
+                window,
+                time_column,
+                ..
+            } => {
+                let s = self.stream(input)?;
+                let (w, c) = (*window, *time_column);
+                if matches!(w, WindowKind::Session { .. }) {
+                    return Err("SESSION windows can only be aggregated (GROUP BY window_start, window_end)".into());
+                }
+                let name = self.name("window_assign");
+                s.flat_map(&name, move |r: Row| {
+                    let t = time_ms(&r[c]);
+                    window::windows_of(w, t)
+                        .into_iter()
+                        .map(|(start, end)| {
+                            let mut out = r.clone();
+                            out.push(Value::Timestamp(start));
+                            out.push(Value::Timestamp(end));
+                            out.push(Value::Timestamp(end - 1));
+                            out
+                        })
+                        .collect::<Vec<_>>()
+                })
+            }
+            Plan::WindowAggregate { .. } => window::aggregate(self, plan)?,
+        })
+    }
+
+    fn scan(&mut self, table: &crate::catalog::Table) -> Result<Stream<Row>, String> {
+        let n = self.parallelism;
+        let name = self.name(&format!("source: {}", table.name));
+        match table.connector() {
+            "filesystem" => {
+                let key = table.name.to_ascii_lowercase();
+                let records = match self.files.get(&key) {
+                    Some(r) => r.clone(),
+                    None => {
+                        let FileRows { rows, malformed } = filesystem::read(table)?;
+                        self.counters.rows_read.insert(table.name.clone(), rows.len() + malformed.len());
+                        self.counters.malformed.insert(table.name.clone(), malformed);
+                        let r: Vec<(Time, Row)> =
+                            rows.into_iter().map(|(t, r)| (t.max(0) as Time, r)).collect();
+                        let r = Arc::new(r);
+                        self.files.insert(key, r.clone());
+                        r
+                    }
+                };
+                let bound = match table.rowtime {
+                    Some(rt) => rt.delay_ms.max(0) as Time,
+                    // Without event time every row has time 0 and the watermark stays there.
+                    None => Time::MAX,
+                };
+                Ok(self
+                    .df
+                    .source(&name, n, move |i| Replay::new(records.clone(), i, n, bound)))
+            }
+            "nexmark" => {
+                let t = NexmarkTable::of(table)?;
+                Ok(self.df.source(&name, n, move |i| t.source(i, n)))
+            }
+            "" => Err(format!("table '{}' has no 'connector' option", table.name)),
+            other => Err(format!(
+                "table '{}': 'connector' = '{other}' cannot be read (sources: filesystem, nexmark{})",
+                table.name,
+                if other == "kafka" { "; kafka is not wired into SQL yet" } else { "" }
+            )),
+        }
+    }
+}
+
+/// A TIMESTAMP value's ms (0 for NULL).
+pub fn time_ms(v: &Value) -> i64 {
+    match v {
+        Value::Timestamp(t) => *t,
+        _ => 0,
+    }
+}

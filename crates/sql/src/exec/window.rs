@@ -1,0 +1,189 @@
+//! Window aggregates on the runtime's window operators: `TUMBLE` and `HOP` on
+//! `Stream::window` (sliding windows), `SESSION` on `Stream::session_window`. A window's rows
+//! are emitted once, when trAcker's frontier passes its end; rows later than the watermark
+//! allows go to the operator's late output and are counted.
+
+use super::{time_ms, Builder};
+use crate::expr::aggregate::{Acc, AggCall};
+use crate::expr::Scalar;
+use crate::plan::{GroupSlot, Plan, WindowKind};
+use crate::types::{Row, Value};
+use std::sync::Arc;
+use xorflow_runtime::{Aggregate, SessionWindows, Stream, Time, WindowResult, WindowSpec};
+
+/// The windows `(start, end)` ms an element at `t` ms belongs to (not sessions).
+pub fn windows_of(w: WindowKind, t: i64) -> Vec<(i64, i64)> {
+    match w {
+        WindowKind::Tumble { size } => {
+            let s = t - t.rem_euclid(size);
+            vec![(s, s + size)]
+        }
+        WindowKind::Hop { slide, size } => {
+            let last = t - t.rem_euclid(slide);
+            let mut out = Vec::new();
+            let mut s = last;
+            while s > t - size {
+                out.push((s, s + size));
+                s -= slide;
+            }
+            out.reverse();
+            out
+        }
+        WindowKind::Cumulate { step, size } => {
+            let s = t - t.rem_euclid(size);
+            let first_end = t - t.rem_euclid(step) + step;
+            (0..)
+                .map(|k| first_end + k * step)
+                .take_while(|e| *e <= s + size)
+                .map(|e| (s, e))
+                .collect()
+        }
+        WindowKind::Session { .. } => Vec::new(),
+    }
+}
+
+/// The aggregate calls over rows, as the runtime's [`Aggregate`].
+#[derive(Clone)]
+pub struct RowAggregate {
+    calls: Arc<Vec<AggCall>>,
+}
+
+impl Aggregate<Row> for RowAggregate {
+    type Acc = Vec<Acc>;
+    type Out = Vec<Value>;
+
+    fn init(&self) -> Vec<Acc> {
+        self.calls.iter().map(AggCall::init).collect()
+    }
+
+    fn add(&self, acc: &mut Vec<Acc>, row: &Row) {
+        for (c, a) in self.calls.iter().zip(acc.iter_mut()) {
+            c.add(a, row);
+        }
+    }
+
+    fn finish(&self, acc: Vec<Acc>) -> Vec<Value> {
+        self.calls.iter().zip(&acc).map(|(c, a)| c.finish(a)).collect()
+    }
+}
+
+/// The stream of a [`Plan::WindowAggregate`]'s rows.
+///
+/// # Errors
+/// What its input's stream refuses; CUMULATE (not on the runtime's windows yet).
+pub fn aggregate(b: &mut Builder<'_>, plan: &Plan) -> Result<Stream<Row>, String> {
+    let Plan::WindowAggregate {
+        input,
+        window,
+        time_column,
+        keys,
+        slots,
+        calls,
+        ..
+    } = plan
+    else {
+        unreachable!("a window aggregate")
+    };
+    let src = b.stream(input)?;
+    let agg = RowAggregate {
+        calls: Arc::new(calls.clone()),
+    };
+    let keys: Arc<Vec<Scalar>> = Arc::new(keys.clone());
+    let key = move |r: &Row| -> Vec<Value> { keys.iter().map(|k| k.eval(r)).collect() };
+    let col = *time_column;
+    let event_time = move |r: &Row| time_ms(&r[col]).max(0) as Time;
+    let name = b.name("window_aggregate");
+    let (results, late) = match *window {
+        WindowKind::Tumble { size } => {
+            let spec = WindowSpec::tumbling(size as Time).event_time(event_time);
+            let w = src.window(&name, spec, key, agg);
+            (w.results, w.late)
+        }
+        WindowKind::Hop { slide, size } => {
+            let spec = WindowSpec::sliding(size as Time, slide as Time).event_time(event_time);
+            let w = src.window(&name, spec, key, agg);
+            (w.results, w.late)
+        }
+        WindowKind::Session { gap } => {
+            let s = SessionWindows::new(gap as Time, agg).event_time(event_time);
+            let w = src.session_window(&name, s, key);
+            // Without allowed lateness a session's result is final: no withdrawals.
+            let results = w.results.flat_map(&format!("{name}.final"), |r| {
+                r.value.map(|value| WindowResult {
+                    start: r.start,
+                    end: r.end,
+                    key: r.key,
+                    value,
+                })
+            });
+            (results, w.late)
+        }
+        WindowKind::Cumulate { .. } => {
+            return Err("CUMULATE windows are not supported yet (TUMBLE, HOP, SESSION are)".into())
+        }
+    };
+    let late_counts = b.counters.late.clone();
+    let late_name = name.clone();
+    late.gather().sink(&format!("{name}.late"), move |_| LateCounter {
+        name: late_name.clone(),
+        counts: late_counts.clone(),
+        time_column: col,
+    });
+    let slots = slots.clone();
+    let out = results.map(&format!("{name}.rows"), move |r| {
+        let mut row: Row = slots
+            .iter()
+            .map(|s| match s {
+                GroupSlot::Key(i) => r.key[*i].clone(),
+                GroupSlot::WindowStart => Value::Timestamp(r.start as i64),
+                GroupSlot::WindowEnd => Value::Timestamp(r.end as i64),
+                GroupSlot::WindowTime => Value::Timestamp(r.end as i64 - 1),
+            })
+            .collect();
+        row.extend(r.value);
+        row
+    });
+    Ok(out)
+}
+
+/// Counts the rows a window operator's late output receives.
+struct LateCounter {
+    name: String,
+    counts: Arc<std::sync::Mutex<std::collections::BTreeMap<String, (u64, i64)>>>,
+    time_column: usize,
+}
+
+impl xorflow_runtime::Sink<Row> for LateCounter {
+    fn write(
+        &mut self,
+        batch: Vec<xorflow_runtime::Element<Row>>,
+    ) -> Result<(), xorflow_runtime::OperatorError> {
+        if batch.is_empty() {
+            return Ok(());
+        }
+        let first = time_ms(&batch[0].data[self.time_column]);
+        let mut c = self.counts.lock().map_err(|_| "late counter poisoned".to_string())?;
+        let e = c.entry(self.name.clone()).or_insert((0, first));
+        e.0 += batch.len() as u64;
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn elements_fall_in_the_windows_flink_assigns() {
+        assert_eq!(windows_of(WindowKind::Tumble { size: 10 }, 25), vec![(20, 30)]);
+        assert_eq!(
+            windows_of(WindowKind::Hop { slide: 2, size: 10 }, 25),
+            vec![(16, 26), (18, 28), (20, 30), (22, 32), (24, 34)]
+        );
+        assert_eq!(
+            windows_of(WindowKind::Cumulate { step: 2, size: 6 }, 7),
+            vec![(6, 8), (6, 10), (6, 12)]
+        );
+        assert_eq!(windows_of(WindowKind::Tumble { size: 10 }, -1), vec![(-10, 0)]);
+    }
+}

@@ -1,0 +1,477 @@
+//! From a parsed query to a [`Plan`]: FROM (tables, views, subqueries, window table
+//! functions), WHERE, GROUP BY with aggregates over windows, HAVING, the SELECT list.
+//! Anything else is refused with its line and column and what is supported instead.
+
+use super::{GroupSlot, Plan, WindowKind};
+use crate::catalog::Catalog;
+use crate::error::{Result, SqlError};
+use crate::expr::compile::{self, compile, compile_aggregated, has_aggregate, AggScope, Typed};
+use crate::expr::Scalar;
+use crate::schema::{Field, Schema};
+use crate::types::SqlType;
+use sqlparser::ast::{
+    Expr, FunctionArg, FunctionArgExpr, FunctionArguments, GroupByExpr, Query, Select, SelectItem,
+    SetExpr, Spanned, TableFactor, TableWithJoins,
+};
+
+/// Plans `q` against the tables and views of `catalog`.
+///
+/// # Errors
+/// An unknown table, column or function, a type mismatch or an unsupported construct.
+pub fn plan_query(q: &Query, catalog: &Catalog) -> Result<Plan> {
+    if q.with.is_some() {
+        return Err(SqlError::of(q, "WITH is not supported: declare a CREATE VIEW instead"));
+    }
+    if let Some(o) = &q.order_by {
+        return Err(SqlError::of(
+            o,
+            "ORDER BY is not supported on a stream (except in a top-N: ROW_NUMBER() OVER (...))",
+        ));
+    }
+    if let Some(l) = &q.limit_clause {
+        return Err(SqlError::of(l, "LIMIT is not supported on a stream"));
+    }
+    match q.body.as_ref() {
+        SetExpr::Select(s) => plan_select(s, catalog),
+        SetExpr::Query(inner) => plan_query(inner, catalog),
+        other => Err(SqlError::of(
+            other,
+            "only SELECT queries are supported here (no UNION, VALUES or set operations yet)",
+        )),
+    }
+}
+
+fn plan_select(s: &Select, catalog: &Catalog) -> Result<Plan> {
+    if s.distinct.is_some() {
+        return Err(SqlError::of(s, "SELECT DISTINCT is not supported: GROUP BY the columns"));
+    }
+    let (from, tvf) = match s.from.as_slice() {
+        [one] => plan_from(one, catalog)?,
+        [] => return Err(SqlError::of(s, "a query needs a FROM clause")),
+        [_, second, ..] => {
+            return Err(SqlError::of(
+                second,
+                "comma joins are not supported: write JOIN ... ON",
+            ))
+        }
+    };
+    let schema = from.schema();
+    let grouped = match &s.group_by {
+        GroupByExpr::Expressions(e, m) if m.is_empty() => e.clone(),
+        GroupByExpr::Expressions(..) | GroupByExpr::All(_) => {
+            return Err(SqlError::of(s, "GROUP BY ALL and GROUP BY modifiers are not supported"))
+        }
+    };
+    let aggregated = !grouped.is_empty()
+        || s.projection.iter().any(|i| match i {
+            SelectItem::UnnamedExpr(e) | SelectItem::ExprWithAlias { expr: e, .. } => {
+                has_aggregate(e)
+            }
+            _ => false,
+        });
+    if !aggregated {
+        let mut plan = match tvf {
+            Some(t) => t.assign(from),
+            None => from,
+        };
+        if let Some(w) = &s.selection {
+            plan = filter(plan, w)?;
+        }
+        if let Some(h) = &s.having {
+            return Err(SqlError::of(h, "HAVING needs a GROUP BY"));
+        }
+        return project(plan, &s.projection);
+    }
+    let Some(tvf) = tvf else {
+        let at = grouped.first().map_or(s.span(), |g| g.span());
+        return Err(SqlError::in_span(
+            at,
+            "GROUP BY without windows (an updating result, a changelog) is not supported yet: \
+             group over a window table function, e.g. FROM TABLE(TUMBLE(TABLE t, \
+             DESCRIPTOR(ts), INTERVAL '10' SECOND)) GROUP BY window_start, window_end, ...",
+        ));
+    };
+    // The TVF's schema: its input's columns, then window_start, window_end, window_time.
+    let tvf_schema = tvf.schema(&schema);
+    let n = schema.fields.len();
+    let mut input = from;
+    if let Some(w) = &s.selection {
+        let pred = compile_bool(w, &tvf_schema)?;
+        let mut cols = Vec::new();
+        pred.columns(&mut cols);
+        if cols.iter().any(|c| *c >= n) {
+            return Err(SqlError::of(w, "a WHERE on window_start/window_end before the aggregate is not supported"));
+        }
+        input = Plan::Filter {
+            input: Box::new(input),
+            predicate: pred,
+        };
+    }
+    let mut scope = AggScope {
+        input: &tvf_schema,
+        groups: Vec::new(),
+        calls: Vec::new(),
+    };
+    let (mut keys, mut slots, mut out_fields) = (Vec::new(), Vec::new(), Vec::new());
+    for g in &grouped {
+        let t = compile(g, &tvf_schema)?;
+        let slot = match t.expr.as_column() {
+            Some(c) if c == n => GroupSlot::WindowStart,
+            Some(c) if c == n + 1 => GroupSlot::WindowEnd,
+            Some(c) if c == n + 2 => GroupSlot::WindowTime,
+            _ => {
+                let mut cols = Vec::new();
+                t.expr.columns(&mut cols);
+                if cols.iter().any(|c| *c >= n) {
+                    return Err(SqlError::of(g, "group by window_start, window_end or window_time themselves"));
+                }
+                keys.push(t.expr.clone());
+                GroupSlot::Key(keys.len() - 1)
+            }
+        };
+        slots.push(slot);
+        out_fields.push(output_field(g, None, t.ty, out_fields.len()));
+        scope.groups.push((g.to_string().to_ascii_lowercase().replace('`', ""), t));
+    }
+    let has = |s: GroupSlot| slots.contains(&s);
+    if !(has(GroupSlot::WindowStart) && has(GroupSlot::WindowEnd)) {
+        return Err(SqlError::of(
+            s,
+            "a window aggregate must GROUP BY window_start and window_end (as in Flink SQL)",
+        ));
+    }
+    if let (WindowKind::Session { .. }, Some(part)) = (&tvf.window, &tvf.partition) {
+        // SESSION(... PARTITION BY k): the keys are the partition keys (and more).
+        let _ = part;
+    }
+    // Compile the SELECT list and HAVING against the aggregate's output; aggregate calls are
+    // collected as they are met.
+    let mut select = Vec::new();
+    for (i, item) in s.projection.iter().enumerate() {
+        let (e, alias) = select_item(item)?;
+        let t = compile_aggregated(e, &mut scope)?;
+        select.push((t, output_name(e, alias, i)));
+    }
+    let having = match &s.having {
+        Some(h) => {
+            let t = compile_aggregated(h, &mut scope)?;
+            if t.ty != SqlType::Boolean {
+                return Err(SqlError::of(h, "HAVING takes a condition"));
+            }
+            Some(t.expr)
+        }
+        None => None,
+    };
+    let calls: Vec<_> = scope.calls.into_iter().map(|(_, c)| c).collect();
+    for (i, c) in calls.iter().enumerate() {
+        out_fields.push(Field::new(&format!("EXPR${i}"), c.ty));
+    }
+    let mut plan = Plan::WindowAggregate {
+        input: Box::new(input),
+        window: tvf.window,
+        time_column: tvf.time_column,
+        keys,
+        slots,
+        calls,
+        schema: Schema::new(out_fields),
+    };
+    if let Some(h) = having {
+        plan = Plan::Filter {
+            input: Box::new(plan),
+            predicate: h,
+        };
+    }
+    let schema = Schema::new(select.iter().map(|(t, name)| Field::new(name, t.ty)).collect());
+    Ok(Plan::Project {
+        input: Box::new(plan),
+        exprs: select.into_iter().map(|(t, _)| t.expr).collect(),
+        schema,
+    })
+}
+
+/// A window table function in FROM, before we know whether its rows are aggregated.
+struct Tvf {
+    window: WindowKind,
+    time_column: usize,
+    partition: Option<Vec<Expr>>,
+    alias: Option<String>,
+}
+
+impl Tvf {
+    fn schema(&self, input: &Schema) -> Schema {
+        let mut fields = input.fields.clone();
+        for name in ["window_start", "window_end", "window_time"] {
+            fields.push(Field::new(name, SqlType::Timestamp));
+        }
+        let s = Schema::new(fields);
+        match &self.alias {
+            Some(a) => s.qualified(a),
+            None => s,
+        }
+    }
+
+    fn assign(self, input: Plan) -> Plan {
+        let schema = self.schema(&input.schema());
+        Plan::WindowAssign {
+            input: Box::new(input),
+            window: self.window,
+            time_column: self.time_column,
+            schema,
+        }
+    }
+}
+
+/// The FROM item: a plan of its rows, and the window table function over them if it is one.
+fn plan_from(t: &TableWithJoins, catalog: &Catalog) -> Result<(Plan, Option<Tvf>)> {
+    if let Some(j) = t.joins.first() {
+        return Err(SqlError::of(
+            &j.relation,
+            "joins are not supported yet (window joins and interval joins are planned: docs/sql.md)",
+        ));
+    }
+    match &t.relation {
+        TableFactor::TableFunction { expr, alias } => {
+            let (plan, tvf) = window_tvf(expr, catalog)?;
+            let tvf = Tvf {
+                alias: alias.as_ref().map(|a| a.name.value.clone()),
+                ..tvf
+            };
+            Ok((plan, Some(tvf)))
+        }
+        other => Ok((relation(other, catalog)?, None)),
+    }
+}
+
+/// A table, a view or a subquery, its columns qualified by its alias (or its name).
+fn relation(t: &TableFactor, catalog: &Catalog) -> Result<Plan> {
+    match t {
+        TableFactor::Table { name, alias, args: None, .. } => {
+            named(name, alias.as_ref().map(|a| a.name.value.as_str()), catalog)
+        }
+        TableFactor::Derived { subquery, alias, lateral: false, .. } => {
+            let p = plan_query(subquery, catalog)?;
+            Ok(match alias {
+                Some(a) => requalify(p, &a.name.value),
+                None => p,
+            })
+        }
+        other => Err(SqlError::of(other, format!("'{other}' is not supported in FROM"))),
+    }
+}
+
+/// The table or view `name`, its columns qualified by `alias` (or its name).
+fn named(name: &sqlparser::ast::ObjectName, alias: Option<&str>, catalog: &Catalog) -> Result<Plan> {
+    let text = name.to_string().replace('`', "");
+    let qualify = alias.map_or(text.clone(), str::to_string);
+    if let Some(table) = catalog.table(&text) {
+        let mut table = table.clone();
+        table.schema = table.schema.qualified(&qualify);
+        return Ok(Plan::Scan { table });
+    }
+    if let Some((_, q)) = catalog.view(&text) {
+        return Ok(requalify(plan_query(q, catalog)?, &qualify));
+    }
+    Err(SqlError::of(
+        name,
+        format!("unknown table '{text}' (declared: {})", catalog.names().join(", ")),
+    ))
+}
+
+/// The same rows with every column qualified by `alias`.
+fn requalify(p: Plan, alias: &str) -> Plan {
+    let schema = p.schema().qualified(alias);
+    let exprs = (0..schema.fields.len()).map(Scalar::Column).collect();
+    match p {
+        Plan::Project { input, exprs, .. } => Plan::Project { input, exprs, schema },
+        Plan::Scan { mut table } => {
+            table.schema = schema;
+            Plan::Scan { table }
+        }
+        other => Plan::Project {
+            input: Box::new(other),
+            exprs,
+            schema,
+        },
+    }
+}
+
+/// `TUMBLE(TABLE t, DESCRIPTOR(c), size)`, `HOP(TABLE t, DESCRIPTOR(c), slide, size)`,
+/// `CUMULATE(TABLE t, DESCRIPTOR(c), step, size)`, `SESSION(TABLE t [PARTITION BY k],
+/// DESCRIPTOR(c), gap)`.
+fn window_tvf(e: &Expr, catalog: &Catalog) -> Result<(Plan, Tvf)> {
+    let Expr::Function(f) = e else {
+        return Err(SqlError::of(e, "TABLE(...) takes a window function: TUMBLE, HOP, CUMULATE or SESSION"));
+    };
+    let name = f.name.to_string().to_ascii_uppercase();
+    let FunctionArguments::List(list) = &f.args else {
+        return Err(SqlError::of(e, format!("{name} needs arguments")));
+    };
+    let args: Vec<&Expr> = list
+        .args
+        .iter()
+        .map(|a| match a {
+            FunctionArg::Unnamed(FunctionArgExpr::Expr(x)) => Ok(x),
+            FunctionArg::Named { arg: FunctionArgExpr::Expr(x), .. } => Ok(x),
+            other => Err(SqlError::of(e, format!("argument '{other}' of {name} is not supported"))),
+        })
+        .collect::<Result<_>>()?;
+    let usage = match name.as_str() {
+        "TUMBLE" => "TUMBLE(TABLE t, DESCRIPTOR(ts), INTERVAL '10' SECOND)",
+        "HOP" => "HOP(TABLE t, DESCRIPTOR(ts), slide, size)",
+        "CUMULATE" => "CUMULATE(TABLE t, DESCRIPTOR(ts), step, size)",
+        "SESSION" => "SESSION(TABLE t PARTITION BY k, DESCRIPTOR(ts), gap)",
+        _ => {
+            return Err(SqlError::of(
+                e,
+                format!("unknown window function {name} (TUMBLE, HOP, CUMULATE, SESSION)"),
+            ))
+        }
+    };
+    let want = if name == "TUMBLE" || name == "SESSION" { 3 } else { 4 };
+    if args.len() != want {
+        return Err(SqlError::of(e, format!("{name} takes {want} arguments: {usage}")));
+    }
+    // The data: TABLE name (our dialect's Prefixed form, src/dialect.rs).
+    let input = match args[0] {
+        Expr::Prefixed { prefix, value } if prefix.value == "TABLE" => {
+            let Expr::CompoundIdentifier(parts) = value.as_ref() else {
+                return Err(SqlError::of(args[0], format!("the first argument: {usage}")));
+            };
+            let name = sqlparser::ast::ObjectName::from(parts.clone());
+            named(&name, None, catalog)?
+        }
+        other => return Err(SqlError::of(other, format!("the first argument: {usage}"))),
+    };
+    let schema = input.schema();
+    let time_column = match args[1] {
+        Expr::Function(d) if d.name.to_string().eq_ignore_ascii_case("DESCRIPTOR") => {
+            let col = match &d.args {
+                FunctionArguments::List(l) if l.args.len() == 1 => match &l.args[0] {
+                    FunctionArg::Unnamed(FunctionArgExpr::Expr(Expr::Identifier(i))) => i.clone(),
+                    _ => return Err(SqlError::of(args[1], "DESCRIPTOR takes one column")),
+                },
+                _ => return Err(SqlError::of(args[1], "DESCRIPTOR takes one column")),
+            };
+            let c = schema.resolve(None, &col)?;
+            if input.rowtime() != Some(c) {
+                return Err(SqlError::of(
+                    args[1],
+                    format!(
+                        "DESCRIPTOR({}): not a time attribute of its table (declare WATERMARK \
+                         FOR {} AS ... in its CREATE TABLE)",
+                        col.value, col.value
+                    ),
+                ));
+            }
+            c
+        }
+        other => return Err(SqlError::of(other, format!("the second argument: {usage}"))),
+    };
+    let ms = |x: &Expr| -> Result<i64> {
+        let v = match x {
+            Expr::Interval(i) => compile::interval(i, x)?,
+            _ => return Err(SqlError::of(x, format!("expected an INTERVAL: {usage}"))),
+        };
+        match v > 0 {
+            true => Ok(v),
+            false => Err(SqlError::of(x, "window sizes must be positive")),
+        }
+    };
+    let window = match name.as_str() {
+        "TUMBLE" => WindowKind::Tumble { size: ms(args[2])? },
+        "HOP" => {
+            let (slide, size) = (ms(args[2])?, ms(args[3])?);
+            if size % slide != 0 {
+                return Err(SqlError::of(args[3], "HOP's size must be a multiple of its slide"));
+            }
+            WindowKind::Hop { slide, size }
+        }
+        "CUMULATE" => {
+            let (step, size) = (ms(args[2])?, ms(args[3])?);
+            if size % step != 0 {
+                return Err(SqlError::of(args[3], "CUMULATE's size must be a multiple of its step"));
+            }
+            WindowKind::Cumulate { step, size }
+        }
+        _ => WindowKind::Session { gap: ms(args[2])? },
+    };
+    Ok((
+        input,
+        Tvf {
+            window,
+            time_column,
+            partition: None,
+            alias: None,
+        },
+    ))
+}
+
+fn compile_bool(e: &Expr, schema: &Schema) -> Result<Scalar> {
+    let t = compile(e, schema)?;
+    match t.ty {
+        SqlType::Boolean | SqlType::Null => Ok(t.expr),
+        other => Err(SqlError::of(e, format!("a condition must be BOOLEAN, not {other}"))),
+    }
+}
+
+fn filter(input: Plan, e: &Expr) -> Result<Plan> {
+    let predicate = compile_bool(e, &input.schema())?;
+    Ok(Plan::Filter {
+        input: Box::new(input),
+        predicate,
+    })
+}
+
+fn select_item(item: &SelectItem) -> Result<(&Expr, Option<&str>)> {
+    match item {
+        SelectItem::UnnamedExpr(e) => Ok((e, None)),
+        SelectItem::ExprWithAlias { expr, alias } => Ok((expr, Some(alias.value.as_str()))),
+        other => Err(SqlError::of(other, "* here is not supported: name the columns")),
+    }
+}
+
+/// The SELECT list over `input`'s rows (no aggregates).
+fn project(input: Plan, items: &[SelectItem]) -> Result<Plan> {
+    let schema = input.schema();
+    let (mut exprs, mut fields) = (Vec::new(), Vec::new());
+    for (i, item) in items.iter().enumerate() {
+        match item {
+            SelectItem::Wildcard(_) => {
+                for (c, f) in schema.fields.iter().enumerate() {
+                    exprs.push(Scalar::Column(c));
+                    fields.push(Field::new(&f.name, f.ty));
+                }
+            }
+            SelectItem::QualifiedWildcard(..) => {
+                return Err(SqlError::of(item, "t.* is not supported: name the columns or use *"))
+            }
+            _ => {
+                let (e, alias) = select_item(item)?;
+                let Typed { expr, ty } = compile(e, &schema)?;
+                fields.push(Field::new(&output_name(e, alias, i), ty));
+                exprs.push(expr);
+            }
+        }
+    }
+    Ok(Plan::Project {
+        input: Box::new(input),
+        exprs,
+        schema: Schema::new(fields),
+    })
+}
+
+/// A SELECT item's column name: its alias, the column it names, or `EXPR$i` (as Flink).
+fn output_name(e: &Expr, alias: Option<&str>, i: usize) -> String {
+    if let Some(a) = alias {
+        return a.to_string();
+    }
+    match e {
+        Expr::Identifier(id) => id.value.clone(),
+        Expr::CompoundIdentifier(p) => p.last().map_or(format!("EXPR${i}"), |x| x.value.clone()),
+        _ => format!("EXPR${i}"),
+    }
+}
+
+fn output_field(e: &Expr, alias: Option<&str>, ty: SqlType, i: usize) -> Field {
+    Field::new(&output_name(e, alias, i), ty)
+}
