@@ -8,7 +8,7 @@ use std::time::Instant;
 use xorflow_runtime::args::EngineArgs;
 use xorflow_runtime::{Dataflow, JobError};
 use xorflow_sql::exec::Builder;
-use xorflow_sql::job::{build, plan_job, SelectTarget};
+use xorflow_sql::job::{build, plan_job, SelectTarget, SqlText};
 
 /// Examples in `xorflow sql --help`.
 pub const SQL_EXAMPLES: &str = "Examples:
@@ -19,9 +19,10 @@ pub const SQL_EXAMPLES: &str = "Examples:
 #[derive(Args)]
 pub struct SqlArgs {
     /// The job's SQL: CREATE TABLE, CREATE VIEW, INSERT INTO, SELECT and EXPLAIN statements,
-    /// separated by semicolons.
-    #[arg(help_heading = "Job", long, value_name = "JOB.sql", conflicts_with = "execute", required_unless_present = "execute")]
-    file: Option<PathBuf>,
+    /// separated by semicolons. Repeat it to run several files as one job, in order (tables
+    /// declared in one, queries in the next).
+    #[arg(help_heading = "Job", long, value_name = "JOB.sql", required_unless_present = "execute")]
+    file: Vec<PathBuf>,
     /// The job's SQL, given on the command line.
     #[arg(help_heading = "Job", long, short = 'e', value_name = "SQL")]
     execute: Option<String>,
@@ -41,20 +42,20 @@ pub struct SqlArgs {
 pub fn run(a: SqlArgs) -> Result<(), JobError> {
     let cfg = JobError::Config;
     a.engine.validate().map_err(cfg)?;
-    let (text, origin) = match (&a.file, &a.execute) {
-        (Some(p), _) => {
-            let t = std::fs::read_to_string(p)
-                .map_err(|e| JobError::Input(format!("--file '{}': {e}", p.display())))?;
-            (t, p.display().to_string())
-        }
-        (None, Some(s)) => (s.clone(), "--execute".to_string()),
-        (None, None) => return Err(cfg("give the job's SQL with --file or --execute".into())),
-    };
+    let mut texts = Vec::new();
+    for p in &a.file {
+        let text = std::fs::read_to_string(p)
+            .map_err(|e| JobError::Input(format!("--file '{}': {e}", p.display())))?;
+        texts.push(SqlText { origin: p.display().to_string(), text });
+    }
+    if let Some(s) = &a.execute {
+        texts.push(SqlText { origin: "--execute".into(), text: s.clone() });
+    }
     let target = match &a.output {
         Some(p) => SelectTarget::File(p.clone()),
         None => SelectTarget::Terminal,
     };
-    let job = plan_job(&text, &target).map_err(|e| cfg(format!("{origin}: {e}")))?;
+    let job = plan_job(&texts, &target).map_err(|e| cfg(e.to_string()))?;
     if job.explain {
         for (i, q) in job.queries.iter().enumerate() {
             println!("== query {i}: to {:?}", q.output);
@@ -64,7 +65,8 @@ pub fn run(a: SqlArgs) -> Result<(), JobError> {
     }
     let start = Instant::now();
     let mut runtime = a.engine.runtime(job.granularity_ms());
-    runtime.job_key = format!("sql {}", fingerprint(&text));
+    let all: String = texts.iter().map(|t| t.text.as_str()).collect();
+    runtime.job_key = format!("sql {}", fingerprint(&all));
     runtime.time_per_second = Some(1000);
     let df = Dataflow::new(runtime).map_err(JobError::Run)?;
     let parallelism = a.engine.workers * a.engine.processes.max(1);

@@ -23,6 +23,8 @@ pub struct Query {
     pub output: OutputKind,
     /// The names of its output columns.
     pub columns: Schema,
+    /// A plain SELECT (not an INSERT INTO).
+    pub from_select: bool,
 }
 
 /// A job's statements, planned.
@@ -69,21 +71,68 @@ pub enum SelectTarget {
     File(std::path::PathBuf),
 }
 
-/// Parses and plans `sql` (the whole job's text).
+/// One piece of a job's SQL text and where it comes from (a file's name, `--execute`).
+#[derive(Clone, Debug)]
+pub struct SqlText {
+    /// Named in errors: `q5.sql: line 3, column 7: ...`.
+    pub origin: String,
+    /// The statements.
+    pub text: String,
+}
+
+/// A SQL error and the text it is in.
+#[derive(Clone, Debug)]
+pub struct JobSqlError {
+    /// The [`SqlText::origin`] of the text.
+    pub origin: String,
+    /// The error, with its line and column in that text.
+    pub error: SqlError,
+}
+
+impl std::fmt::Display for JobSqlError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}: {}", self.origin, self.error)
+    }
+}
+
+/// Parses and plans a job's SQL texts, in order (one catalog for all: a file of DDL, then one
+/// of queries).
 ///
 /// # Errors
-/// The first syntax error, unknown name, type mismatch or unsupported construct, with its line
-/// and column.
-pub fn plan_job(sql: &str, select: &SelectTarget) -> Result<Job, SqlError> {
-    let dialect = FlinkDialect::default();
-    let end = end_of(sql);
-    let statements = Parser::parse_sql(&dialect, sql).map_err(|e| SqlError::parse(e, end))?;
-    let mut watermarks = dialect.take_watermarks().into_iter().peekable();
+/// The first syntax error, unknown name, type mismatch or unsupported construct, with the text
+/// it is in and its line and column.
+pub fn plan_job(texts: &[SqlText], select: &SelectTarget) -> Result<Job, JobSqlError> {
     let mut job = Job {
         catalog: Catalog::default(),
         queries: Vec::new(),
         explain: false,
     };
+    for t in texts {
+        let in_text = |error| JobSqlError { origin: t.origin.clone(), error };
+        plan_text(&mut job, &t.text, select).map_err(in_text)?;
+    }
+    let selects = (job.queries.iter())
+        .filter(|q| matches!(q.output, OutputKind::Terminal | OutputKind::File { .. }))
+        .filter(|q| q.from_select)
+        .count();
+    let whole = |message: &str| JobSqlError {
+        origin: texts.iter().map(|t| t.origin.as_str()).collect::<Vec<_>>().join(", "),
+        error: SqlError::at(Location::new(0, 0), message),
+    };
+    if selects > 1 && !job.explain {
+        return Err(whole("a job runs at most one plain SELECT (write the others as INSERT INTO a table)"));
+    }
+    if job.queries.is_empty() {
+        return Err(whole("nothing to run: the job has no INSERT INTO or SELECT"));
+    }
+    Ok(job)
+}
+
+fn plan_text(job: &mut Job, sql: &str, select: &SelectTarget) -> Result<(), SqlError> {
+    let dialect = FlinkDialect::default();
+    let end = end_of(sql);
+    let statements = Parser::parse_sql(&dialect, sql).map_err(|e| SqlError::parse(e, end))?;
+    let mut watermarks = dialect.take_watermarks().into_iter().peekable();
     for s in &statements {
         match s {
             Statement::CreateTable(t) => {
@@ -97,48 +146,13 @@ pub fn plan_job(sql: &str, select: &SelectTarget) -> Result<Job, SqlError> {
                 }
                 job.catalog.create_view(&name, v.name.span().start, v.query.clone())?;
             }
-            Statement::Insert(i) => {
-                let target = match &i.table {
-                    sqlparser::ast::TableObject::TableName(n) => n,
-                    other => return Err(SqlError::of(s, format!("INSERT INTO {other}: name a table"))),
-                };
-                let name = target.to_string().replace('`', "");
-                let Some(table) = job.catalog.table(&name).cloned() else {
-                    return Err(SqlError::of(target, format!("unknown table '{name}' (declared: {})", job.catalog.names().join(", "))));
-                };
-                let Some(source) = &i.source else {
-                    return Err(SqlError::of(s, "INSERT INTO ... needs a SELECT"));
-                };
-                if !i.columns.is_empty() {
-                    return Err(SqlError::of(s, "INSERT INTO t (columns) is not supported: select the table's columns in order"));
-                }
-                let plan = plan_query(source, &job.catalog)?;
-                let output = sink_of(&table, &plan.schema(), s.span().start)?;
-                job.queries.push(Query {
-                    columns: table.schema.clone(),
-                    plan,
-                    output,
-                });
-            }
-            Statement::Query(q) => {
-                let plan = plan_query(q, &job.catalog)?;
-                let output = match select {
-                    SelectTarget::Terminal => OutputKind::Terminal,
-                    SelectTarget::File(p) => OutputKind::File {
-                        path: p.clone(),
-                        format: crate::sinks::file_format(p),
-                    },
-                };
-                job.queries.push(Query {
-                    columns: plan.schema(),
-                    plan,
-                    output,
-                });
+            Statement::Insert(_) | Statement::Query(_) => {
+                let q = plan_statement(&job.catalog, s, select)?;
+                job.queries.push(q);
             }
             Statement::Explain { statement, .. } => {
-                let inner = statement.to_string();
-                let sub = plan_job_statement(&job.catalog, &inner, select)?;
-                job.queries.push(sub);
+                let q = plan_statement(&job.catalog, statement, select)?;
+                job.queries.push(q);
                 job.explain = true;
             }
             other => {
@@ -151,40 +165,43 @@ pub fn plan_job(sql: &str, select: &SelectTarget) -> Result<Job, SqlError> {
             }
         }
     }
-    let selects = job.queries.iter().filter(|q| matches!(q.output, OutputKind::Terminal | OutputKind::File { .. })).count();
-    if selects > 1 && !job.explain {
-        return Err(SqlError::at(Location::new(0, 0), "a job runs at most one plain SELECT (write the others as INSERT INTO a table)"));
-    }
-    if job.queries.is_empty() {
-        return Err(SqlError::at(end, "nothing to run: the job has no INSERT INTO or SELECT"));
-    }
-    Ok(job)
+    Ok(())
 }
 
-/// Plans the statement an EXPLAIN wraps (its text re-parsed against the catalog so far).
-fn plan_job_statement(catalog: &Catalog, text: &str, select: &SelectTarget) -> Result<Query, SqlError> {
-    let dialect = FlinkDialect::default();
-    let s = Parser::parse_sql(&dialect, text).map_err(|e| SqlError::parse(e, end_of(text)))?;
-    match s.first() {
-        Some(Statement::Query(q)) => {
+/// Plans an `INSERT INTO` or a `SELECT`.
+fn plan_statement(catalog: &Catalog, s: &Statement, select: &SelectTarget) -> Result<Query, SqlError> {
+    match s {
+        Statement::Query(q) => {
             let plan = plan_query(q, catalog)?;
             let output = match select {
                 SelectTarget::Terminal => OutputKind::Terminal,
-                SelectTarget::File(p) => OutputKind::File { path: p.clone(), format: crate::sinks::file_format(p) },
+                SelectTarget::File(p) => OutputKind::File {
+                    path: p.clone(),
+                    format: crate::sinks::file_format(p),
+                },
             };
-            Ok(Query { columns: plan.schema(), plan, output })
+            Ok(Query { columns: plan.schema(), plan, output, from_select: true })
         }
-        Some(Statement::Insert(i)) => {
+        Statement::Insert(i) => {
+            let target = match &i.table {
+                sqlparser::ast::TableObject::TableName(n) => n,
+                other => return Err(SqlError::of(s, format!("INSERT INTO {other}: name a table"))),
+            };
+            let name = target.to_string().replace('`', "");
+            let Some(table) = catalog.table(&name) else {
+                return Err(SqlError::of(target, format!("unknown table '{name}' (declared: {})", catalog.names().join(", "))));
+            };
             let Some(source) = &i.source else {
-                return Err(SqlError::at(Location::new(1, 1), "INSERT INTO ... needs a SELECT"));
+                return Err(SqlError::of(s, "INSERT INTO ... needs a SELECT"));
             };
+            if !i.columns.is_empty() {
+                return Err(SqlError::of(s, "INSERT INTO t (columns) is not supported: select the table's columns in order"));
+            }
             let plan = plan_query(source, catalog)?;
-            let name = i.table.to_string();
-            let table = catalog.table(&name).ok_or_else(|| SqlError::at(Location::new(1, 1), format!("unknown table '{name}'")))?;
-            let output = sink_of(table, &plan.schema(), Location::new(1, 1))?;
-            Ok(Query { columns: table.schema.clone(), plan, output })
+            let output = sink_of(table, &plan.schema(), s.span().start)?;
+            Ok(Query { columns: table.schema.clone(), plan, output, from_select: false })
         }
-        _ => Err(SqlError::at(Location::new(1, 1), "EXPLAIN takes a SELECT or an INSERT INTO")),
+        other => Err(SqlError::of(other, "EXPLAIN takes a SELECT or an INSERT INTO")),
     }
 }
 

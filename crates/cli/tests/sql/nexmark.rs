@@ -1,0 +1,57 @@
+//! The Nexmark queries xorflow runs, each against DuckDB's batch evaluation of the same query
+//! over the same generated files (`duckdb_oracle.py`), on one process with two workers and on
+//! two processes.
+
+use crate::oracle::{assert_same_rows, ddl, generate, oracle, python, query_to_file, read_csv};
+use assert_cmd::Command;
+use std::path::Path;
+
+/// Queries with an oracle that xorflow runs.
+const QUERIES: &[&str] = &["q0", "q1", "q2", "q14", "q21", "q22"];
+
+/// Runs `q` on xorflow over `data` with `args`; its rows.
+fn run(data: &Path, dir: &Path, q: &str, args: &[&str]) -> Vec<Vec<String>> {
+    let out = dir.join(format!("{q}.xorflow.csv"));
+    let ddl = ddl(data, dir);
+    let query = query_to_file(q, &out, dir);
+    let o = Command::cargo_bin("xorflow")
+        .unwrap()
+        .arg("sql")
+        .arg("--file")
+        .arg(&ddl)
+        .arg("--file")
+        .arg(&query)
+        .args(args)
+        .output()
+        .unwrap();
+    assert!(
+        o.status.success(),
+        "{q} {args:?}: {}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    read_csv(&out, true)
+}
+
+fn check_all(args: &[&str], events: u64) {
+    let Some(py) = python() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("data");
+    std::fs::create_dir(&data).unwrap();
+    generate(&data, events);
+    for q in QUERIES {
+        let got = run(&data, dir.path(), q, args);
+        let want = oracle(&py, &data, q, dir.path());
+        assert!(!want.is_empty() || *q == "q2", "{q}: the oracle found no rows");
+        assert_same_rows(&format!("{q} {args:?}"), &got, &want);
+    }
+}
+
+#[test]
+fn queries_equal_duckdb_on_one_process() {
+    check_all(&["--workers", "2"], 60_000);
+}
+
+#[test]
+fn queries_equal_duckdb_on_two_processes() {
+    check_all(&["--processes", "2"], 30_000);
+}

@@ -1,0 +1,27 @@
+-- Nexmark q1 in the Nexmark repository's form: nexmark/nexmark, nexmark-flink/src/main/resources/queries/q1.sql
+-- (Apache-2.0). Changes for xorflow, if any, are listed in docs/sql.md, "Nexmark".
+
+-- -------------------------------------------------------------------------------------------------
+-- Query1: Currency conversion
+-- -------------------------------------------------------------------------------------------------
+-- Convert each bid value from dollars to euros. Illustrates a simple transformation.
+-- -------------------------------------------------------------------------------------------------
+
+CREATE TABLE nexmark_q1 (
+  auction  BIGINT,
+  bidder  BIGINT,
+  price  DECIMAL(23, 3),
+  `dateTime`  TIMESTAMP(3),
+  extra  VARCHAR
+) WITH (
+  'connector' = 'blackhole'
+);
+
+INSERT INTO nexmark_q1
+SELECT
+    auction,
+    bidder,
+    0.908 * price as price, -- convert dollar to euro
+    `dateTime`,
+    extra
+FROM bid;
