@@ -7,7 +7,7 @@ use crate::expr::compile::{compile, sql_type};
 use crate::expr::{BinOp, Scalar};
 use crate::schema::{Field, Schema};
 use crate::types::{SqlType, Value};
-use sqlparser::ast::{CreateTable, CreateTableOptions, Expr, Query, SqlOption, Spanned};
+use sqlparser::ast::{CreateTable, CreateTableOptions, Expr, Query, Spanned, SqlOption};
 use sqlparser::tokenizer::Location;
 use std::collections::BTreeMap;
 
@@ -69,7 +69,10 @@ impl Catalog {
         for c in &t.columns {
             let ty = sql_type(&c.data_type).map_err(|m| SqlError::in_span(c.name.span, m))?;
             if !c.options.is_empty() {
-                return Err(SqlError::in_span(c.name.span, format!("column options ('{}') are not supported", c)));
+                return Err(SqlError::in_span(
+                    c.name.span,
+                    format!("column options ('{}') are not supported", c),
+                ));
             }
             fields.push(Field::new(&c.name.value, ty));
         }
@@ -82,7 +85,10 @@ impl Catalog {
             CreateTableOptions::With(o) => with_options(o)?,
             CreateTableOptions::None => BTreeMap::new(),
             other => {
-                return Err(SqlError::at(at, format!("table options '{other}': write WITH ('key' = 'value', ...)")))
+                return Err(SqlError::at(
+                    at,
+                    format!("table options '{other}': write WITH ('key' = 'value', ...)"),
+                ))
             }
         };
         let table = Table {
@@ -137,7 +143,10 @@ fn rowtime(schema: &Schema, w: &WatermarkClause) -> Result<Rowtime> {
     if schema.fields[column].ty != SqlType::Timestamp {
         return Err(SqlError::at(
             w.at,
-            format!("WATERMARK FOR {}: the column must be a TIMESTAMP(3)", w.column),
+            format!(
+                "WATERMARK FOR {}: the column must be a TIMESTAMP(3)",
+                w.column
+            ),
         ));
     }
     let bad = || {
@@ -154,7 +163,9 @@ fn rowtime(schema: &Schema, w: &WatermarkClause) -> Result<Rowtime> {
     let delay_ms = match compile(&w.expr, schema)?.expr {
         Scalar::Column(c) if c == column => 0,
         Scalar::Binary(BinOp::Sub, l, r, _) => match (*l, *r) {
-            (Scalar::Column(c), Scalar::Literal(Value::Interval(ms))) if c == column && ms >= 0 => ms,
+            (Scalar::Column(c), Scalar::Literal(Value::Interval(ms))) if c == column && ms >= 0 => {
+                ms
+            }
             _ => return Err(bad()),
         },
         _ => return Err(bad()),
@@ -166,10 +177,17 @@ fn with_options(options: &[SqlOption]) -> Result<BTreeMap<String, String>> {
     let mut out = BTreeMap::new();
     for o in options {
         let SqlOption::KeyValue { key, value } = o else {
-            return Err(SqlError::of(o, format!("option '{o}': write 'key' = 'value'")));
+            return Err(SqlError::of(
+                o,
+                format!("option '{o}': write 'key' = 'value'"),
+            ));
         };
         let text = |e: &Expr| match e {
-            Expr::Value(v) => v.value.clone().into_string().unwrap_or_else(|| v.value.to_string()),
+            Expr::Value(v) => v
+                .value
+                .clone()
+                .into_string()
+                .unwrap_or_else(|| v.value.to_string()),
             other => other.to_string(),
         };
         let k = key.to_string().trim_matches(['\'', '"', '`']).to_string();

@@ -9,10 +9,8 @@
 //!   [`FlinkDialect::parse_prefix`] into `Expr::Prefixed { prefix: TABLE, value: name }`.
 //! - Back-quoted identifiers (`` `dateTime` ``), as Flink writes them.
 
-use sqlparser::ast::{
-    ColumnDef, CreateTableOptions, Expr, Ident, ObjectName, Statement,
-};
 use sqlparser::ast::helpers::stmt_create_table::CreateTableBuilder;
+use sqlparser::ast::{ColumnDef, CreateTableOptions, Expr, Ident, ObjectName, Statement};
 use sqlparser::dialect::{Dialect, GenericDialect};
 use sqlparser::keywords::Keyword;
 use sqlparser::parser::{Parser, ParserError};
@@ -114,16 +112,23 @@ impl Dialect for FlinkDialect {
 
     /// `TABLE name` inside a window table function's arguments.
     fn parse_prefix(&self, p: &mut Parser) -> Option<Result<Expr, ParserError>> {
-        let is_table_arg = p.peek_keyword(Keyword::TABLE)
-            && matches!(&p.peek_nth_token(1).token, Token::Word(_));
+        let is_table_arg =
+            p.peek_keyword(Keyword::TABLE) && matches!(&p.peek_nth_token(1).token, Token::Word(_));
         if !is_table_arg {
             return None;
         }
         let table = p.next_token();
         let prefix = Ident::with_span(table.span, "TABLE");
-        Some(p.parse_object_name(false).map(|name| Expr::Prefixed {
-            prefix,
-            value: Box::new(Expr::CompoundIdentifier(name.0.into_iter().filter_map(|part| part.as_ident().cloned()).collect())),
+        Some(p.parse_object_name(false).map(|name| {
+            Expr::Prefixed {
+                prefix,
+                value: Box::new(Expr::CompoundIdentifier(
+                    name.0
+                        .into_iter()
+                        .filter_map(|part| part.as_ident().cloned())
+                        .collect(),
+                )),
+            }
         }))
     }
 
@@ -157,7 +162,9 @@ mod tests {
              WATERMARK FOR `dateTime` AS `dateTime` - INTERVAL '4' SECOND\n) \
              WITH ('connector' = 'filesystem', 'path' = 'b.json')",
         );
-        let Statement::CreateTable(t) = &s[0] else { panic!() };
+        let Statement::CreateTable(t) = &s[0] else {
+            panic!()
+        };
         assert_eq!(t.columns.len(), 2);
         assert_eq!(t.columns[1].name.value, "dateTime");
         assert!(matches!(&t.table_options, CreateTableOptions::With(o) if o.len() == 2));
@@ -174,7 +181,10 @@ mod tests {
              INTERVAL '2' SECOND, INTERVAL '10' SECOND)) GROUP BY auction, window_start, window_end",
         );
         let text = s[0].to_string();
-        assert!(text.contains("HOP(TABLE bid, DESCRIPTOR(dateTime)"), "{text}");
+        assert!(
+            text.contains("HOP(TABLE bid, DESCRIPTOR(dateTime)"),
+            "{text}"
+        );
     }
 
     #[test]

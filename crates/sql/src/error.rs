@@ -21,7 +21,11 @@ impl fmt::Display for SqlError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self.line {
             0 => write!(f, "{}", self.message),
-            _ => write!(f, "line {}, column {}: {}", self.line, self.column, self.message),
+            _ => write!(
+                f,
+                "line {}, column {}: {}",
+                self.line, self.column, self.message
+            ),
         }
     }
 }
@@ -86,7 +90,10 @@ mod tests {
         let e = ParserError::ParserError("Expected: ), found: x at Line: 3, Column: 14".into());
         let e = SqlError::parse(e, Location::new(9, 9));
         assert_eq!((e.line, e.column), (3, 14));
-        assert_eq!(e.to_string(), "line 3, column 14: syntax error: Expected: ), found: x");
+        assert_eq!(
+            e.to_string(),
+            "line 3, column 14: syntax error: Expected: ), found: x"
+        );
         let e = ParserError::ParserError("Expected: an expression, found: EOF".into());
         assert_eq!(SqlError::parse(e, Location::new(2, 7)).line, 2);
     }

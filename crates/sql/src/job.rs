@@ -54,12 +54,20 @@ impl Job {
             WindowKind::Session { gap } => vec![gap],
         });
         let g = lengths.fold(0u64, |g, x| gcd(g, x.max(1) as u64));
-        if g == 0 { 1000 } else { g }
+        if g == 0 {
+            1000
+        } else {
+            g
+        }
     }
 }
 
 fn gcd(a: u64, b: u64) -> u64 {
-    if b == 0 { a } else { gcd(b, a % b) }
+    if b == 0 {
+        a
+    } else {
+        gcd(b, a % b)
+    }
 }
 
 /// Where a plain `SELECT`'s rows go.
@@ -108,7 +116,10 @@ pub fn plan_job(texts: &[SqlText], select: &SelectTarget) -> Result<Job, JobSqlE
         explain: false,
     };
     for t in texts {
-        let in_text = |error| JobSqlError { origin: t.origin.clone(), error };
+        let in_text = |error| JobSqlError {
+            origin: t.origin.clone(),
+            error,
+        };
         plan_text(&mut job, &t.text, select).map_err(in_text)?;
     }
     let selects = (job.queries.iter())
@@ -116,14 +127,22 @@ pub fn plan_job(texts: &[SqlText], select: &SelectTarget) -> Result<Job, JobSqlE
         .filter(|q| q.from_select)
         .count();
     let whole = |message: &str| JobSqlError {
-        origin: texts.iter().map(|t| t.origin.as_str()).collect::<Vec<_>>().join(", "),
+        origin: texts
+            .iter()
+            .map(|t| t.origin.as_str())
+            .collect::<Vec<_>>()
+            .join(", "),
         error: SqlError::at(Location::new(0, 0), message),
     };
     if selects > 1 && !job.explain {
-        return Err(whole("a job runs at most one plain SELECT (write the others as INSERT INTO a table)"));
+        return Err(whole(
+            "a job runs at most one plain SELECT (write the others as INSERT INTO a table)",
+        ));
     }
     if job.queries.is_empty() {
-        return Err(whole("nothing to run: the job has no INSERT INTO or SELECT"));
+        return Err(whole(
+            "nothing to run: the job has no INSERT INTO or SELECT",
+        ));
     }
     Ok(job)
 }
@@ -144,7 +163,8 @@ fn plan_text(job: &mut Job, sql: &str, select: &SelectTarget) -> Result<(), SqlE
                 if !v.columns.is_empty() {
                     return Err(SqlError::of(&v.name, "CREATE VIEW with a column list is not supported: alias the columns in its query"));
                 }
-                job.catalog.create_view(&name, v.name.span().start, v.query.clone())?;
+                job.catalog
+                    .create_view(&name, v.name.span().start, v.query.clone())?;
             }
             Statement::Insert(_) | Statement::Query(_) => {
                 let q = plan_statement(&job.catalog, s, select)?;
@@ -157,7 +177,11 @@ fn plan_text(job: &mut Job, sql: &str, select: &SelectTarget) -> Result<(), SqlE
             }
             other => {
                 let kind = other.to_string();
-                let word: String = kind.split_whitespace().take(2).collect::<Vec<_>>().join(" ");
+                let word: String = kind
+                    .split_whitespace()
+                    .take(2)
+                    .collect::<Vec<_>>()
+                    .join(" ");
                 return Err(SqlError::of(
                     other,
                     format!("'{word} ...' is not supported (CREATE TABLE, CREATE VIEW, INSERT INTO, SELECT, EXPLAIN)"),
@@ -169,7 +193,11 @@ fn plan_text(job: &mut Job, sql: &str, select: &SelectTarget) -> Result<(), SqlE
 }
 
 /// Plans an `INSERT INTO` or a `SELECT`.
-fn plan_statement(catalog: &Catalog, s: &Statement, select: &SelectTarget) -> Result<Query, SqlError> {
+fn plan_statement(
+    catalog: &Catalog,
+    s: &Statement,
+    select: &SelectTarget,
+) -> Result<Query, SqlError> {
     match s {
         Statement::Query(q) => {
             let plan = plan_query(q, catalog)?;
@@ -180,28 +208,55 @@ fn plan_statement(catalog: &Catalog, s: &Statement, select: &SelectTarget) -> Re
                     format: crate::sinks::file_format(p),
                 },
             };
-            Ok(Query { columns: plan.schema(), plan, output, from_select: true })
+            Ok(Query {
+                columns: plan.schema(),
+                plan,
+                output,
+                from_select: true,
+            })
         }
         Statement::Insert(i) => {
             let target = match &i.table {
                 sqlparser::ast::TableObject::TableName(n) => n,
-                other => return Err(SqlError::of(s, format!("INSERT INTO {other}: name a table"))),
+                other => {
+                    return Err(SqlError::of(
+                        s,
+                        format!("INSERT INTO {other}: name a table"),
+                    ))
+                }
             };
             let name = target.to_string().replace('`', "");
             let Some(table) = catalog.table(&name) else {
-                return Err(SqlError::of(target, format!("unknown table '{name}' (declared: {})", catalog.names().join(", "))));
+                return Err(SqlError::of(
+                    target,
+                    format!(
+                        "unknown table '{name}' (declared: {})",
+                        catalog.names().join(", ")
+                    ),
+                ));
             };
             let Some(source) = &i.source else {
                 return Err(SqlError::of(s, "INSERT INTO ... needs a SELECT"));
             };
             if !i.columns.is_empty() {
-                return Err(SqlError::of(s, "INSERT INTO t (columns) is not supported: select the table's columns in order"));
+                return Err(SqlError::of(
+                    s,
+                    "INSERT INTO t (columns) is not supported: select the table's columns in order",
+                ));
             }
             let plan = plan_query(source, catalog)?;
             let output = sink_of(table, &plan.schema(), s.span().start)?;
-            Ok(Query { columns: table.schema.clone(), plan, output, from_select: false })
+            Ok(Query {
+                columns: table.schema.clone(),
+                plan,
+                output,
+                from_select: false,
+            })
         }
-        other => Err(SqlError::of(other, "EXPLAIN takes a SELECT or an INSERT INTO")),
+        other => Err(SqlError::of(
+            other,
+            "EXPLAIN takes a SELECT or an INSERT INTO",
+        )),
     }
 }
 
@@ -229,7 +284,10 @@ fn sink_of(table: &Table, rows: &Schema, at: Location) -> Result<OutputKind, Sql
         if !ok {
             return Err(SqlError::at(
                 at,
-                format!("INSERT INTO {}: column {} is {}, the query gives {} ({})", table.name, w.name, w.ty, r.ty, r.name),
+                format!(
+                    "INSERT INTO {}: column {} is {}, the query gives {} ({})",
+                    table.name, w.name, w.ty, r.ty, r.name
+                ),
             ));
         }
     }
@@ -250,7 +308,10 @@ fn sink_of(table: &Table, rows: &Schema, at: Location) -> Result<OutputKind, Sql
 
 fn end_of(sql: &str) -> Location {
     let line = sql.lines().count().max(1) as u64;
-    let column = sql.lines().last().map_or(1, |l| l.chars().count() as u64 + 1);
+    let column = sql
+        .lines()
+        .last()
+        .map_or(1, |l| l.chars().count() as u64 + 1);
     Location::new(line, column)
 }
 

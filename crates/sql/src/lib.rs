@@ -4,14 +4,14 @@
 //! when trAcker's frontier passes their end.
 #![warn(missing_docs)]
 
-pub mod dialect;
-pub mod error;
-pub mod expr;
-pub mod schema;
-pub mod types;
 pub mod catalog;
 pub mod connectors;
+pub mod dialect;
+pub mod error;
 pub mod exec;
+pub mod expr;
 pub mod job;
 pub mod plan;
+pub mod schema;
 pub mod sinks;
+pub mod types;

@@ -89,7 +89,10 @@ impl Schema {
                 _ => {
                     return Err(SqlError::in_span(
                         name.span,
-                        format!("column '{}' is ambiguous: qualify it with its table", name.value),
+                        format!(
+                            "column '{}' is ambiguous: qualify it with its table",
+                            name.value
+                        ),
                     ))
                 }
             }
@@ -101,7 +104,10 @@ impl Schema {
         let have: Vec<String> = self.fields.iter().map(|f| f.display()).collect();
         Err(SqlError::in_span(
             qualifier.map_or(name.span, |q| q.span),
-            format!("unknown column '{shown}' (the columns here: {})", have.join(", ")),
+            format!(
+                "unknown column '{shown}' (the columns here: {})",
+                have.join(", ")
+            ),
         ))
     }
 

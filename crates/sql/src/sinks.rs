@@ -68,14 +68,20 @@ impl Output {
         match kind {
             OutputKind::Blackhole => {
                 let r = rows.clone();
-                stream.sink(&name, move |_| Counted { rows: r.clone(), print: None });
+                stream.sink(&name, move |_| Counted {
+                    rows: r.clone(),
+                    print: None,
+                });
             }
             OutputKind::Print | OutputKind::Terminal => {
                 let (r, n) = (rows.clone(), names.clone());
                 let flink = matches!(kind, OutputKind::Print);
                 stream.gather().sink(&name, move |_| Counted {
                     rows: r.clone(),
-                    print: Some(Printer { flink, header: (!flink).then(|| n.clone()) }),
+                    print: Some(Printer {
+                        flink,
+                        header: (!flink).then(|| n.clone()),
+                    }),
                 });
             }
             OutputKind::File { path, .. } => {
@@ -124,7 +130,8 @@ impl Output {
                 let mut c = csv::Writer::from_writer(&mut w);
                 c.write_record(&self.columns).map_err(|e| err(e.into()))?;
                 for r in &rows {
-                    c.write_record(r.data.iter().map(csv_text)).map_err(|e| err(e.into()))?;
+                    c.write_record(r.data.iter().map(csv_text))
+                        .map_err(|e| err(e.into()))?;
                 }
                 c.flush().map_err(err)?;
             }

@@ -229,13 +229,19 @@ pub fn format_timestamp(ms: i64) -> String {
 /// ISO-8601 instant ending in `Z`) as ms since the epoch, UTC.
 pub fn parse_timestamp(text: &str) -> Option<i64> {
     let t = text.trim();
-    for f in ["%Y-%m-%d %H:%M:%S%.f", "%Y-%m-%dT%H:%M:%S%.f", "%Y-%m-%d %H:%M"] {
+    for f in [
+        "%Y-%m-%d %H:%M:%S%.f",
+        "%Y-%m-%dT%H:%M:%S%.f",
+        "%Y-%m-%d %H:%M",
+    ] {
         if let Ok(n) = NaiveDateTime::parse_from_str(t, f) {
             return Some(n.and_utc().timestamp_millis());
         }
     }
     if let Ok(d) = chrono::NaiveDate::parse_from_str(t, "%Y-%m-%d") {
-        return d.and_hms_opt(0, 0, 0).map(|n| n.and_utc().timestamp_millis());
+        return d
+            .and_hms_opt(0, 0, 0)
+            .map(|n| n.and_utc().timestamp_millis());
     }
     DateTime::parse_from_rfc3339(t)
         .ok()
@@ -280,9 +286,8 @@ impl Ord for Value {
         match (self, other) {
             (Value::Bool(a), Value::Bool(b)) => a.cmp(b),
             (Value::Str(a), Value::Str(b)) => a.cmp(b),
-            (Value::Timestamp(a), Value::Timestamp(b)) | (Value::Interval(a), Value::Interval(b)) => {
-                a.cmp(b)
-            }
+            (Value::Timestamp(a), Value::Timestamp(b))
+            | (Value::Interval(a), Value::Interval(b)) => a.cmp(b),
             (Value::Null, Value::Null) => Ordering::Equal,
             _ => cmp_numbers(self, other),
         }

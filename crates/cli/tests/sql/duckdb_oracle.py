@@ -58,6 +58,9 @@ QUERIES = {
                      ELSE 'otherTime' END AS bidTimeType,
                 dateTime, extra, length(extra) - length(replace(extra, 'c', '')) AS c_counts
               FROM bid WHERE 0.908 * price > 1000000 AND 0.908 * price < 50000000""",
+    "q20": """SELECT auction, bidder, price, channel, url, B.dateTime, B.extra, itemName, description,
+                initialBid, reserve, A.dateTime, expires, seller, category, A.extra
+              FROM bid B JOIN auction A ON B.auction = A.id WHERE A.category = 10""",
     "q21": f"""SELECT auction, bidder, price, channel,
                 CASE WHEN lower(channel) = 'apple' THEN '0'
                      WHEN lower(channel) = 'google' THEN '1'

@@ -10,7 +10,10 @@ fn sql(text: &str) -> (Option<i32>, String) {
         .args(["sql", "--execute", text])
         .output()
         .unwrap();
-    (o.status.code(), String::from_utf8_lossy(&o.stderr).into_owned())
+    (
+        o.status.code(),
+        String::from_utf8_lossy(&o.stderr).into_owned(),
+    )
 }
 
 const BID: &str = "CREATE TABLE bid (auction BIGINT, price BIGINT, url VARCHAR, \
@@ -64,7 +67,8 @@ fn a_bad_watermark_and_a_bad_type_are_refused() {
     );
     assert_eq!(code, Some(2), "{err}");
     assert!(err.contains("line 1, column 44: WATERMARK"), "{err}");
-    let (code, err) = sql("CREATE TABLE t (a BLOB) WITH ('connector' = 'filesystem'); SELECT a FROM t");
+    let (code, err) =
+        sql("CREATE TABLE t (a BLOB) WITH ('connector' = 'filesystem'); SELECT a FROM t");
     assert_eq!(code, Some(2), "{err}");
     assert!(err.contains("the type BLOB is not supported"), "{err}");
 }

@@ -7,7 +7,9 @@ use assert_cmd::Command;
 use std::path::Path;
 
 /// Queries with an oracle that xorflow runs.
-const QUERIES: &[&str] = &["q0", "q1", "q2", "q14", "q21", "q22"];
+const QUERIES: &[&str] = &[
+    "q0", "q1", "q2", "q3", "q5", "q7", "q8", "q14", "q20", "q21", "q22",
+];
 
 /// Runs `q` on xorflow over `data` with `args`; its rows.
 fn run(data: &Path, dir: &Path, q: &str, args: &[&str]) -> Vec<Vec<String>> {
@@ -41,7 +43,10 @@ fn check_all(args: &[&str], events: u64) {
     for q in QUERIES {
         let got = run(&data, dir.path(), q, args);
         let want = oracle(&py, &data, q, dir.path());
-        assert!(!want.is_empty() || *q == "q2", "{q}: the oracle found no rows");
+        assert!(
+            !want.is_empty() || *q == "q2",
+            "{q}: the oracle found no rows"
+        );
         assert_same_rows(&format!("{q} {args:?}"), &got, &want);
     }
 }

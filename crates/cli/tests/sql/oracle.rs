@@ -22,11 +22,20 @@ pub fn python() -> Option<PathBuf> {
     Some(p)
 }
 
-/// `xorflow nexmark generate --events n --out dir`.
+/// `xorflow nexmark generate --events n --rate 1000 --out dir`: 1,000 events per second of
+/// event time, so that the 10 s windows of the queries are many.
 pub fn generate(dir: &Path, events: u64) {
     Command::cargo_bin("xorflow")
         .unwrap()
-        .args(["nexmark", "generate", "--events", &events.to_string(), "--out"])
+        .args([
+            "nexmark",
+            "generate",
+            "--rate",
+            "1000",
+            "--events",
+            &events.to_string(),
+            "--out",
+        ])
         .arg(dir)
         .assert()
         .success();
@@ -70,7 +79,11 @@ pub fn oracle(python: &Path, data: &Path, q: &str, into: &Path) -> Vec<Vec<Strin
         .args([data.as_os_str(), q.as_ref(), out.as_os_str()])
         .output()
         .unwrap();
-    assert!(o.status.success(), "oracle {q}: {}", String::from_utf8_lossy(&o.stderr));
+    assert!(
+        o.status.success(),
+        "oracle {q}: {}",
+        String::from_utf8_lossy(&o.stderr)
+    );
     read_csv(&out, false)
 }
 
@@ -89,7 +102,12 @@ pub fn read_csv(p: &Path, header: bool) -> Vec<Vec<String>> {
 /// sides' exact decimals and doubles agree on), anything else as text.
 fn key(field: &str) -> String {
     match field.parse::<f64>() {
-        Ok(v) if !field.is_empty() && field.chars().all(|c| c.is_ascii_digit() || "+-.eE".contains(c)) => {
+        Ok(v)
+            if !field.is_empty()
+                && field
+                    .chars()
+                    .all(|c| c.is_ascii_digit() || "+-.eE".contains(c)) =>
+        {
             format!("{v:.9e}")
         }
         _ => field.to_string(),
@@ -100,7 +118,10 @@ fn key(field: &str) -> String {
 /// differences.
 pub fn assert_same_rows(what: &str, got: &[Vec<String>], want: &[Vec<String>]) {
     let norm = |rows: &[Vec<String>]| {
-        let mut v: Vec<Vec<String>> = rows.iter().map(|r| r.iter().map(|f| key(f)).collect()).collect();
+        let mut v: Vec<Vec<String>> = rows
+            .iter()
+            .map(|r| r.iter().map(|f| key(f)).collect())
+            .collect();
         v.sort();
         v
     };

@@ -29,7 +29,10 @@ pub fn format_of(table: &Table) -> Result<RowFormat, String> {
             "table '{}': 'format' = '{other}' is not supported ('json' or 'csv')",
             table.name
         )),
-        None => Err(format!("table '{}': the filesystem connector needs a 'format' ('json' or 'csv')", table.name)),
+        None => Err(format!(
+            "table '{}': the filesystem connector needs a 'format' ('json' or 'csv')",
+            table.name
+        )),
     }
 }
 
@@ -38,9 +41,12 @@ pub fn format_of(table: &Table) -> Result<RowFormat, String> {
 /// # Errors
 /// No `'path'`, a file that cannot be read, a CSV header without a column.
 pub fn read(table: &Table) -> Result<FileRows, String> {
-    let path = table
-        .option("path")
-        .ok_or_else(|| format!("table '{}': the filesystem connector needs a 'path'", table.name))?;
+    let path = table.option("path").ok_or_else(|| {
+        format!(
+            "table '{}': the filesystem connector needs a 'path'",
+            table.name
+        )
+    })?;
     let format = format_of(table)?;
     let columns = table.schema.names();
     let read = read_input(Path::new(path), Some(format), &columns, 0)

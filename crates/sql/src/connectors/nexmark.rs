@@ -24,12 +24,31 @@ pub struct NexmarkTable {
     delay_ms: i64,
 }
 
-const PERSON: [&str; 8] = ["id", "name", "emailAddress", "creditCard", "city", "state", "dateTime", "extra"];
-const AUCTION: [&str; 10] = [
-    "id", "itemName", "description", "initialBid", "reserve", "dateTime", "expires", "seller",
-    "category", "extra",
+const PERSON: [&str; 8] = [
+    "id",
+    "name",
+    "emailAddress",
+    "creditCard",
+    "city",
+    "state",
+    "dateTime",
+    "extra",
 ];
-const BID: [&str; 7] = ["auction", "bidder", "price", "channel", "url", "dateTime", "extra"];
+const AUCTION: [&str; 10] = [
+    "id",
+    "itemName",
+    "description",
+    "initialBid",
+    "reserve",
+    "dateTime",
+    "expires",
+    "seller",
+    "category",
+    "extra",
+];
+const BID: [&str; 7] = [
+    "auction", "bidder", "price", "channel", "url", "dateTime", "extra",
+];
 
 impl NexmarkTable {
     /// The generator a table declares.
@@ -38,7 +57,10 @@ impl NexmarkTable {
     /// An unknown event type, option or column.
     pub fn of(table: &Table) -> Result<NexmarkTable, String> {
         let name = |e: String| format!("table '{}': {e}", table.name);
-        let kind_name = table.option("event-type").unwrap_or(&table.name).to_ascii_lowercase();
+        let kind_name = table
+            .option("event-type")
+            .unwrap_or(&table.name)
+            .to_ascii_lowercase();
         let kind = match kind_name.as_str() {
             "person" => EventKind::Person,
             "auction" => EventKind::Auction,

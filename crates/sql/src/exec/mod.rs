@@ -2,6 +2,7 @@
 //! (sources, `filter`, `map`, `flat_map`, `window`, `session_window`), not a second copy of
 //! them. Rows are `Vec<Value>` with the event time as the element's time.
 
+pub mod join;
 pub mod window;
 
 use crate::connectors::filesystem::{self, FileRows};
@@ -77,7 +78,9 @@ impl<'a> Builder<'a> {
                 let s = self.stream(input)?;
                 let exprs = exprs.clone();
                 let name = self.name("project");
-                s.map(&name, move |r: Row| exprs.iter().map(|e| e.eval(&r)).collect())
+                s.map(&name, move |r: Row| {
+                    exprs.iter().map(|e| e.eval(&r)).collect()
+                })
             }
             Plan::WindowAssign {
                 input,
@@ -106,6 +109,7 @@ impl<'a> Builder<'a> {
                 })
             }
             Plan::WindowAggregate { .. } => window::aggregate(self, plan)?,
+            Plan::Join { .. } => join::join(self, plan)?,
         })
     }
 

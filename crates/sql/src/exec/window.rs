@@ -63,7 +63,11 @@ impl Aggregate<Row> for RowAggregate {
     }
 
     fn finish(&self, acc: Vec<Acc>) -> Vec<Value> {
-        self.calls.iter().zip(&acc).map(|(c, a)| c.finish(a)).collect()
+        self.calls
+            .iter()
+            .zip(&acc)
+            .map(|(c, a)| c.finish(a))
+            .collect()
     }
 }
 
@@ -79,6 +83,7 @@ pub fn aggregate(b: &mut Builder<'_>, plan: &Plan) -> Result<Stream<Row>, String
         keys,
         slots,
         calls,
+        cascade,
         ..
     } = plan
     else {
@@ -88,12 +93,34 @@ pub fn aggregate(b: &mut Builder<'_>, plan: &Plan) -> Result<Stream<Row>, String
     let agg = RowAggregate {
         calls: Arc::new(calls.clone()),
     };
-    let keys: Arc<Vec<Scalar>> = Arc::new(keys.clone());
+    let mut keys: Vec<Scalar> = keys.clone();
+    // A cascading aggregate groups by the input's window too: its rows (window results at
+    // time window_end - 1) fall in one window of the input's slide, which closes at their
+    // window_end; the output's window columns are the key's.
+    let window_key = cascade.map(|(start, end)| {
+        keys.push(Scalar::Column(start));
+        keys.push(Scalar::Column(end));
+        (keys.len() - 2, keys.len() - 1)
+    });
+    let keys = Arc::new(keys);
     let key = move |r: &Row| -> Vec<Value> { keys.iter().map(|k| k.eval(r)).collect() };
     let col = *time_column;
     let event_time = move |r: &Row| time_ms(&r[col]).max(0) as Time;
     let name = b.name("window_aggregate");
-    let (results, late) = match *window {
+    let window = match (window_key, *window) {
+        (None, w) => w,
+        (Some(_), WindowKind::Tumble { size }) => WindowKind::Tumble { size },
+        (Some(_), WindowKind::Hop { slide, .. }) => WindowKind::Tumble { size: slide },
+        (Some(_), other) => {
+            return Err(format!("grouping {other:?} windows again is not supported"))
+        }
+    };
+    // Cascading: the time column is window_end, one past the rows' element time.
+    let event_time = move |r: &Row| match window_key {
+        Some(_) => event_time(r).saturating_sub(1),
+        None => event_time(r),
+    };
+    let (results, late) = match window {
         WindowKind::Tumble { size } => {
             let spec = WindowSpec::tumbling(size as Time).event_time(event_time);
             let w = src.window(&name, spec, key, agg);
@@ -124,20 +151,30 @@ pub fn aggregate(b: &mut Builder<'_>, plan: &Plan) -> Result<Stream<Row>, String
     };
     let late_counts = b.counters.late.clone();
     let late_name = name.clone();
-    late.gather().sink(&format!("{name}.late"), move |_| LateCounter {
-        name: late_name.clone(),
-        counts: late_counts.clone(),
-        time_column: col,
-    });
+    late.gather()
+        .sink(&format!("{name}.late"), move |_| LateCounter {
+            name: late_name.clone(),
+            counts: late_counts.clone(),
+            time_column: col,
+        });
     let slots = slots.clone();
     let out = results.map(&format!("{name}.rows"), move |r| {
         let mut row: Row = slots
             .iter()
             .map(|s| match s {
                 GroupSlot::Key(i) => r.key[*i].clone(),
-                GroupSlot::WindowStart => Value::Timestamp(r.start as i64),
-                GroupSlot::WindowEnd => Value::Timestamp(r.end as i64),
-                GroupSlot::WindowTime => Value::Timestamp(r.end as i64 - 1),
+                GroupSlot::WindowStart => match window_key {
+                    Some((s, _)) => r.key[s].clone(),
+                    None => Value::Timestamp(r.start as i64),
+                },
+                GroupSlot::WindowEnd => match window_key {
+                    Some((_, e)) => r.key[e].clone(),
+                    None => Value::Timestamp(r.end as i64),
+                },
+                GroupSlot::WindowTime => match window_key {
+                    Some((_, e)) => Value::Timestamp(time_ms(&r.key[e]) - 1),
+                    None => Value::Timestamp(r.end as i64 - 1),
+                },
             })
             .collect();
         row.extend(r.value);
@@ -162,7 +199,10 @@ impl xorflow_runtime::Sink<Row> for LateCounter {
             return Ok(());
         }
         let first = time_ms(&batch[0].data[self.time_column]);
-        let mut c = self.counts.lock().map_err(|_| "late counter poisoned".to_string())?;
+        let mut c = self
+            .counts
+            .lock()
+            .map_err(|_| "late counter poisoned".to_string())?;
         let e = c.entry(self.name.clone()).or_insert((0, first));
         e.0 += batch.len() as u64;
         Ok(())
@@ -175,7 +215,10 @@ mod tests {
 
     #[test]
     fn elements_fall_in_the_windows_flink_assigns() {
-        assert_eq!(windows_of(WindowKind::Tumble { size: 10 }, 25), vec![(20, 30)]);
+        assert_eq!(
+            windows_of(WindowKind::Tumble { size: 10 }, 25),
+            vec![(20, 30)]
+        );
         assert_eq!(
             windows_of(WindowKind::Hop { slide: 2, size: 10 }, 25),
             vec![(16, 26), (18, 28), (20, 30), (22, 32), (24, 34)]
@@ -184,6 +227,9 @@ mod tests {
             windows_of(WindowKind::Cumulate { step: 2, size: 6 }, 7),
             vec![(6, 8), (6, 10), (6, 12)]
         );
-        assert_eq!(windows_of(WindowKind::Tumble { size: 10 }, -1), vec![(-10, 0)]);
+        assert_eq!(
+            windows_of(WindowKind::Tumble { size: 10 }, -1),
+            vec![(-10, 0)]
+        );
     }
 }

@@ -208,7 +208,10 @@ mod tests {
             let c = call(func, distinct, SqlType::Bigint);
             let (mut a, mut b) = (c.init(), c.init());
             for (i, r) in rows.iter().enumerate() {
-                c.add(if i % 2 == 0 { &mut a } else { &mut b }, std::slice::from_ref(r));
+                c.add(
+                    if i % 2 == 0 { &mut a } else { &mut b },
+                    std::slice::from_ref(r),
+                );
             }
             c.merge(&mut a, b);
             assert_eq!(c.finish(&a), want, "{func:?} distinct={distinct}");

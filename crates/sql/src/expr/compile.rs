@@ -159,7 +159,10 @@ impl Compiler<'_, '_> {
                 }
             }
             Expr::IsNull(x) | Expr::IsNotNull(x) => Ok(Typed {
-                expr: Scalar::IsNull(Box::new(self.expr(x)?.expr), matches!(e, Expr::IsNotNull(_))),
+                expr: Scalar::IsNull(
+                    Box::new(self.expr(x)?.expr),
+                    matches!(e, Expr::IsNotNull(_)),
+                ),
                 ty: SqlType::Boolean,
             }),
             Expr::IsTrue(x) | Expr::IsFalse(x) => {
@@ -188,7 +191,11 @@ impl Compiler<'_, '_> {
                 let le = self.compare(e, expr, BinaryOperator::LtEq, high)?;
                 let both = Scalar::Binary(BinOp::And, Box::new(ge), Box::new(le), SqlType::Boolean);
                 Ok(Typed {
-                    expr: if *negated { Scalar::Not(Box::new(both)) } else { both },
+                    expr: if *negated {
+                        Scalar::Not(Box::new(both))
+                    } else {
+                        both
+                    },
                     ty: SqlType::Boolean,
                 })
             }
@@ -203,7 +210,10 @@ impl Compiler<'_, '_> {
                 for item in list {
                     let t = self.expr(item)?;
                     if !x.ty.comparable(t.ty) {
-                        return Err(SqlError::of(item, format!("{} cannot be compared with {}", t.ty, x.ty)));
+                        return Err(SqlError::of(
+                            item,
+                            format!("{} cannot be compared with {}", t.ty, x.ty),
+                        ));
                     }
                     items.push(t.expr);
                 }
@@ -222,10 +232,16 @@ impl Compiler<'_, '_> {
                 let x = self.expr(expr)?;
                 self.want(&x, SqlType::Varchar, expr)?;
                 let Expr::Value(v) = pattern.as_ref() else {
-                    return Err(SqlError::of(pattern.as_ref(), "LIKE takes a constant pattern here"));
+                    return Err(SqlError::of(
+                        pattern.as_ref(),
+                        "LIKE takes a constant pattern here",
+                    ));
                 };
                 let Some(p) = v.value.clone().into_string() else {
-                    return Err(SqlError::of(pattern.as_ref(), "LIKE takes a string pattern"));
+                    return Err(SqlError::of(
+                        pattern.as_ref(),
+                        "LIKE takes a string pattern",
+                    ));
                 };
                 Ok(Typed {
                     expr: Scalar::Like(Box::new(x.expr), Arc::new(like_regex(&p)), *negated),
@@ -293,7 +309,11 @@ impl Compiler<'_, '_> {
             }),
             Expr::Floor { expr, .. } | Expr::Ceil { expr, .. } => {
                 let t = self.expr(expr)?;
-                let f = if matches!(e, Expr::Floor { .. }) { Func::Floor } else { Func::Ceil };
+                let f = if matches!(e, Expr::Floor { .. }) {
+                    Func::Floor
+                } else {
+                    Func::Ceil
+                };
                 let ty = match t.ty {
                     SqlType::Decimal(p, _) => SqlType::Decimal(p, 0),
                     t => t,
@@ -314,7 +334,10 @@ impl Compiler<'_, '_> {
     fn want(&self, t: &Typed, ty: SqlType, at: &Expr) -> Result<()> {
         match t.ty == ty || t.ty == SqlType::Null {
             true => Ok(()),
-            false => Err(SqlError::of(at, format!("expected {ty}, found {} ('{at}')", t.ty))),
+            false => Err(SqlError::of(
+                at,
+                format!("expected {ty}, found {} ('{at}')", t.ty),
+            )),
         }
     }
 
@@ -322,7 +345,12 @@ impl Compiler<'_, '_> {
         let (q, name) = match e {
             Expr::Identifier(i) => (None, i),
             Expr::CompoundIdentifier(p) if p.len() == 2 => (Some(&p[0]), &p[1]),
-            _ => return Err(SqlError::of(e, format!("'{e}': nested fields are not supported"))),
+            _ => {
+                return Err(SqlError::of(
+                    e,
+                    format!("'{e}': nested fields are not supported"),
+                ))
+            }
         };
         if let Some(scope) = self.agg.as_deref() {
             // Not a group: the column must be inside an aggregate.
@@ -347,7 +375,10 @@ impl Compiler<'_, '_> {
 
     fn binary(&mut self, e: &Expr, l: &Expr, op: &BinaryOperator, r: &Expr) -> Result<Typed> {
         let Some(op) = bin_op(op) else {
-            return Err(SqlError::of(e, format!("the operator {op} is not supported")));
+            return Err(SqlError::of(
+                e,
+                format!("the operator {op} is not supported"),
+            ));
         };
         let (a, b) = (self.expr(l)?, self.expr(r)?);
         self.binary_typed(e, op, a, b)
@@ -373,7 +404,10 @@ impl Compiler<'_, '_> {
             BinOp::Eq | BinOp::NotEq | BinOp::Lt | BinOp::LtEq | BinOp::Gt | BinOp::GtEq => {
                 // A string constant compared with a timestamp is read as one (Flink's implicit
                 // cast of literals).
-                let (a, b) = (coerce_literal(a.clone(), b.ty), coerce_literal(b.clone(), a.ty));
+                let (a, b) = (
+                    coerce_literal(a.clone(), b.ty),
+                    coerce_literal(b.clone(), a.ty),
+                );
                 if !a.ty.comparable(b.ty) {
                     return Err(mismatch());
                 }
@@ -418,15 +452,19 @@ impl Compiler<'_, '_> {
             };
             let r = self.expr(&w.result)?;
             ty = unify(ty, r.ty).ok_or_else(|| {
-                SqlError::of(&w.result, format!("CASE results of types {ty} and {}", r.ty))
+                SqlError::of(
+                    &w.result,
+                    format!("CASE results of types {ty} and {}", r.ty),
+                )
             })?;
             whens.push((cond, r.expr));
         }
         let otherwise = match otherwise {
             Some(x) => {
                 let r = self.expr(x)?;
-                ty = unify(ty, r.ty)
-                    .ok_or_else(|| SqlError::of(x, format!("CASE results of types {ty} and {}", r.ty)))?;
+                ty = unify(ty, r.ty).ok_or_else(|| {
+                    SqlError::of(x, format!("CASE results of types {ty} and {}", r.ty))
+                })?;
                 Some(Box::new(r.expr))
             }
             None => None,
@@ -456,7 +494,10 @@ impl Compiler<'_, '_> {
             return self.aggregate(e, f, func, &args, distinct, star);
         }
         if distinct || star || f.filter.is_some() {
-            return Err(SqlError::of(e, format!("{name} is not an aggregate function")));
+            return Err(SqlError::of(
+                e,
+                format!("{name} is not an aggregate function"),
+            ));
         }
         let mut typed = Vec::new();
         for a in &args {
@@ -466,7 +507,10 @@ impl Compiler<'_, '_> {
         let arity = |lo: usize, hi: usize| -> Result<()> {
             match (lo..=hi).contains(&n) {
                 true => Ok(()),
-                false => Err(SqlError::of(e, format!("{name} takes {lo} to {hi} arguments, not {n}"))),
+                false => Err(SqlError::of(
+                    e,
+                    format!("{name} takes {lo} to {hi} arguments, not {n}"),
+                )),
             }
         };
         let ty_of = |i: usize| typed[i].ty;
@@ -481,7 +525,11 @@ impl Compiler<'_, '_> {
             "ABS" => (arity(1, 1).map(|_| Func::Abs)?, ty_of(0)),
             "FLOOR" | "CEIL" | "CEILING" => {
                 arity(1, 1)?;
-                let f = if name == "FLOOR" { Func::Floor } else { Func::Ceil };
+                let f = if name == "FLOOR" {
+                    Func::Floor
+                } else {
+                    Func::Ceil
+                };
                 (f, ty_of(0))
             }
             "ROUND" => (arity(1, 2).map(|_| Func::Round)?, ty_of(0)),
@@ -496,7 +544,10 @@ impl Compiler<'_, '_> {
             "SPLIT_INDEX" => (arity(3, 3).map(|_| Func::SplitIndex)?, SqlType::Varchar),
             "REGEXP_EXTRACT" => {
                 arity(2, 3)?;
-                (Func::RegexpExtract(constant_regex(&args[1])?), SqlType::Varchar)
+                (
+                    Func::RegexpExtract(constant_regex(&args[1])?),
+                    SqlType::Varchar,
+                )
             }
             "REGEXP" => {
                 arity(2, 2)?;
@@ -504,10 +555,14 @@ impl Compiler<'_, '_> {
             }
             "DATE_FORMAT" => {
                 arity(2, 2)?;
-                let pattern = constant_string(&args[1])
-                    .ok_or_else(|| SqlError::of(&args[1], "DATE_FORMAT takes a constant pattern"))?;
+                let pattern = constant_string(&args[1]).ok_or_else(|| {
+                    SqlError::of(&args[1], "DATE_FORMAT takes a constant pattern")
+                })?;
                 typed.truncate(1);
-                (Func::DateFormat(Arc::from(pattern.as_str())), SqlType::Varchar)
+                (
+                    Func::DateFormat(Arc::from(pattern.as_str())),
+                    SqlType::Varchar,
+                )
             }
             "YEAR" | "MONTH" | "DAYOFMONTH" | "HOUR" | "MINUTE" | "SECOND" => {
                 arity(1, 1)?;
@@ -525,7 +580,8 @@ impl Compiler<'_, '_> {
                 arity(1, 64)?;
                 let mut ty = SqlType::Null;
                 for t in &typed {
-                    ty = unify(ty, t.ty).ok_or_else(|| SqlError::of(e, "COALESCE of different types"))?;
+                    ty = unify(ty, t.ty)
+                        .ok_or_else(|| SqlError::of(e, "COALESCE of different types"))?;
                 }
                 (Func::Coalesce, ty)
             }
@@ -584,7 +640,10 @@ impl Compiler<'_, '_> {
             Some(c) => {
                 let t = inner(c)?;
                 if t.ty != SqlType::Boolean {
-                    return Err(SqlError::of(c.as_ref(), "FILTER (WHERE ...) takes a condition"));
+                    return Err(SqlError::of(
+                        c.as_ref(),
+                        "FILTER (WHERE ...) takes a condition",
+                    ));
                 }
                 Some(t.expr)
             }
@@ -614,16 +673,27 @@ fn function_args(e: &Expr, f: &ast::Function) -> Result<(Vec<Expr>, bool, bool)>
         FunctionArguments::None => return Ok((Vec::new(), false, false)),
         FunctionArguments::List(l) => l,
         FunctionArguments::Subquery(_) => {
-            return Err(SqlError::of(e, "subqueries as function arguments are not supported"))
+            return Err(SqlError::of(
+                e,
+                "subqueries as function arguments are not supported",
+            ))
         }
     };
-    let distinct = matches!(list.duplicate_treatment, Some(ast::DuplicateTreatment::Distinct));
+    let distinct = matches!(
+        list.duplicate_treatment,
+        Some(ast::DuplicateTreatment::Distinct)
+    );
     let (mut args, mut star) = (Vec::new(), false);
     for a in &list.args {
         match a {
             FunctionArg::Unnamed(FunctionArgExpr::Expr(x)) => args.push(x.clone()),
             FunctionArg::Unnamed(FunctionArgExpr::Wildcard) => star = true,
-            _ => return Err(SqlError::of(e, format!("argument '{a}' is not supported here"))),
+            _ => {
+                return Err(SqlError::of(
+                    e,
+                    format!("argument '{a}' is not supported here"),
+                ))
+            }
         }
     }
     Ok((args, distinct, star))
@@ -729,7 +799,12 @@ fn literal(v: &ast::Value, at: &Expr) -> Result<Typed> {
         }
         ast::Value::Boolean(b) => (Value::Bool(*b), SqlType::Boolean),
         ast::Value::Null => (Value::Null, SqlType::Null),
-        _ => return Err(SqlError::of(at, format!("the literal {v} is not supported"))),
+        _ => {
+            return Err(SqlError::of(
+                at,
+                format!("the literal {v} is not supported"),
+            ))
+        }
     };
     Ok(Typed {
         expr: Scalar::Literal(value),
@@ -741,7 +816,10 @@ fn literal(v: &ast::Value, at: &Expr) -> Result<Typed> {
 /// double (`1e3`).
 fn number(text: &str) -> Option<(Value, SqlType)> {
     if text.contains(['e', 'E']) {
-        return text.parse().ok().map(|d| (Value::Double(d), SqlType::Double));
+        return text
+            .parse()
+            .ok()
+            .map(|d| (Value::Double(d), SqlType::Double));
     }
     if let Some((int, frac)) = text.split_once('.') {
         let scale = frac.len() as u8;
@@ -750,7 +828,11 @@ fn number(text: &str) -> Option<(Value, SqlType)> {
         return Some((Value::Decimal(u, scale), SqlType::Decimal(precision, scale)));
     }
     let i: i64 = text.parse().ok()?;
-    let ty = if i32::try_from(i).is_ok() { SqlType::Int } else { SqlType::Bigint };
+    let ty = if i32::try_from(i).is_ok() {
+        SqlType::Int
+    } else {
+        SqlType::Bigint
+    };
     Some((Value::Int(i), ty))
 }
 
@@ -760,27 +842,38 @@ fn number(text: &str) -> Option<(Value, SqlType)> {
 /// A value or unit it cannot read.
 pub fn interval(i: &ast::Interval, at: &Expr) -> Result<i64> {
     let text = match i.value.as_ref() {
-        Expr::Value(v) => v.value.clone().into_string().unwrap_or_else(|| v.value.to_string()),
+        Expr::Value(v) => v
+            .value
+            .clone()
+            .into_string()
+            .unwrap_or_else(|| v.value.to_string()),
         other => other.to_string(),
     };
     let n: f64 = text.trim().parse().map_err(|_| {
-        SqlError::of(at, format!("INTERVAL '{text}': expected a number of units, e.g. INTERVAL '10' SECOND"))
+        SqlError::of(
+            at,
+            format!("INTERVAL '{text}': expected a number of units, e.g. INTERVAL '10' SECOND"),
+        )
     })?;
-    let unit = match &i.leading_field {
-        Some(DateTimeField::Millisecond | DateTimeField::Milliseconds) => 1.0,
-        Some(DateTimeField::Second | DateTimeField::Seconds) | None => 1e3,
-        Some(DateTimeField::Minute | DateTimeField::Minutes) => 60e3,
-        Some(DateTimeField::Hour | DateTimeField::Hours) => 3600e3,
-        Some(DateTimeField::Day | DateTimeField::Days) => 86400e3,
-        Some(f) => {
-            return Err(SqlError::of(
+    let unit =
+        match &i.leading_field {
+            Some(DateTimeField::Millisecond | DateTimeField::Milliseconds) => 1.0,
+            Some(DateTimeField::Second | DateTimeField::Seconds) | None => 1e3,
+            Some(DateTimeField::Minute | DateTimeField::Minutes) => 60e3,
+            Some(DateTimeField::Hour | DateTimeField::Hours) => 3600e3,
+            Some(DateTimeField::Day | DateTimeField::Days) => 86400e3,
+            Some(f) => return Err(SqlError::of(
                 at,
-                format!("INTERVAL ... {f}: supported units are MILLISECOND, SECOND, MINUTE, HOUR, DAY"),
-            ))
-        }
-    };
+                format!(
+                    "INTERVAL ... {f}: supported units are MILLISECOND, SECOND, MINUTE, HOUR, DAY"
+                ),
+            )),
+        };
     if i.last_field.is_some() {
-        return Err(SqlError::of(at, "interval ranges (DAY TO SECOND) are not supported"));
+        return Err(SqlError::of(
+            at,
+            "interval ranges (DAY TO SECOND) are not supported",
+        ));
     }
     Ok((n * unit).round() as i64)
 }
@@ -819,12 +912,18 @@ pub fn sql_type(t: &DataType) -> std::result::Result<SqlType, String> {
                 ast::ExactNumberInfo::PrecisionAndScale(p, s) => (*p, (*s).max(0) as u64),
             };
             if p == 0 || p > 38 || s > p {
-                return Err(format!("DECIMAL({p}, {s}): precision 1 to 38, scale at most the precision"));
+                return Err(format!(
+                    "DECIMAL({p}, {s}): precision 1 to 38, scale at most the precision"
+                ));
             }
             SqlType::Decimal(p as u8, s as u8)
         }
-        DataType::Varchar(_) | DataType::String(_) | DataType::Text | DataType::Char(_)
-        | DataType::CharVarying(_) | DataType::Character(_) => SqlType::Varchar,
+        DataType::Varchar(_)
+        | DataType::String(_)
+        | DataType::Text
+        | DataType::Char(_)
+        | DataType::CharVarying(_)
+        | DataType::Character(_) => SqlType::Varchar,
         DataType::Boolean | DataType::Bool => SqlType::Boolean,
         DataType::Timestamp(_, _) | DataType::Datetime(_) => SqlType::Timestamp,
         other => {

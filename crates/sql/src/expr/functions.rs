@@ -79,7 +79,11 @@ impl Func {
     pub fn call(&self, a: &[Value]) -> Value {
         match self {
             Func::Coalesce => {
-                return a.iter().find(|v| !v.is_null()).cloned().unwrap_or(Value::Null)
+                return a
+                    .iter()
+                    .find(|v| !v.is_null())
+                    .cloned()
+                    .unwrap_or(Value::Null)
             }
             Func::If => {
                 return match a[0] {
@@ -287,11 +291,13 @@ pub fn cast(v: Value, ty: SqlType) -> Value {
             _ => v.as_f64().map_or(Value::Null, Value::Double),
         },
         SqlType::Decimal(_, s) => match &v {
-            Value::Int(_) | Value::Decimal(..) => {
-                v.decimal_at(s).map_or(Value::Null, |u| Value::Decimal(u, s))
-            }
+            Value::Int(_) | Value::Decimal(..) => v
+                .decimal_at(s)
+                .map_or(Value::Null, |u| Value::Decimal(u, s)),
             Value::Double(d) => Value::Decimal((d * 10f64.powi(s as i32)).round() as i128, s),
-            Value::Str(t) => parse_decimal(t.trim(), s).map_or(Value::Null, |u| Value::Decimal(u, s)),
+            Value::Str(t) => {
+                parse_decimal(t.trim(), s).map_or(Value::Null, |u| Value::Decimal(u, s))
+            }
             _ => Value::Null,
         },
         SqlType::Varchar => match &v {
@@ -328,7 +334,11 @@ pub fn parse_decimal(text: &str, scale: u8) -> Option<i128> {
         return None;
     }
     let text = format!("{int}{frac}");
-    let u: i128 = if text.is_empty() { 0 } else { text.parse().ok()? };
+    let u: i128 = if text.is_empty() {
+        0
+    } else {
+        text.parse().ok()?
+    };
     let u = rescale(u, frac.len().min(38) as u8, scale);
     Some(if neg { -u } else { u })
 }
@@ -342,11 +352,19 @@ mod tests {
         let v = |s: &str| Value::str(s);
         let si = Func::SplitIndex.call(&[v("a/b/c"), v("/"), Value::Int(1)]);
         assert_eq!(si, v("b"));
-        assert!(Func::SplitIndex.call(&[v("a/b"), v("/"), Value::Int(5)]).is_null());
+        assert!(Func::SplitIndex
+            .call(&[v("a/b"), v("/"), Value::Int(5)])
+            .is_null());
         let re = Func::RegexpExtract(None);
-        let got = re.call(&[v("channel_id=123&x"), v("(&|^)channel_id=([^&]*)"), Value::Int(2)]);
+        let got = re.call(&[
+            v("channel_id=123&x"),
+            v("(&|^)channel_id=([^&]*)"),
+            Value::Int(2),
+        ]);
         assert_eq!(got, v("123"));
-        assert!(re.call(&[v("nothing"), v("x=(\\d+)"), Value::Int(1)]).is_null());
+        assert!(re
+            .call(&[v("nothing"), v("x=(\\d+)"), Value::Int(1)])
+            .is_null());
     }
 
     #[test]
@@ -354,7 +372,10 @@ mod tests {
         let ms = parse_timestamp("2015-07-15 09:05:03.042").unwrap();
         assert_eq!(date_format(ms, "yyyy-MM-dd"), "2015-07-15");
         assert_eq!(date_format(ms, "HH:mm"), "09:05");
-        assert_eq!(date_format(ms, "yyyy-MM-dd HH:mm:ss.SSS"), "2015-07-15 09:05:03.042");
+        assert_eq!(
+            date_format(ms, "yyyy-MM-dd HH:mm:ss.SSS"),
+            "2015-07-15 09:05:03.042"
+        );
         assert_eq!(extract(ms, TimeField::Hour), Value::Int(9));
     }
 
@@ -362,7 +383,10 @@ mod tests {
     fn casts_that_cannot_read_give_null() {
         assert_eq!(cast(Value::str(" 42 "), SqlType::Bigint), Value::Int(42));
         assert!(cast(Value::str("4x"), SqlType::Bigint).is_null());
-        assert_eq!(cast(Value::str("1.25"), SqlType::Decimal(10, 1)), Value::Decimal(13, 1));
+        assert_eq!(
+            cast(Value::str("1.25"), SqlType::Decimal(10, 1)),
+            Value::Decimal(13, 1)
+        );
         assert_eq!(parse_decimal("-0.5", 2), Some(-50));
         assert_eq!(parse_decimal("abc", 2), None);
     }

@@ -155,7 +155,9 @@ impl Scalar {
             Scalar::Neg(e) => Scalar::Neg(b(e)),
             Scalar::IsNull(e, n) => Scalar::IsNull(b(e), *n),
             Scalar::Case(w, o) => Scalar::Case(
-                w.iter().map(|(c, r)| (c.remap(map), r.remap(map))).collect(),
+                w.iter()
+                    .map(|(c, r)| (c.remap(map), r.remap(map)))
+                    .collect(),
                 o.as_ref().map(|e| b(e)),
             ),
             Scalar::Cast(e, t) => Scalar::Cast(b(e), *t),
@@ -271,13 +273,12 @@ pub fn arithmetic(op: BinOp, a: &Value, b: &Value, ty: SqlType) -> Value {
         }
         SqlType::Decimal(_, s) => decimal_arithmetic(op, a, b, s),
         SqlType::Timestamp => match (a, b) {
-            (Value::Timestamp(t), Value::Interval(i)) | (Value::Interval(i), Value::Timestamp(t)) => {
-                match op {
-                    BinOp::Add => Value::Timestamp(t + i),
-                    BinOp::Sub => Value::Timestamp(t - i),
-                    _ => Value::Null,
-                }
-            }
+            (Value::Timestamp(t), Value::Interval(i))
+            | (Value::Interval(i), Value::Timestamp(t)) => match op {
+                BinOp::Add => Value::Timestamp(t + i),
+                BinOp::Sub => Value::Timestamp(t - i),
+                _ => Value::Null,
+            },
             _ => Value::Null,
         },
         SqlType::Interval => match (a, b) {
@@ -286,12 +287,10 @@ pub fn arithmetic(op: BinOp, a: &Value, b: &Value, ty: SqlType) -> Value {
                 BinOp::Sub => Value::Interval(x - y),
                 _ => Value::Null,
             },
-            (Value::Interval(x), Value::Int(y)) | (Value::Int(y), Value::Interval(x)) => {
-                match op {
-                    BinOp::Mul => Value::Interval(x * y),
-                    _ => Value::Null,
-                }
-            }
+            (Value::Interval(x), Value::Int(y)) | (Value::Int(y), Value::Interval(x)) => match op {
+                BinOp::Mul => Value::Interval(x * y),
+                _ => Value::Null,
+            },
             _ => Value::Null,
         },
         _ => Value::Null,
@@ -332,7 +331,8 @@ fn decimal_arithmetic(op: BinOp, a: &Value, b: &Value, s: u8) -> Value {
                     true => x.checked_mul(10i128.pow(shift as u32)),
                     false => Some(x / 10i128.pow((-shift) as u32)),
                 };
-                num.and_then(|n| n.checked_div(y)).map(|q| rescale(q, s + 1, s))
+                num.and_then(|n| n.checked_div(y))
+                    .map(|q| rescale(q, s + 1, s))
             }
         }
         _ => None,

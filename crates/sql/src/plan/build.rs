@@ -10,9 +10,19 @@ use crate::expr::Scalar;
 use crate::schema::{Field, Schema};
 use crate::types::SqlType;
 use sqlparser::ast::{
-    Expr, FunctionArg, FunctionArgExpr, FunctionArguments, GroupByExpr, Query, Select, SelectItem,
-    SetExpr, Spanned, TableFactor, TableWithJoins,
+    Expr, FunctionArg, FunctionArgExpr, FunctionArguments, GroupByExpr, JoinConstraint,
+    JoinOperator, Query, Select, SelectItem, SetExpr, Spanned, TableFactor, TableWithJoins,
 };
+
+fn join_name(j: &JoinOperator) -> &'static str {
+    match j {
+        JoinOperator::Left(_) | JoinOperator::LeftOuter(_) => "LEFT JOIN",
+        JoinOperator::Right(_) | JoinOperator::RightOuter(_) => "RIGHT JOIN",
+        JoinOperator::FullOuter(_) => "FULL JOIN",
+        JoinOperator::CrossJoin(_) => "CROSS JOIN",
+        _ => "this join",
+    }
+}
 
 /// Plans `q` against the tables and views of `catalog`.
 ///
@@ -20,7 +30,10 @@ use sqlparser::ast::{
 /// An unknown table, column or function, a type mismatch or an unsupported construct.
 pub fn plan_query(q: &Query, catalog: &Catalog) -> Result<Plan> {
     if q.with.is_some() {
-        return Err(SqlError::of(q, "WITH is not supported: declare a CREATE VIEW instead"));
+        return Err(SqlError::of(
+            q,
+            "WITH is not supported: declare a CREATE VIEW instead",
+        ));
     }
     if let Some(o) = &q.order_by {
         return Err(SqlError::of(
@@ -43,23 +56,80 @@ pub fn plan_query(q: &Query, catalog: &Catalog) -> Result<Plan> {
 
 fn plan_select(s: &Select, catalog: &Catalog) -> Result<Plan> {
     if s.distinct.is_some() {
-        return Err(SqlError::of(s, "SELECT DISTINCT is not supported: GROUP BY the columns"));
+        return Err(SqlError::of(
+            s,
+            "SELECT DISTINCT is not supported: GROUP BY the columns",
+        ));
     }
-    let (from, tvf) = match s.from.as_slice() {
-        [one] => plan_from(one, catalog)?,
+    let (from, tvf, where_used) = match s.from.as_slice() {
+        [one] if one.joins.is_empty() => {
+            let (p, t) = plan_from(one, catalog)?;
+            (p, t, false)
+        }
+        [one] => {
+            let [j] = one.joins.as_slice() else {
+                return Err(SqlError::of(
+                    &one.joins[1].relation,
+                    "a query joins two inputs at most here: join the others in a subquery",
+                ));
+            };
+            let on = match &j.join_operator {
+                JoinOperator::Join(JoinConstraint::On(e))
+                | JoinOperator::Inner(JoinConstraint::On(e)) => e,
+                other => {
+                    return Err(SqlError::of(
+                        &j.relation,
+                        format!(
+                            "only inner joins with ON are supported, not {}",
+                            join_name(other)
+                        ),
+                    ))
+                }
+            };
+            let left = relation(&one.relation, catalog)?;
+            let right = relation(&j.relation, catalog)?;
+            (
+                super::join::plan_join(left, right, Some(on), s.selection.as_ref())?,
+                None,
+                true,
+            )
+        }
+        [a, b] if a.joins.is_empty() && b.joins.is_empty() => {
+            let left = relation(&a.relation, catalog)?;
+            let right = relation(&b.relation, catalog)?;
+            (
+                super::join::plan_join(left, right, None, s.selection.as_ref())?,
+                None,
+                true,
+            )
+        }
         [] => return Err(SqlError::of(s, "a query needs a FROM clause")),
-        [_, second, ..] => {
+        [_, _, third, ..] => {
             return Err(SqlError::of(
-                second,
-                "comma joins are not supported: write JOIN ... ON",
+                third,
+                "a query joins two inputs at most here: join the others in a subquery",
             ))
         }
+        [_, b] => {
+            return Err(SqlError::of(
+                b,
+                "mixing comma joins and JOIN is not supported",
+            ))
+        }
+    };
+    let selection = if where_used {
+        None
+    } else {
+        s.selection.as_ref()
     };
     let schema = from.schema();
     let grouped = match &s.group_by {
         GroupByExpr::Expressions(e, m) if m.is_empty() => e.clone(),
         GroupByExpr::Expressions(..) | GroupByExpr::All(_) => {
-            return Err(SqlError::of(s, "GROUP BY ALL and GROUP BY modifiers are not supported"))
+            return Err(SqlError::of(
+                s,
+                "GROUP BY ALL and GROUP BY modifiers are not supported",
+            ))
         }
     };
     let aggregated = !grouped.is_empty()
@@ -74,7 +144,7 @@ fn plan_select(s: &Select, catalog: &Catalog) -> Result<Plan> {
             Some(t) => t.assign(from),
             None => from,
         };
-        if let Some(w) = &s.selection {
+        if let Some(w) = selection {
             plan = filter(plan, w)?;
         }
         if let Some(h) = &s.having {
@@ -82,7 +152,26 @@ fn plan_select(s: &Select, catalog: &Catalog) -> Result<Plan> {
         }
         return project(plan, &s.projection);
     }
-    let Some(tvf) = tvf else {
+    // The windows: a window table function's, or (a cascading window aggregate) those of the
+    // input's rows when it groups by their window_start and window_end.
+    let props = from.window_props();
+    let grouped_cols: Vec<usize> = grouped
+        .iter()
+        .filter_map(|g| compile(g, &schema).ok().and_then(|t| t.expr.as_column()))
+        .collect();
+    let cascade = match (&tvf, props) {
+        (None, Some(p)) if grouped_cols.contains(&p.start) && grouped_cols.contains(&p.end) => {
+            if matches!(
+                p.kind,
+                WindowKind::Session { .. } | WindowKind::Cumulate { .. }
+            ) {
+                return Err(SqlError::of(s, "grouping the results of SESSION or CUMULATE windows by their window again is not supported"));
+            }
+            Some(p)
+        }
+        _ => None,
+    };
+    if tvf.is_none() && cascade.is_none() {
         let at = grouped.first().map_or(s.span(), |g| g.span());
         return Err(SqlError::in_span(
             at,
@@ -90,17 +179,35 @@ fn plan_select(s: &Select, catalog: &Catalog) -> Result<Plan> {
              group over a window table function, e.g. FROM TABLE(TUMBLE(TABLE t, \
              DESCRIPTOR(ts), INTERVAL '10' SECOND)) GROUP BY window_start, window_end, ...",
         ));
+    }
+    // The schema the GROUP BY sees: a TVF's input's columns, then window_start, window_end,
+    // window_time; or the windowed input's own.
+    let tvf_schema = match &tvf {
+        Some(t) => t.schema(&schema),
+        None => schema.clone(),
     };
-    // The TVF's schema: its input's columns, then window_start, window_end, window_time.
-    let tvf_schema = tvf.schema(&schema);
     let n = schema.fields.len();
+    let slot_of = |c: usize| -> Option<GroupSlot> {
+        match (&cascade, c) {
+            (Some(p), c) if c == p.start => Some(GroupSlot::WindowStart),
+            (Some(p), c) if c == p.end => Some(GroupSlot::WindowEnd),
+            (Some(_), _) => None,
+            (None, c) if c == n => Some(GroupSlot::WindowStart),
+            (None, c) if c == n + 1 => Some(GroupSlot::WindowEnd),
+            (None, c) if c == n + 2 => Some(GroupSlot::WindowTime),
+            _ => None,
+        }
+    };
     let mut input = from;
-    if let Some(w) = &s.selection {
+    if let Some(w) = selection {
         let pred = compile_bool(w, &tvf_schema)?;
         let mut cols = Vec::new();
         pred.columns(&mut cols);
-        if cols.iter().any(|c| *c >= n) {
-            return Err(SqlError::of(w, "a WHERE on window_start/window_end before the aggregate is not supported"));
+        if tvf.is_some() && cols.iter().any(|c| *c >= n) {
+            return Err(SqlError::of(
+                w,
+                "a WHERE on window_start/window_end before the aggregate is not supported",
+            ));
         }
         input = Plan::Filter {
             input: Box::new(input),
@@ -115,15 +222,16 @@ fn plan_select(s: &Select, catalog: &Catalog) -> Result<Plan> {
     let (mut keys, mut slots, mut out_fields) = (Vec::new(), Vec::new(), Vec::new());
     for g in &grouped {
         let t = compile(g, &tvf_schema)?;
-        let slot = match t.expr.as_column() {
-            Some(c) if c == n => GroupSlot::WindowStart,
-            Some(c) if c == n + 1 => GroupSlot::WindowEnd,
-            Some(c) if c == n + 2 => GroupSlot::WindowTime,
-            _ => {
+        let slot = match t.expr.as_column().and_then(slot_of) {
+            Some(slot) => slot,
+            None => {
                 let mut cols = Vec::new();
                 t.expr.columns(&mut cols);
-                if cols.iter().any(|c| *c >= n) {
-                    return Err(SqlError::of(g, "group by window_start, window_end or window_time themselves"));
+                if tvf.is_some() && cols.iter().any(|c| *c >= n) {
+                    return Err(SqlError::of(
+                        g,
+                        "group by window_start, window_end or window_time themselves",
+                    ));
                 }
                 keys.push(t.expr.clone());
                 GroupSlot::Key(keys.len() - 1)
@@ -131,7 +239,9 @@ fn plan_select(s: &Select, catalog: &Catalog) -> Result<Plan> {
         };
         slots.push(slot);
         out_fields.push(output_field(g, None, t.ty, out_fields.len()));
-        scope.groups.push((g.to_string().to_ascii_lowercase().replace('`', ""), t));
+        scope
+            .groups
+            .push((g.to_string().to_ascii_lowercase().replace('`', ""), t));
     }
     let has = |s: GroupSlot| slots.contains(&s);
     if !(has(GroupSlot::WindowStart) && has(GroupSlot::WindowEnd)) {
@@ -139,10 +249,6 @@ fn plan_select(s: &Select, catalog: &Catalog) -> Result<Plan> {
             s,
             "a window aggregate must GROUP BY window_start and window_end (as in Flink SQL)",
         ));
-    }
-    if let (WindowKind::Session { .. }, Some(part)) = (&tvf.window, &tvf.partition) {
-        // SESSION(... PARTITION BY k): the keys are the partition keys (and more).
-        let _ = part;
     }
     // Compile the SELECT list and HAVING against the aggregate's output; aggregate calls are
     // collected as they are met.
@@ -166,14 +272,20 @@ fn plan_select(s: &Select, catalog: &Catalog) -> Result<Plan> {
     for (i, c) in calls.iter().enumerate() {
         out_fields.push(Field::new(&format!("EXPR${i}"), c.ty));
     }
+    let (window, time_column) = match (&tvf, &cascade) {
+        (Some(t), _) => (t.window, t.time_column),
+        (None, Some(p)) => (p.kind, p.end),
+        (None, None) => unreachable!("refused above"),
+    };
     let mut plan = Plan::WindowAggregate {
         input: Box::new(input),
-        window: tvf.window,
-        time_column: tvf.time_column,
+        window,
+        time_column,
         keys,
         slots,
         calls,
         schema: Schema::new(out_fields),
+        cascade: cascade.map(|p| (p.start, p.end)),
     };
     if let Some(h) = having {
         plan = Plan::Filter {
@@ -181,7 +293,12 @@ fn plan_select(s: &Select, catalog: &Catalog) -> Result<Plan> {
             predicate: h,
         };
     }
-    let schema = Schema::new(select.iter().map(|(t, name)| Field::new(name, t.ty)).collect());
+    let schema = Schema::new(
+        select
+            .iter()
+            .map(|(t, name)| Field::new(name, t.ty))
+            .collect(),
+    );
     Ok(Plan::Project {
         input: Box::new(plan),
         exprs: select.into_iter().map(|(t, _)| t.expr).collect(),
@@ -193,7 +310,6 @@ fn plan_select(s: &Select, catalog: &Catalog) -> Result<Plan> {
 struct Tvf {
     window: WindowKind,
     time_column: usize,
-    partition: Option<Vec<Expr>>,
     alias: Option<String>,
 }
 
@@ -223,12 +339,6 @@ impl Tvf {
 
 /// The FROM item: a plan of its rows, and the window table function over them if it is one.
 fn plan_from(t: &TableWithJoins, catalog: &Catalog) -> Result<(Plan, Option<Tvf>)> {
-    if let Some(j) = t.joins.first() {
-        return Err(SqlError::of(
-            &j.relation,
-            "joins are not supported yet (window joins and interval joins are planned: docs/sql.md)",
-        ));
-    }
     match &t.relation {
         TableFactor::TableFunction { expr, alias } => {
             let (plan, tvf) = window_tvf(expr, catalog)?;
@@ -243,24 +353,39 @@ fn plan_from(t: &TableWithJoins, catalog: &Catalog) -> Result<(Plan, Option<Tvf>
 }
 
 /// A table, a view or a subquery, its columns qualified by its alias (or its name).
-fn relation(t: &TableFactor, catalog: &Catalog) -> Result<Plan> {
+pub(super) fn relation(t: &TableFactor, catalog: &Catalog) -> Result<Plan> {
     match t {
-        TableFactor::Table { name, alias, args: None, .. } => {
-            named(name, alias.as_ref().map(|a| a.name.value.as_str()), catalog)
-        }
-        TableFactor::Derived { subquery, alias, lateral: false, .. } => {
+        TableFactor::Table {
+            name,
+            alias,
+            args: None,
+            ..
+        } => named(name, alias.as_ref().map(|a| a.name.value.as_str()), catalog),
+        TableFactor::Derived {
+            subquery,
+            alias,
+            lateral: false,
+            ..
+        } => {
             let p = plan_query(subquery, catalog)?;
             Ok(match alias {
                 Some(a) => requalify(p, &a.name.value),
                 None => p,
             })
         }
-        other => Err(SqlError::of(other, format!("'{other}' is not supported in FROM"))),
+        other => Err(SqlError::of(
+            other,
+            format!("'{other}' is not supported in FROM"),
+        )),
     }
 }
 
 /// The table or view `name`, its columns qualified by `alias` (or its name).
-fn named(name: &sqlparser::ast::ObjectName, alias: Option<&str>, catalog: &Catalog) -> Result<Plan> {
+fn named(
+    name: &sqlparser::ast::ObjectName,
+    alias: Option<&str>,
+    catalog: &Catalog,
+) -> Result<Plan> {
     let text = name.to_string().replace('`', "");
     let qualify = alias.map_or(text.clone(), str::to_string);
     if let Some(table) = catalog.table(&text) {
@@ -273,7 +398,10 @@ fn named(name: &sqlparser::ast::ObjectName, alias: Option<&str>, catalog: &Catal
     }
     Err(SqlError::of(
         name,
-        format!("unknown table '{text}' (declared: {})", catalog.names().join(", ")),
+        format!(
+            "unknown table '{text}' (declared: {})",
+            catalog.names().join(", ")
+        ),
     ))
 }
 
@@ -282,7 +410,11 @@ fn requalify(p: Plan, alias: &str) -> Plan {
     let schema = p.schema().qualified(alias);
     let exprs = (0..schema.fields.len()).map(Scalar::Column).collect();
     match p {
-        Plan::Project { input, exprs, .. } => Plan::Project { input, exprs, schema },
+        Plan::Project { input, exprs, .. } => Plan::Project {
+            input,
+            exprs,
+            schema,
+        },
         Plan::Scan { mut table } => {
             table.schema = schema;
             Plan::Scan { table }
@@ -300,7 +432,10 @@ fn requalify(p: Plan, alias: &str) -> Plan {
 /// DESCRIPTOR(c), gap)`.
 fn window_tvf(e: &Expr, catalog: &Catalog) -> Result<(Plan, Tvf)> {
     let Expr::Function(f) = e else {
-        return Err(SqlError::of(e, "TABLE(...) takes a window function: TUMBLE, HOP, CUMULATE or SESSION"));
+        return Err(SqlError::of(
+            e,
+            "TABLE(...) takes a window function: TUMBLE, HOP, CUMULATE or SESSION",
+        ));
     };
     let name = f.name.to_string().to_ascii_uppercase();
     let FunctionArguments::List(list) = &f.args else {
@@ -311,8 +446,14 @@ fn window_tvf(e: &Expr, catalog: &Catalog) -> Result<(Plan, Tvf)> {
         .iter()
         .map(|a| match a {
             FunctionArg::Unnamed(FunctionArgExpr::Expr(x)) => Ok(x),
-            FunctionArg::Named { arg: FunctionArgExpr::Expr(x), .. } => Ok(x),
-            other => Err(SqlError::of(e, format!("argument '{other}' of {name} is not supported"))),
+            FunctionArg::Named {
+                arg: FunctionArgExpr::Expr(x),
+                ..
+            } => Ok(x),
+            other => Err(SqlError::of(
+                e,
+                format!("argument '{other}' of {name} is not supported"),
+            )),
         })
         .collect::<Result<_>>()?;
     let usage = match name.as_str() {
@@ -327,15 +468,25 @@ fn window_tvf(e: &Expr, catalog: &Catalog) -> Result<(Plan, Tvf)> {
             ))
         }
     };
-    let want = if name == "TUMBLE" || name == "SESSION" { 3 } else { 4 };
+    let want = if name == "TUMBLE" || name == "SESSION" {
+        3
+    } else {
+        4
+    };
     if args.len() != want {
-        return Err(SqlError::of(e, format!("{name} takes {want} arguments: {usage}")));
+        return Err(SqlError::of(
+            e,
+            format!("{name} takes {want} arguments: {usage}"),
+        ));
     }
     // The data: TABLE name (our dialect's Prefixed form, src/dialect.rs).
     let input = match args[0] {
         Expr::Prefixed { prefix, value } if prefix.value == "TABLE" => {
             let Expr::CompoundIdentifier(parts) = value.as_ref() else {
-                return Err(SqlError::of(args[0], format!("the first argument: {usage}")));
+                return Err(SqlError::of(
+                    args[0],
+                    format!("the first argument: {usage}"),
+                ));
             };
             let name = sqlparser::ast::ObjectName::from(parts.clone());
             named(&name, None, catalog)?
@@ -382,14 +533,20 @@ fn window_tvf(e: &Expr, catalog: &Catalog) -> Result<(Plan, Tvf)> {
         "HOP" => {
             let (slide, size) = (ms(args[2])?, ms(args[3])?);
             if size % slide != 0 {
-                return Err(SqlError::of(args[3], "HOP's size must be a multiple of its slide"));
+                return Err(SqlError::of(
+                    args[3],
+                    "HOP's size must be a multiple of its slide",
+                ));
             }
             WindowKind::Hop { slide, size }
         }
         "CUMULATE" => {
             let (step, size) = (ms(args[2])?, ms(args[3])?);
             if size % step != 0 {
-                return Err(SqlError::of(args[3], "CUMULATE's size must be a multiple of its step"));
+                return Err(SqlError::of(
+                    args[3],
+                    "CUMULATE's size must be a multiple of its step",
+                ));
             }
             WindowKind::Cumulate { step, size }
         }
@@ -400,7 +557,6 @@ fn window_tvf(e: &Expr, catalog: &Catalog) -> Result<(Plan, Tvf)> {
         Tvf {
             window,
             time_column,
-            partition: None,
             alias: None,
         },
     ))
@@ -410,7 +566,10 @@ fn compile_bool(e: &Expr, schema: &Schema) -> Result<Scalar> {
     let t = compile(e, schema)?;
     match t.ty {
         SqlType::Boolean | SqlType::Null => Ok(t.expr),
-        other => Err(SqlError::of(e, format!("a condition must be BOOLEAN, not {other}"))),
+        other => Err(SqlError::of(
+            e,
+            format!("a condition must be BOOLEAN, not {other}"),
+        )),
     }
 }
 
@@ -426,7 +585,10 @@ fn select_item(item: &SelectItem) -> Result<(&Expr, Option<&str>)> {
     match item {
         SelectItem::UnnamedExpr(e) => Ok((e, None)),
         SelectItem::ExprWithAlias { expr, alias } => Ok((expr, Some(alias.value.as_str()))),
-        other => Err(SqlError::of(other, "* here is not supported: name the columns")),
+        other => Err(SqlError::of(
+            other,
+            "* here is not supported: name the columns",
+        )),
     }
 }
 
@@ -443,7 +605,10 @@ fn project(input: Plan, items: &[SelectItem]) -> Result<Plan> {
                 }
             }
             SelectItem::QualifiedWildcard(..) => {
-                return Err(SqlError::of(item, "t.* is not supported: name the columns or use *"))
+                return Err(SqlError::of(
+                    item,
+                    "t.* is not supported: name the columns or use *",
+                ))
             }
             _ => {
                 let (e, alias) = select_item(item)?;

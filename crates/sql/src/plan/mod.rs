@@ -3,6 +3,7 @@
 //! `EXPLAIN` ([`Plan::explain`]).
 
 pub mod build;
+pub mod join;
 
 use crate::catalog::Table;
 use crate::expr::aggregate::AggCall;
@@ -52,6 +53,43 @@ pub enum GroupSlot {
     WindowEnd,
     /// `window_time` (`window_end - 1 ms`, the result's event time)
     WindowTime,
+}
+
+/// How a join pairs rows, and how long it keeps them.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum JoinKind {
+    /// Equal keys, rows kept forever (Flink's regular join of append-only inputs): each pair is
+    /// emitted once, when its second row arrives.
+    Regular,
+    /// Equal keys and event times in bounds (Flink's interval join): a left row at element time
+    /// `a` and a right one at `b` join when `a + lower <= b <= a + upper`; rows are kept until
+    /// the frontier passes their interval.
+    Interval {
+        /// Lower bound of `b - a`, ms.
+        lower: i64,
+        /// Upper bound of `b - a`, ms.
+        upper: i64,
+    },
+    /// Equal keys and the same window (Flink's window join): both inputs are window results,
+    /// their rows kept until the frontier passes the window's end (the left input's column
+    /// `left_end`), then joined and emitted.
+    Window {
+        /// The left input's `window_end` column.
+        left_end: usize,
+        /// The right input's.
+        right_end: usize,
+    },
+}
+
+/// The columns of a windowed relation that hold its rows' window, and the windows' kind.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct WindowProps {
+    /// The `window_start` column.
+    pub start: usize,
+    /// The `window_end` column.
+    pub end: usize,
+    /// The windows.
+    pub kind: WindowKind,
 }
 
 /// A relational operator and its inputs.
@@ -108,6 +146,25 @@ pub enum Plan {
         calls: Vec<AggCall>,
         /// Group columns, then aggregates.
         schema: Schema,
+        /// Set when the input's rows are themselves window results and the query groups by
+        /// their window (Flink's cascading window aggregate): the input's `window_start` and
+        /// `window_end` columns; `window` is then the input's windows and `time_column` unused.
+        cascade: Option<(usize, usize)>,
+    },
+    /// An inner join.
+    Join {
+        /// Left input.
+        left: Box<Plan>,
+        /// Right input.
+        right: Box<Plan>,
+        /// How rows pair up.
+        kind: JoinKind,
+        /// Equi-join keys over the left input's rows.
+        left_keys: Vec<Scalar>,
+        /// The same over the right input's (pairwise equal to `left_keys`).
+        right_keys: Vec<Scalar>,
+        /// Left columns, then right columns.
+        schema: Schema,
     },
 }
 
@@ -119,7 +176,8 @@ impl Plan {
             Plan::Filter { input, .. } => input.schema(),
             Plan::Project { schema, .. }
             | Plan::WindowAssign { schema, .. }
-            | Plan::WindowAggregate { schema, .. } => schema.clone(),
+            | Plan::WindowAggregate { schema, .. }
+            | Plan::Join { schema, .. } => schema.clone(),
         }
     }
 
@@ -127,17 +185,75 @@ impl Plan {
     /// Flink's terms): a table's rowtime passed through filters and projections, or a window
     /// aggregate's `window_time`.
     pub fn rowtime(&self) -> Option<usize> {
+        self.time_columns()
+            .into_iter()
+            .find(|(_, offset)| *offset == 0)
+            .map(|(c, _)| c)
+    }
+
+    /// The columns whose value is the row's element time plus a constant: `(column, offset
+    /// ms)`. A table's rowtime (offset 0); a window result's `window_time` (0), `window_end`
+    /// (1) and, for fixed windows, `window_start` (1 - size). Interval joins turn bounds on
+    /// these columns into bounds on element times.
+    pub fn time_columns(&self) -> Vec<(usize, i64)> {
         match self {
-            Plan::Scan { table } => table.rowtime.map(|r| r.column),
-            Plan::Filter { input, .. } => input.rowtime(),
+            Plan::Scan { table } => table.rowtime.map(|r| (r.column, 0)).into_iter().collect(),
+            Plan::Filter { input, .. } => input.time_columns(),
             Plan::Project { input, exprs, .. } => {
-                let t = input.rowtime()?;
-                exprs.iter().position(|e| e.as_column() == Some(t))
+                let t = input.time_columns();
+                (exprs.iter().enumerate())
+                    .filter_map(|(i, e)| {
+                        let c = e.as_column()?;
+                        t.iter().find(|(tc, _)| *tc == c).map(|(_, o)| (i, *o))
+                    })
+                    .collect()
             }
-            Plan::WindowAssign { input, .. } => input.rowtime(),
-            Plan::WindowAggregate { slots, .. } => {
-                slots.iter().position(|s| *s == GroupSlot::WindowTime)
+            Plan::WindowAssign { input, .. } => input.time_columns(),
+            Plan::WindowAggregate { slots, window, .. } => (slots.iter().enumerate())
+                .filter_map(|(i, s)| match (s, window) {
+                    (GroupSlot::WindowTime, _) => Some((i, 0)),
+                    (GroupSlot::WindowEnd, _) => Some((i, 1)),
+                    (
+                        GroupSlot::WindowStart,
+                        WindowKind::Tumble { size } | WindowKind::Hop { size, .. },
+                    ) => Some((i, 1 - size)),
+                    _ => None,
+                })
+                .collect(),
+            Plan::Join {
+                left,
+                kind: JoinKind::Window { .. },
+                ..
+            } => left.time_columns(),
+            Plan::Join { .. } => Vec::new(),
+        }
+    }
+
+    /// Where the rows' windows are, if they are window results (through projections, filters
+    /// and window joins).
+    pub fn window_props(&self) -> Option<WindowProps> {
+        match self {
+            Plan::WindowAggregate { slots, window, .. } => Some(WindowProps {
+                start: slots.iter().position(|s| *s == GroupSlot::WindowStart)?,
+                end: slots.iter().position(|s| *s == GroupSlot::WindowEnd)?,
+                kind: *window,
+            }),
+            Plan::Filter { input, .. } => input.window_props(),
+            Plan::Project { input, exprs, .. } => {
+                let w = input.window_props()?;
+                let at = |c: usize| exprs.iter().position(|e| e.as_column() == Some(c));
+                Some(WindowProps {
+                    start: at(w.start)?,
+                    end: at(w.end)?,
+                    kind: w.kind,
+                })
             }
+            Plan::Join {
+                left,
+                kind: JoinKind::Window { .. },
+                ..
+            } => left.window_props(),
+            _ => None,
         }
     }
 
@@ -146,7 +262,12 @@ impl Plan {
         match self {
             Plan::Scan { .. } => {}
             Plan::Filter { input, .. } | Plan::Project { input, .. } => input.windows(out),
-            Plan::WindowAssign { input, window, .. } | Plan::WindowAggregate { input, window, .. } => {
+            Plan::Join { left, right, .. } => {
+                left.windows(out);
+                right.windows(out);
+            }
+            Plan::WindowAssign { input, window, .. }
+            | Plan::WindowAggregate { input, window, .. } => {
                 input.windows(out);
                 out.push(*window);
             }
@@ -187,6 +308,11 @@ impl Plan {
                 calls.len(),
                 names(schema)
             ),
+            Plan::Join {
+                kind, left_keys, ..
+            } => {
+                writeln!(out, "{pad}Join {kind:?} keys={}", left_keys.len())
+            }
         };
         match self {
             Plan::Scan { .. } => {}
@@ -194,6 +320,10 @@ impl Plan {
             | Plan::Project { input, .. }
             | Plan::WindowAssign { input, .. }
             | Plan::WindowAggregate { input, .. } => input.explain_into(out, depth + 1),
+            Plan::Join { left, right, .. } => {
+                left.explain_into(out, depth + 1);
+                right.explain_into(out, depth + 1);
+            }
         }
     }
 }
