@@ -21,7 +21,12 @@ pub struct SqlArgs {
     /// The job's SQL: CREATE TABLE, CREATE VIEW, INSERT INTO, SELECT and EXPLAIN statements,
     /// separated by semicolons. Repeat it to run several files as one job, in order (tables
     /// declared in one, queries in the next).
-    #[arg(help_heading = "Job", long, value_name = "JOB.sql", required_unless_present = "execute")]
+    #[arg(
+        help_heading = "Job",
+        long,
+        value_name = "JOB.sql",
+        required_unless_present = "execute"
+    )]
     file: Vec<PathBuf>,
     /// The job's SQL, given on the command line.
     #[arg(help_heading = "Job", long, short = 'e', value_name = "SQL")]
@@ -46,10 +51,16 @@ pub fn run(a: SqlArgs) -> Result<(), JobError> {
     for p in &a.file {
         let text = std::fs::read_to_string(p)
             .map_err(|e| JobError::Input(format!("--file '{}': {e}", p.display())))?;
-        texts.push(SqlText { origin: p.display().to_string(), text });
+        texts.push(SqlText {
+            origin: p.display().to_string(),
+            text,
+        });
     }
     if let Some(s) = &a.execute {
-        texts.push(SqlText { origin: "--execute".into(), text: s.clone() });
+        texts.push(SqlText {
+            origin: "--execute".into(),
+            text: s.clone(),
+        });
     }
     let target = match &a.output {
         Some(p) => SelectTarget::File(p.clone()),
@@ -87,7 +98,11 @@ pub fn run(a: SqlArgs) -> Result<(), JobError> {
         if bad.is_empty() {
             continue;
         }
-        let shown: Vec<String> = bad.iter().take(3).map(|(l, why)| format!("line {l}: {why}")).collect();
+        let shown: Vec<String> = bad
+            .iter()
+            .take(3)
+            .map(|(l, why)| format!("line {l}: {why}"))
+            .collect();
         eprintln!(
             "warning: table {table}: {} malformed rows skipped ({}{})",
             bad.len(),
@@ -104,10 +119,16 @@ pub fn run(a: SqlArgs) -> Result<(), JobError> {
             );
         }
     }
-    let read: Vec<String> = (counters.rows_read.iter()).map(|(t, n)| format!("{n} rows of {t}")).collect();
+    let read: Vec<String> = (counters.rows_read.iter())
+        .map(|(t, n)| format!("{n} rows of {t}"))
+        .collect();
     eprintln!(
         "sql: {}{}{} in {:.2} s",
-        if read.is_empty() { String::new() } else { format!("read {}; ", read.join(", ")) },
+        if read.is_empty() {
+            String::new()
+        } else {
+            format!("read {}; ", read.join(", "))
+        },
         "wrote ",
         written.join(", "),
         start.elapsed().as_secs_f64()
