@@ -13,6 +13,7 @@ use std::path::PathBuf;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
+use xorflow_cli::checkpoint_summary::say_checkpoints;
 use xorflow_runtime::args::EngineArgs;
 use xorflow_runtime::connectors::live_rows::LiveRows;
 use xorflow_runtime::connectors::output_file::{check_distinct, commit_all, PendingFile};
@@ -729,26 +730,6 @@ pub fn run(a: FileArgs) -> Result<(), JobError> {
 enum Input {
     Records(Arc<Vec<(Time, FileRecord)>>),
     Stream(Box<RowReader>),
-}
-
-/// What checkpointing did: how many, and every resume and restart with its cause.
-fn say_checkpoints(c: &xorflow_runtime::checkpoint::coordinator::CheckpointStats) {
-    let latest = c.latest.map_or("none".into(), |l| l.to_string());
-    say!(
-        "checkpoints: {} completed (latest {latest}), {} files, {} bytes",
-        c.completed,
-        c.files,
-        c.bytes
-    );
-    if let Some(r) = c.resumed_from {
-        say!("resumed from checkpoint {r}");
-    }
-    for s in &c.skipped {
-        say!("resume skipped checkpoint {s}");
-    }
-    for r in &c.restarts {
-        say!("restarted from the last checkpoint after: {r}");
-    }
 }
 
 fn gcd(a: u64, b: u64) -> u64 {

@@ -17,6 +17,7 @@ macro_rules! say {
     }};
 }
 
+pub mod checkpoint_summary;
 pub mod help;
 pub mod job_file;
 pub mod kafka_input;

@@ -88,6 +88,9 @@ pub fn run(a: SqlArgs) -> Result<(), JobError> {
     if report.process != 0 {
         return Ok(());
     }
+    if let Some(c) = &report.checkpoints {
+        xorflow_cli::checkpoint_summary::say_checkpoints(c);
+    }
     let mut written = Vec::new();
     for o in outputs {
         let what = o.describe();

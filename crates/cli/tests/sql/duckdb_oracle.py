@@ -76,7 +76,11 @@ QUERIES = {
                 CASE WHEN len(string_split(url, '/')) > 4 THEN string_split(url, '/')[5] END,
                 CASE WHEN len(string_split(url, '/')) > 5 THEN string_split(url, '/')[6] END
               FROM bid""",
-    # Not Nexmark: window aggregates of each kind (crates/cli/tests/sql/windows.sql).
+    # Not Nexmark: the recovery test's query (crates/cli/tests/sql/recovery.rs).
+    "recovery": f"""SELECT auction, {START.format(t='dateTime', size=1000)} AS window_start,
+                     count(*), sum(price), max(price), count(DISTINCT bidder)
+                   FROM bid GROUP BY 1, 2""",
+    # Not Nexmark: window aggregates of each kind.
     "tumble_agg": f"""SELECT auction, {START.format(t='dateTime', size=10000)} AS window_start,
                        count(*), sum(price), min(price), max(price), avg(price)::BIGINT,
                        count(DISTINCT bidder), count(*) FILTER (WHERE price > 1000000)

@@ -1,6 +1,9 @@
 //! `xorflow sql`: results against an independent oracle (DuckDB over the same files), on one
 //! and two processes; SQL errors (exit 2, line and column); sinks and outputs.
 
+#[path = "../common/mod.rs"]
+mod common;
 mod errors;
 mod nexmark;
 mod oracle;
+mod recovery;

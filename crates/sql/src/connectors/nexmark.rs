@@ -1,8 +1,9 @@
 //! `'connector' = 'nexmark'`: one kind of Nexmark event (the table's name, or its
 //! `'event-type'` option: person, auction or bid) generated in the source itself
 //! (`crates/nexmark`), with Flink's Nexmark options (`events.num`, `first-event.rate`, ...).
-//! Instance `i` of `n` generates event numbers `i, i + n, ...`; its position in checkpoints is
-//! its next event number.
+//! Instance `i` of `n` generates event numbers `i, i + n, ...`, paced (as Flink's Nexmark
+//! source) to `first-event.rate` events per second over all instances; its position in
+//! checkpoints is its next event number.
 
 use crate::catalog::Table;
 use crate::schema::Schema;
@@ -93,6 +94,7 @@ impl NexmarkTable {
             next: instance as u64,
             step: instances.max(1) as u64,
             newest: 0,
+            started: None,
         }
     }
 
@@ -164,13 +166,33 @@ pub struct NexmarkSource {
     next: u64,
     step: u64,
     newest: i64,
+    /// When pacing started (ns) and the event number it started at.
+    started: Option<(u64, u64)>,
+}
+
+impl NexmarkSource {
+    /// How many event numbers (of all kinds, every instance's) the pace allows up to now: the
+    /// first not yet due, or `Err(when)` it is due (ns).
+    fn due(&mut self, now: u64) -> Result<u64, u64> {
+        let rate = self.table.config.first_event_rate.max(1) as f64;
+        let (t0, n0) = *self.started.get_or_insert((now, self.next));
+        let due = n0 + ((now - t0) as f64 * rate / 1e9) as u64 + self.step;
+        match self.next < due {
+            true => Ok(due),
+            false => Err(t0 + ((self.next - n0) as f64 * 1e9 / rate) as u64),
+        }
+    }
 }
 
 impl Source<Row> for NexmarkSource {
     fn poll(&mut self, out: &mut SourceOutput<'_, Row>) -> SourcePoll {
+        let due = match self.due(out.now_ns()) {
+            Ok(d) => d,
+            Err(at) => return SourcePoll::WaitUntil(at),
+        };
         let c = &self.table.config;
         let mut emitted = 0;
-        while emitted < out.budget() {
+        while emitted < out.budget() && self.next < due {
             if c.events > 0 && self.next >= c.events {
                 return SourcePoll::Done;
             }
@@ -202,6 +224,7 @@ impl Source<Row> for NexmarkSource {
             return Err(format!("position {n} is not of this instance").into());
         }
         self.next = n;
+        self.started = None;
         self.newest = self.table.config.timestamp_ms(n.saturating_sub(self.step));
         Ok(())
     }

@@ -855,20 +855,21 @@ pub fn interval(i: &ast::Interval, at: &Expr) -> Result<i64> {
             format!("INTERVAL '{text}': expected a number of units, e.g. INTERVAL '10' SECOND"),
         )
     })?;
-    let unit =
-        match &i.leading_field {
-            Some(DateTimeField::Millisecond | DateTimeField::Milliseconds) => 1.0,
-            Some(DateTimeField::Second | DateTimeField::Seconds) | None => 1e3,
-            Some(DateTimeField::Minute | DateTimeField::Minutes) => 60e3,
-            Some(DateTimeField::Hour | DateTimeField::Hours) => 3600e3,
-            Some(DateTimeField::Day | DateTimeField::Days) => 86400e3,
-            Some(f) => return Err(SqlError::of(
+    let unit = match &i.leading_field {
+        Some(DateTimeField::Millisecond | DateTimeField::Milliseconds) => 1.0,
+        Some(DateTimeField::Second | DateTimeField::Seconds) | None => 1e3,
+        Some(DateTimeField::Minute | DateTimeField::Minutes) => 60e3,
+        Some(DateTimeField::Hour | DateTimeField::Hours) => 3600e3,
+        Some(DateTimeField::Day | DateTimeField::Days) => 86400e3,
+        Some(f) => {
+            return Err(SqlError::of(
                 at,
                 format!(
                     "INTERVAL ... {f}: supported units are MILLISECOND, SECOND, MINUTE, HOUR, DAY"
                 ),
-            )),
-        };
+            ))
+        }
+    };
     if i.last_field.is_some() {
         return Err(SqlError::of(
             at,
