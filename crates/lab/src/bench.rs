@@ -3,7 +3,7 @@
 //! this binary and the `xorflow` binary beside it as subprocesses, and writes a results folder
 //! or prints its results.
 
-use crate::{cpu, sustainable, wan, ysb};
+use crate::{cpu, nexmark, sustainable, wan, ysb};
 use clap::{Args, Subcommand};
 use std::path::PathBuf;
 use xorflow_bench::chain::ChainConfig;
@@ -39,6 +39,10 @@ pub(crate) enum Bench {
     /// xorflow next to timely dataflow, Apache Flink and Apache Storm on the chain (builds the
     /// peer engines in peers/).
     Peers(PeersArgs),
+    /// The Nexmark queries (examples/nexmark/queries) on xorflow and on Flink SQL over the same
+    /// generated files, alternating: events/s, events/s per core and the ratios; and xorflow with
+    /// the in-process generator against issue 50's aims (builds peers/flink-sql).
+    Nexmark(nexmark::NexmarkArgs),
     /// The CPU-efficiency paper's CPU efficiency per task on the YSB (xorflow, Flink, Storm), every run sampled
     /// by `xorflow profile`: profiler overhead, consistency, load, scale-up vs scale-out, state
     /// size, trAcker's share next to markers (docs/cpu.md).
@@ -234,6 +238,7 @@ pub fn run(bench: Bench) -> Result<(), CommandError> {
     match bench {
         Bench::Chain(a) => run_chain(a),
         Bench::Peers(a) => run_peers(a),
+        Bench::Nexmark(a) => nexmark::run(a),
         Bench::Ysb(a) => ysb::bench(a),
         Bench::Cpu(a) => cpu::run(a),
         Bench::Wan(a) => wan::run(a),
@@ -359,6 +364,7 @@ fn run_stand(b: Bench) -> Result<(), CommandError> {
         Bench::Snapshots(a) => (vec![experiments::Experiment::Snapshots], a),
         Bench::All(a) => (experiments::ALL.to_vec(), a),
         Bench::Peers(_)
+        | Bench::Nexmark(_)
         | Bench::Cpu(_)
         | Bench::Wan(_)
         | Bench::Ysb(_)

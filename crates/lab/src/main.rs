@@ -20,6 +20,7 @@ mod cpu;
 mod delay_proxy;
 mod delay_router;
 mod kafka;
+mod nexmark;
 mod profile;
 mod sustainable;
 mod wan;

@@ -63,6 +63,15 @@ pub(crate) fn flink_command(dir: &Path, main_class: &str) -> Result<Vec<String>>
     jvm_peer(dir, "flink", "--no-flink", main_class, &FLINK_OPENS)
 }
 
+/// Builds `dir/flink-sql` (Nexmark on Flink SQL: `xorflow-lab bench nexmark`) and returns the
+/// java command that runs its class `main_class`.
+///
+/// # Errors
+/// As the build of the Flink peer.
+pub fn flink_sql_command(dir: &Path, main_class: &str) -> Result<Vec<String>> {
+    jvm_peer(dir, "flink-sql", "--no-flink", main_class, &FLINK_OPENS)
+}
+
 /// Builds `dir/storm` and returns the java command that runs its class `main_class`
 /// (`bench peers --workload ysb` runs `YsbTopology`).
 ///
