@@ -156,6 +156,10 @@ struct Run {
     /// The whole process (for Flink, the JVM from its start), wall and CPU by wait4.
     process_wall_s: f64,
     process_cpu_s: f64,
+    /// CPU the rest of the machine used while the process ran (/proc/stat's busy time less the
+    /// process's own): other work that disturbed the run.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    others_cpu_s: Option<f64>,
     /// Flink's own JSON line.
     #[serde(skip_serializing_if = "Option::is_none")]
     flink: Option<serde_json::Value>,
@@ -558,6 +562,22 @@ struct Exit {
     timed_out: bool,
     stdout: String,
     stderr: String,
+    /// CPU of everything else on the machine meanwhile.
+    others_cpu_s: Option<f64>,
+}
+
+/// CPU seconds the whole machine has been busy (/proc/stat: all but idle and iowait).
+fn machine_busy_s() -> Option<f64> {
+    let stat = std::fs::read_to_string("/proc/stat").ok()?;
+    let ticks: Vec<u64> = (stat.lines().next()?.split_whitespace().skip(1))
+        .filter_map(|t| t.parse().ok())
+        .collect();
+    if ticks.len() < 8 {
+        return None;
+    }
+    // user nice system idle iowait irq softirq steal: USER_HZ, 100 on Linux.
+    let busy = ticks[0] + ticks[1] + ticks[2] + ticks[5] + ticks[6] + ticks[7];
+    Some(busy as f64 / 100.0)
 }
 
 /// Runs `argv` to its end with stdout and stderr into `stem`.out and .err, killing it after
@@ -570,6 +590,7 @@ fn measured(argv: &[String], stem: &Path, timeout: Duration) -> Result<Exit> {
         .stdin(Stdio::null())
         .stdout(File::create(&out_p)?)
         .stderr(File::create(&err_p)?);
+    let busy0 = machine_busy_s();
     let t0 = Instant::now();
     let child = cmd
         .spawn()
@@ -608,13 +629,16 @@ fn measured(argv: &[String], stem: &Path, timeout: Duration) -> Result<Exit> {
         }
     }
     let wall_s = t0.elapsed().as_secs_f64();
+    let busy1 = machine_busy_s();
     done.store(true, Ordering::Release);
     let _ = watchdog.join();
     drop(child);
     let tv = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 / 1e6;
+    let cpu_s = tv(ru.ru_utime) + tv(ru.ru_stime);
     Ok(Exit {
         wall_s,
-        cpu_s: tv(ru.ru_utime) + tv(ru.ru_stime),
+        cpu_s,
+        others_cpu_s: busy0.zip(busy1).map(|(a, b)| (b - a - cpu_s).max(0.0)),
         code: libc::WIFEXITED(status).then(|| libc::WEXITSTATUS(status)),
         timed_out: killed.load(Ordering::Acquire),
         stdout: std::fs::read_to_string(&out_p).unwrap_or_default(),
@@ -640,6 +664,7 @@ fn not_ok(system: System, status: &str, message: String, e: &Exit) -> Run {
         rows_written: None,
         process_wall_s: e.wall_s,
         process_cpu_s: e.cpu_s,
+        others_cpu_s: e.others_cpu_s,
         flink: None,
         log: String::new(),
     }
@@ -1085,8 +1110,35 @@ fn summary(r: &Results, a: &NexmarkArgs) -> String {
         }
     }
     let _ = writeln!(t);
+    let _ = writeln!(t, "{}", wrap(&disturbance(r)));
+    let _ = writeln!(t);
     let _ = writeln!(t, "{}", wrap(LATENCY));
     t
+}
+
+/// How busy the rest of the machine was during the runs.
+fn disturbance(r: &Results) -> String {
+    let share: Vec<(f64, &Run)> = (r.runs.iter())
+        .filter_map(|x| {
+            let o = x.others_cpu_s?;
+            Some((o / (x.process_wall_s * r.cores as f64).max(1e-9), x))
+        })
+        .collect();
+    let Some(&(max, worst)) = share.iter().max_by(|a, b| a.0.total_cmp(&b.0)) else {
+        return "Other processes' CPU during the runs: not measured (no /proc/stat).".into();
+    };
+    let med = median(share.iter().map(|s| s.0).collect());
+    format!(
+        "Other processes' CPU while each run's process ran (/proc/stat's busy time less the \
+         run's own, as a share of all {} cores): median {:.1}%, at most {:.1}% ({} of {}, round \
+         {}). Wall-clock rates suffer from it more than per-core ones.",
+        r.cores,
+        med * 100.0,
+        max * 100.0,
+        worst.system.name(),
+        worst.query,
+        worst.round
+    )
 }
 
 /// `s` wrapped at 100 columns.
