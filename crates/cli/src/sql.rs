@@ -126,13 +126,12 @@ pub fn run(a: SqlArgs) -> Result<(), JobError> {
         .map(|(t, n)| format!("{n} rows of {t}"))
         .collect();
     eprintln!(
-        "sql: {}{}{} in {:.2} s",
+        "sql: {}wrote {} in {:.2} s",
         if read.is_empty() {
             String::new()
         } else {
             format!("read {}; ", read.join(", "))
         },
-        "wrote ",
         written.join(", "),
         start.elapsed().as_secs_f64()
     );

@@ -330,7 +330,7 @@ pub fn build(b: &mut Builder<'_>, job: &Job) -> Result<Vec<Output>, String> {
     let mut outputs = Vec::new();
     for (i, q) in job.queries.iter().enumerate() {
         let stream = b.stream(&q.plan)?;
-        let out = Output::attach(b, i, stream, &q.output, &q.columns)?;
+        let out = Output::attach(b, i, stream, &q.output, &q.columns, q.plan.changelog())?;
         outputs.push(out);
     }
     Ok(outputs)

@@ -5,6 +5,7 @@
 #![warn(missing_docs)]
 
 pub mod catalog;
+pub mod changelog;
 pub mod connectors;
 pub mod dialect;
 pub mod error;

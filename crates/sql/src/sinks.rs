@@ -1,7 +1,10 @@
 //! Where a query's rows go: `blackhole` (counted and dropped, on every worker), `print` (Flink's
 //! `+I[...]` lines on standard output), the terminal (CSV as windows close), or a file (CSV with
-//! a header, or JSON lines; written whole, renamed into place only when the run succeeded).
+//! a header, or JSON lines; written whole, renamed into place only when the run succeeded). A
+//! changelog's rows keep their kind: `print` shows it as Flink does (`-U[...]`), the terminal
+//! and files in a first column `op` (`+I`, `-U`, `+U`, `-D`).
 
+use crate::changelog::RowKind;
 use crate::exec::Builder;
 use crate::schema::Schema;
 use crate::types::{Row, Value};
@@ -43,6 +46,7 @@ pub fn file_format(p: &Path) -> RowFormat {
 /// A query's sink in the dataflow, and what is left to do after the run.
 pub struct Output {
     kind: OutputKind,
+    changelog: bool,
     columns: Vec<String>,
     rows: Arc<AtomicU64>,
     collected: Option<SharedVec<Row>>,
@@ -60,9 +64,13 @@ impl Output {
         stream: Stream<Row>,
         kind: &OutputKind,
         columns: &Schema,
+        changelog: bool,
     ) -> Result<Output, String> {
         let rows = Arc::new(AtomicU64::new(0));
-        let names = columns.names();
+        let mut names = columns.names();
+        if changelog {
+            names.insert(0, "op".into());
+        }
         let name = b.name(&format!("sink {i}"));
         let (mut collected, mut pending) = (None, None);
         match kind {
@@ -71,6 +79,7 @@ impl Output {
                 stream.sink(&name, move |_| Counted {
                     rows: r.clone(),
                     print: None,
+                    changelog,
                 });
             }
             OutputKind::Print | OutputKind::Terminal => {
@@ -82,6 +91,7 @@ impl Output {
                         flink,
                         header: (!flink).then(|| n.clone()),
                     }),
+                    changelog,
                 });
             }
             OutputKind::File { path, .. } => {
@@ -93,6 +103,7 @@ impl Output {
         }
         Ok(Output {
             kind: kind.clone(),
+            changelog,
             columns: names,
             rows,
             collected,
@@ -118,8 +129,9 @@ impl Output {
         match format {
             RowFormat::JsonLines => {
                 for r in &rows {
+                    let values = with_kind(&r.data, self.changelog);
                     let obj: serde_json::Map<String, serde_json::Value> = (self.columns.iter())
-                        .zip(&r.data)
+                        .zip(&values)
                         .map(|(c, v)| (c.clone(), v.to_json()))
                         .collect();
                     serde_json::to_writer(&mut w, &obj).map_err(|e| err(e.into()))?;
@@ -130,7 +142,8 @@ impl Output {
                 let mut c = csv::Writer::from_writer(&mut w);
                 c.write_record(&self.columns).map_err(|e| err(e.into()))?;
                 for r in &rows {
-                    c.write_record(r.data.iter().map(csv_text))
+                    let values = with_kind(&r.data, self.changelog);
+                    c.write_record(values.iter().map(csv_text))
                         .map_err(|e| err(e.into()))?;
                 }
                 c.flush().map_err(err)?;
@@ -154,6 +167,18 @@ impl Output {
     }
 }
 
+/// A row's values as written: a changelog row's kind first, as text (`+I`, ...).
+fn with_kind(row: &[Value], changelog: bool) -> Vec<Value> {
+    if !changelog {
+        return row.to_vec();
+    }
+    let kind = RowKind::of(row);
+    let mut out = Vec::with_capacity(row.len());
+    out.push(Value::str(kind.short()));
+    out.extend(row[..row.len() - 1].iter().cloned());
+    out
+}
+
 /// A value as CSV text: NULL as an empty field.
 fn csv_text(v: &Value) -> String {
     match v {
@@ -174,6 +199,7 @@ struct Printer {
 struct Counted {
     rows: Arc<AtomicU64>,
     print: Option<Printer>,
+    changelog: bool,
 }
 
 impl Sink<Row> for Counted {
@@ -188,10 +214,15 @@ impl Sink<Row> for Counted {
         }
         for el in &batch {
             if p.flink {
-                let fields: Vec<String> = el.data.iter().map(Value::to_text).collect();
-                let _ = writeln!(text, "+I[{}]", fields.join(", "));
+                let (kind, values) = match self.changelog {
+                    true => (RowKind::of(&el.data), &el.data[..el.data.len() - 1]),
+                    false => (RowKind::Insert, &el.data[..]),
+                };
+                let fields: Vec<String> = values.iter().map(Value::to_text).collect();
+                let _ = writeln!(text, "{}[{}]", kind.short(), fields.join(", "));
             } else {
-                let fields: Vec<String> = el.data.iter().map(csv_text).collect();
+                let values = with_kind(&el.data, self.changelog);
+                let fields: Vec<String> = values.iter().map(csv_text).collect();
                 write_csv(&mut text, &fields);
             }
         }

@@ -31,12 +31,30 @@ START = "make_timestamp(((epoch_ms({t}) // {size}) * {size}) * 1000)"
 
 CHANNEL_RE = "'(&|^)channel_id=([^&]*)'"
 
+def ranks(field, price):
+    return (f"count(*) FILTER (WHERE price < 10000), "
+            f"count(*) FILTER (WHERE price >= 10000 AND price < 1000000), "
+            f"count(*) FILTER (WHERE price >= 1000000)") if field is None else (
+            f"count(DISTINCT {field}), "
+            f"count(DISTINCT {field}) FILTER (WHERE price < 10000), "
+            f"count(DISTINCT {field}) FILTER (WHERE price >= 10000 AND price < 1000000), "
+            f"count(DISTINCT {field}) FILTER (WHERE price >= 1000000)")
+
+
+DAY = "strftime(dateTime, '%Y-%m-%d')"
+
+
 QUERIES = {
     "q0": "SELECT auction, bidder, price, dateTime, extra FROM bid",
     "q1": "SELECT auction, bidder, 0.908 * price AS price, dateTime, extra FROM bid",
     "q2": "SELECT auction, price FROM bid WHERE auction % 123 = 0",
     "q3": """SELECT P.name, P.city, P.state, A.id FROM auction A JOIN person P ON A.seller = P.id
              WHERE A.category = 10 AND P.state IN ('OR', 'ID', 'CA')""",
+    # Flink's AVG of a BIGINT is a BIGINT: the sum divided by the count, truncated.
+    "q4": """WITH Q AS (SELECT max(B.price) AS final, A.category FROM auction A, bid B
+                        WHERE A.id = B.auction AND B.dateTime BETWEEN A.dateTime AND A.expires
+                        GROUP BY A.id, A.category)
+             SELECT category, sum(final) // count(final) FROM Q GROUP BY category""",
     "q5": """WITH w AS (
                SELECT auction, make_timestamp(((epoch_ms(dateTime) // 2000) * 2000 - k * 2000) * 1000) AS starttime
                FROM bid CROSS JOIN range(0, 5) r(k)),
@@ -52,12 +70,32 @@ QUERIES = {
     "q8": f"""WITH p AS (SELECT DISTINCT id, name, {START.format(t='dateTime', size=10000)} AS s FROM person),
                   a AS (SELECT DISTINCT seller, {START.format(t='dateTime', size=10000)} AS s FROM auction)
              SELECT p.id, p.name, p.s FROM p JOIN a ON p.id = a.seller AND p.s = a.s""",
+    "q9": """SELECT id, itemName, description, initialBid, reserve, dateTime, expires, seller, category,
+               extra, auction, bidder, price, bid_dateTime, bid_extra FROM (
+               SELECT A.*, B.auction, B.bidder, B.price, B.dateTime AS bid_dateTime,
+                 B.extra AS bid_extra,
+                 ROW_NUMBER() OVER (PARTITION BY A.id ORDER BY B.price DESC, B.dateTime ASC) AS rownum
+               FROM auction A, bid B
+               WHERE A.id = B.auction AND B.dateTime BETWEEN A.dateTime AND A.expires)
+             WHERE rownum <= 1""",
     "q14": """SELECT auction, bidder, 0.908 * price AS price,
                 CASE WHEN hour(dateTime) >= 8 AND hour(dateTime) <= 18 THEN 'dayTime'
                      WHEN hour(dateTime) <= 6 OR hour(dateTime) >= 20 THEN 'nightTime'
                      ELSE 'otherTime' END AS bidTimeType,
                 dateTime, extra, length(extra) - length(replace(extra, 'c', '')) AS c_counts
               FROM bid WHERE 0.908 * price > 1000000 AND 0.908 * price < 50000000""",
+    "q15": f"""SELECT {DAY}, count(*), {ranks(None, 'price')}, {ranks('bidder', 'price')},
+                 {ranks('auction', 'price')} FROM bid GROUP BY 1""",
+    "q16": f"""SELECT channel, {DAY}, max(strftime(dateTime, '%H:%M')), count(*),
+                 {ranks(None, 'price')}, {ranks('bidder', 'price')}, {ranks('auction', 'price')}
+               FROM bid GROUP BY 1, 2""",
+    "q17": f"""SELECT auction, {DAY}, count(*), {ranks(None, 'price')}, min(price), max(price),
+                 sum(price) // count(price), sum(price) FROM bid GROUP BY 1, 2""",
+    "q18": """SELECT auction, bidder, price, channel, url, dateTime, extra FROM (
+                SELECT *, ROW_NUMBER() OVER (PARTITION BY bidder, auction ORDER BY dateTime DESC)
+                  AS rank_number FROM bid) WHERE rank_number <= 1""",
+    "q19": """SELECT * FROM (SELECT *, ROW_NUMBER() OVER (PARTITION BY auction ORDER BY price DESC)
+                AS rank_number FROM bid) WHERE rank_number <= 10""",
     "q20": """SELECT auction, bidder, price, channel, url, B.dateTime, B.extra, itemName, description,
                 initialBid, reserve, A.dateTime, expires, seller, category, A.extra
               FROM bid B JOIN auction A ON B.auction = A.id WHERE A.category = 10""",

@@ -30,8 +30,12 @@ fn errors_name_line_column_and_what_is_wrong() {
         ("SELECT auction FROM bid WHERE price", "line 4, column 31: a condition must be BOOLEAN, not BIGINT"),
         ("SELECT url + 1 FROM bid", "line 4, column 8: 'url + 1': Add does not apply to VARCHAR and INT"),
         (
-            "SELECT auction, count(*) FROM bid GROUP BY auction",
-            "line 4, column 44: GROUP BY without windows",
+            "SELECT auction FROM bid ORDER BY price",
+            "line 4, column 34: ORDER BY is not supported on a stream",
+        ),
+        (
+            "SELECT max(price) OVER (PARTITION BY auction) FROM bid",
+            "line 4, column 8: max() OVER is not supported: only ROW_NUMBER() in a top-N",
         ),
         (
             "SELECT count(*) FROM TABLE(TUMBLE(TABLE bid, DESCRIPTOR(price), INTERVAL '1' SECOND)) GROUP BY window_start, window_end",

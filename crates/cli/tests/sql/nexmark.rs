@@ -8,7 +8,8 @@ use std::path::Path;
 
 /// Queries with an oracle that xorflow runs.
 const QUERIES: &[&str] = &[
-    "q0", "q1", "q2", "q3", "q5", "q7", "q8", "q14", "q20", "q21", "q22",
+    "q0", "q1", "q2", "q3", "q4", "q5", "q7", "q8", "q9", "q14", "q15", "q16", "q17", "q18", "q19",
+    "q20", "q21", "q22",
 ];
 
 /// Runs `q` on xorflow over `data` with `args`; its rows.
@@ -41,8 +42,21 @@ fn check_all(args: &[&str], events: u64) {
     std::fs::create_dir(&data).unwrap();
     generate(&data, events);
     for q in QUERIES {
-        let got = run(&data, dir.path(), q, args);
-        let want = oracle(&py, &data, q, dir.path());
+        let (mut got, mut want) = (
+            run(&data, dir.path(), q, args),
+            oracle(&py, &data, q, dir.path()),
+        );
+        if *q == "q19" {
+            // Bids of equal price tie in q19's ORDER BY price: which of them takes the last
+            // rank depends on arrival (in Flink too). Compared: auction, price and rank.
+            let tie_free = |rows: &mut Vec<Vec<String>>| {
+                for r in rows.iter_mut() {
+                    *r = vec![r[0].clone(), r[2].clone(), r[7].clone()];
+                }
+            };
+            tie_free(&mut got);
+            tie_free(&mut want);
+        }
         assert!(
             !want.is_empty() || *q == "q2",
             "{q}: the oracle found no rows"

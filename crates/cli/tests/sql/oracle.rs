@@ -87,15 +87,40 @@ pub fn oracle(python: &Path, data: &Path, q: &str, into: &Path) -> Vec<Vec<Strin
     read_csv(&out, false)
 }
 
-/// The rows of a CSV file (without its header when `header`).
+/// The rows of a CSV file (without its header when `header`). A changelog (a header whose first
+/// column is `op`) is applied: `+I` and `+U` rows added, `-U` and `-D` rows taken out again,
+/// giving the result as it stands at the end.
 pub fn read_csv(p: &Path, header: bool) -> Vec<Vec<String>> {
     let mut r = csv::ReaderBuilder::new()
         .has_headers(header)
         .from_path(p)
         .unwrap_or_else(|e| panic!("{}: {e}", p.display()));
-    r.records()
+    let changelog = header && r.headers().is_ok_and(|h| h.get(0) == Some("op"));
+    let rows: Vec<Vec<String>> = r
+        .records()
         .map(|rec| rec.unwrap().iter().map(str::to_string).collect())
-        .collect()
+        .collect();
+    if !changelog {
+        return rows;
+    }
+    let mut table: Vec<Vec<String>> = Vec::new();
+    for row in rows {
+        let (op, values) = (row[0].as_str(), row[1..].to_vec());
+        match op {
+            "+I" | "+U" => table.push(values),
+            "-U" | "-D" => {
+                let i = table.iter().position(|r| *r == values).unwrap_or_else(|| {
+                    panic!(
+                        "{}: {op} of a row not in the result: {values:?}",
+                        p.display()
+                    )
+                });
+                table.swap_remove(i);
+            }
+            other => panic!("{}: unknown op {other}", p.display()),
+        }
+    }
+    table
 }
 
 /// A field as the comparison sees it: numbers by value (to 9 significant digits, which both

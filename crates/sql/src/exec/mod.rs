@@ -2,6 +2,7 @@
 //! (sources, `filter`, `map`, `flat_map`, `window`, `session_window`), not a second copy of
 //! them. Rows are `Vec<Value>` with the event time as the element's time.
 
+pub mod changelog_ops;
 pub mod join;
 pub mod window;
 
@@ -78,9 +79,17 @@ impl<'a> Builder<'a> {
                 let s = self.stream(input)?;
                 let exprs = exprs.clone();
                 let name = self.name("project");
-                s.map(&name, move |r: Row| {
-                    exprs.iter().map(|e| e.eval(&r)).collect()
-                })
+                // A changelog row keeps its kind, after its columns (crate::changelog).
+                match input.changelog() {
+                    false => s.map(&name, move |r: Row| {
+                        exprs.iter().map(|e| e.eval(&r)).collect()
+                    }),
+                    true => s.map(&name, move |r: Row| {
+                        let mut out: Row = exprs.iter().map(|e| e.eval(&r)).collect();
+                        out.push(r.last().cloned().unwrap_or(Value::Null));
+                        out
+                    }),
+                }
             }
             Plan::WindowAssign {
                 input,
@@ -110,6 +119,8 @@ impl<'a> Builder<'a> {
             }
             Plan::WindowAggregate { .. } => window::aggregate(self, plan)?,
             Plan::Join { .. } => join::join(self, plan)?,
+            Plan::GroupAggregate { .. } => changelog_ops::group_aggregate(self, plan)?,
+            Plan::TopN { .. } => changelog_ops::top_n(self, plan)?,
         })
     }
 

@@ -5,7 +5,7 @@
 use super::Scalar;
 use crate::types::{SqlType, Value};
 use serde::{Deserialize, Serialize};
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 
 /// An aggregate function.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -48,6 +48,9 @@ pub enum Acc {
     Sum(Value, i64),
     /// MIN and MAX: the extreme so far.
     Extreme(Value),
+    /// MIN, MAX and DISTINCT aggregates over a changelog: each value with how often it is in
+    /// the group now, so that a retraction can remove it ([`AggCall::retract`]).
+    Multiset(BTreeMap<Value, i64>),
 }
 
 impl AggCall {
@@ -58,6 +61,52 @@ impl AggCall {
             (AggFunc::Count, false) => Acc::Count(0),
             (AggFunc::Sum | AggFunc::Avg, false) => Acc::Sum(Value::Null, 0),
             (AggFunc::Min | AggFunc::Max, false) => Acc::Extreme(Value::Null),
+        }
+    }
+
+    /// A fresh accumulator that can take retractions ([`AggCall::retract`]): for the unbounded
+    /// GROUP BY, whose input may be a changelog.
+    pub fn init_retractable(&self) -> Acc {
+        match (self.func, self.distinct) {
+            (AggFunc::Count, false) => Acc::Count(0),
+            (AggFunc::Sum | AggFunc::Avg, false) => Acc::Sum(Value::Null, 0),
+            _ => Acc::Multiset(BTreeMap::new()),
+        }
+    }
+
+    /// Takes `row` out again (an update-before or delete of a changelog input). Only on
+    /// accumulators from [`AggCall::init_retractable`].
+    pub fn retract(&self, acc: &mut Acc, row: &[Value]) {
+        if let Some(f) = &self.filter {
+            if !f.holds(row) {
+                return;
+            }
+        }
+        let v = match &self.arg {
+            Some(a) => a.eval(row),
+            None => Value::Bool(true),
+        };
+        if v.is_null() {
+            return;
+        }
+        match acc {
+            Acc::Count(n) => *n -= 1,
+            Acc::Sum(s, n) => {
+                *n -= 1;
+                *s = match *n {
+                    0 => Value::Null,
+                    _ => super::arithmetic(super::BinOp::Sub, s, &v, self.sum_type()),
+                };
+            }
+            Acc::Multiset(m) => {
+                if let Some(c) = m.get_mut(&v) {
+                    *c -= 1;
+                    if *c <= 0 {
+                        m.remove(&v);
+                    }
+                }
+            }
+            Acc::Distinct(_) | Acc::Extreme(_) => debug_assert!(false, "not retractable"),
         }
     }
 
@@ -84,6 +133,7 @@ impl AggCall {
                 *s = add_values(s, &v, self.sum_type());
                 *n += 1;
             }
+            Acc::Multiset(m) => *m.entry(v).or_insert(0) += 1,
             Acc::Extreme(m) => {
                 let better = match self.func {
                     AggFunc::Min => m.is_null() || v < *m,
@@ -140,6 +190,18 @@ impl AggCall {
             },
             Acc::Sum(s, n) => self.average(s.clone(), *n),
             Acc::Extreme(m) => m.clone(),
+            Acc::Multiset(m) => match (self.func, self.distinct) {
+                (AggFunc::Count, _) => Value::Int(m.len() as i64),
+                (AggFunc::Min, _) => m.keys().next().cloned().unwrap_or(Value::Null),
+                (AggFunc::Max, _) => m.keys().next_back().cloned().unwrap_or(Value::Null),
+                (AggFunc::Sum | AggFunc::Avg, _) => {
+                    let mut s = Value::Null;
+                    for v in m.keys() {
+                        s = add_values(&s, v, self.sum_type());
+                    }
+                    self.average(s, m.len() as i64)
+                }
+            },
         }
     }
 
@@ -215,6 +277,25 @@ mod tests {
             }
             c.merge(&mut a, b);
             assert_eq!(c.finish(&a), want, "{func:?} distinct={distinct}");
+        }
+        for (func, distinct, want) in [
+            (AggFunc::Max, false, Value::Int(3)),
+            (AggFunc::Min, false, Value::Int(3)),
+            (AggFunc::Count, true, Value::Int(1)),
+            (AggFunc::Sum, false, Value::Int(6)),
+        ] {
+            // 3, 5, 3 in, 5 out: MAX falls back to 3.
+            let c = call(func, distinct, SqlType::Bigint);
+            let mut a = c.init_retractable();
+            for v in [3, 5, 3] {
+                c.add(&mut a, &[Value::Int(v)]);
+            }
+            c.retract(&mut a, &[Value::Int(5)]);
+            assert_eq!(
+                c.finish(&a),
+                want,
+                "{func:?} distinct={distinct} after a retraction"
+            );
         }
         let empty = call(AggFunc::Sum, false, SqlType::Bigint);
         assert!(empty.finish(&empty.init()).is_null());

@@ -11,7 +11,7 @@ use crate::schema::{Field, Schema};
 use crate::types::SqlType;
 use sqlparser::ast::{
     Expr, FunctionArg, FunctionArgExpr, FunctionArguments, GroupByExpr, JoinConstraint,
-    JoinOperator, Query, Select, SelectItem, SetExpr, Spanned, TableFactor, TableWithJoins,
+    JoinOperator, Query, Select, SelectItem, SetExpr, TableFactor, TableWithJoins,
 };
 
 fn join_name(j: &JoinOperator) -> &'static str {
@@ -150,7 +150,10 @@ fn plan_select(s: &Select, catalog: &Catalog) -> Result<Plan> {
         if let Some(h) = &s.having {
             return Err(SqlError::of(h, "HAVING needs a GROUP BY"));
         }
-        return project(plan, &s.projection);
+        return match super::rank::row_number(&s.projection)? {
+            Some((item, over)) => super::rank::plan_top_n(plan, &s.projection, item, over),
+            None => project(plan, &s.projection),
+        };
     }
     // The windows: a window table function's, or (a cascading window aggregate) those of the
     // input's rows when it groups by their window_start and window_end.
@@ -172,12 +175,12 @@ fn plan_select(s: &Select, catalog: &Catalog) -> Result<Plan> {
         _ => None,
     };
     if tvf.is_none() && cascade.is_none() {
-        let at = grouped.first().map_or(s.span(), |g| g.span());
-        return Err(SqlError::in_span(
-            at,
-            "GROUP BY without windows (an updating result, a changelog) is not supported yet: \
-             group over a window table function, e.g. FROM TABLE(TUMBLE(TABLE t, \
-             DESCRIPTOR(ts), INTERVAL '10' SECOND)) GROUP BY window_start, window_end, ...",
+        return plan_group_aggregate(from, &grouped, selection, s);
+    }
+    if from.changelog() {
+        return Err(SqlError::of(
+            s,
+            "a window aggregate over a changelog (an updating input) is not supported",
         ));
     }
     // The schema the GROUP BY sees: a TVF's input's columns, then window_start, window_end,
@@ -286,6 +289,77 @@ fn plan_select(s: &Select, catalog: &Catalog) -> Result<Plan> {
         calls,
         schema: Schema::new(out_fields),
         cascade: cascade.map(|p| (p.start, p.end)),
+    };
+    if let Some(h) = having {
+        plan = Plan::Filter {
+            input: Box::new(plan),
+            predicate: h,
+        };
+    }
+    let schema = Schema::new(
+        select
+            .iter()
+            .map(|(t, name)| Field::new(name, t.ty))
+            .collect(),
+    );
+    Ok(Plan::Project {
+        input: Box::new(plan),
+        exprs: select.into_iter().map(|(t, _)| t.expr).collect(),
+        schema,
+    })
+}
+
+/// An unbounded GROUP BY (no windows): a changelog of each group's aggregates.
+fn plan_group_aggregate(
+    from: Plan,
+    grouped: &[Expr],
+    selection: Option<&Expr>,
+    s: &Select,
+) -> Result<Plan> {
+    let mut input = from;
+    if let Some(w) = selection {
+        input = filter(input, w)?;
+    }
+    let schema = input.schema();
+    let mut scope = AggScope {
+        input: &schema,
+        groups: Vec::new(),
+        calls: Vec::new(),
+    };
+    let (mut keys, mut out_fields) = (Vec::new(), Vec::new());
+    for g in grouped {
+        let t = compile(g, &schema)?;
+        keys.push(t.expr.clone());
+        out_fields.push(output_field(g, None, t.ty, out_fields.len()));
+        scope
+            .groups
+            .push((g.to_string().to_ascii_lowercase().replace('`', ""), t));
+    }
+    let mut select = Vec::new();
+    for (i, item) in s.projection.iter().enumerate() {
+        let (e, alias) = select_item(item)?;
+        let t = compile_aggregated(e, &mut scope)?;
+        select.push((t, output_name(e, alias, i)));
+    }
+    let having = match &s.having {
+        Some(h) => {
+            let t = compile_aggregated(h, &mut scope)?;
+            if t.ty != SqlType::Boolean {
+                return Err(SqlError::of(h, "HAVING takes a condition"));
+            }
+            Some(t.expr)
+        }
+        None => None,
+    };
+    let calls: Vec<_> = scope.calls.into_iter().map(|(_, c)| c).collect();
+    for (i, c) in calls.iter().enumerate() {
+        out_fields.push(Field::new(&format!("EXPR${i}"), c.ty));
+    }
+    let mut plan = Plan::GroupAggregate {
+        input: Box::new(input),
+        keys,
+        calls,
+        schema: Schema::new(out_fields),
     };
     if let Some(h) = having {
         plan = Plan::Filter {
@@ -575,10 +649,15 @@ fn compile_bool(e: &Expr, schema: &Schema) -> Result<Scalar> {
 
 fn filter(input: Plan, e: &Expr) -> Result<Plan> {
     let predicate = compile_bool(e, &input.schema())?;
-    Ok(Plan::Filter {
-        input: Box::new(input),
-        predicate,
-    })
+    // `WHERE rownum <= N` over a ROW_NUMBER() sets the top-N's limit.
+    let (mut input, predicate) = super::rank::take_limit(input, predicate);
+    if let Some(p) = predicate {
+        input = Plan::Filter {
+            input: Box::new(input),
+            predicate: p,
+        };
+    }
+    Ok(input)
 }
 
 fn select_item(item: &SelectItem) -> Result<(&Expr, Option<&str>)> {
@@ -593,7 +672,7 @@ fn select_item(item: &SelectItem) -> Result<(&Expr, Option<&str>)> {
 }
 
 /// The SELECT list over `input`'s rows (no aggregates).
-fn project(input: Plan, items: &[SelectItem]) -> Result<Plan> {
+pub(super) fn project(input: Plan, items: &[SelectItem]) -> Result<Plan> {
     let schema = input.schema();
     let (mut exprs, mut fields) = (Vec::new(), Vec::new());
     for (i, item) in items.iter().enumerate() {
@@ -604,11 +683,28 @@ fn project(input: Plan, items: &[SelectItem]) -> Result<Plan> {
                     fields.push(Field::new(&f.name, f.ty));
                 }
             }
-            SelectItem::QualifiedWildcard(..) => {
-                return Err(SqlError::of(
-                    item,
-                    "t.* is not supported: name the columns or use *",
-                ))
+            SelectItem::QualifiedWildcard(kind, _) => {
+                let q = match kind {
+                    sqlparser::ast::SelectItemQualifiedWildcardKind::ObjectName(n) => n.to_string(),
+                    other => other.to_string(),
+                }
+                .replace('`', "");
+                let before = exprs.len();
+                for (c, f) in schema.fields.iter().enumerate() {
+                    if f.qualifier
+                        .as_deref()
+                        .is_some_and(|fq| fq.eq_ignore_ascii_case(&q))
+                    {
+                        exprs.push(Scalar::Column(c));
+                        fields.push(Field::new(&f.name, f.ty));
+                    }
+                }
+                if exprs.len() == before {
+                    return Err(SqlError::of(
+                        item,
+                        format!("{q}.*: no table or alias '{q}' here"),
+                    ));
+                }
             }
             _ => {
                 let (e, alias) = select_item(item)?;

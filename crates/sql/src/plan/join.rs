@@ -20,6 +20,16 @@ pub fn plan_join(
     on: Option<&Expr>,
     where_: Option<&Expr>,
 ) -> Result<Plan> {
+    if left.changelog() || right.changelog() {
+        let at = on.or(where_).map_or(
+            sqlparser::tokenizer::Location::new(0, 0),
+            crate::expr::compile::place,
+        );
+        return Err(SqlError::at(
+            at,
+            "a join of a changelog (an updating input) is not supported: join append-only inputs",
+        ));
+    }
     let (ls, rs) = (left.schema(), right.schema());
     let schema = ls.concat(&rs);
     let nl = ls.fields.len();

@@ -4,6 +4,7 @@
 
 pub mod build;
 pub mod join;
+pub mod rank;
 
 use crate::catalog::Table;
 use crate::expr::aggregate::AggCall;
@@ -151,6 +152,34 @@ pub enum Plan {
         /// `window_end` columns; `window` is then the input's windows and `time_column` unused.
         cascade: Option<(usize, usize)>,
     },
+    /// An unbounded GROUP BY: per group, its aggregates so far, as a changelog (`+I` for a new
+    /// group, `-U`/`+U` when it changes, `-D` when its last row is retracted). The input may be
+    /// a changelog itself.
+    GroupAggregate {
+        /// Input.
+        input: Box<Plan>,
+        /// The grouping keys, over the input; the output's first columns.
+        keys: Vec<Scalar>,
+        /// The aggregate calls; their results follow the keys.
+        calls: Vec<AggCall>,
+        /// Keys, then aggregates.
+        schema: Schema,
+    },
+    /// `ROW_NUMBER() OVER (PARTITION BY p ORDER BY o) AS rn ... WHERE rn <= limit`: per
+    /// partition, the first `limit` rows in order, with their rank, as a changelog (a row that
+    /// drops out is deleted, rows whose rank changes are updated). Input append-only.
+    TopN {
+        /// Input.
+        input: Box<Plan>,
+        /// The partition keys.
+        partition: Vec<Scalar>,
+        /// The order: expressions, each descending or not.
+        order: Vec<(Scalar, bool)>,
+        /// How many rows per partition (set from the enclosing query's WHERE).
+        limit: Option<usize>,
+        /// The input's columns, then the rank (BIGINT).
+        schema: Schema,
+    },
     /// An inner join.
     Join {
         /// Left input.
@@ -177,6 +206,8 @@ impl Plan {
             Plan::Project { schema, .. }
             | Plan::WindowAssign { schema, .. }
             | Plan::WindowAggregate { schema, .. }
+            | Plan::GroupAggregate { schema, .. }
+            | Plan::TopN { schema, .. }
             | Plan::Join { schema, .. } => schema.clone(),
         }
     }
@@ -225,7 +256,7 @@ impl Plan {
                 kind: JoinKind::Window { .. },
                 ..
             } => left.time_columns(),
-            Plan::Join { .. } => Vec::new(),
+            Plan::Join { .. } | Plan::GroupAggregate { .. } | Plan::TopN { .. } => Vec::new(),
         }
     }
 
@@ -257,11 +288,24 @@ impl Plan {
         }
     }
 
+    /// Whether the output is a changelog (rows carry a [`crate::changelog::RowKind`]) rather
+    /// than append-only.
+    pub fn changelog(&self) -> bool {
+        match self {
+            Plan::GroupAggregate { .. } | Plan::TopN { .. } => true,
+            Plan::Filter { input, .. } | Plan::Project { input, .. } => input.changelog(),
+            _ => false,
+        }
+    }
+
     /// Every window the plan computes, inputs first.
     pub fn windows(&self, out: &mut Vec<WindowKind>) {
         match self {
             Plan::Scan { .. } => {}
-            Plan::Filter { input, .. } | Plan::Project { input, .. } => input.windows(out),
+            Plan::Filter { input, .. }
+            | Plan::Project { input, .. }
+            | Plan::GroupAggregate { input, .. }
+            | Plan::TopN { input, .. } => input.windows(out),
             Plan::Join { left, right, .. } => {
                 left.windows(out);
                 right.windows(out);
@@ -313,13 +357,34 @@ impl Plan {
             } => {
                 writeln!(out, "{pad}Join {kind:?} keys={}", left_keys.len())
             }
+            Plan::GroupAggregate {
+                keys,
+                calls,
+                schema,
+                ..
+            } => writeln!(
+                out,
+                "{pad}GroupAggregate (changelog) keys={} aggregates={} ({})",
+                keys.len(),
+                calls.len(),
+                names(schema)
+            ),
+            Plan::TopN {
+                partition, limit, ..
+            } => writeln!(
+                out,
+                "{pad}TopN (changelog) partition keys={} limit={limit:?}",
+                partition.len()
+            ),
         };
         match self {
             Plan::Scan { .. } => {}
             Plan::Filter { input, .. }
             | Plan::Project { input, .. }
             | Plan::WindowAssign { input, .. }
-            | Plan::WindowAggregate { input, .. } => input.explain_into(out, depth + 1),
+            | Plan::WindowAggregate { input, .. }
+            | Plan::GroupAggregate { input, .. }
+            | Plan::TopN { input, .. } => input.explain_into(out, depth + 1),
             Plan::Join { left, right, .. } => {
                 left.explain_into(out, depth + 1);
                 right.explain_into(out, depth + 1);
