@@ -78,6 +78,16 @@ QUERIES = {
                FROM auction A, bid B
                WHERE A.id = B.auction AND B.dateTime BETWEEN A.dateTime AND A.expires)
              WHERE rownum <= 1""",
+    # Sessions: a bid 10 s or more after the bidder's previous one starts a new session
+    # (docs/sql.md: Flink also merges sessions that only touch, at exactly 10 s).
+    "q11": """WITH o AS (SELECT bidder, dateTime,
+                        CASE WHEN dateTime - lag(dateTime) OVER (PARTITION BY bidder ORDER BY dateTime)
+                                  < INTERVAL 10 SECOND THEN 0 ELSE 1 END AS new FROM bid),
+                  s AS (SELECT bidder, dateTime,
+                        sum(new) OVER (PARTITION BY bidder ORDER BY dateTime
+                                       ROWS UNBOUNDED PRECEDING) AS sid FROM o)
+             SELECT bidder, count(*), min(dateTime), max(dateTime) + INTERVAL 10 SECOND
+             FROM s GROUP BY bidder, sid""",
     "q14": """SELECT auction, bidder, 0.908 * price AS price,
                 CASE WHEN hour(dateTime) >= 8 AND hour(dateTime) <= 18 THEN 'dayTime'
                      WHEN hour(dateTime) <= 6 OR hour(dateTime) >= 20 THEN 'nightTime'

@@ -8,8 +8,8 @@ use std::path::Path;
 
 /// Queries with an oracle that xorflow runs.
 const QUERIES: &[&str] = &[
-    "q0", "q1", "q2", "q3", "q4", "q5", "q7", "q8", "q9", "q14", "q15", "q16", "q17", "q18", "q19",
-    "q20", "q21", "q22",
+    "q0", "q1", "q2", "q3", "q4", "q5", "q7", "q8", "q9", "q11", "q14", "q15", "q16", "q17", "q18",
+    "q19", "q20", "q21", "q22",
 ];
 
 /// Runs `q` on xorflow over `data` with `args`; its rows.

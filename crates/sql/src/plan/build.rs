@@ -155,6 +155,13 @@ fn plan_select(s: &Select, catalog: &Catalog) -> Result<Plan> {
             None => project(plan, &s.projection),
         };
     }
+    // Flink's legacy group windows: `GROUP BY k, SESSION(ts, gap)` (or TUMBLE(ts, size),
+    // HOP(ts, slide, size)) with SESSION_START(...) / SESSION_END(...) in the SELECT list are
+    // the window table function of the same windows.
+    let (tvf, legacy) = match legacy_window(&grouped, &from)? {
+        Some((i, t)) => (Some(t), Some(i)),
+        None => (tvf, None),
+    };
     // The windows: a window table function's, or (a cascading window aggregate) those of the
     // input's rows when it groups by their window_start and window_end.
     let props = from.window_props();
@@ -223,7 +230,24 @@ fn plan_select(s: &Select, catalog: &Catalog) -> Result<Plan> {
         calls: Vec::new(),
     };
     let (mut keys, mut slots, mut out_fields) = (Vec::new(), Vec::new(), Vec::new());
-    for g in &grouped {
+    // The groups: a legacy window's function becomes its window_start and window_end, named
+    // as its _START and _END functions (`SESSION_START(ts, gap)`) for the SELECT list.
+    let mut groups: Vec<(Expr, String)> = Vec::new();
+    for (i, g) in grouped.iter().enumerate() {
+        let text = g.to_string().to_ascii_lowercase().replace('`', "");
+        if legacy == Some(i) {
+            let (name, args) = text.split_once('(').unwrap_or((&text, ")"));
+            for (col, suffix) in [("window_start", "_start"), ("window_end", "_end")] {
+                groups.push((
+                    Expr::Identifier(sqlparser::ast::Ident::new(col)),
+                    format!("{name}{suffix}({args}"),
+                ));
+            }
+        } else {
+            groups.push((g.clone(), text));
+        }
+    }
+    for (g, text) in &groups {
         let t = compile(g, &tvf_schema)?;
         let slot = match t.expr.as_column().and_then(slot_of) {
             Some(slot) => slot,
@@ -242,9 +266,7 @@ fn plan_select(s: &Select, catalog: &Catalog) -> Result<Plan> {
         };
         slots.push(slot);
         out_fields.push(output_field(g, None, t.ty, out_fields.len()));
-        scope
-            .groups
-            .push((g.to_string().to_ascii_lowercase().replace('`', ""), t));
+        scope.groups.push((text.clone(), t));
     }
     let has = |s: GroupSlot| slots.contains(&s);
     if !(has(GroupSlot::WindowStart) && has(GroupSlot::WindowEnd)) {
@@ -378,6 +400,69 @@ fn plan_group_aggregate(
         exprs: select.into_iter().map(|(t, _)| t.expr).collect(),
         schema,
     })
+}
+
+/// A legacy group window function among the GROUP BY expressions (`SESSION(ts, gap)`,
+/// `TUMBLE(ts, size)`, `HOP(ts, slide, size)`): its index and windows.
+///
+/// # Errors
+/// A time column that is not the input's time attribute, an argument that is not an interval.
+fn legacy_window(grouped: &[Expr], from: &Plan) -> Result<Option<(usize, Tvf)>> {
+    let schema = from.schema();
+    for (i, g) in grouped.iter().enumerate() {
+        let Expr::Function(f) = g else { continue };
+        let name = f.name.to_string().to_ascii_uppercase();
+        if !matches!(name.as_str(), "TUMBLE" | "HOP" | "SESSION") {
+            continue;
+        }
+        let FunctionArguments::List(list) = &f.args else {
+            continue;
+        };
+        let args: Vec<&Expr> = (list.args.iter())
+            .filter_map(|a| match a {
+                FunctionArg::Unnamed(FunctionArgExpr::Expr(x)) => Some(x),
+                _ => None,
+            })
+            .collect();
+        let want = if name == "HOP" { 3 } else { 2 };
+        if args.len() != want {
+            return Err(SqlError::of(
+                g,
+                format!("{name}(time, ...) in GROUP BY takes {want} arguments"),
+            ));
+        }
+        let time = compile(args[0], &schema)?.expr.as_column();
+        if time.is_none() || time != from.rowtime() {
+            return Err(SqlError::of(args[0], format!("{name}'s first argument must be the input's time attribute (its WATERMARK column)")));
+        }
+        let ms = |x: &Expr| -> Result<i64> {
+            match x {
+                Expr::Interval(iv) => compile::interval(iv, x).and_then(|v| match v > 0 {
+                    true => Ok(v),
+                    false => Err(SqlError::of(x, "window sizes must be positive")),
+                }),
+                _ => Err(SqlError::of(x, "expected an INTERVAL")),
+            }
+        };
+        let window = match name.as_str() {
+            "TUMBLE" => WindowKind::Tumble { size: ms(args[1])? },
+            "HOP" => WindowKind::Hop {
+                slide: ms(args[1])?,
+                size: ms(args[2])?,
+            },
+            _ => WindowKind::Session { gap: ms(args[1])? },
+        };
+        let time_column = time.expect("checked");
+        return Ok(Some((
+            i,
+            Tvf {
+                window,
+                time_column,
+                alias: None,
+            },
+        )));
+    }
+    Ok(None)
 }
 
 /// A window table function in FROM, before we know whether its rows are aggregated.
