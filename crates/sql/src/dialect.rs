@@ -119,16 +119,36 @@ impl Dialect for FlinkDialect {
         }
         let table = p.next_token();
         let prefix = Ident::with_span(table.span, "TABLE");
-        Some(p.parse_object_name(false).map(|name| {
-            Expr::Prefixed {
-                prefix,
-                value: Box::new(Expr::CompoundIdentifier(
-                    name.0
-                        .into_iter()
-                        .filter_map(|part| part.as_ident().cloned())
-                        .collect(),
-                )),
+        let parse = |p: &mut Parser| -> Result<Expr, ParserError> {
+            let name = p.parse_object_name(false)?;
+            let parts = name
+                .0
+                .into_iter()
+                .filter_map(|part| part.as_ident().cloned());
+            let table = Expr::CompoundIdentifier(parts.collect());
+            if !p.parse_keywords(&[Keyword::PARTITION, Keyword::BY]) {
+                return Ok(table);
             }
+            // `TABLE t PARTITION BY k1, k2` (SESSION): the name, then the keys, as a tuple.
+            let mut items = vec![table];
+            loop {
+                items.push(p.parse_expr()?);
+                if !p.consume_token(&Token::Comma) {
+                    break;
+                }
+                // The next argument (DESCRIPTOR(...)) is not a key: give the comma back.
+                let next = p.peek_token();
+                if matches!(&next.token, Token::Word(w) if w.value.eq_ignore_ascii_case("DESCRIPTOR"))
+                {
+                    p.prev_token();
+                    break;
+                }
+            }
+            Ok(Expr::Tuple(items))
+        };
+        Some(parse(p).map(|value| Expr::Prefixed {
+            prefix,
+            value: Box::new(value),
         }))
     }
 

@@ -128,6 +128,21 @@ QUERIES = {
     "recovery": f"""SELECT auction, {START.format(t='dateTime', size=1000)} AS window_start,
                      count(*), sum(price), max(price), count(DISTINCT bidder)
                    FROM bid GROUP BY 1, 2""",
+    # Not Nexmark: crates/cli/tests/sql/queries/cumulate.sql and session.sql.
+    "cumulate": """SELECT auction, make_timestamp(s * 1000), make_timestamp((s + k * 2000) * 1000),
+                     count(*), max(price)
+                   FROM (SELECT *, (epoch_ms(dateTime) // 10000) * 10000 AS s FROM bid)
+                   CROSS JOIN range(1, 6) r(k)
+                   WHERE s + k * 2000 > epoch_ms(dateTime)
+                   GROUP BY 1, 2, 3""",
+    "session": """WITH o AS (SELECT bidder, dateTime,
+                        CASE WHEN dateTime - lag(dateTime) OVER (PARTITION BY bidder ORDER BY dateTime)
+                                  < INTERVAL 10 SECOND THEN 0 ELSE 1 END AS new FROM bid),
+                  s AS (SELECT bidder, dateTime,
+                        sum(new) OVER (PARTITION BY bidder ORDER BY dateTime
+                                       ROWS UNBOUNDED PRECEDING) AS sid FROM o)
+             SELECT bidder, min(dateTime), max(dateTime) + INTERVAL 10 SECOND, count(*)
+             FROM s GROUP BY bidder, sid""",
     # Not Nexmark: window aggregates of each kind.
     "tumble_agg": f"""SELECT auction, {START.format(t='dateTime', size=10000)} AS window_start,
                        count(*), sum(price), min(price), max(price), avg(price)::BIGINT,

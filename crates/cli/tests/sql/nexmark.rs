@@ -6,10 +6,10 @@ use crate::oracle::{assert_same_rows, ddl, generate, oracle, python, query_to_fi
 use assert_cmd::Command;
 use std::path::Path;
 
-/// Queries with an oracle that xorflow runs.
+/// Queries with an oracle that xorflow runs: Nexmark's, and tests/sql/queries/.
 const QUERIES: &[&str] = &[
     "q0", "q1", "q2", "q3", "q4", "q5", "q7", "q8", "q9", "q11", "q14", "q15", "q16", "q17", "q18",
-    "q19", "q20", "q21", "q22",
+    "q19", "q20", "q21", "q22", "cumulate", "session",
 ];
 
 /// Runs `q` on xorflow over `data` with `args`; its rows.

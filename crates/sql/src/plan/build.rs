@@ -297,11 +297,27 @@ fn plan_select(s: &Select, catalog: &Catalog) -> Result<Plan> {
     for (i, c) in calls.iter().enumerate() {
         out_fields.push(Field::new(&format!("EXPR${i}"), c.ty));
     }
-    let (window, time_column) = match (&tvf, &cascade) {
+    let (mut window, mut time_column) = match (&tvf, &cascade) {
         (Some(t), _) => (t.window, t.time_column),
         (None, Some(p)) => (p.kind, p.end),
         (None, None) => unreachable!("refused above"),
     };
+    let mut cascade = cascade.map(|p| (p.start, p.end));
+    if let (Some(t), WindowKind::Cumulate { step, .. }) = (&tvf, window) {
+        // CUMULATE: each row is assigned its windows (window_start, window_end appended), then
+        // aggregated per window as a cascade: the windows of one start end a step apart.
+        input = Plan::WindowAssign {
+            input: Box::new(input),
+            window,
+            time_column: t.time_column,
+            schema: tvf_schema.clone(),
+        };
+        (window, time_column, cascade) =
+            (WindowKind::Tumble { size: step }, n + 1, Some((n, n + 1)));
+    }
+    if let (Some(t), WindowKind::Session { .. }) = (&tvf, window) {
+        check_session_keys(t, &keys, &schema, s)?;
+    }
     let mut plan = Plan::WindowAggregate {
         input: Box::new(input),
         window,
@@ -310,7 +326,7 @@ fn plan_select(s: &Select, catalog: &Catalog) -> Result<Plan> {
         slots,
         calls,
         schema: Schema::new(out_fields),
-        cascade: cascade.map(|p| (p.start, p.end)),
+        cascade,
     };
     if let Some(h) = having {
         plan = Plan::Filter {
@@ -453,16 +469,40 @@ fn legacy_window(grouped: &[Expr], from: &Plan) -> Result<Option<(usize, Tvf)>> 
             _ => WindowKind::Session { gap: ms(args[1])? },
         };
         let time_column = time.expect("checked");
-        return Ok(Some((
-            i,
-            Tvf {
-                window,
-                time_column,
-                alias: None,
-            },
-        )));
+        // The legacy SESSION(ts, gap) is per group: the other keys partition it.
+        let partition = (grouped.iter().enumerate())
+            .filter(|(j, _)| *j != i)
+            .map(|(_, g)| g.clone())
+            .collect();
+        let tvf = Tvf {
+            window,
+            time_column,
+            alias: None,
+            partition,
+        };
+        return Ok(Some((i, tvf)));
     }
     Ok(None)
+}
+
+/// SESSION windows are per partition key (`SESSION(TABLE t PARTITION BY k, ...)`): the
+/// GROUP BY keys besides the window must be exactly those (the runtime keys sessions by them).
+fn check_session_keys(t: &Tvf, keys: &[Scalar], schema: &Schema, s: &Select) -> Result<()> {
+    let mut part = Vec::new();
+    for p in &t.partition {
+        part.push(compile(p, schema)?.expr.as_column());
+    }
+    let mut got: Vec<Option<usize>> = keys.iter().map(Scalar::as_column).collect();
+    part.sort();
+    got.sort();
+    if part != got || got.contains(&None) {
+        return Err(SqlError::of(
+            s,
+            "a SESSION window aggregate must GROUP BY exactly its PARTITION BY columns (and \
+             window_start, window_end): SESSION(TABLE t PARTITION BY k, DESCRIPTOR(ts), gap)",
+        ));
+    }
+    Ok(())
 }
 
 /// A window table function in FROM, before we know whether its rows are aggregated.
@@ -470,6 +510,8 @@ struct Tvf {
     window: WindowKind,
     time_column: usize,
     alias: Option<String>,
+    /// SESSION's PARTITION BY columns.
+    partition: Vec<Expr>,
 }
 
 impl Tvf {
@@ -639,9 +681,25 @@ fn window_tvf(e: &Expr, catalog: &Catalog) -> Result<(Plan, Tvf)> {
         ));
     }
     // The data: TABLE name (our dialect's Prefixed form, src/dialect.rs).
+    let mut partition = Vec::new();
     let input = match args[0] {
         Expr::Prefixed { prefix, value } if prefix.value == "TABLE" => {
-            let Expr::CompoundIdentifier(parts) = value.as_ref() else {
+            // `TABLE t PARTITION BY k, ...` comes as a tuple of the name and the keys
+            // (src/dialect.rs).
+            let value = match value.as_ref() {
+                Expr::Tuple(items) if !items.is_empty() => {
+                    partition = items[1..].to_vec();
+                    &items[0]
+                }
+                v => v,
+            };
+            if !partition.is_empty() && name != "SESSION" {
+                return Err(SqlError::of(
+                    args[0],
+                    format!("{name} takes no PARTITION BY"),
+                ));
+            }
+            let Expr::CompoundIdentifier(parts) = value else {
                 return Err(SqlError::of(
                     args[0],
                     format!("the first argument: {usage}"),
@@ -717,6 +775,7 @@ fn window_tvf(e: &Expr, catalog: &Catalog) -> Result<(Plan, Tvf)> {
             window,
             time_column,
             alias: None,
+            partition,
         },
     ))
 }

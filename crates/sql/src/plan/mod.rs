@@ -240,14 +240,20 @@ impl Plan {
                     .collect()
             }
             Plan::WindowAssign { input, .. } => input.time_columns(),
-            Plan::WindowAggregate { slots, window, .. } => (slots.iter().enumerate())
+            Plan::WindowAggregate {
+                slots,
+                window,
+                cascade,
+                ..
+            } => (slots.iter().enumerate())
                 .filter_map(|(i, s)| match (s, window) {
                     (GroupSlot::WindowTime, _) => Some((i, 0)),
                     (GroupSlot::WindowEnd, _) => Some((i, 1)),
+                    // A cascade's (and CUMULATE's) windows are the key's, not `window`'s.
                     (
                         GroupSlot::WindowStart,
                         WindowKind::Tumble { size } | WindowKind::Hop { size, .. },
-                    ) => Some((i, 1 - size)),
+                    ) if cascade.is_none() => Some((i, 1 - size)),
                     _ => None,
                 })
                 .collect(),
