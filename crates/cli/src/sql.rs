@@ -29,7 +29,13 @@ pub struct SqlArgs {
     )]
     file: Vec<PathBuf>,
     /// The job's SQL, given on the command line.
-    #[arg(help_heading = "Job", long, short = 'e', value_name = "SQL")]
+    #[arg(
+        help_heading = "Job",
+        long,
+        short = 'e',
+        value_name = "SQL",
+        allow_hyphen_values = true
+    )]
     execute: Option<String>,
     /// Where a plain SELECT's rows go: a file written whole on success (CSV with a header, or
     /// JSON lines for .jsonl); without it, CSV on standard output as windows close.

@@ -4,6 +4,7 @@
 #[path = "../common/mod.rs"]
 mod common;
 mod errors;
+mod flights;
 mod nexmark;
 mod oracle;
 mod recovery;

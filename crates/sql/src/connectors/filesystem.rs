@@ -56,10 +56,16 @@ pub fn read(table: &Table) -> Result<FileRows, String> {
         malformed: read.malformed,
     };
     let rowtime = table.rowtime.map(|r| r.column);
+    // Flink's csv.null-literal: the text that stands for NULL (R's NA, say).
+    let null = table.option("csv.null-literal");
     'rows: for r in read.rows {
         let mut row = Vec::with_capacity(columns.len());
         for (i, text) in r.fields.iter().enumerate() {
             let ty = table.schema.fields[i].ty;
+            if null == Some(text.as_str()) {
+                row.push(Value::Null);
+                continue;
+            }
             match parse_field(text, ty) {
                 Some(v) => row.push(v),
                 None => {
