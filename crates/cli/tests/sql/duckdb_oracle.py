@@ -7,7 +7,7 @@ epoch (floor(ms / size) * size), HOP windows by joining each row with the k = 0.
 windows it belongs to; Flink's NULL where DuckDB gives '' (REGEXP_EXTRACT, SPLIT_INDEX) is made
 explicit.
 
-usage: duckdb_oracle.py DATA_DIR QUERY OUT.csv
+usage: duckdb_oracle.py DATA_DIR OUT_DIR QUERY... (writes OUT_DIR/QUERY.oracle.csv for each)
 """
 import csv
 import datetime
@@ -164,22 +164,24 @@ def text(v):
 
 
 def main():
-    data, query, out = sys.argv[1], sys.argv[2], sys.argv[3]
+    data, out_dir, queries = sys.argv[1], sys.argv[2], sys.argv[3:]
     con = duckdb.connect()
     for name, columns in TABLES.items():
         cols = ", ".join(
             "'%s': '%s'" % (c.split()[0], c.split()[1]) for c in columns.split(", ")
         )
+        # Materialized once: every query reads the same tables.
         con.execute(
-            f"CREATE VIEW {name} AS SELECT * FROM read_json('{data}/{name}.json', "
+            f"CREATE TABLE {name} AS SELECT * FROM read_json('{data}/{name}.json', "
             f"format = 'newline_delimited', columns = {{{cols}}}, "
             f"timestampformat = '%Y-%m-%d %H:%M:%S.%g')"
         )
-    rows = con.execute(QUERIES[query]).fetchall()
-    with open(out, "w", newline="") as f:
-        w = csv.writer(f)
-        for r in rows:
-            w.writerow([text(v) for v in r])
+    for query in queries:
+        rows = con.execute(QUERIES[query]).fetchall()
+        with open(f"{out_dir}/{query}.oracle.csv", "w", newline="") as f:
+            w = csv.writer(f)
+            for r in rows:
+                w.writerow([text(v) for v in r])
 
 
 if __name__ == "__main__":

@@ -73,21 +73,24 @@ pub fn query_to_file(q: &str, out: &Path, into: &Path) -> PathBuf {
     p
 }
 
-/// DuckDB's rows of `q` over `data`.
-pub fn oracle(python: &Path, data: &Path, q: &str, into: &Path) -> Vec<Vec<String>> {
-    let out = into.join(format!("{q}.oracle.csv"));
+/// DuckDB's rows of each of `queries` over `data` (one DuckDB for all: its start is most of
+/// the time of one query).
+pub fn oracle(python: &Path, data: &Path, queries: &[&str], into: &Path) -> Vec<Vec<Vec<String>>> {
     let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/sql/duckdb_oracle.py");
     let o = std::process::Command::new(python)
         .arg(script)
-        .args([data.as_os_str(), q.as_ref(), out.as_os_str()])
+        .args([data.as_os_str(), into.as_os_str()])
+        .args(queries)
         .output()
         .unwrap();
     assert!(
         o.status.success(),
-        "oracle {q}: {}",
+        "oracle {queries:?}: {}",
         String::from_utf8_lossy(&o.stderr)
     );
-    read_csv(&out, false)
+    (queries.iter())
+        .map(|q| read_csv(&into.join(format!("{q}.oracle.csv")), false))
+        .collect()
 }
 
 /// The rows of a CSV file (without its header when `header`). A changelog (a header whose first
