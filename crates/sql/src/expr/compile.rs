@@ -95,18 +95,51 @@ pub fn aggregate_func(name: &str) -> Option<AggFunc> {
     })
 }
 
-/// Whether `e` contains an aggregate call.
+/// Whether `e` contains an aggregate call (not inside an OVER window).
 pub fn has_aggregate(e: &Expr) -> bool {
-    let mut found = false;
-    let _ = ast::visit_expressions(e, |x| {
-        if let Expr::Function(f) = x {
+    let any = |xs: &[&Expr]| xs.iter().any(|x| has_aggregate(x));
+    match e {
+        Expr::Function(f) => {
             if f.over.is_none() && aggregate_func(&f.name.to_string()).is_some() {
-                found = true;
+                return true;
+            }
+            match &f.args {
+                FunctionArguments::List(l) => l.args.iter().any(|a| match a {
+                    FunctionArg::Unnamed(FunctionArgExpr::Expr(x))
+                    | FunctionArg::Named { arg: FunctionArgExpr::Expr(x), .. } => has_aggregate(x),
+                    _ => false,
+                }),
+                _ => false,
             }
         }
-        std::ops::ControlFlow::<()>::Continue(())
-    });
-    found
+        Expr::BinaryOp { left, right, .. } => any(&[left, right]),
+        Expr::UnaryOp { expr, .. }
+        | Expr::Nested(expr)
+        | Expr::Cast { expr, .. }
+        | Expr::IsNull(expr)
+        | Expr::IsNotNull(expr)
+        | Expr::IsTrue(expr)
+        | Expr::IsFalse(expr)
+        | Expr::Extract { expr, .. }
+        | Expr::Floor { expr, .. }
+        | Expr::Ceil { expr, .. } => has_aggregate(expr),
+        Expr::Between { expr, low, high, .. } => any(&[expr, low, high]),
+        Expr::In { expr, .. } => has_aggregate(expr),
+        Expr::Like { expr, pattern, .. } => any(&[expr, pattern]),
+        Expr::Case {
+            operand,
+            conditions,
+            else_result,
+            ..
+        } => {
+            operand.as_deref().is_some_and(has_aggregate)
+                || else_result.as_deref().is_some_and(has_aggregate)
+                || conditions
+                    .iter()
+                    .any(|w| has_aggregate(&w.condition) || has_aggregate(&w.result))
+        }
+        _ => false,
+    }
 }
 
 struct Compiler<'a, 'b> {
