@@ -128,9 +128,31 @@ pub fn run(a: SqlArgs) -> Result<(), JobError> {
             );
         }
     }
-    let read: Vec<String> = (counters.rows_read.iter())
+    let mut read: Vec<String> = (counters.rows_read.iter())
         .map(|(t, n)| format!("{n} rows of {t}"))
         .collect();
+    for (table, c) in &counters.kafka {
+        let n = c.snapshot();
+        let first = (n.examples.first()).map_or(String::new(), |e| {
+            format!(
+                " (first: partition {} offset {}: {})",
+                e.partition, e.offset, e.reason
+            )
+        });
+        if n.malformed > 0 {
+            eprintln!(
+                "warning: table {table}: {} malformed records skipped{first}",
+                n.malformed
+            );
+        }
+        if n.late > 0 {
+            eprintln!(
+                "warning: table {table}: {} records later than its watermark allows skipped{first}",
+                n.late
+            );
+        }
+        read.push(format!("{} records of {table}", n.read));
+    }
     eprintln!(
         "sql: {}wrote {} in {:.2} s",
         if read.is_empty() {

@@ -294,6 +294,9 @@ fn sink_of(table: &Table, rows: &Schema, at: Location) -> Result<OutputKind, Sql
     match table.connector() {
         "blackhole" => Ok(OutputKind::Blackhole),
         "print" => Ok(OutputKind::Print),
+        "kafka" => crate::connectors::kafka::uri_of(table)
+            .map(|uri| OutputKind::Kafka { uri })
+            .map_err(|m| SqlError::at(table.at, m)),
         "filesystem" => {
             let path = table.option("path").ok_or_else(|| SqlError::at(table.at, format!("table '{}': the filesystem connector needs a 'path'", table.name)))?;
             let format = crate::connectors::filesystem::format_of(table).map_err(|m| SqlError::at(table.at, m))?;
@@ -301,7 +304,7 @@ fn sink_of(table: &Table, rows: &Schema, at: Location) -> Result<OutputKind, Sql
         }
         other => Err(SqlError::at(
             table.at,
-            format!("table '{}': 'connector' = '{other}' cannot be written (sinks: blackhole, print, filesystem)", table.name),
+            format!("table '{}': 'connector' = '{other}' cannot be written (sinks: blackhole, print, filesystem, kafka)", table.name),
         )),
     }
 }

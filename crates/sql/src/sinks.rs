@@ -25,6 +25,11 @@ pub enum OutputKind {
     Print,
     /// A plain SELECT without `--output`: CSV on standard output.
     Terminal,
+    /// `'connector' = 'kafka'`: JSON records, one transaction per checkpoint.
+    Kafka {
+        /// The topic.
+        uri: xorflow_kafka::KafkaUri,
+    },
     /// A file: a plain SELECT's `--output`, or `'connector' = 'filesystem'`.
     File {
         /// Where.
@@ -92,6 +97,13 @@ impl Output {
                         header: (!flink).then(|| n.clone()),
                     }),
                     changelog,
+                });
+            }
+            OutputKind::Kafka { uri } => {
+                let (uri, cols) = (uri.clone(), columns.names());
+                stream.sink(&name, move |i| {
+                    let enc = crate::connectors::kafka::JsonRecords::new(cols.clone(), changelog);
+                    xorflow_kafka::KafkaSink::new(uri.clone(), i, enc)
                 });
             }
             OutputKind::File { path, .. } => {
@@ -162,6 +174,7 @@ impl Output {
             OutputKind::Blackhole => "blackhole".into(),
             OutputKind::Print => "print".into(),
             OutputKind::Terminal => "standard output".into(),
+            OutputKind::Kafka { uri } => format!("topic {}", uri.topic),
             OutputKind::File { path, .. } => path.display().to_string(),
         }
     }

@@ -1,4 +1,6 @@
-//! The connectors SQL tables read: `filesystem` (JSON lines, CSV) and `nexmark` (the generator).
+//! The connectors SQL tables read: `filesystem` (JSON lines, CSV), `kafka` (JSON records) and
+//! `nexmark` (the generator).
 
 pub mod filesystem;
+pub mod kafka;
 pub mod nexmark;
