@@ -11,7 +11,9 @@ use crate::schema::Schema;
 use crate::types::{format_timestamp, Row, SqlType, Value};
 use std::sync::Arc;
 use std::time::Duration;
-use xorflow_kafka::source::{Decoded, Decoder, RecordView, SourceConfig, SourceCounters, Watermark};
+use xorflow_kafka::source::{
+    Decoded, Decoder, RecordView, SourceConfig, SourceCounters, Watermark,
+};
 use xorflow_kafka::{Encoder, KafkaUri};
 use xorflow_runtime::{Element, Time};
 
@@ -30,19 +32,35 @@ pub fn uri_of(table: &Table) -> Result<KafkaUri, String> {
     for k in table.options.keys() {
         let known = matches!(
             k.as_str(),
-            "connector" | "topic" | "properties.bootstrap.servers" | "format" | "scan.startup.mode"
-                | "scan.bounded.mode" | "scan.watermark.idle-timeout" | "properties.group.id"
+            "connector"
+                | "topic"
+                | "properties.bootstrap.servers"
+                | "format"
+                | "scan.startup.mode"
+                | "scan.bounded.mode"
+                | "scan.watermark.idle-timeout"
+                | "properties.group.id"
                 | "sink.partitioner"
         );
         if !known {
-            return Err(name(format!("unknown option '{k}' of the kafka connector ({OPTIONS})")));
+            return Err(name(format!(
+                "unknown option '{k}' of the kafka connector ({OPTIONS})"
+            )));
         }
     }
-    let need = |k: &str| table.option(k).ok_or_else(|| name(format!("the kafka connector needs '{k}'")));
+    let need = |k: &str| {
+        table
+            .option(k)
+            .ok_or_else(|| name(format!("the kafka connector needs '{k}'")))
+    };
     let (topic, servers) = (need("topic")?, need("properties.bootstrap.servers")?);
     match table.option("format") {
         Some("json") => {}
-        other => return Err(name(format!("the kafka connector reads 'format' = 'json' (not {other:?})"))),
+        other => {
+            return Err(name(format!(
+                "the kafka connector reads 'format' = 'json' (not {other:?})"
+            )))
+        }
     }
     match table.option("scan.startup.mode") {
         None | Some("earliest-offset") => {}
@@ -75,7 +93,10 @@ pub fn source_config(table: &Table, instances: usize) -> Result<SourceConfig, St
     };
     let idle_timeout = match table.option("scan.watermark.idle-timeout") {
         Some(t) => humantime_ms(t).ok_or_else(|| {
-            format!("table '{}': 'scan.watermark.idle-timeout' = '{t}': a duration like '10 s'", table.name)
+            format!(
+                "table '{}': 'scan.watermark.idle-timeout' = '{t}': a duration like '10 s'",
+                table.name
+            )
         })?,
         None => Duration::from_secs(10),
     };
@@ -124,7 +145,11 @@ impl JsonRows {
 }
 
 fn columns(schema: &Schema) -> Vec<(String, SqlType)> {
-    schema.fields.iter().map(|f| (f.name.clone(), f.ty)).collect()
+    schema
+        .fields
+        .iter()
+        .map(|f| (f.name.clone(), f.ty))
+        .collect()
 }
 
 /// A JSON value as a value of `ty` (`None`: not of the type).

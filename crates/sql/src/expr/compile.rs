@@ -106,7 +106,10 @@ pub fn has_aggregate(e: &Expr) -> bool {
             match &f.args {
                 FunctionArguments::List(l) => l.args.iter().any(|a| match a {
                     FunctionArg::Unnamed(FunctionArgExpr::Expr(x))
-                    | FunctionArg::Named { arg: FunctionArgExpr::Expr(x), .. } => has_aggregate(x),
+                    | FunctionArg::Named {
+                        arg: FunctionArgExpr::Expr(x),
+                        ..
+                    } => has_aggregate(x),
                     _ => false,
                 }),
                 _ => false,
@@ -123,7 +126,9 @@ pub fn has_aggregate(e: &Expr) -> bool {
         | Expr::Extract { expr, .. }
         | Expr::Floor { expr, .. }
         | Expr::Ceil { expr, .. } => has_aggregate(expr),
-        Expr::Between { expr, low, high, .. } => any(&[expr, low, high]),
+        Expr::Between {
+            expr, low, high, ..
+        } => any(&[expr, low, high]),
         Expr::In { expr, .. } => has_aggregate(expr),
         Expr::Like { expr, pattern, .. } => any(&[expr, pattern]),
         Expr::Case {
