@@ -330,6 +330,10 @@ pub struct RunSummary {
 /// # Errors
 /// A source that cannot be opened, an output that cannot be created.
 pub fn build(b: &mut Builder<'_>, job: &Job) -> Result<Vec<Output>, String> {
+    for q in &job.queries {
+        let all = (0..q.plan.schema().fields.len()).collect();
+        q.plan.needed_columns(&all, &mut b.needed);
+    }
     let mut outputs = Vec::new();
     for (i, q) in job.queries.iter().enumerate() {
         let stream = b.stream(&q.plan)?;

@@ -21,6 +21,8 @@ pub struct NexmarkTable {
     pub kind: EventKind,
     /// For each column, the event field it reads.
     fields: Vec<usize>,
+    /// For each column, whether the job reads it (the others are NULL).
+    keep: Vec<bool>,
     /// The watermark's delay, ms.
     delay_ms: i64,
 }
@@ -82,6 +84,7 @@ impl NexmarkTable {
         Ok(NexmarkTable {
             config,
             kind,
+            keep: vec![true; fields.len()],
             fields,
             delay_ms: table.rowtime.map_or(0, |r| r.delay_ms),
         })
@@ -98,41 +101,48 @@ impl NexmarkTable {
         }
     }
 
+    /// The same table with only the columns `keep` says made (the others NULL: column pruning,
+    /// `Plan::needed_columns`).
+    pub fn keeping(mut self, keep: Vec<bool>) -> Self {
+        self.keep = keep;
+        self
+    }
+
     fn row(&self, e: &Event) -> Row {
-        let all: Vec<Value> = match e {
-            Event::Person(p) => vec![
-                Value::Int(p.id),
-                Value::str(&p.name),
-                Value::str(&p.email_address),
-                Value::str(&p.credit_card),
-                Value::str(&p.city),
-                Value::str(&p.state),
-                Value::Timestamp(p.date_time_ms),
-                Value::str(&p.extra),
-            ],
-            Event::Auction(a) => vec![
-                Value::Int(a.id),
-                Value::str(&a.item_name),
-                Value::str(&a.description),
-                Value::Int(a.initial_bid),
-                Value::Int(a.reserve),
-                Value::Timestamp(a.date_time_ms),
-                Value::Timestamp(a.expires_ms),
-                Value::Int(a.seller),
-                Value::Int(a.category),
-                Value::str(&a.extra),
-            ],
-            Event::Bid(b) => vec![
-                Value::Int(b.auction),
-                Value::Int(b.bidder),
-                Value::Int(b.price),
-                Value::str(&b.channel),
-                Value::str(&b.url),
-                Value::Timestamp(b.date_time_ms),
-                Value::str(&b.extra),
-            ],
-        };
-        self.fields.iter().map(|&f| all[f].clone()).collect()
+        (self.fields.iter().zip(&self.keep))
+            .map(|(&f, &k)| if k { field(e, f) } else { Value::Null })
+            .collect()
+    }
+}
+
+/// Field `f` of `e` (in the order of [`PERSON`], [`AUCTION`], [`BID`]).
+fn field(e: &Event, f: usize) -> Value {
+    match (e, f) {
+        (Event::Person(p), 0) => Value::Int(p.id),
+        (Event::Person(p), 1) => Value::str(&p.name),
+        (Event::Person(p), 2) => Value::str(&p.email_address),
+        (Event::Person(p), 3) => Value::str(&p.credit_card),
+        (Event::Person(p), 4) => Value::str(&p.city),
+        (Event::Person(p), 5) => Value::str(&p.state),
+        (Event::Person(p), 6) => Value::Timestamp(p.date_time_ms),
+        (Event::Person(p), _) => Value::str(&p.extra),
+        (Event::Auction(a), 0) => Value::Int(a.id),
+        (Event::Auction(a), 1) => Value::str(&a.item_name),
+        (Event::Auction(a), 2) => Value::str(&a.description),
+        (Event::Auction(a), 3) => Value::Int(a.initial_bid),
+        (Event::Auction(a), 4) => Value::Int(a.reserve),
+        (Event::Auction(a), 5) => Value::Timestamp(a.date_time_ms),
+        (Event::Auction(a), 6) => Value::Timestamp(a.expires_ms),
+        (Event::Auction(a), 7) => Value::Int(a.seller),
+        (Event::Auction(a), 8) => Value::Int(a.category),
+        (Event::Auction(a), _) => Value::str(&a.extra),
+        (Event::Bid(b), 0) => Value::Int(b.auction),
+        (Event::Bid(b), 1) => Value::Int(b.bidder),
+        (Event::Bid(b), 2) => Value::Int(b.price),
+        (Event::Bid(b), 3) => Value::str(&b.channel),
+        (Event::Bid(b), 4) => Value::str(&b.url),
+        (Event::Bid(b), 5) => Value::Timestamp(b.date_time_ms),
+        (Event::Bid(b), _) => Value::str(&b.extra),
     }
 }
 

@@ -43,6 +43,9 @@ pub struct Builder<'a> {
     scans: BTreeMap<String, Stream<Row>>,
     /// Skipped and late rows.
     pub counters: Counters,
+    /// Per table, the columns the job reads ([`Plan::needed_columns`]); the others are left
+    /// NULL at the source.
+    pub needed: BTreeMap<String, std::collections::BTreeSet<usize>>,
     names: BTreeMap<String, usize>,
 }
 
@@ -55,6 +58,7 @@ impl<'a> Builder<'a> {
             files: BTreeMap::new(),
             scans: BTreeMap::new(),
             counters: Counters::default(),
+            needed: BTreeMap::new(),
             names: BTreeMap::new(),
         }
     }
@@ -141,6 +145,15 @@ impl<'a> Builder<'a> {
         })
     }
 
+    /// Which of `table`'s columns the job reads (all, when unknown).
+    fn keep(&self, table: &crate::catalog::Table) -> Vec<bool> {
+        let n = table.schema.fields.len();
+        match self.needed.get(&table.name.to_ascii_lowercase()) {
+            Some(set) => (0..n).map(|c| set.contains(&c)).collect(),
+            None => vec![true; n],
+        }
+    }
+
     fn scan(&mut self, table: &crate::catalog::Table) -> Result<Stream<Row>, String> {
         let n = self.parallelism;
         let name = self.name(&format!("source: {}", table.name));
@@ -153,8 +166,18 @@ impl<'a> Builder<'a> {
                         let FileRows { rows, malformed } = filesystem::read(table)?;
                         self.counters.rows_read.insert(table.name.clone(), rows.len() + malformed.len());
                         self.counters.malformed.insert(table.name.clone(), malformed);
-                        let r: Vec<(Time, Row)> =
-                            rows.into_iter().map(|(t, r)| (t.max(0) as Time, r)).collect();
+                        let keep = self.keep(table);
+                        let prune = |mut r: Row| {
+                            for (v, k) in r.iter_mut().zip(&keep) {
+                                if !k {
+                                    *v = Value::Null;
+                                }
+                            }
+                            r
+                        };
+                        let r: Vec<(Time, Row)> = (rows.into_iter())
+                            .map(|(t, r)| (t.max(0) as Time, prune(r)))
+                            .collect();
                         let r = Arc::new(r);
                         self.files.insert(key, r.clone());
                         r
@@ -180,7 +203,7 @@ impl<'a> Builder<'a> {
                 }))
             }
             "nexmark" => {
-                let t = NexmarkTable::of(table)?;
+                let t = NexmarkTable::of(table)?.keeping(self.keep(table));
                 Ok(self.df.source(&name, n, move |i| t.source(i, n)))
             }
             "" => Err(format!("table '{}' has no 'connector' option", table.name)),

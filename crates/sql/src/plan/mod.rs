@@ -10,6 +10,7 @@ use crate::catalog::Table;
 use crate::expr::aggregate::AggCall;
 use crate::expr::Scalar;
 use crate::schema::Schema;
+use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write;
 
 /// A window table function's windows, sizes in ms (Flink's `TUMBLE`, `HOP`, `CUMULATE`,
@@ -301,6 +302,123 @@ impl Plan {
             Plan::GroupAggregate { .. } | Plan::TopN { .. } => true,
             Plan::Filter { input, .. } | Plan::Project { input, .. } => input.changelog(),
             _ => false,
+        }
+    }
+
+    /// Adds to `acc` the columns of each table that the plan's output columns `out` need,
+    /// through every operator (column pruning: a source leaves the other columns NULL, so a
+    /// query reading two columns of a wide table does not carry, clone and drop the rest).
+    pub fn needed_columns(
+        &self,
+        out: &BTreeSet<usize>,
+        acc: &mut BTreeMap<String, BTreeSet<usize>>,
+    ) {
+        let cols = |e: &Scalar, set: &mut BTreeSet<usize>| {
+            let mut v = Vec::new();
+            e.columns(&mut v);
+            set.extend(v);
+        };
+        match self {
+            Plan::Scan { table } => {
+                (acc.entry(table.name.to_ascii_lowercase()).or_default())
+                    .extend(out.iter().copied());
+            }
+            Plan::Filter { input, predicate } => {
+                let mut need = out.clone();
+                cols(predicate, &mut need);
+                input.needed_columns(&need, acc);
+            }
+            Plan::Project { input, exprs, .. } => {
+                let mut need = BTreeSet::new();
+                for i in out {
+                    if let Some(e) = exprs.get(*i) {
+                        cols(e, &mut need);
+                    }
+                }
+                input.needed_columns(&need, acc);
+            }
+            Plan::WindowAssign {
+                input, time_column, ..
+            } => {
+                let n = input.schema().fields.len();
+                let mut need: BTreeSet<usize> = out.iter().copied().filter(|c| *c < n).collect();
+                need.insert(*time_column);
+                input.needed_columns(&need, acc);
+            }
+            Plan::WindowAggregate {
+                input,
+                time_column,
+                keys,
+                calls,
+                cascade,
+                ..
+            } => {
+                let mut need = BTreeSet::from([*time_column]);
+                keys.iter().for_each(|k| cols(k, &mut need));
+                for c in calls {
+                    c.arg
+                        .iter()
+                        .chain(&c.filter)
+                        .for_each(|e| cols(e, &mut need));
+                }
+                if let Some((s, e)) = cascade {
+                    need.extend([*s, *e]);
+                }
+                input.needed_columns(&need, acc);
+            }
+            Plan::GroupAggregate {
+                input, keys, calls, ..
+            } => {
+                let mut need = BTreeSet::new();
+                keys.iter().for_each(|k| cols(k, &mut need));
+                for c in calls {
+                    c.arg
+                        .iter()
+                        .chain(&c.filter)
+                        .for_each(|e| cols(e, &mut need));
+                }
+                input.needed_columns(&need, acc);
+            }
+            Plan::TopN {
+                input,
+                partition,
+                order,
+                ..
+            } => {
+                let n = input.schema().fields.len();
+                let mut need: BTreeSet<usize> = out.iter().copied().filter(|c| *c < n).collect();
+                partition.iter().for_each(|k| cols(k, &mut need));
+                order.iter().for_each(|(k, _)| cols(k, &mut need));
+                input.needed_columns(&need, acc);
+            }
+            Plan::Join {
+                left,
+                right,
+                left_keys,
+                right_keys,
+                kind,
+                ..
+            } => {
+                let nl = left.schema().fields.len();
+                let mut l: BTreeSet<usize> = out.iter().copied().filter(|c| *c < nl).collect();
+                let mut r: BTreeSet<usize> =
+                    out.iter().filter(|c| **c >= nl).map(|c| c - nl).collect();
+                left_keys.iter().for_each(|k| cols(k, &mut l));
+                right_keys.iter().for_each(|k| cols(k, &mut r));
+                if let JoinKind::Window {
+                    left_end,
+                    right_end,
+                } = kind
+                {
+                    l.insert(*left_end);
+                    r.insert(*right_end);
+                }
+                // Interval joins and window joins need the inputs' time columns too.
+                l.extend(left.time_columns().into_iter().map(|t| t.0));
+                r.extend(right.time_columns().into_iter().map(|t| t.0));
+                left.needed_columns(&l, acc);
+                right.needed_columns(&r, acc);
+            }
         }
     }
 
