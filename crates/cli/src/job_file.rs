@@ -11,6 +11,9 @@
 //! resume = true                   # a flag: true sets it, false leaves it out
 //! ```
 //!
+//! `xorflow sql --config job.toml` reads the same form: `job = "sql"` (or no `job`) and
+//! `[options]` with `file = ["ddl.sql", "query.sql"]` (run in order) and any engine option.
+//!
 //! The file becomes command-line options before clap sees them: the job's name, then the file's
 //! options, then the command line's. Every option of a job can be in the file (it is checked
 //! against the job's own options, so the two cannot drift apart), and an option on the command
@@ -36,6 +39,11 @@ const CONFIG: &str = "--config";
 /// than the command line's, or holds an unknown key or a value of the wrong kind (each message
 /// names the file).
 pub fn expand(argv: Vec<OsString>, cli: &clap::Command) -> Result<Vec<OsString>, String> {
+    if let (Some(at), Some(sql)) = (subcommand_at(&argv, cli), cli.find_subcommand("sql")) {
+        if argv[at] == "sql" {
+            return expand_sql(argv, at, sql, cli.get_name());
+        }
+    }
     let Some(run_cmd) = cli.find_subcommand("run") else {
         return Ok(argv);
     };
@@ -46,11 +54,7 @@ pub fn expand(argv: Vec<OsString>, cli: &clap::Command) -> Result<Vec<OsString>,
     let Some(path) = take_config(&mut rest)? else {
         return Ok(argv);
     };
-    let text = std::fs::read_to_string(&path)
-        .map_err(|e| format!("cannot read job file '{}': {e}", path.display()))?;
-    let table: toml::Table = text
-        .parse()
-        .map_err(|e| format!("job file '{}': {e}", path.display()))?;
+    let table = read_table(&path)?;
     let named = rest
         .first()
         .filter(|a| !a.to_string_lossy().starts_with('-'))
@@ -80,10 +84,44 @@ pub fn expand(argv: Vec<OsString>, cli: &clap::Command) -> Result<Vec<OsString>,
         ));
     }
     let mut out: Vec<OsString> = argv[..=run].to_vec();
+    let usage = format!("{program} run {job}");
     out.push(job.into());
-    out.extend(options(&table, job_cmd, &path, program)?);
+    out.extend(options(&table, job_cmd, &path, &usage)?);
     out.extend(rest);
     Ok(out)
+}
+
+/// `PROGRAM sql ... --config FILE ...` (`sql` at `at`): the file's `[options]` (`file` an array
+/// of SQL files, run in order, and any engine option) go ahead of the command line's. The
+/// file's `job`, if any, must be `"sql"`.
+///
+/// # Errors
+/// As [`expand`].
+fn expand_sql(
+    argv: Vec<OsString>,
+    at: usize,
+    sql: &clap::Command,
+    program: &str,
+) -> Result<Vec<OsString>, String> {
+    let mut rest: Vec<OsString> = argv[at + 1..].to_vec();
+    let Some(path) = take_config(&mut rest)? else {
+        return Ok(argv);
+    };
+    let table = read_table(&path)?;
+    let job = job_name(&table, Some("sql".into()), &path, program, &["sql"])?;
+    debug_assert_eq!(job, "sql");
+    let mut out: Vec<OsString> = argv[..=at].to_vec();
+    out.extend(options(&table, sql, &path, &format!("{program} sql"))?);
+    out.extend(rest);
+    Ok(out)
+}
+
+/// The job file at `path`, parsed.
+fn read_table(path: &Path) -> Result<toml::Table, String> {
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| format!("cannot read job file '{}': {e}", path.display()))?;
+    text.parse()
+        .map_err(|e| format!("job file '{}': {e}", path.display()))
 }
 
 /// Where `argv`'s subcommand is: its first argument that is neither an option of `cli` (global
@@ -158,13 +196,13 @@ fn job_name(
     }
 }
 
-/// The file's `[options]` as command-line options of `program`'s `job` (in key order: each key is
-/// once in a file, so order does not matter).
+/// The file's `[options]` as command-line options of `job`, whose command line is `usage` (say
+/// `xorflow run flights`; in key order: each key is once in a file, so order does not matter).
 fn options(
     table: &toml::Table,
     job: &clap::Command,
     path: &Path,
-    program: &str,
+    usage: &str,
 ) -> Result<Vec<OsString>, String> {
     for key in table.keys() {
         if key != "job" && key != "options" {
@@ -197,10 +235,9 @@ fn options(
             })
             .ok_or_else(|| {
                 format!(
-                    "job file '{}': unknown key 'options.{key}': `{program} run {}` has no \
-                     option --{key}",
-                    path.display(),
-                    job.get_name()
+                    "job file '{}': unknown key 'options.{key}': `{usage}` has no option \
+                     --{key}",
+                    path.display()
                 )
             })?;
         let wrong = |what: &str| {
@@ -264,6 +301,11 @@ mod tests {
             .arg(Arg::new("log-format").long("log-format").global(true))
             .subcommand(Command::new("run").subcommand(flights).subcommand(moved))
             .subcommand(profile)
+            .subcommand(
+                Command::new("sql")
+                    .arg(Arg::new("file").long("file").action(ArgAction::Append))
+                    .arg(Arg::new("workers").long("workers")),
+            )
     }
 
     fn expand_with(file: &str, args: &[&str]) -> Result<Vec<String>, String> {
@@ -395,5 +437,46 @@ mod tests {
         );
         let nested = argv(&["xorflow", "profile", "--", "xorflow", "run", "--config", p]);
         assert_eq!(expand(nested.clone(), &cli()).unwrap(), nested);
+    }
+
+    /// `sql --config FILE`: the SQL files in order, then the command line's options; a file for
+    /// another job or with an option `sql` lacks is refused naming it.
+    #[test]
+    fn an_sql_job_file_lists_its_files_in_order() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("job.toml");
+        let argv = |a: &[&str]| a.iter().map(OsString::from).collect::<Vec<_>>();
+        let run = |text: &str| {
+            std::fs::write(&p, text).unwrap();
+            let p = p.to_str().unwrap();
+            let a = argv(&["xorflow", "sql", "--config", p, "--workers", "3"]);
+            expand(a, &cli()).map_err(|e| e.replace(p, "FILE"))
+        };
+        let got = run("job = \"sql\"\n[options]\nfile = [\"ddl.sql\", \"q5.sql\"]\nworkers = 2\n");
+        assert_eq!(
+            got.unwrap(),
+            argv(&[
+                "xorflow",
+                "sql",
+                "--file",
+                "ddl.sql",
+                "--file",
+                "q5.sql",
+                "--workers",
+                "2",
+                "--workers",
+                "3"
+            ])
+        );
+        let got = run("[options]\nfile = [\"q.sql\"]\n").unwrap();
+        assert_eq!(got[..4], argv(&["xorflow", "sql", "--file", "q.sql"])[..]);
+        assert_eq!(
+            run("job = \"flights\"\n").unwrap_err(),
+            "job file 'FILE' is for job 'flights', the command line runs 'sql'"
+        );
+        assert_eq!(
+            run("[options]\nspeed = 2\n").unwrap_err(),
+            "job file 'FILE': unknown key 'options.speed': `xorflow sql` has no option --speed"
+        );
     }
 }

@@ -55,7 +55,8 @@ enum Command {
     },
     /// Run a job written in SQL (Flink SQL's dialect; docs/sql.md).
     ///
-    /// CREATE TABLE (filesystem and nexmark sources; blackhole, print and filesystem sinks),
+    /// CREATE TABLE (filesystem, kafka and nexmark sources; blackhole, print, filesystem and
+    /// kafka sinks),
     /// CREATE VIEW, INSERT INTO, SELECT and EXPLAIN; window table functions (TUMBLE, HOP,
     /// SESSION) closed by trAcker's frontier.
     #[command(args_override_self = true, after_help = sql::SQL_EXAMPLES)]

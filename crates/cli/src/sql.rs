@@ -14,7 +14,8 @@ use xorflow_sql::job::{build, plan_job, SelectTarget, SqlText};
 pub const SQL_EXAMPLES: &str = "Examples:
   xorflow sql --file examples/sql/flights.sql --output out/flights_hourly_sql.csv
   xorflow sql --execute \"CREATE TABLE bid (...) WITH (...); SELECT ...\"
-  xorflow sql --file examples/nexmark/q5.sql --workers 2 --processes 2";
+  xorflow sql --file examples/nexmark/ddl_gen.sql --file examples/nexmark/queries/q5.sql --workers 2
+  xorflow sql --config examples/jobs/nexmark-q5.toml --processes 2";
 
 #[derive(Args)]
 pub struct SqlArgs {
@@ -41,6 +42,10 @@ pub struct SqlArgs {
     /// JSON lines for .jsonl); without it, CSV on standard output as windows close.
     #[arg(help_heading = "Input and output", long, value_name = "PATH")]
     output: Option<PathBuf>,
+    /// A job file (TOML): `[options]` with `file = ["ddl.sql", "query.sql"]` and any option
+    /// below by its long name; options on the command line override it (docs/jobs.md).
+    #[arg(help_heading = "Job", long, value_name = "FILE")]
+    config: Option<PathBuf>,
     #[command(flatten)]
     engine: EngineArgs,
 }
@@ -51,6 +56,7 @@ pub struct SqlArgs {
 /// A SQL error or bad configuration (exit 2), an input or output that cannot be used, a failed
 /// run.
 pub fn run(a: SqlArgs) -> Result<(), JobError> {
+    debug_assert!(a.config.is_none(), "job_file::expand takes --config out");
     let cfg = JobError::Config;
     a.engine.validate().map_err(cfg)?;
     let mut texts = Vec::new();

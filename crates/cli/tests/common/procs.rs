@@ -115,3 +115,26 @@ pub fn wait_output(mut child: std::process::Child, within: Duration) -> std::pro
     let _ = child.kill();
     panic!("the run hung: {:?}", child.wait_with_output());
 }
+
+/// Runs `case` on each of `cases` (with its index), two at a time, each lane in order; a
+/// panic in either fails the caller with that panic. For scenarios that mostly wait (paced
+/// runs, kills at chosen moments): one at a time, a test of several left a core idle.
+pub fn two_at_a_time<T: Sync>(cases: &[T], case: impl Fn(usize, &T) + Sync) {
+    thread::scope(|s| {
+        let case = &case;
+        let lanes: Vec<_> = (0..2)
+            .map(|lane| {
+                s.spawn(move || {
+                    for (i, c) in cases.iter().enumerate().filter(|(i, _)| i % 2 == lane) {
+                        case(i, c);
+                    }
+                })
+            })
+            .collect();
+        for lane in lanes {
+            if let Err(panic) = lane.join() {
+                std::panic::resume_unwind(panic);
+            }
+        }
+    });
+}

@@ -5,6 +5,7 @@
 mod common;
 mod errors;
 mod flights;
+mod job_file;
 mod nexmark;
 mod oracle;
 mod recovery;

@@ -12,6 +12,14 @@ const QUERIES: &[&str] = &[
     "q19", "q20", "q21", "q22", "cumulate", "session",
 ];
 
+/// The queries run again on two processes: those whose rows cross processes (exchanges by key,
+/// windows, joins, changelogs), and q0 for the sources' split. The stateless maps and filters
+/// (q1, q2, q14, q21, q22) do nothing across processes that q0 does not.
+const ACROSS_PROCESSES: &[&str] = &[
+    "q0", "q3", "q4", "q5", "q7", "q8", "q9", "q11", "q15", "q16", "q17", "q18", "q19", "q20",
+    "cumulate", "session",
+];
+
 /// Runs `q` on xorflow over `data` with `args`; its rows.
 fn run(data: &Path, dir: &Path, q: &str, args: &[&str]) -> Vec<Vec<String>> {
     let out = dir.join(format!("{q}.xorflow.csv"));
@@ -35,14 +43,14 @@ fn run(data: &Path, dir: &Path, q: &str, args: &[&str]) -> Vec<Vec<String>> {
     read_csv(&out, true)
 }
 
-fn check_all(args: &[&str], events: u64) {
+fn check_all(queries: &[&str], args: &[&str], events: u64) {
     let Some(py) = python() else { return };
     let dir = tempfile::tempdir().unwrap();
     let data = dir.path().join("data");
     std::fs::create_dir(&data).unwrap();
     generate(&data, events);
-    let oracles = oracle(&py, &data, QUERIES, dir.path());
-    for (q, want) in QUERIES.iter().zip(oracles) {
+    let oracles = oracle(&py, &data, queries, dir.path());
+    for (q, want) in queries.iter().zip(oracles) {
         let (mut got, mut want) = (run(&data, dir.path(), q, args), want);
         if *q == "q19" {
             // Bids of equal price tie in q19's ORDER BY price: which of them takes the last
@@ -65,10 +73,10 @@ fn check_all(args: &[&str], events: u64) {
 
 #[test]
 fn queries_equal_duckdb_on_one_process() {
-    check_all(&["--workers", "2"], 60_000);
+    check_all(QUERIES, &["--workers", "2"], 60_000);
 }
 
 #[test]
 fn queries_equal_duckdb_on_two_processes() {
-    check_all(&["--processes", "2"], 30_000);
+    check_all(ACROSS_PROCESSES, &["--processes", "2"], 30_000);
 }

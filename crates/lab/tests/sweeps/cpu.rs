@@ -3,10 +3,8 @@
 //! say what the profiles measured; bad options exit 2 without a results folder. The sweep
 //! skips (with a note) where perf is missing or not permitted.
 
-#[path = "../../cli/tests/common/mod.rs"]
-mod common;
-use common::perf::{perf_works, refused, text, xorflow};
-use common::results::{results_dir, rows};
+use crate::common::perf::{perf_works, refused, text, xorflow};
+use crate::common::results::{results_dir, rows};
 
 #[test]
 fn tracking_sweep_profiles_tracker_and_markers_and_reports_what_it_measured() {

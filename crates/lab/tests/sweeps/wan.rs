@@ -3,10 +3,8 @@
 //! as the oracle does and report what it measured; a notification run on the chain under
 //! delay must see at least the one-way delay; bad options exit 2 without a results folder.
 
-#[path = "../../cli/tests/common/mod.rs"]
-mod common;
-use common::perf::{refused, text, xorflow};
-use common::results::{results_dir, rows};
+use crate::common::perf::{refused, text, xorflow};
+use crate::common::results::{results_dir, rows};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
@@ -150,7 +148,7 @@ fn a_sweep_in_network_namespaces_sees_the_delay_of_every_packet() {
 }
 
 /// Flink behind the delay proxies (`peers/flink`, built with Maven: minutes on a fresh machine,
-/// so CI leaves it out; `XORFLOW_FLINK_TESTS=1 cargo test -p xorflow-cli --test bench_wan` runs
+/// so CI leaves it out; `XORFLOW_FLINK_TESTS=1 cargo test -p xorflow-lab --test sweeps wan::` runs
 /// it): its counts match the oracle, bytes crossed the proxies, and its windows close at least
 /// one 20 ms hop later at 40 ms RTT than at 0.
 #[test]
@@ -253,7 +251,7 @@ fn flink_in_network_namespaces_runs_the_mesh_and_a_city_set() {
 /// A Storm cluster in network namespaces (`--network netns`; ZooKeeper, Nimbus, and a
 /// supervisor launching its worker's JVM per namespace, `wan/storm_cluster.rs`), built with Maven
 /// like the Flink peer and so left out of CI: `XORFLOW_STORM_TESTS=1 cargo test --release -p
-/// xorflow-cli --test bench_wan storm` runs it (as root). On the mesh at RTT 0 and 40 ms its
+/// xorflow-lab --test sweeps wan::storm` runs it (as root). On the mesh at RTT 0 and 40 ms its
 /// counts match the oracle, the router carried its bytes, it held the rate, its daemons left
 /// their output, and its two workers ran in two namespaces (`placement.csv`).
 #[test]

@@ -7,9 +7,8 @@
 //! Needs `make data`, Java 17 and Maven (`.ci/run` installs them); skipped without them outside
 //! CI.
 
-mod common;
-use common::procs::{children_with_env, running};
-use common::{bin, flights_csv, rows_of};
+use crate::common::procs::{children_with_env, running, two_at_a_time};
+use crate::common::{bin, flights_csv, rows_of};
 use std::collections::BTreeSet;
 use std::path::Path;
 use std::process::{Command, Output, Stdio};
@@ -283,7 +282,7 @@ fn killed_processes_leave_every_result_in_the_output_topic_exactly_once() {
     produce(b, &input, "flights-killed", 3);
     // Event time spanned by flights.csv (a year) over 5 s.
     let speed = format!("{}", 31_536_000.0 / 5.0);
-    for (seed, victim) in [1usize, 2, 0, 1].into_iter().enumerate() {
+    two_at_a_time(&[1usize, 2, 0, 1], |seed, &victim| {
         let mut rng = Rng(700 + seed as u64);
         let label = format!("seed {seed}: kill -9 process {victim}");
         let dir = tempfile::tempdir().unwrap();
@@ -325,7 +324,7 @@ fn killed_processes_leave_every_result_in_the_output_topic_exactly_once() {
             assert_eq!(restarts, Some(1), "{label}: {s}");
         }
         assert_exactly(&consume(b, &topic), &want, &label);
-    }
+    });
 }
 
 /// Changelog state (the changelog thesis): a 3-process run from the file, windows on disk mirrored to
@@ -355,7 +354,7 @@ fn changelog_state_restores_by_replay_and_by_local_rollback_after_kill_9() {
         (&[0], no_local, no_local),
         (&[1, 0], retain, retain_no_local),
     ];
-    for (seed, (victims, extra, resumed)) in cases.into_iter().enumerate() {
+    two_at_a_time(&cases, |seed, &(victims, extra, resumed)| {
         let mut rng = Rng(900 + seed as u64);
         let label = format!("seed {seed}: kill -9 of {victims:?}, {extra:?}, resumed {resumed:?}");
         let dir = tempfile::tempdir().unwrap();
@@ -428,5 +427,5 @@ fn changelog_state_restores_by_replay_and_by_local_rollback_after_kill_9() {
             );
         }
         assert_eq!(&rows_of(&out), &want, "{label}");
-    }
+    });
 }
