@@ -7,6 +7,8 @@
 //! leave processes behind.
 
 mod common;
+// Its tests mostly wait: 3 at a time (`common::tests_at_once`).
+crate::tests_at_once!(3);
 use common::procs::{children_with_env, free_ports, running, wait_listening};
 use common::{bin, flights_csv, rows_of};
 use std::fs::File;

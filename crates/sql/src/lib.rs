@@ -12,6 +12,7 @@ pub mod error;
 pub mod exec;
 pub mod expr;
 pub mod job;
+pub mod key;
 pub mod plan;
 pub mod schema;
 pub mod sinks;

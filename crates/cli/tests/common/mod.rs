@@ -7,6 +7,27 @@ pub mod results;
 pub mod ysb;
 
 use std::collections::BTreeSet;
+
+/// Runs this test binary's tests `$n` at a time (the harness's default is one per core), unless
+/// `RUST_TEST_THREADS` or `--test-threads` says otherwise. For binaries whose tests mostly wait
+/// (paced runs, brokers, delays, start-up timeouts): two at a time on CI's 2 cores, the test
+/// phase used one core of the two. Set before `main`, by an `.init_array` entry (Linux), when
+/// no other thread exists yet.
+#[macro_export]
+macro_rules! tests_at_once {
+    ($n:literal) => {
+        #[used]
+        #[link_section = ".init_array"]
+        static TESTS_AT_ONCE: extern "C" fn() = {
+            extern "C" fn set() {
+                if std::env::var_os("RUST_TEST_THREADS").is_none() {
+                    std::env::set_var("RUST_TEST_THREADS", stringify!($n));
+                }
+            }
+            set
+        };
+    };
+}
 use std::path::{Path, PathBuf};
 use std::process::Command;
 

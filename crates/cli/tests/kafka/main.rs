@@ -6,5 +6,7 @@
 mod broker;
 #[path = "../common/mod.rs"]
 mod common;
+// Its tests mostly wait: 3 at a time (`common::tests_at_once`).
+crate::tests_at_once!(3);
 mod flights;
 mod nexmark;

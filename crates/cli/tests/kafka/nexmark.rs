@@ -92,9 +92,9 @@ fn sql_reads_and_writes_kafka_topics() {
          INSERT INTO k SELECT * FROM bid;",
         columns.split(", WATERMARK").next().unwrap()
     );
-    let sql = |text: &str, out: Option<&Path>| {
+    let sql = |text: &str, out: Option<&Path>, workers: &str| {
         let mut c = xorflow();
-        c.args(["sql", "--workers", "2", "--execute", text]);
+        c.args(["sql", "--workers", workers, "--execute", text]);
         if let Some(o) = out {
             c.arg("--output").arg(o);
         }
@@ -103,7 +103,10 @@ fn sql_reads_and_writes_kafka_topics() {
         assert!(o.status.success(), "{text}\n{err}");
         err
     };
-    sql(&load, None);
+    // One writer, so that each partition holds its bids in the files' (event time) order: two
+    // unsynchronized writers interleave theirs, and on a loaded machine one ran more than the
+    // watermark's 4 s of event time ahead, so the reader rightly dropped the other's as late.
+    sql(&load, None, "1");
     // A record that is not a bid: counted and named, not read.
     let bad = xorflow_kafka::KafkaUri::parse(&format!("kafka://{b}/{topic}")).unwrap();
     let mut loader = xorflow_kafka::producer::Loader::new(&bad).unwrap();
@@ -115,8 +118,8 @@ fn sql_reads_and_writes_kafka_topics() {
                  FROM TABLE(HOP(TABLE bid, DESCRIPTOR(`dateTime`), INTERVAL '2' SECOND, \
                  INTERVAL '10' SECOND)) GROUP BY auction, window_start, window_end";
     let (from_files, from_kafka) = (dir.path().join("files.csv"), dir.path().join("kafka.csv"));
-    sql(&format!("{files} {query}"), Some(&from_files));
-    let err = sql(&format!("{kafka} {query}"), Some(&from_kafka));
+    sql(&format!("{files} {query}"), Some(&from_files), "2");
+    let err = sql(&format!("{kafka} {query}"), Some(&from_kafka), "2");
     assert!(
         err.contains("1 malformed") && err.contains("not JSON"),
         "{err}"
@@ -132,8 +135,15 @@ fn sql_reads_and_writes_kafka_topics() {
     };
     let (a, k) = (rows(&from_files), rows(&from_kafka));
     assert!(a.len() > 1000, "{}", a.len());
-    assert_eq!(
-        a, k,
-        "the windows over the topic differ from those over the files"
+    let only_files: Vec<_> = a.iter().filter(|r| k.binary_search(r).is_err()).collect();
+    let only_kafka: Vec<_> = k.iter().filter(|r| a.binary_search(r).is_err()).collect();
+    assert!(
+        only_files.is_empty() && only_kafka.is_empty(),
+        "the windows over the topic differ from those over the files: {} rows only over the \
+         files ({:?} ...), {} only over the topic ({:?} ...); the topic's run said: {err}",
+        only_files.len(),
+        &only_files[..only_files.len().min(3)],
+        only_kafka.len(),
+        &only_kafka[..only_kafka.len().min(3)]
     );
 }

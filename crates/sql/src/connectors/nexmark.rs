@@ -8,7 +8,7 @@
 use crate::catalog::Table;
 use crate::schema::Schema;
 use crate::types::{Row, Value};
-use xorflow_nexmark::{event, kind_of, Event, EventKind, NexmarkConfig};
+use xorflow_nexmark::{bid_numbers, event, kind_of, BidNumbers, Event, EventKind, NexmarkConfig};
 use xorflow_runtime::operators::OperatorError;
 use xorflow_runtime::{Source, SourceOutput, SourcePoll, Time};
 
@@ -108,6 +108,26 @@ impl NexmarkTable {
         self
     }
 
+    /// Whether the job reads only a bid's numbers (auction, bidder, price, dateTime), so its
+    /// strings need not be generated ([`bid_numbers`]).
+    fn numbers_only(&self) -> bool {
+        self.kind == EventKind::Bid
+            && (self.fields.iter().zip(&self.keep)).all(|(&f, &k)| !k || matches!(f, 0..=2 | 5))
+    }
+
+    /// The row of bid `b` when [`NexmarkTable::numbers_only`].
+    fn bid_row(&self, b: &BidNumbers) -> Row {
+        (self.fields.iter().zip(&self.keep))
+            .map(|(&f, &k)| match (k, f) {
+                (false, _) => Value::Null,
+                (true, 0) => Value::Int(b.auction),
+                (true, 1) => Value::Int(b.bidder),
+                (true, 2) => Value::Int(b.price),
+                (true, _) => Value::Timestamp(b.date_time_ms),
+            })
+            .collect()
+    }
+
     fn row(&self, e: &Event) -> Row {
         (self.fields.iter().zip(&self.keep))
             .map(|(&f, &k)| if k { field(e, f) } else { Value::Null })
@@ -201,6 +221,7 @@ impl Source<Row> for NexmarkSource {
             Err(at) => return SourcePoll::WaitUntil(at),
         };
         let c = &self.table.config;
+        let numbers_only = self.table.numbers_only();
         let mut emitted = 0;
         while emitted < out.budget() && self.next < due {
             if c.events > 0 && self.next >= c.events {
@@ -211,10 +232,18 @@ impl Source<Row> for NexmarkSource {
             if kind_of(c, n) != self.table.kind {
                 continue;
             }
-            let e = event(c, n);
-            let t = e.date_time_ms();
+            let (t, row) = match numbers_only {
+                true => {
+                    let b = bid_numbers(c, n);
+                    (b.date_time_ms, self.table.bid_row(&b))
+                }
+                false => {
+                    let e = event(c, n);
+                    (e.date_time_ms(), self.table.row(&e))
+                }
+            };
             self.newest = self.newest.max(t);
-            out.emit(t.max(0) as Time, self.table.row(&e));
+            out.emit(t.max(0) as Time, row);
             emitted += 1;
         }
         let wm = (self.newest - self.table.delay_ms).max(0);

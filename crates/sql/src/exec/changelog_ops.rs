@@ -6,6 +6,7 @@ use super::Builder;
 use crate::changelog::RowKind;
 use crate::expr::aggregate::{Acc, AggCall};
 use crate::expr::Scalar;
+use crate::key::Key;
 use crate::plan::Plan;
 use crate::types::{Row, Value};
 use serde::{Deserialize, Serialize};
@@ -27,14 +28,14 @@ struct GroupAggregate {
     changelog_in: bool,
 }
 
-impl KeyedProcess<Vec<Value>, Row> for GroupAggregate {
+impl KeyedProcess<Key, Row> for GroupAggregate {
     type State = Group;
     type Out = Row;
     type Side = ();
 
     fn on_element(
         &self,
-        key: &Vec<Value>,
+        key: &Key,
         state: &mut Option<Group>,
         mut row: Row,
         ctx: &mut ProcessContext<'_, Row, ()>,
@@ -62,7 +63,7 @@ impl KeyedProcess<Vec<Value>, Row> for GroupAggregate {
             *state = None;
             return;
         }
-        let mut now = key.clone();
+        let mut now = key.values().to_vec();
         now.extend(self.calls.iter().zip(&g.accs).map(|(c, a)| c.finish(a)));
         match g.emitted.take() {
             None => ctx.emit(RowKind::Insert.push(now.clone())),
@@ -75,8 +76,7 @@ impl KeyedProcess<Vec<Value>, Row> for GroupAggregate {
         g.emitted = Some(now);
     }
 
-    fn on_timer(&self, _: &Vec<Value>, _: &mut Option<Group>, _: &mut ProcessContext<'_, Row, ()>) {
-    }
+    fn on_timer(&self, _: &Key, _: &mut Option<Group>, _: &mut ProcessContext<'_, Row, ()>) {}
 }
 
 /// One partition's first rows, in order.
@@ -109,7 +109,7 @@ fn ranked(row: &Row, rank: usize) -> Row {
     r
 }
 
-impl KeyedProcess<Vec<Value>, Row> for TopN {
+impl KeyedProcess<Key, Row> for TopN {
     type State = Ranked;
     type Out = Row;
     type Side = ();
@@ -119,7 +119,7 @@ impl KeyedProcess<Vec<Value>, Row> for TopN {
     /// limit is deleted. The input is append-only, so a row once pushed out never returns.
     fn on_element(
         &self,
-        _key: &Vec<Value>,
+        _key: &Key,
         state: &mut Option<Ranked>,
         row: Row,
         ctx: &mut ProcessContext<'_, Row, ()>,
@@ -147,18 +147,12 @@ impl KeyedProcess<Vec<Value>, Row> for TopN {
         r.rows.truncate(self.limit);
     }
 
-    fn on_timer(
-        &self,
-        _: &Vec<Value>,
-        _: &mut Option<Ranked>,
-        _: &mut ProcessContext<'_, Row, ()>,
-    ) {
-    }
+    fn on_timer(&self, _: &Key, _: &mut Option<Ranked>, _: &mut ProcessContext<'_, Row, ()>) {}
 }
 
-fn key_fn(keys: &[Scalar]) -> impl Fn(&Row) -> Vec<Value> + Send + Sync + 'static {
+fn key_fn(keys: &[Scalar]) -> impl Fn(&Row) -> Key + Send + Sync + 'static {
     let keys: Arc<Vec<Scalar>> = Arc::new(keys.to_vec());
-    move |r: &Row| keys.iter().map(|k| k.eval(r)).collect()
+    move |r: &Row| Key::of(&keys, r)
 }
 
 /// The stream of a [`Plan::GroupAggregate`]'s changelog.

@@ -4,8 +4,9 @@
 
 use super::{time_ms, Builder};
 use crate::expr::Scalar;
+use crate::key::Key;
 use crate::plan::{JoinKind, Plan};
-use crate::types::{Row, Value};
+use crate::types::Row;
 use serde::{Deserialize, Serialize};
 use std::sync::Arc;
 use xorflow_runtime::{JoinSide, KeyedProcess, ProcessContext, Stream, Time};
@@ -28,14 +29,14 @@ fn joined(l: &Row, r: &Row) -> Row {
 /// second row arrives.
 struct RegularJoin;
 
-impl KeyedProcess<Vec<Value>, JoinSide<Row, Row>> for RegularJoin {
+impl KeyedProcess<Key, JoinSide<Row, Row>> for RegularJoin {
     type State = Waiting;
     type Out = Row;
     type Side = ();
 
     fn on_element(
         &self,
-        _key: &Vec<Value>,
+        _key: &Key,
         state: &mut Option<Waiting>,
         e: JoinSide<Row, Row>,
         ctx: &mut ProcessContext<'_, Row, ()>,
@@ -57,13 +58,7 @@ impl KeyedProcess<Vec<Value>, JoinSide<Row, Row>> for RegularJoin {
         }
     }
 
-    fn on_timer(
-        &self,
-        _: &Vec<Value>,
-        _: &mut Option<Waiting>,
-        _: &mut ProcessContext<'_, Row, ()>,
-    ) {
-    }
+    fn on_timer(&self, _: &Key, _: &mut Option<Waiting>, _: &mut ProcessContext<'_, Row, ()>) {}
 }
 
 /// A window join: the rows of one key and window (the key includes window_start and
@@ -76,14 +71,14 @@ struct WindowJoin {
     right_end: usize,
 }
 
-impl KeyedProcess<Vec<Value>, JoinSide<Row, Row>> for WindowJoin {
+impl KeyedProcess<Key, JoinSide<Row, Row>> for WindowJoin {
     type State = Waiting;
     type Out = Row;
     type Side = ();
 
     fn on_element(
         &self,
-        _key: &Vec<Value>,
+        _key: &Key,
         state: &mut Option<Waiting>,
         e: JoinSide<Row, Row>,
         ctx: &mut ProcessContext<'_, Row, ()>,
@@ -103,7 +98,7 @@ impl KeyedProcess<Vec<Value>, JoinSide<Row, Row>> for WindowJoin {
 
     fn on_timer(
         &self,
-        _: &Vec<Value>,
+        _: &Key,
         state: &mut Option<Waiting>,
         ctx: &mut ProcessContext<'_, Row, ()>,
     ) {
@@ -136,7 +131,7 @@ pub fn join(b: &mut Builder<'_>, plan: &Plan) -> Result<Stream<Row>, String> {
     let (ls, rs) = (b.stream(left)?, b.stream(right)?);
     let eval = |keys: &[Scalar]| {
         let keys: Arc<Vec<Scalar>> = Arc::new(keys.to_vec());
-        move |r: &Row| -> Vec<Value> { keys.iter().map(|k| k.eval(r)).collect() }
+        move |r: &Row| Key::of(&keys, r)
     };
     let (lk, rk) = (eval(left_keys), eval(right_keys));
     let name = b.name("join");

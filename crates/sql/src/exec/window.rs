@@ -6,6 +6,7 @@
 use super::{time_ms, Builder};
 use crate::expr::aggregate::{Acc, AggCall};
 use crate::expr::Scalar;
+use crate::key::Key;
 use crate::plan::{GroupSlot, Plan, WindowKind};
 use crate::types::{Row, Value};
 use std::sync::Arc;
@@ -103,7 +104,7 @@ pub fn aggregate(b: &mut Builder<'_>, plan: &Plan) -> Result<Stream<Row>, String
         (keys.len() - 2, keys.len() - 1)
     });
     let keys = Arc::new(keys);
-    let key = move |r: &Row| -> Vec<Value> { keys.iter().map(|k| k.eval(r)).collect() };
+    let key = move |r: &Row| Key::of(&keys, r);
     let col = *time_column;
     let event_time = move |r: &Row| time_ms(&r[col]).max(0) as Time;
     let name = b.name("window_aggregate");
