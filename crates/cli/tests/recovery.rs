@@ -7,6 +7,9 @@
 //! A run slower than [`RUN_TIMEOUT`] is killed and fails the test.
 
 mod common;
+// Its scenarios mostly wait on paced runs: 3 at a time (`common::tests_at_once`; 65 s with 2,
+// 54 s with 3 on 2 cores).
+crate::tests_at_once!(3);
 use common::procs::{
     children_with_env, kill9, live_child, running, wait_first_checkpoint, wait_output,
 };

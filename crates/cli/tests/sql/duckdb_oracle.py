@@ -143,6 +143,14 @@ QUERIES = {
                                        ROWS UNBOUNDED PRECEDING) AS sid FROM o)
              SELECT bidder, min(dateTime), max(dateTime) + INTERVAL 10 SECOND, count(*)
              FROM s GROUP BY bidder, sid""",
+    # Not Nexmark: crates/cli/tests/sql/queries/hop_agg.sql (Flink's AVG of a BIGINT truncates).
+    "hop_agg": """WITH w AS (
+                    SELECT *, (epoch_ms(dateTime) // 2000) * 2000 - k * 2000 AS s
+                    FROM bid CROSS JOIN range(0, 5) r(k))
+                  SELECT auction, make_timestamp(s * 1000), make_timestamp((s + 10000) * 1000),
+                    count(*), sum(price), min(price), max(price), sum(price) // count(price),
+                    count(DISTINCT bidder), count(*) FILTER (WHERE price > 1000000)
+                  FROM w GROUP BY auction, s""",
     # Not Nexmark: window aggregates of each kind.
     "tumble_agg": f"""SELECT auction, {START.format(t='dateTime', size=10000)} AS window_start,
                        count(*), sum(price), min(price), max(price), avg(price)::BIGINT,

@@ -9,7 +9,7 @@ use std::path::Path;
 /// Queries with an oracle that xorflow runs: Nexmark's, and tests/sql/queries/.
 const QUERIES: &[&str] = &[
     "q0", "q1", "q2", "q3", "q4", "q5", "q7", "q8", "q9", "q11", "q14", "q15", "q16", "q17", "q18",
-    "q19", "q20", "q21", "q22", "cumulate", "session",
+    "q19", "q20", "q21", "q22", "cumulate", "session", "hop_agg",
 ];
 
 /// The queries run again on two processes: those whose rows cross processes (exchanges by key,
@@ -17,7 +17,7 @@ const QUERIES: &[&str] = &[
 /// (q1, q2, q14, q21, q22) do nothing across processes that q0 does not.
 const ACROSS_PROCESSES: &[&str] = &[
     "q0", "q3", "q4", "q5", "q7", "q8", "q9", "q11", "q15", "q16", "q17", "q18", "q19", "q20",
-    "cumulate", "session",
+    "cumulate", "session", "hop_agg",
 ];
 
 /// Runs `q` on xorflow over `data` with `args`; its rows.
