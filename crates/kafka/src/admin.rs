@@ -3,7 +3,9 @@
 
 use crate::settings::{self, BROKER_TIMEOUT};
 use crate::uri::KafkaUri;
-use rdkafka::admin::{AdminClient, AdminOptions, NewTopic, ResourceSpecifier, TopicReplication};
+use rdkafka::admin::{
+    AdminClient, AdminOptions, NewPartitions, NewTopic, ResourceSpecifier, TopicReplication,
+};
 use rdkafka::client::DefaultClientContext;
 use rdkafka::consumer::{BaseConsumer, Consumer};
 use rdkafka::error::RDKafkaErrorCode;
@@ -111,6 +113,40 @@ pub fn create_topic(
     };
     wait_for_leaders(uri, BROKER_TIMEOUT)?;
     Ok(created)
+}
+
+/// Makes `uri`'s topic (created as [`create_topic`] does, with `configs`) have at least
+/// `partitions` partitions, adding partitions to an existing topic with fewer. Callers racing to
+/// grow one topic are fine: a request for fewer partitions than another one already added is
+/// refused by the broker and counted as done. Returns once every partition has a leader.
+///
+/// # Errors
+/// As [`create_topic`]; the broker refuses to add partitions, naming its reason.
+pub fn ensure_partitions(
+    uri: &KafkaUri,
+    partitions: usize,
+    configs: &[(&str, &str)],
+) -> Result<(), String> {
+    if create_topic(uri, partitions, configs)? == Created::Created {
+        return Ok(());
+    }
+    if self::partitions(uri, BROKER_TIMEOUT)? >= partitions {
+        return Ok(());
+    }
+    let admin = admin_client(uri)?;
+    let grow = NewPartitions::new(&uri.topic, partitions);
+    let opts = AdminOptions::new().operation_timeout(Some(BROKER_TIMEOUT));
+    let r = block_on(admin.create_partitions([&grow], &opts))?
+        .map_err(|e| unreachable(uri, BROKER_TIMEOUT, &e.to_string()))?;
+    if let Some(Err((_, code))) = r.into_iter().next() {
+        // Another caller may have grown it past `partitions` in between.
+        if self::partitions(uri, BROKER_TIMEOUT)? < partitions {
+            return Err(format!(
+                "{uri}: the broker refused to grow the topic to {partitions} partitions: {code}"
+            ));
+        }
+    }
+    wait_for_leaders(uri, BROKER_TIMEOUT)
 }
 
 /// A topic to load records into: creates `uri`'s topic with `partitions` partitions and the

@@ -7,11 +7,18 @@
 //!   it at once, so a transaction is open for milliseconds, never across a checkpoint interval.
 //!   Without checkpoints each batch is its own transaction.
 //! * **Which commits happened.** Every transaction also writes a *commit marker* to the control
-//!   topic `<topic>.xorflow-commits` (compacted, one partition): key the transactional id,
-//!   value the checkpoint. Data and marker commit atomically, so after a failure the marker says
-//!   exactly which checkpoint the topic holds the output of ([`Sink::durable_commit`]), and the
-//!   restored job skips what it would otherwise write twice: the commit that raced with the
-//!   failure (after the checkpoint completed, before the next snapshot recorded it).
+//!   topic `<topic>.xorflow-commits` (compacted): key the transactional id, value the
+//!   checkpoint. Data and marker commit atomically, so after a failure the marker says exactly
+//!   which checkpoint the topic holds the output of ([`Sink::durable_commit`]), and the restored
+//!   job skips what it would otherwise write twice: the commit that raced with the failure
+//!   (after the checkpoint completed, before the next snapshot recorded it).
+//! * **One control partition per instance** ([`control_partition`]). A `read_committed` reader
+//!   stops at the first record of a transaction still open, so with one partition for all, a
+//!   killed instance's transaction left open (until its replacement fences it) hid the later
+//!   markers of the others: a surviving instance restoring then read an older checkpoint as its
+//!   last commit and wrote a committed checkpoint's output again (duplicates after kill -9,
+//!   `crates/cli/tests/kafka/flights.rs`). In its own partition an instance's only writer is
+//!   itself, and it fences its predecessor before it reads.
 //! * **Zombies.** A restarted sink calls `init_transactions` with the same transactional id
 //!   (`<prefix>-<instance>`), which fences the killed process's producer and aborts the
 //!   transaction it left open.
@@ -35,6 +42,12 @@ pub trait Encoder<T>: Send {
 /// The control topic of `topic`'s sinks.
 pub fn control_topic(topic: &str) -> String {
     format!("{topic}.xorflow-commits")
+}
+
+/// The partition of the control topic that sink instance `instance` writes its commit markers
+/// to and reads them from: its own (see the module doc).
+pub fn control_partition(instance: usize) -> i32 {
+    i32::try_from(instance).expect("fewer than 2^31 sink instances")
 }
 
 /// A commit marker's value.
@@ -74,6 +87,8 @@ impl Marker {
 pub struct KafkaSink<T, E> {
     uri: KafkaUri,
     control: String,
+    /// Its partition of `control` ([`control_partition`]).
+    partition: i32,
     transactional_id: String,
     encoder: E,
     producer: Option<BaseProducer<Quiet>>,
@@ -100,6 +115,7 @@ impl<T, E: Encoder<T>> KafkaSink<T, E> {
             .unwrap_or_else(|| format!("xorflow-{}", uri.topic));
         KafkaSink {
             control: control_topic(&uri.topic),
+            partition: control_partition(instance),
             transactional_id: format!("{prefix}-{instance}"),
             uri,
             encoder,
@@ -143,12 +159,22 @@ impl<T, E: Encoder<T>> KafkaSink<T, E> {
         Ok(())
     }
 
-    /// Sends one record, waiting while librdkafka's queue is full.
-    fn send(&self, topic: &str, key: &[u8], value: &[u8]) -> Result<(), String> {
+    /// Sends one record (to `partition`, or the one the partitioner picks), waiting while
+    /// librdkafka's queue is full.
+    fn send(
+        &self,
+        topic: &str,
+        partition: Option<i32>,
+        key: &[u8],
+        value: &[u8],
+    ) -> Result<(), String> {
         let p = self.producer.as_ref().expect("in a transaction");
         let mut rec = BaseRecord::to(topic).payload(value);
         if !key.is_empty() {
             rec = rec.key(key);
+        }
+        if let Some(partition) = partition {
+            rec = rec.partition(partition);
         }
         crate::producer::send_waiting(p, rec)
             .map_err(|e| format!("{}: cannot send to '{topic}': {e}", self.uri))
@@ -158,7 +184,8 @@ impl<T, E: Encoder<T>> KafkaSink<T, E> {
     fn commit_with(&mut self, marker: Marker) -> Result<(), String> {
         self.begin()?;
         let (control, id) = (self.control.clone(), self.transactional_id.clone());
-        self.send(&control, id.as_bytes(), marker.encode().as_bytes())?;
+        let partition = Some(self.partition);
+        self.send(&control, partition, id.as_bytes(), marker.encode().as_bytes())?;
         let uri = &self.uri;
         self.producer
             .as_ref()
@@ -169,12 +196,13 @@ impl<T, E: Encoder<T>> KafkaSink<T, E> {
         Ok(())
     }
 
-    /// The last marker of this sink's transactional id in the control topic (committed ones
-    /// only), read to its end.
+    /// The last marker of this sink's transactional id in its partition of the control topic
+    /// (committed ones only), read to its end: call after [`KafkaSink::producer`] fenced this
+    /// id's predecessor, so that no transaction is open there.
     fn last_marker(&self) -> Result<Option<Marker>, String> {
         let uri = self.uri.with_topic(&self.control);
         let id = self.transactional_id.as_bytes();
-        Ok(crate::dump::read_topic(&uri)?
+        Ok(crate::dump::read_partitions(&uri, &[self.partition])?
             .iter()
             .filter(|r| r.key.as_deref() == Some(id))
             .filter_map(|r| Marker::decode(&r.value))
@@ -194,7 +222,7 @@ impl<T: Send, E: Encoder<T>> Sink<T> for KafkaSink<T, E> {
             key.clear();
             value.clear();
             self.encoder.encode(e, &mut key, &mut value);
-            self.send(&topic, &key, &value)?;
+            self.send(&topic, None, &key, &value)?;
         }
         self.written += batch.len() as u64;
         (self.key, self.value) = (key, value);
@@ -213,7 +241,8 @@ impl<T: Send, E: Encoder<T>> Sink<T> for KafkaSink<T, E> {
     fn open(&mut self, checkpointed: bool) -> Result<(), OperatorError> {
         self.commit_each_write = !checkpointed;
         let control = self.uri.with_topic(&self.control);
-        crate::admin::create_topic(&control, 1, &[("cleanup.policy", "compact")])?;
+        let partitions = self.partition as usize + 1;
+        crate::admin::ensure_partitions(&control, partitions, &[("cleanup.policy", "compact")])?;
         self.producer()?;
         Ok(())
     }

@@ -231,6 +231,60 @@ fn a_killed_producers_transaction_is_fenced_and_its_commit_marker_survives() {
     assert_eq!(other.durable_commit().unwrap(), None);
 }
 
+/// A killed instance's transaction left open on the control topic (its marker written, its
+/// commit not reached) must not hide another instance's later commits: a `read_committed` read
+/// stops at the first open transaction of a partition, so with one partition for all, a
+/// surviving instance restoring before the zombie was fenced read an older checkpoint as its
+/// last commit and wrote a committed checkpoint again (duplicates in
+/// `crates/cli/tests/kafka/flights.rs` after kill -9 under load).
+#[test]
+fn another_instances_open_transaction_does_not_hide_a_commit() {
+    use rdkafka::producer::{BaseProducer, BaseRecord, Producer};
+    let Some(b) = broker() else { return };
+    let uri = KafkaUri::parse(&b.uri("interleaved")).unwrap();
+    admin::create_topic(&uri, 1, &[]).unwrap();
+    let batch = |from: u64| {
+        (from..from + 10)
+            .map(|i| Element::new(i, i))
+            .collect::<Vec<_>>()
+    };
+    let mut s0 = KafkaSink::new(uri.clone(), 0, Text);
+    s0.open(true).unwrap();
+    s0.rollback(None).unwrap();
+    s0.write(batch(0)).unwrap();
+    s0.commit(1).unwrap();
+    let mut s1 = KafkaSink::<u64, Text>::new(uri.clone(), 1, Text);
+    s1.open(true).unwrap();
+    s1.rollback(None).unwrap();
+    // Instance 1 dies between writing its commit marker and committing: a producer with its
+    // transactional id (fencing `s1`) leaves a transaction open where instance 1 writes markers.
+    let control = xorflow_kafka::sink::control_topic("interleaved");
+    let zombie: BaseProducer =
+        xorflow_kafka::settings::transactional_producer(&uri, "zombie", "xorflow-interleaved-1")
+            .create()
+            .unwrap();
+    zombie.init_transactions(Duration::from_secs(30)).unwrap();
+    zombie.begin_transaction().unwrap();
+    let record = BaseRecord::to(&control)
+        .partition(xorflow_kafka::sink::control_partition(1))
+        .key("xorflow-interleaved-1")
+        .payload("checkpoint 2");
+    zombie.send(record).map_err(|(e, _)| e).unwrap();
+    zombie.flush(Duration::from_secs(30)).unwrap();
+    // Instance 0 commits checkpoint 2 after that, then is restarted from checkpoint 1's snapshot.
+    s0.write(batch(10)).unwrap();
+    s0.commit(2).unwrap();
+    let mut again = KafkaSink::<u64, Text>::new(uri.clone(), 0, Text);
+    again.open(true).unwrap();
+    again.rollback(Some(1)).unwrap();
+    assert_eq!(
+        again.durable_commit().unwrap(),
+        Some(2),
+        "instance 0 committed checkpoint 2"
+    );
+    std::mem::forget(zombie);
+}
+
 /// Counts a window's elements.
 struct CountAgg;
 
