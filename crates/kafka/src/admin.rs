@@ -116,12 +116,16 @@ pub fn create_topic(
 }
 
 /// Makes `uri`'s topic (created as [`create_topic`] does, with `configs`) have at least
-/// `partitions` partitions, adding partitions to an existing topic with fewer. Callers racing to
-/// grow one topic are fine: a request for fewer partitions than another one already added is
-/// refused by the broker and counted as done. Returns once every partition has a leader.
+/// `partitions` partitions, adding partitions to an existing topic with fewer. Callers may race
+/// to grow one topic to different sizes (a sink's instances: `sink.rs`): the broker refuses a
+/// request for no more partitions than the topic has by then, and its metadata may show the
+/// old count for a moment after a grow, so a refusal is followed by reading the count again
+/// (and asking again while it is short) until the broker timeout. Returns once every partition
+/// has a leader.
 ///
 /// # Errors
-/// As [`create_topic`]; the broker refuses to add partitions, naming its reason.
+/// As [`create_topic`]; the topic still has fewer partitions after [`BROKER_TIMEOUT`], with the
+/// broker's last reason.
 pub fn ensure_partitions(
     uri: &KafkaUri,
     partitions: usize,
@@ -130,23 +134,28 @@ pub fn ensure_partitions(
     if create_topic(uri, partitions, configs)? == Created::Created {
         return Ok(());
     }
-    if self::partitions(uri, BROKER_TIMEOUT)? >= partitions {
-        return Ok(());
-    }
     let admin = admin_client(uri)?;
-    let grow = NewPartitions::new(&uri.topic, partitions);
-    let opts = AdminOptions::new().operation_timeout(Some(BROKER_TIMEOUT));
-    let r = block_on(admin.create_partitions([&grow], &opts))?
-        .map_err(|e| unreachable(uri, BROKER_TIMEOUT, &e.to_string()))?;
-    if let Some(Err((_, code))) = r.into_iter().next() {
-        // Another caller may have grown it past `partitions` in between.
-        if self::partitions(uri, BROKER_TIMEOUT)? < partitions {
-            return Err(format!(
-                "{uri}: the broker refused to grow the topic to {partitions} partitions: {code}"
-            ));
+    let t0 = std::time::Instant::now();
+    loop {
+        if self::partitions(uri, BROKER_TIMEOUT)? >= partitions {
+            return wait_for_leaders(uri, BROKER_TIMEOUT);
+        }
+        let grow = NewPartitions::new(&uri.topic, partitions);
+        let opts = AdminOptions::new().operation_timeout(Some(BROKER_TIMEOUT));
+        let r = block_on(admin.create_partitions([&grow], &opts))?
+            .map_err(|e| unreachable(uri, BROKER_TIMEOUT, &e.to_string()))?;
+        match r.into_iter().next() {
+            Some(Err((_, code))) if t0.elapsed() >= BROKER_TIMEOUT => {
+                return Err(format!(
+                    "{uri}: the broker refused to grow the topic to {partitions} partitions: \
+                     {code}"
+                ));
+            }
+            // Refused: another caller grew it meanwhile (read the count again), or to fewer.
+            Some(Err(_)) => std::thread::sleep(Duration::from_millis(50)),
+            _ => return wait_for_leaders(uri, BROKER_TIMEOUT),
         }
     }
-    wait_for_leaders(uri, BROKER_TIMEOUT)
 }
 
 /// A topic to load records into: creates `uri`'s topic with `partitions` partitions and the
