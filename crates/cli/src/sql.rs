@@ -79,13 +79,6 @@ pub fn run(a: SqlArgs) -> Result<(), JobError> {
         None => SelectTarget::Terminal,
     };
     let job = plan_job(&texts, &target).map_err(|e| cfg(e.to_string()))?;
-    if job.explain {
-        for (i, q) in job.queries.iter().enumerate() {
-            println!("== query {i}: to {:?}", q.output);
-            print!("{}", q.plan.explain());
-        }
-        return Ok(());
-    }
     let start = Instant::now();
     let mut runtime = a.engine.runtime(job.granularity_ms());
     let all: String = texts.iter().map(|t| t.text.as_str()).collect();
@@ -94,7 +87,18 @@ pub fn run(a: SqlArgs) -> Result<(), JobError> {
     let df = Dataflow::new(runtime).map_err(JobError::Run)?;
     let parallelism = a.engine.workers * a.engine.processes.max(1);
     let mut b = Builder::new(&df, parallelism);
-    let outputs = build(&mut b, &job).map_err(JobError::Input)?;
+    if job.explain {
+        for (i, q) in job.queries.iter().enumerate() {
+            println!("== query {i}: to {:?}", q.output);
+            print!("{}", q.plan.explain());
+        }
+        // The vertices it would run, named as the status page and the metrics name them.
+        build(&mut b, &job, true).map_err(JobError::Input)?;
+        println!("== dataflow: {parallelism} instances of each vertex");
+        print!("{}", df.graph().explain());
+        return Ok(());
+    }
+    let outputs = build(&mut b, &job, false).map_err(JobError::Input)?;
     let counters = b.counters;
     let report = df.run().map_err(JobError::Run)?;
     if report.process != 0 {

@@ -151,11 +151,66 @@ impl GraphDesc {
     pub fn components(&self) -> usize {
         self.component_upstream().len()
     }
+
+    /// The graph as text, one vertex per line in creation (topological) order: its name, then
+    /// two spaces and either `(source, N instances)` or `<- ` and its inputs, each as
+    /// `NAME (forward | round-robin | hash)`. What `EXPLAIN` prints of the dataflow a SQL job
+    /// would run; the names are those the status page and the metrics show.
+    pub fn explain(&self) -> String {
+        let mut out = String::new();
+        for (i, v) in self.vertices.iter().enumerate() {
+            out.push_str(&v.name);
+            if v.is_source {
+                out.push_str(&format!("  (source, {} instances)", v.source_instances));
+            }
+            let inputs: Vec<String> = (self.edges.iter().filter(|e| e.to == i))
+                .map(|e| {
+                    let how = match e.partitioning {
+                        Partitioning::Forward => "forward",
+                        Partitioning::RoundRobin => "round-robin",
+                        Partitioning::Hash => "hash",
+                    };
+                    format!("{} ({how})", self.vertices[e.from].name)
+                })
+                .collect();
+            if !inputs.is_empty() {
+                out.push_str("  <- ");
+                out.push_str(&inputs.join(", "));
+            }
+            out.push('\n');
+        }
+        out
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn explain_lists_each_vertex_with_its_inputs() {
+        let v = |name: &str, source: bool| VertexDesc {
+            name: name.into(),
+            component: 0,
+            instance_components: 0,
+            is_source: source,
+            source_instances: if source { 2 } else { 0 },
+        };
+        let e = |from, to, partitioning| EdgeDesc {
+            from,
+            to,
+            partitioning,
+        };
+        let g = GraphDesc {
+            vertices: vec![v("source: a", true), v("source: b", true), v("join", false)],
+            edges: vec![e(0, 2, Partitioning::Hash), e(1, 2, Partitioning::Forward)],
+        };
+        assert_eq!(
+            g.explain(),
+            "source: a  (source, 2 instances)\nsource: b  (source, 2 instances)\n\
+             join  <- source: a (hash), source: b (forward)\n"
+        );
+    }
 
     #[test]
     fn instance_components_fan_in_and_out() {

@@ -325,11 +325,12 @@ pub struct RunSummary {
     pub rows_out: Vec<u64>,
 }
 
-/// Adds every query of `job` to the dataflow `b` builds, with its sink.
+/// Adds every query of `job` to the dataflow `b` builds, with its sink. With `explain` (the
+/// dataflow only to be shown, `EXPLAIN`), no output file is created.
 ///
 /// # Errors
 /// A source that cannot be opened, an output that cannot be created.
-pub fn build(b: &mut Builder<'_>, job: &Job) -> Result<Vec<Output>, String> {
+pub fn build(b: &mut Builder<'_>, job: &Job, explain: bool) -> Result<Vec<Output>, String> {
     for q in &job.queries {
         let all = (0..q.plan.schema().fields.len()).collect();
         q.plan.needed_columns(&all, &mut b.needed);
@@ -337,7 +338,8 @@ pub fn build(b: &mut Builder<'_>, job: &Job) -> Result<Vec<Output>, String> {
     let mut outputs = Vec::new();
     for (i, q) in job.queries.iter().enumerate() {
         let stream = b.stream(&q.plan)?;
-        let out = Output::attach(b, i, stream, &q.output, &q.columns, q.plan.changelog())?;
+        let changelog = q.plan.changelog();
+        let out = Output::attach(b, i, stream, &q.output, &q.columns, changelog, explain)?;
         outputs.push(out);
     }
     Ok(outputs)

@@ -59,7 +59,8 @@ pub struct Output {
 }
 
 impl Output {
-    /// Adds the sink of query `i` for `stream`.
+    /// Adds the sink of query `i` for `stream`; with `explain` (the dataflow is only shown),
+    /// without creating its file.
     ///
     /// # Errors
     /// A file output that cannot be created (before anything runs).
@@ -70,6 +71,7 @@ impl Output {
         kind: &OutputKind,
         columns: &Schema,
         changelog: bool,
+        explain: bool,
     ) -> Result<Output, String> {
         let rows = Arc::new(AtomicU64::new(0));
         let mut names = columns.names();
@@ -107,7 +109,9 @@ impl Output {
                 });
             }
             OutputKind::File { path, .. } => {
-                pending = Some(PendingFile::create(path, "output")?);
+                if !explain {
+                    pending = Some(PendingFile::create(path, "output")?);
+                }
                 let shared = VecSink::<Row>::shared();
                 stream.gather().sink(&name, shared.factory());
                 collected = Some(shared);

@@ -4,6 +4,7 @@
 #[path = "../common/mod.rs"]
 mod common;
 mod errors;
+mod explain;
 mod flights;
 mod job_file;
 mod nexmark;
