@@ -743,3 +743,71 @@ fn a_job_file_runs_like_its_flags_and_the_command_line_overrides_it() {
         stderr_of(&o)
     );
 }
+
+/// The voluntary context switches of every thread of process `pid` so far (/proc).
+fn voluntary_switches(pid: u32) -> u64 {
+    let tasks = std::fs::read_dir(format!("/proc/{pid}/task")).expect("the job's threads");
+    (tasks.filter_map(Result::ok))
+        .filter_map(|t| std::fs::read_to_string(t.path().join("status")).ok())
+        .filter_map(|s| {
+            let line = s
+                .lines()
+                .find(|l| l.starts_with("voluntary_ctxt_switches:"))?;
+            line.split_whitespace().nth(1)?.parse::<u64>().ok()
+        })
+        .sum()
+}
+
+/// An engine with next to nothing to do parks its workers until something arrives or falls
+/// due (worker/mod.rs, `MAX_PARK`; docs/cpu.md, "An idle worker parks until it has work"): a
+/// flight a day, replayed at 3,000x (one every 29 s), over 3 s of the run. With every idle
+/// worker waking each millisecond (before) it made about 1,900 voluntary context switches a
+/// second; now about 100 (the network, checkpoint and log threads included).
+#[test]
+fn an_idle_engine_parks_its_workers() {
+    let dir = tempfile::tempdir().unwrap();
+    let rows: Vec<String> = (1..=12)
+        .flat_map(|m| {
+            (1..=28).map(move |d| {
+                row(
+                    "517",
+                    "2",
+                    "EWR",
+                    "15",
+                    &format!("2013-{m:02}-{d:02}T10:00:00Z"),
+                )
+                .replacen("2013,1,1,", &format!("2013,{m},{d},"), 1)
+            })
+        })
+        .collect();
+    let input = write_csv(dir.path(), "flights.csv", &rows);
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_xorflow"))
+        .args([
+            "run",
+            "flights",
+            "--workers",
+            "2",
+            "--speed",
+            "3000",
+            "--input",
+        ])
+        .arg(&input)
+        .arg("--output")
+        .arg(dir.path().join("out.csv"))
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(1500));
+    let before = voluntary_switches(child.id());
+    let t0 = Instant::now();
+    std::thread::sleep(Duration::from_secs(3));
+    let after = voluntary_switches(child.id());
+    let per_s = (after - before) as f64 / t0.elapsed().as_secs_f64();
+    let _ = child.kill();
+    let _ = child.wait();
+    assert!(
+        per_s < 600.0,
+        "{per_s:.0} voluntary context switches a second with nothing to do"
+    );
+}

@@ -19,6 +19,9 @@ use xorflow_core::Element;
 use xorflow_tracking::range_tag::RangeTag;
 use xorflow_tracking::{ComponentId, Slot, Time};
 
+/// How long a sender whose batches are held back (backpressure) parks before it retries, ns.
+const HELD_BACK_RETRY_NS: u64 = 1_000_000;
+
 /// How an edge picks the target instance of each element.
 pub enum Partitioner<T> {
     /// Same worker.
@@ -338,6 +341,11 @@ impl<T: Send> EdgeOutput<T> {
         let mut sent = false;
         for t in &mut self.targets {
             sent |= Self::retry(t, ctx);
+            if !t.pending.is_empty() {
+                // A full local queue: its receiver does not wake the sender when it makes room,
+                // so the sender retries this often (a remote channel's credit wakes it too).
+                ctx.wake_at(ctx.now_ns.saturating_add(HELD_BACK_RETRY_NS));
+            }
             if t.buf.is_empty() && t.markers.is_empty() {
                 continue;
             }

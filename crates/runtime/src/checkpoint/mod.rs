@@ -19,6 +19,7 @@ pub use resume::{Resume, RESUME_ENV};
 use crate::error::RunError;
 use crate::net::link::RemoteTx;
 use crate::progress::cut::Covered;
+use crate::wake::Unparkers;
 use crossbeam_channel::Sender;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeSet;
@@ -76,9 +77,16 @@ pub(crate) enum Message {
 }
 
 /// The newest completed checkpoint as this process knows it: set by process 0's coordinator,
-/// and on the other processes by the transport when process 0 says so; read by the sinks.
-#[derive(Clone, Debug, Default)]
-pub struct Committed(Arc<AtomicU64>);
+/// and on the other processes by the transport when process 0 says so; read by the sinks, whose
+/// workers it wakes (a sink committing per checkpoint acts on it).
+#[derive(Clone, Default)]
+pub struct Committed(Arc<AtomicU64>, Arc<std::sync::OnceLock<Arc<Unparkers>>>);
+
+impl std::fmt::Debug for Committed {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Committed({:?})", self.get())
+    }
+}
 
 impl Committed {
     /// The newest completed checkpoint, if any.
@@ -86,9 +94,20 @@ impl Committed {
         self.0.load(Ordering::Acquire).checked_sub(1)
     }
 
-    /// Checkpoint `c` is complete (never moves back).
+    /// Checkpoint `c` is complete (never moves back): wakes this process's workers.
     pub(crate) fn set(&self, c: u64) {
-        self.0.fetch_max(c + 1, Ordering::AcqRel);
+        if self.0.fetch_max(c + 1, Ordering::AcqRel) < c + 1 {
+            if let Some(u) = self.1.get() {
+                for w in 0..u.0.len() {
+                    u.unpark(w);
+                }
+            }
+        }
+    }
+
+    /// The workers [`Committed::set`] wakes (once; set as the run starts).
+    pub(crate) fn wake(&self, unparkers: Arc<Unparkers>) {
+        let _ = self.1.set(unparkers);
     }
 }
 
@@ -137,6 +156,11 @@ pub(crate) struct Running {
 }
 
 impl Running {
+    /// A completed checkpoint wakes these workers ([`Committed::set`]).
+    pub(crate) fn wake_on_commit(&self, unparkers: Arc<Unparkers>) {
+        self.handle.committed.wake(unparkers);
+    }
+
     /// Where the transport delivers checkpoint frames.
     pub fn inlet(&self) -> Inlet {
         Inlet {

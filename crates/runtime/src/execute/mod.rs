@@ -138,6 +138,10 @@ fn attempt(b: &mut Builder, finished: &mut bool) -> Result<RunReport, RunError> 
                 local_recovery: config.local_recovery,
             };
             let started = crate::checkpoint::start(parts, p, job, to_leader, peers);
+            if let Ok(r) = &started {
+                // A completed checkpoint wakes the workers: their sinks commit on it.
+                r.wake_on_commit(unparkers.clone());
+            }
             Some(started.inspect_err(|_| {
                 outcome::reap(&mut cluster.children, true);
             })?)

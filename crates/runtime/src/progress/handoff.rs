@@ -48,7 +48,11 @@ impl Handoff {
     /// As [`Handoff::after_iteration`].
     pub fn on_idle(&mut self, tr: &mut TrackerState, now_ns: u64) -> Result<Option<u64>, String> {
         match self.policy.idle() {
-            IdleFlush::Useful => self.hand_over(tr, now_ns, Urgency::Idle).map(|()| None),
+            // What stays queued (hand-offs that cannot move a frontier) is flushed by the next
+            // tick after its interval: the worker wakes for it.
+            IdleFlush::Useful => self
+                .hand_over(tr, now_ns, Urgency::Idle)
+                .map(|()| self.acker.next_tick_ns()),
             IdleFlush::Now => self.hand_over(tr, now_ns, Urgency::Now).map(|()| None),
             IdleFlush::AfterInterval(ns) => {
                 self.hand_over(tr, now_ns, Urgency::Due)?;

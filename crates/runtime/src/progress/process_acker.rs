@@ -244,6 +244,15 @@ impl ProcessAcker {
         self.submit(Flush::default(), now_ns, Urgency::Due)
     }
 
+    /// When [`ProcessAcker::tick`] would flush what is pending (the interval after the last
+    /// flush), ns; `None` when nothing is pending. A worker going idle with hand-offs queued
+    /// wakes then: nothing else would (`worker/mod.rs`).
+    pub fn next_tick_ns(&self) -> Option<u64> {
+        self.pending.load(Ordering::Acquire).then(|| {
+            (self.last_flush_ns.load(Ordering::Relaxed)).saturating_add(self.policy.interval_ns)
+        })
+    }
+
     /// Hand-offs a worker left to another because the mutex was held (module doc).
     pub fn deferred_handoffs(&self) -> u64 {
         self.deferred.load(Ordering::Relaxed)

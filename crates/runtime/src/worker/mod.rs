@@ -24,8 +24,14 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-/// Longest idle park; the loop re-checks abort and timeouts at least this often.
-const MAX_PARK: Duration = Duration::from_millis(1);
+/// Longest idle park. An idle worker is woken by what gives it work (a batch, a frontier, a
+/// credit: their senders unpark it) or at the earliest deadline it registered
+/// (`WorkerCtx::wake_at`: a source's schedule, a partial batch's flush timeout, a held-back
+/// batch's retry, queued acks' flush, the next checkpoint epoch, the live metrics' next
+/// sample), so this only bounds how late it sees another thread's abort. It was 1 ms: 1,000
+/// wake-ups a second per idle worker, each a context switch of tens of us on this VM
+/// (issue 51: an idle engine should cost next to nothing).
+const MAX_PARK: Duration = Duration::from_millis(50);
 /// Below this the worker spins instead of parking for a source's schedule. Small on purpose: on a
 /// machine with as many cores as workers, a spinning worker takes the core another one needs.
 const SPIN_NS: u64 = 2_000;
@@ -133,6 +139,9 @@ impl Worker {
         cpu.end_iteration();
         if self.live.as_ref().is_some_and(|l| l.due(self.ctx.now_ns)) {
             self.publish();
+        }
+        if let Some(l) = &self.live {
+            self.ctx.wake_at(l.next_due_ns());
         }
         Ok(did)
     }

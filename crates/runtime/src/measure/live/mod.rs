@@ -380,6 +380,11 @@ impl WorkerLive {
         now_ns.saturating_sub(self.last_ns) >= PUBLISH_INTERVAL_NS
     }
 
+    /// When the next publication is due, ns (an idle worker wakes for it).
+    pub fn next_due_ns(&self) -> u64 {
+        self.last_ns.saturating_add(PUBLISH_INTERVAL_NS)
+    }
+
     /// Publishes per vertex its totals and CPU so far (ns), the worker thread's CPU by task
     /// `tasks`, the newest source heartbeat `newest` (for the frontier lag), and the worker's
     /// traffic so far.
