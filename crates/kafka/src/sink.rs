@@ -148,6 +148,37 @@ impl<T, E: Encoder<T>> KafkaSink<T, E> {
         Ok(self.producer.as_ref().expect("just created"))
     }
 
+    /// Waits until the producer's own metadata has this instance's control partition with a
+    /// leader: just after another instance grew the topic, the broker may still answer with the
+    /// old partition count, and a marker sent then fails delivery ("unknown partition"), which
+    /// fails the transaction (seen in CI with six instances growing one topic).
+    fn await_partition(&self) -> Result<(), String> {
+        let p = self.producer.as_ref().expect("created");
+        let t0 = std::time::Instant::now();
+        loop {
+            let md = p
+                .client()
+                .fetch_metadata(Some(&self.control), BROKER_TIMEOUT)
+                .map_err(|e| format!("{}: no metadata for '{}': {e}", self.uri, self.control))?;
+            let ready = (md.topics().iter().find(|t| t.name() == self.control))
+                .and_then(|t| t.partitions().iter().find(|q| q.id() == self.partition))
+                .is_some_and(|q| q.error().is_none() && q.leader() >= 0);
+            if ready {
+                return Ok(());
+            }
+            if t0.elapsed() > BROKER_TIMEOUT {
+                return Err(format!(
+                    "{}: partition {} of '{}' has no leader after {} s",
+                    self.uri,
+                    self.partition,
+                    self.control,
+                    BROKER_TIMEOUT.as_secs()
+                ));
+            }
+            std::thread::sleep(std::time::Duration::from_millis(50));
+        }
+    }
+
     fn begin(&mut self) -> Result<(), String> {
         if !self.in_transaction {
             let uri = self.uri.clone();
@@ -249,6 +280,7 @@ impl<T: Send, E: Encoder<T>> Sink<T> for KafkaSink<T, E> {
         let partitions = self.partition as usize + 1;
         crate::admin::ensure_partitions(&control, partitions, &[("cleanup.policy", "compact")])?;
         self.producer()?;
+        self.await_partition()?;
         Ok(())
     }
 
