@@ -50,3 +50,36 @@ fn explain_prints_the_plan_and_dataflow_and_writes_nothing() {
         "only the input is left"
     );
 }
+
+/// A sub-plan that occurs twice is built once (as Flink reuses sub-plans): Nexmark q5 aggregates
+/// `bid` into the same HOP windows for both sides of its join, and its dataflow has one such
+/// aggregate, feeding both.
+#[test]
+fn a_repeated_sub_plan_is_built_once() {
+    let repo = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let read = |p: &str| std::fs::read_to_string(repo.join(p)).unwrap();
+    let q5 = read("examples/nexmark/queries/q5.sql");
+    let (table, insert) = q5.split_at(q5.find("INSERT INTO").expect("q5 inserts"));
+    let sql = format!(
+        "{}\n{}\nEXPLAIN {insert}",
+        read("examples/nexmark/ddl_gen.sql"),
+        &table[table.find("CREATE TABLE").unwrap()..]
+    );
+    let o = Command::cargo_bin("xorflow")
+        .unwrap()
+        .args(["sql", "--workers", "2", "--execute", &sql])
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let graph = &stdout[stdout.find("== dataflow").expect("the dataflow")..];
+    let slices: Vec<&str> = (graph.lines())
+        .filter(|l| l.contains(".slices  <- source: bid"))
+        .collect();
+    assert_eq!(slices.len(), 1, "{graph}");
+    // Its rows go to both sides: the join's left input and the maximum's aggregate.
+    let readers = (graph.lines())
+        .filter(|l| l.ends_with("<- window_aggregate.rows (forward)"))
+        .count();
+    assert_eq!(readers, 2, "{graph}");
+}

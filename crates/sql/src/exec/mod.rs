@@ -41,6 +41,12 @@ pub struct Builder<'a> {
     /// Each table's source stream: a table scanned twice (Nexmark q5 and q7 read `bid` in two
     /// subqueries) is read once and fanned out, as Flink reuses a common source.
     scans: BTreeMap<String, Stream<Row>>,
+    /// Every sub-plan's stream, by the plan's full text (`{:?}`): a sub-plan that occurs twice
+    /// (Nexmark q5 aggregates `bid` into the same HOP windows for both sides of its join) is
+    /// computed once and fanned out, as Flink's planner reuses sub-plans
+    /// (`table.optimizer.reuse-sub-plan-enabled`, on by default). Equal text means equal
+    /// operators on equal inputs, so equal rows.
+    reused: BTreeMap<String, Stream<Row>>,
     /// Skipped and late rows.
     pub counters: Counters,
     /// Per table, the columns the job reads ([`Plan::needed_columns`]); the others are left
@@ -57,6 +63,7 @@ impl<'a> Builder<'a> {
             parallelism: parallelism.max(1),
             files: BTreeMap::new(),
             scans: BTreeMap::new(),
+            reused: BTreeMap::new(),
             counters: Counters::default(),
             needed: BTreeMap::new(),
             names: BTreeMap::new(),
@@ -78,6 +85,17 @@ impl<'a> Builder<'a> {
     /// # Errors
     /// A source that cannot be opened (a missing file, bad connector options), naming it.
     pub fn stream(&mut self, plan: &Plan) -> Result<Stream<Row>, String> {
+        let text = format!("{plan:?}");
+        if let Some(s) = self.reused.get(&text) {
+            return Ok(s.clone());
+        }
+        let s = self.build_stream(plan)?;
+        self.reused.insert(text, s.clone());
+        Ok(s)
+    }
+
+    /// [`Builder::stream`] of a plan not built yet.
+    fn build_stream(&mut self, plan: &Plan) -> Result<Stream<Row>, String> {
         Ok(match plan {
             Plan::Scan { table } => {
                 let key = table.name.to_ascii_lowercase();
