@@ -33,7 +33,7 @@ lab:
 
 lint:
 	$(CARGO) fmt --all -- --check
-	$(CARGO) clippy --workspace --all-targets --release --all-features -- -D warnings
+	$(CARGO) clippy --workspace --all-targets --profile release-tests --all-features -- -D warnings
 	$(CARGO) fmt --manifest-path peers/timely/Cargo.toml -- --check
 	$(CARGO) clippy --manifest-path peers/timely/Cargo.toml --release -- -D warnings
 

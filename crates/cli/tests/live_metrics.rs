@@ -108,8 +108,8 @@ fn chromium() -> Option<PathBuf> {
 }
 
 /// Runs headless Chromium on `url` with `args`, letting the page's script run 3.5 s of
-/// virtual time; returns its stdout.
-fn browse(chrome: &Path, url: &str, args: &[&str]) -> String {
+/// virtual time; returns its stdout and stderr.
+fn browse(chrome: &Path, url: &str, args: &[&str]) -> (String, String) {
     let o = Command::new(chrome)
         .args([
             "--headless",
@@ -120,11 +120,26 @@ fn browse(chrome: &Path, url: &str, args: &[&str]) -> String {
         .args(["--window-size=1100,800"])
         .args(args)
         .arg(url)
-        .stderr(Stdio::null())
         .output()
         .unwrap();
-    assert!(o.status.success(), "chromium failed on {url}");
-    String::from_utf8_lossy(&o.stdout).into_owned()
+    let err = String::from_utf8_lossy(&o.stderr).into_owned();
+    assert!(o.status.success(), "chromium failed on {url}:\n{err}");
+    (String::from_utf8_lossy(&o.stdout).into_owned(), err)
+}
+
+/// The page's DOM as headless Chromium renders it. Chromium on a loaded machine now and then
+/// exits 0 having printed nothing (CI at 19852fd, two test binaries at once): an empty dump is
+/// tried again, twice, and a third is a failure showing Chromium's stderr.
+fn dump_dom(chrome: &Path, url: &str) -> String {
+    let mut errs = String::new();
+    for _ in 0..3 {
+        let (dom, err) = browse(chrome, url, &["--dump-dom"]);
+        if !dom.trim().is_empty() {
+            return dom;
+        }
+        errs.push_str(&err);
+    }
+    panic!("chromium printed no DOM for {url} three times; its stderr:\n{errs}");
 }
 
 /// Width and height of a PNG file (its IHDR chunk), and its size.
@@ -211,7 +226,7 @@ fn a_running_job_serves_moving_metrics_and_a_status_page_a_browser_renders() {
     }
     if let Some(chrome) = chromium() {
         let url = format!("http://{addr}/");
-        let dom = browse(&chrome, &url, &["--dump-dom"]);
+        let dom = dump_dom(&chrome, &url);
         for v in ["departures", "hourly", "csv"] {
             assert!(
                 dom.contains(&format!("data-name=\"{v}\"")),
@@ -234,7 +249,7 @@ fn a_running_job_serves_moving_metrics_and_a_status_page_a_browser_renders() {
         let refreshed: u32 = refreshed.and_then(|n| n.parse().ok()).unwrap_or(0);
         assert!(refreshed >= 2, "the page refreshes itself ({refreshed})");
         let shot = dir.path().join("status.png");
-        browse(
+        let _ = browse(
             &chrome,
             &url,
             &[&format!("--screenshot={}", shot.display())],

@@ -20,12 +20,18 @@
 //!   `xorflow-lab bench sustainable --workload chain` judges growth by;
 //! - elements/s: all emitted elements over the time from the start to every worker finishing.
 //!
-//! The input is flushed after every batch of sends (as xorflow's source sends partial batches):
-//! otherwise timely buffers a timestamp's elements until the timestamp advances or its buffer fills,
-//! which trades element latency for fewer, larger messages.
-//!
-//! In-flight elements are bounded (`--max-in-flight`): timely has no backpressure of its own, and an
-//! unlimited input would otherwise only measure how fast memory fills.
+//! Two ways to feed the input (`--feed`), one per mode measured, each as timely's own examples
+//! and benchmarks do it for that mode:
+//! - `paced` (latency runs): batches of at most 1,024 due elements, the input flushed after every
+//!   batch (as xorflow's source sends partial batches: otherwise timely buffers a timestamp's
+//!   elements until the timestamp advances or its buffer fills, which trades element latency for
+//!   fewer, larger messages), in-flight elements bounded (`--max-in-flight`: timely has no
+//!   backpressure of its own, and an unbounded paced input only measures how fast memory fills),
+//!   idle workers parked until the next element is due;
+//! - `open` (throughput runs): open loop, `--chunk` elements sent between two steps of the worker
+//!   with no flush and no feed hop (the input's buffers ship when full or when the timestamp
+//!   advances), nothing bounding what is in flight, the worker never parked: timely's examples
+//!   feed their inputs so, and issue 51's independent harness measured timely so.
 //!
 //! `--processes N` runs N timely processes on this machine in timely's own TCP cluster mode
 //! (`cluster.rs`), `--workers` threads each. Each process bounds what it has in flight to its share
@@ -77,9 +83,15 @@ pub struct Args {
     /// The first ids, processed but not measured.
     #[arg(long, default_value_t = 0)]
     pub warmup: u64,
-    /// Most elements emitted but not yet at a sink, over all workers.
+    /// Most elements emitted but not yet at a sink, over all workers (`--feed paced` only).
     #[arg(long, default_value_t = 131_072)]
     pub max_in_flight: u64,
+    /// How the input is fed: `paced` for latency runs, `open` for throughput runs (module docs).
+    #[arg(long, value_enum, default_value_t = Feed::Paced)]
+    pub feed: Feed,
+    /// Elements a worker sends between two steps with `--feed open`.
+    #[arg(long, default_value_t = 16_384)]
+    pub chunk: u64,
     /// Print one JSON object instead of a line of text.
     #[arg(long)]
     pub json: bool,
@@ -96,6 +108,16 @@ pub struct Args {
     /// Set by `--processes N` for its copies: exit when stdin closes.
     #[arg(long, hide = true)]
     pub exit_with_stdin: bool,
+}
+
+/// How the input is fed (`--feed`).
+#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Feed {
+    /// Due elements in batches of at most 1,024, flushed, in-flight bounded, idle workers parked.
+    Paced,
+    /// Open loop: `--chunk` elements between steps, no flush, nothing bounding what is in flight.
+    Open,
 }
 
 fn stage_key(id: u64, stage: u64) -> u64 {
@@ -115,6 +137,7 @@ fn check(args: &Args) -> anyhow::Result<()> {
         "--rate must be a finite number >= 0, got {}",
         args.rate
     );
+    anyhow::ensure!(args.chunk >= 1, "--chunk must be at least 1");
     anyhow::ensure!(
         args.max_in_flight >= args.processes as u64,
         "--max-in-flight must be at least the number of processes"
@@ -183,8 +206,13 @@ fn main() -> anyhow::Result<()> {
 /// Runs this process's workers on `comm` and returns their measurements merged.
 fn run_process(a: &Args, comm: CommunicationConfig) -> anyhow::Result<Measured> {
     let a = a.clone();
-    // This process's share of the bound on elements in flight.
-    let max_in_flight = a.max_in_flight / a.processes as u64;
+    // This process's share of the bound on elements in flight (none for an open feed).
+    let open = a.feed == Feed::Open;
+    let max_in_flight = if open {
+        u64::MAX
+    } else {
+        a.max_in_flight / a.processes as u64
+    };
     let emitted = Arc::new(AtomicU64::new(0));
     let arrived = Arc::new(AtomicU64::new(0));
     let arrived_total = arrived.clone();
@@ -220,19 +248,22 @@ fn run_process(a: &Args, comm: CommunicationConfig) -> anyhow::Result<Measured> 
             let g = a.granularity;
             let per_second = a.latency_by_second;
             worker.dataflow::<u64, _, _>(|scope| {
-                // The input's own exchange would hold a flushed batch until the timestamp
+                let fed = scope.input_from(&mut input).container::<Vec<(u64, u64)>>();
+                // Paced: the input's own exchange would hold a flushed batch until the timestamp
                 // advances (it flushes its per-worker buffers only then); an operator's output
-                // buffers are flushed when it yields, so a pipeline hop makes `input.flush()` work.
-                let mut stream = scope
-                    .input_from(&mut input)
-                    .container::<Vec<(u64, u64)>>()
-                    .unary(Pipeline, "feed", |_cap, _info| {
+                // buffers are flushed when it yields, so a pipeline hop makes `input.flush()`
+                // work. Open: no flush, so no hop.
+                let mut stream = if open {
+                    fed
+                } else {
+                    fed.unary(Pipeline, "feed", |_cap, _info| {
                         move |input, output| {
                             input.for_each_time(|time, data| {
                                 output.session(&time).give_containers(data);
                             });
                         }
-                    });
+                    })
+                };
                 for k in 0..a.stages as u64 {
                     stream = stream.unary(
                         Exchange::new(move |x: &(u64, u64)| stage_key(x.0, k)),
@@ -300,11 +331,12 @@ fn run_process(a: &Args, comm: CommunicationConfig) -> anyhow::Result<Measured> 
         let mut span: Option<(u64, u64)> = None;
         let mut measured_emitted = 0u64;
         let ns_per_element = if a.rate > 0.0 { 1e9 / a.rate } else { 0.0 };
+        let chunk = if open { a.chunk } else { 1024 };
         input.advance_to(time_of(next));
         while next < a.elements {
             let now = now_ns();
             let mut batch = 0u64;
-            while next < a.elements && batch < 1024 {
+            while next < a.elements && batch < chunk {
                 let due = if a.rate > 0.0 {
                     t0 + (next as f64 * ns_per_element) as u64
                 } else {
@@ -331,13 +363,19 @@ fn run_process(a: &Args, comm: CommunicationConfig) -> anyhow::Result<Measured> 
                     input.advance_to(t);
                 }
             }
-            // Send what this batch buffered now, not when the timestamp advances.
-            input.flush();
+            if !open {
+                // Send what this batch buffered now, not when the timestamp advances.
+                input.flush();
+            }
             emitted.fetch_add(batch, Ordering::Relaxed);
             if next >= a.elements {
                 break;
             }
-            let wait = if a.rate > 0.0 {
+            let wait = if open && a.rate == 0.0 {
+                // Open loop: step once and send the next chunk; parking is for idle workers.
+                worker.step();
+                continue;
+            } else if a.rate > 0.0 {
                 let due = t0 + (next as f64 * ns_per_element) as u64;
                 Some(Duration::from_nanos(due.saturating_sub(now_ns())))
             } else {

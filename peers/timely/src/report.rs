@@ -183,7 +183,11 @@ pub struct Output {
     pub elements: u64,
     pub warmup: u64,
     pub rate: f64,
-    pub max_in_flight: u64,
+    /// The bound on elements in flight over all workers; None with `--feed open` (no bound).
+    pub max_in_flight: Option<u64>,
+    /// How the input was fed (`paced` or `open`) and, when open, the elements per step.
+    pub feed: crate::Feed,
+    pub chunk: Option<u64>,
     /// Measured ids over the span from the first to the last measured emission, elements/s.
     pub achieved_rate: f64,
     pub elapsed_s: f64,
@@ -273,7 +277,9 @@ pub fn output(a: &crate::Args, mut m: Measured) -> anyhow::Result<Output> {
         elements: a.elements,
         warmup: a.warmup,
         rate: a.rate,
-        max_in_flight: a.max_in_flight,
+        max_in_flight: (a.feed == crate::Feed::Paced).then_some(a.max_in_flight),
+        feed: a.feed,
+        chunk: (a.feed == crate::Feed::Open).then_some(a.chunk),
         achieved_rate: if span_s > 0.0 {
             m.measured_emitted.saturating_sub(1) as f64 / span_s
         } else {

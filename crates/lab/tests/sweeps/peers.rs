@@ -119,6 +119,28 @@ fn smoke_run_compares_xorflow_and_timely() {
         !always_elsewhere,
         "xorflow-idle-always outside the latency sweeps"
     );
+    // Timely at its best for each mode (docs/peers.md, "Each peer at its best"): open loop in
+    // throughput runs, flushed and bounded in paced ones.
+    let raw = std::fs::read_to_string(dir.join("raw.jsonl")).unwrap();
+    let mut timely_runs = 0;
+    for line in raw.lines() {
+        let run: serde_json::Value = serde_json::from_str(line).unwrap();
+        if run["config"] != "timely" {
+            continue;
+        }
+        timely_runs += 1;
+        let paced = run["sweep"].as_str().unwrap().contains("latency");
+        let (feed, bound) = (&run["result"]["feed"], &run["result"]["max_in_flight"]);
+        if paced {
+            assert_eq!(feed, "paced", "{run}");
+            assert_eq!(bound, 131_072, "{run}");
+        } else {
+            assert_eq!(feed, "open", "{run}");
+            assert!(bound.is_null(), "an open feed has no bound: {run}");
+            assert_eq!(run["result"]["chunk"], 16_384, "{run}");
+        }
+    }
+    assert!(timely_runs >= 5, "{timely_runs} timely runs in raw.jsonl");
     let report = std::fs::read_to_string(dir.join("REPORT.md")).unwrap();
     assert!(report.contains("xorflow / timely"), "ratio column missing");
     assert!(

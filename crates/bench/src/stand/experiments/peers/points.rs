@@ -192,10 +192,19 @@ impl Systems<'_> {
         a
     }
 
+    /// Timely as its own examples run it for the mode (docs/peers.md, "Each peer at its
+    /// best"): a throughput run feeds the input open loop in chunks of 16,384 elements, with no
+    /// flush and nothing bounding what is in flight; a paced run flushes each batch and bounds
+    /// what is in flight (`peers/timely/src/main.rs`, `--feed`).
     fn timely(&self, w: &Workload) -> Vec<String> {
         // Its own TCP cluster mode (`peers/timely/src/cluster.rs`).
         let base = [self.peers.timely.display().to_string()];
-        Self::peer(&base, "processes", None, w).into_vec()
+        let mut a = Self::peer(&base, "processes", None, w);
+        a.option(
+            "feed",
+            Some(if w.rate.is_none() { "open" } else { "paced" }),
+        );
+        a.into_vec()
     }
 
     /// Flink runs the job twice as a warm-up, `warm` elements each.
