@@ -33,10 +33,43 @@ use std::marker::PhantomData;
 use xorflow_runtime::operators::OperatorError;
 use xorflow_runtime::{Element, Sink, Staging};
 
+/// Where an [`Encoder`] puts records: `(key, value)`, an empty key for none, a `None` value for
+/// a tombstone (a compacted topic's delete).
+pub type Emit<'a> = dyn FnMut(&[u8], Option<&[u8]>) -> Result<(), String> + 'a;
+
 /// Turns a result element into a record's key and value.
 pub trait Encoder<T>: Send {
     /// Clears and fills `key` (left empty: no key) and `value` for `element`.
     fn encode(&mut self, element: &Element<T>, key: &mut Vec<u8>, value: &mut Vec<u8>);
+
+    /// The records of `element`, through `emit`: by default the one [`Encoder::encode`] makes.
+    /// An encoder that makes none, several or tombstones (upsert-kafka: an UPDATE_BEFORE is
+    /// held until the next element shows whether it is followed by its UPDATE_AFTER) overrides
+    /// this and [`Encoder::end_batch`]; `key` and `value` are buffers to reuse.
+    ///
+    /// # Errors
+    /// What `emit` returns (the broker refused a record).
+    fn encode_records(
+        &mut self,
+        element: &Element<T>,
+        key: &mut Vec<u8>,
+        value: &mut Vec<u8>,
+        emit: &mut Emit<'_>,
+    ) -> Result<(), String> {
+        key.clear();
+        value.clear();
+        self.encode(element, key, value);
+        emit(key, Some(value))
+    }
+
+    /// After the last element of a batch: records held back (by default none). A batch's
+    /// records are one transaction's, so nothing may stay held after it.
+    ///
+    /// # Errors
+    /// What `emit` returns.
+    fn end_batch(&mut self, _emit: &mut Emit<'_>) -> Result<(), String> {
+        Ok(())
+    }
 }
 
 /// The control topic of `topic`'s sinks.
@@ -200,15 +233,7 @@ impl<T, E: Encoder<T>> KafkaSink<T, E> {
         value: &[u8],
     ) -> Result<(), String> {
         let p = self.producer.as_ref().expect("in a transaction");
-        let mut rec = BaseRecord::to(topic).payload(value);
-        if !key.is_empty() {
-            rec = rec.key(key);
-        }
-        if let Some(partition) = partition {
-            rec = rec.partition(partition);
-        }
-        crate::producer::send_waiting(p, rec)
-            .map_err(|e| format!("{}: cannot send to '{topic}': {e}", self.uri))
+        send_record(p, &self.uri, topic, partition, key, Some(value))
     }
 
     /// Writes `marker` and commits the open transaction (opening one if none is).
@@ -246,6 +271,33 @@ impl<T, E: Encoder<T>> KafkaSink<T, E> {
     }
 }
 
+/// Sends one record (`value` None: a tombstone) to `partition`, or the one the partitioner picks
+/// (by the key's hash when there is one), waiting while librdkafka's queue is full.
+fn send_record<C>(
+    p: &BaseProducer<C>,
+    uri: &KafkaUri,
+    topic: &str,
+    partition: Option<i32>,
+    key: &[u8],
+    value: Option<&[u8]>,
+) -> Result<(), String>
+where
+    C: rdkafka::producer::ProducerContext<DeliveryOpaque = ()>,
+{
+    let mut rec = BaseRecord::<[u8], [u8]>::to(topic);
+    if let Some(v) = value {
+        rec = rec.payload(v);
+    }
+    if !key.is_empty() {
+        rec = rec.key(key);
+    }
+    if let Some(partition) = partition {
+        rec = rec.partition(partition);
+    }
+    crate::producer::send_waiting(p, rec)
+        .map_err(|e| format!("{uri}: cannot send to '{topic}': {e}"))
+}
+
 impl<T: Send, E: Encoder<T>> Sink<T> for KafkaSink<T, E> {
     fn write(&mut self, batch: Vec<Element<T>>) -> Result<(), OperatorError> {
         self.begin()?;
@@ -253,13 +305,14 @@ impl<T: Send, E: Encoder<T>> Sink<T> for KafkaSink<T, E> {
             std::mem::take(&mut self.key),
             std::mem::take(&mut self.value),
         );
-        let topic = self.uri.topic.clone();
+        let (uri, producer) = (&self.uri, self.producer.as_ref().expect("in a transaction"));
+        let topic = &uri.topic;
+        let mut emit = |k: &[u8], v: Option<&[u8]>| send_record(producer, uri, topic, None, k, v);
         for e in &batch {
-            key.clear();
-            value.clear();
-            self.encoder.encode(e, &mut key, &mut value);
-            self.send(&topic, None, &key, &value)?;
+            self.encoder
+                .encode_records(e, &mut key, &mut value, &mut emit)?;
         }
+        self.encoder.end_batch(&mut emit)?;
         self.written += batch.len() as u64;
         (self.key, self.value) = (key, value);
         if self.commit_each_write {

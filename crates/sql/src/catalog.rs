@@ -7,7 +7,9 @@ use crate::expr::compile::{compile, sql_type};
 use crate::expr::{BinOp, Scalar};
 use crate::schema::{Field, Schema};
 use crate::types::{SqlType, Value};
-use sqlparser::ast::{CreateTable, CreateTableOptions, Expr, Query, Spanned, SqlOption};
+use sqlparser::ast::{
+    CreateTable, CreateTableOptions, Expr, Query, Spanned, SqlOption, TableConstraint,
+};
 use sqlparser::tokenizer::Location;
 use std::collections::BTreeMap;
 
@@ -32,6 +34,9 @@ pub struct Table {
     pub rowtime: Option<Rowtime>,
     /// The `WITH` options, keys as written (Flink's keys are lower case).
     pub options: BTreeMap<String, String>,
+    /// The columns of its `PRIMARY KEY (...) NOT ENFORCED`, in key order (empty: none). Not
+    /// checked, as in Flink; an upsert-kafka sink writes a record's key from them.
+    pub primary_key: Vec<usize>,
     /// Where its `CREATE TABLE` starts.
     pub at: Location,
 }
@@ -81,6 +86,24 @@ impl Catalog {
             Some(w) => Some(rowtime(&schema, w)?),
             None => None,
         };
+        let mut primary_key = Vec::new();
+        for c in &t.constraints {
+            let TableConstraint::PrimaryKey(pk) = c else {
+                return Err(SqlError::of(
+                    c,
+                    format!("constraint '{c}': only PRIMARY KEY (...) NOT ENFORCED"),
+                ));
+            };
+            if !primary_key.is_empty() {
+                return Err(SqlError::of(c, "a table has one PRIMARY KEY"));
+            }
+            for k in &pk.columns {
+                let Expr::Identifier(id) = &k.column.expr else {
+                    return Err(SqlError::of(c, "PRIMARY KEY (...) names columns"));
+                };
+                primary_key.push(schema.resolve(None, id)?);
+            }
+        }
         let options = match &t.table_options {
             CreateTableOptions::With(o) => with_options(o)?,
             CreateTableOptions::None => BTreeMap::new(),
@@ -96,6 +119,7 @@ impl Catalog {
             schema,
             rowtime,
             options,
+            primary_key,
             at,
         };
         self.tables.insert(name.to_ascii_lowercase(), table);

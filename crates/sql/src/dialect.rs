@@ -7,10 +7,15 @@
 //! - `TABLE name` as an argument of a window table function
 //!   (`TABLE(TUMBLE(TABLE bid, DESCRIPTOR(dateTime), INTERVAL '10' SECOND))`): parsed by
 //!   [`FlinkDialect::parse_prefix`] into `Expr::Prefixed { prefix: TABLE, value: name }`.
+//! - `PRIMARY KEY (a, b) NOT ENFORCED` among a `CREATE TABLE`'s columns (Flink's only form: it
+//!   does not check keys), kept as the statement's primary-key constraint.
 //! - Back-quoted identifiers (`` `dateTime` ``), as Flink writes them.
 
 use sqlparser::ast::helpers::stmt_create_table::CreateTableBuilder;
-use sqlparser::ast::{ColumnDef, CreateTableOptions, Expr, Ident, ObjectName, Statement};
+use sqlparser::ast::{
+    ColumnDef, ConstraintCharacteristics, CreateTableOptions, Expr, Ident, IndexColumn, ObjectName,
+    PrimaryKeyConstraint, Statement, TableConstraint,
+};
 use sqlparser::dialect::{Dialect, GenericDialect};
 use sqlparser::keywords::Keyword;
 use sqlparser::parser::{Parser, ParserError};
@@ -49,6 +54,7 @@ impl FlinkDialect {
         let name = p.parse_object_name(false)?;
         p.expect_token(&Token::LParen)?;
         let mut columns: Vec<ColumnDef> = Vec::new();
+        let mut constraints = Vec::new();
         loop {
             let t = p.peek_token();
             let is_watermark = matches!(&t.token, Token::Word(w)
@@ -66,6 +72,30 @@ impl FlinkDialect {
                     expr,
                     at: t.span.start,
                 });
+            } else if p.parse_keywords(&[Keyword::PRIMARY, Keyword::KEY]) {
+                let keys = p.parse_parenthesized_column_list(
+                    sqlparser::parser::IsOptional::Mandatory,
+                    false,
+                )?;
+                if !p.parse_keywords(&[Keyword::NOT, Keyword::ENFORCED]) {
+                    return p.expected(
+                        "NOT ENFORCED after PRIMARY KEY (...): Flink SQL does not check keys",
+                        p.peek_token(),
+                    );
+                }
+                constraints.push(TableConstraint::PrimaryKey(PrimaryKeyConstraint {
+                    name: None,
+                    index_name: None,
+                    index_type: None,
+                    columns: keys.into_iter().map(IndexColumn::from).collect(),
+                    include: vec![],
+                    index_options: vec![],
+                    characteristics: Some(ConstraintCharacteristics {
+                        deferrable: None,
+                        initially: None,
+                        enforced: Some(false),
+                    }),
+                }));
             } else {
                 columns.push(p.parse_column_def()?);
             }
@@ -83,6 +113,7 @@ impl FlinkDialect {
             CreateTableBuilder::new(name)
                 .if_not_exists(if_not_exists)
                 .columns(columns)
+                .constraints(constraints)
                 .table_options(options)
                 .build(),
         ))

@@ -297,6 +297,9 @@ fn sink_of(table: &Table, rows: &Schema, at: Location) -> Result<OutputKind, Sql
         "kafka" => crate::connectors::kafka::uri_of(table)
             .map(|uri| OutputKind::Kafka { uri })
             .map_err(|m| SqlError::at(table.at, m)),
+        "upsert-kafka" => crate::connectors::upsert_kafka::uri_of(table)
+            .map(|uri| OutputKind::UpsertKafka { uri, key: table.primary_key.clone() })
+            .map_err(|m| SqlError::at(table.at, m)),
         "filesystem" => {
             let path = table.option("path").ok_or_else(|| SqlError::at(table.at, format!("table '{}': the filesystem connector needs a 'path'", table.name)))?;
             let format = crate::connectors::filesystem::format_of(table).map_err(|m| SqlError::at(table.at, m))?;
@@ -304,7 +307,7 @@ fn sink_of(table: &Table, rows: &Schema, at: Location) -> Result<OutputKind, Sql
         }
         other => Err(SqlError::at(
             table.at,
-            format!("table '{}': 'connector' = '{other}' cannot be written (sinks: blackhole, print, filesystem, kafka)", table.name),
+            format!("table '{}': 'connector' = '{other}' cannot be written (sinks: blackhole, print, filesystem, kafka, upsert-kafka)", table.name),
         )),
     }
 }

@@ -30,6 +30,14 @@ pub enum OutputKind {
         /// The topic.
         uri: xorflow_kafka::KafkaUri,
     },
+    /// `'connector' = 'upsert-kafka'`: records keyed by the primary key, tombstones for
+    /// deletions (connectors/upsert_kafka.rs), one transaction per checkpoint.
+    UpsertKafka {
+        /// The topic.
+        uri: xorflow_kafka::KafkaUri,
+        /// The primary key's columns.
+        key: Vec<usize>,
+    },
     /// A file: a plain SELECT's `--output`, or `'connector' = 'filesystem'`.
     File {
         /// Where.
@@ -108,6 +116,22 @@ impl Output {
                     xorflow_kafka::KafkaSink::new(uri.clone(), i, enc)
                 });
             }
+            OutputKind::UpsertKafka { uri, key } => {
+                let (uri, cols, key) = (uri.clone(), columns.names(), key.clone());
+                // Every change of a key through one instance, in order (the module doc).
+                let by = key.clone();
+                let keyed = stream.key_by(move |r: &Row| {
+                    by.iter().map(|&c| r[c].clone()).collect::<Vec<Value>>()
+                });
+                keyed.sink(&name, move |i| {
+                    let enc = crate::connectors::upsert_kafka::UpsertRecords::new(
+                        cols.clone(),
+                        key.clone(),
+                        changelog,
+                    );
+                    xorflow_kafka::KafkaSink::new(uri.clone(), i, enc)
+                });
+            }
             OutputKind::File { path, .. } => {
                 if !explain {
                     pending = Some(PendingFile::create(path, "output")?);
@@ -178,7 +202,9 @@ impl Output {
             OutputKind::Blackhole => "blackhole".into(),
             OutputKind::Print => "print".into(),
             OutputKind::Terminal => "standard output".into(),
-            OutputKind::Kafka { uri } => format!("topic {}", uri.topic),
+            OutputKind::Kafka { uri } | OutputKind::UpsertKafka { uri, .. } => {
+                format!("topic {}", uri.topic)
+            }
             OutputKind::File { path, .. } => path.display().to_string(),
         }
     }

@@ -76,3 +76,56 @@ fn a_bad_watermark_and_a_bad_type_are_refused() {
     assert_eq!(code, Some(2), "{err}");
     assert!(err.contains("the type BLOB is not supported"), "{err}");
 }
+
+/// upsert-kafka sinks: a key is required, `NOT ENFORCED` too (as Flink), only JSON formats, and
+/// such a table is not read; each refused before anything runs, naming the table or position.
+#[test]
+fn upsert_kafka_tables_are_checked_before_the_job_runs() {
+    let table = |pk: &str, opts: &str| {
+        format!(
+            "CREATE TABLE u (auction BIGINT, n BIGINT{pk}) WITH ('connector' = 'upsert-kafka', \
+             'topic' = 'u', 'properties.bootstrap.servers' = '127.0.0.1:1'{opts});\n"
+        )
+    };
+    let json = ", 'key.format' = 'json', 'value.format' = 'json'";
+    let insert = "INSERT INTO u SELECT auction, count(*) FROM bid GROUP BY auction";
+    let cases = [
+        (
+            format!("{}{BID}{insert}", table("", json)),
+            "table 'u': the upsert-kafka connector needs PRIMARY KEY (...) NOT ENFORCED",
+        ),
+        (
+            format!("{}{BID}{insert}", table(", PRIMARY KEY (auction)", json)),
+            "line 1, column 64: syntax error: Expected: NOT ENFORCED after PRIMARY KEY",
+        ),
+        (
+            format!(
+                "{}{BID}{insert}",
+                table(", PRIMARY KEY (auctoin) NOT ENFORCED", json)
+            ),
+            "unknown column 'auctoin'",
+        ),
+        (
+            format!(
+                "{}{BID}{insert}",
+                table(
+                    ", PRIMARY KEY (auction) NOT ENFORCED",
+                    ", 'key.format' = 'csv', 'value.format' = 'json'"
+                )
+            ),
+            "table 'u': 'key.format' = 'csv': only 'json'",
+        ),
+        (
+            format!(
+                "{}SELECT * FROM u",
+                table(", PRIMARY KEY (auction) NOT ENFORCED", json)
+            ),
+            "table 'u': an upsert-kafka table is written only",
+        ),
+    ];
+    for (text, want) in &cases {
+        let (code, err) = sql(text);
+        assert_eq!(code, Some(2), "{text}: {err}");
+        assert!(err.contains(want), "{text}:\n  got  {err}\n  want {want}");
+    }
+}

@@ -400,7 +400,7 @@ fn worker_sockets(
 /// `--net-reads worker`) the sockets it reads, `[local worker]` each.
 type PerWorker = (
     Vec<Vec<Box<dyn Vertex>>>,
-    Vec<crossbeam_channel::Receiver<crate::progress::frontiers::Notification>>,
+    Vec<std::sync::Arc<crate::progress::frontier_inbox::FrontierInbox>>,
     Vec<Option<WorkerSockets>>,
 );
 

@@ -3,8 +3,7 @@
 
 use crate::net::link::RemoteTx;
 use crate::net::outbox::{NetWrites, Outbox};
-use crate::progress::frontiers::Notification;
-use crossbeam_channel::{Receiver, Sender};
+use crate::progress::frontier_inbox::FrontierInbox;
 use std::sync::Arc;
 
 /// The outboxes to every other process (`None` at this process's own index).
@@ -42,7 +41,8 @@ impl RemoteQueues {
     }
 }
 
-/// One frontier inbox per local worker.
-pub(crate) fn inboxes(workers: usize) -> (Vec<Sender<Notification>>, Vec<Receiver<Notification>>) {
-    (0..workers).map(|_| crossbeam_channel::unbounded()).unzip()
+/// One frontier inbox per local worker (its writers' handles and its reader's: the same).
+pub(crate) fn inboxes(workers: usize) -> (Vec<Arc<FrontierInbox>>, Vec<Arc<FrontierInbox>>) {
+    let all: Vec<Arc<FrontierInbox>> = (0..workers).map(|_| Arc::default()).collect();
+    (all.clone(), all)
 }

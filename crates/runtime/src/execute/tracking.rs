@@ -5,11 +5,10 @@ use super::placement::Placement;
 use crate::config::{RuntimeConfig, TrackerLayout};
 use crate::net::link::RemoteTx;
 use crate::progress::flush_policy::FlushPolicy;
-use crate::progress::frontiers::Notification;
+use crate::progress::frontier_inbox::FrontierInbox;
 use crate::progress::process_acker::{ProcessAcker, ShardRoute};
 use crate::progress::tracker_agent::TrackerAgent;
 use crate::wake::Unparkers;
-use crossbeam_channel::Sender;
 use std::sync::Arc;
 use xorflow_tracking::{EpochDomain, Granularity, ShardMap, Topology, Tracker};
 
@@ -29,7 +28,7 @@ pub(crate) struct ShardContext<'a> {
     /// Checkpoint epochs, tracked beside event time, if the job checkpoints.
     pub epochs: Option<EpochDomain>,
     /// This process's workers' frontier inboxes.
-    pub inboxes: &'a [Sender<Notification>],
+    pub inboxes: &'a [Arc<FrontierInbox>],
     pub unparkers: &'a Arc<Unparkers>,
     /// The connection to each process (`None` for this one).
     pub remotes: &'a [Option<RemoteTx>],

@@ -51,7 +51,7 @@ fn process(
         0 => (Some(wiring.remote_out(CH)), None),
         _ => (None, Some(wiring.remote_in(CH))),
     };
-    let (inbox, _received) = crossbeam_channel::unbounded();
+    let inbox = std::sync::Arc::new(crate::progress::frontier_inbox::FrontierInbox::new());
     let t = super::test_transport::start_with(
         me,
         listener,

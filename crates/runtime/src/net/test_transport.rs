@@ -6,9 +6,8 @@ use super::cluster::ClusterConfig;
 use super::link::Routes;
 use super::outbox::{NetWrites, Outbox};
 use super::transport::{self, Delivery, Failure, Identity, TransportHandle};
-use crate::progress::frontiers::Notification;
+use crate::progress::frontier_inbox::FrontierInbox;
 use crate::wake::Unparkers;
-use crossbeam_channel::Sender;
 use std::sync::Arc;
 
 /// The transport of process `me` (started: connected and clock-aligned as `cfg` says) and its
@@ -18,7 +17,7 @@ pub(super) fn start(
     listener: std::net::TcpListener,
     addrs: Vec<std::net::SocketAddr>,
     cfg: &ClusterConfig,
-    inboxes: Vec<Sender<Notification>>,
+    inboxes: Vec<Arc<FrontierInbox>>,
 ) -> (TransportHandle, Vec<Option<Arc<Outbox>>>) {
     let outboxes = outboxes(me, addrs.len());
     let t = start_with(
@@ -46,7 +45,7 @@ pub(super) fn start_with(
     listener: std::net::TcpListener,
     addrs: Vec<std::net::SocketAddr>,
     cfg: &ClusterConfig,
-    inboxes: Vec<Sender<Notification>>,
+    inboxes: Vec<Arc<FrontierInbox>>,
     outboxes: &[Option<Arc<Outbox>>],
     routes: Routes,
 ) -> TransportHandle {

@@ -1,18 +1,16 @@
 //! What a worker knows of progress, and the one notification API operators use.
 //!
-//! Under trAcker, tracker shards send frontier updates to every worker's inbox; the worker combines
+//! Under trAcker, tracker shards offer frontier updates to every worker's inbox
+//! (`frontier_inbox.rs`: the latest unread per shard and component); the worker combines
 //! the latest per-shard frontiers (their minimum, `xorflow_tracking::FrontierCombiner`) into one
 //! frontier per component. With markers the frontier of a vertex instance is the marker aligned
 //! over its input channels; without tracking it is `INF` once every input channel has ended.
 //! [`Frontiers::notified`] gives an operator its frontier whichever of the three the run uses, so
 //! no operator matches on the tracking mode (operators/mod.rs, `Operator::on_frontier`).
 
+use super::frontier_inbox::FrontierInbox;
 use crate::config::TrackingMode;
-use crossbeam_channel::Receiver;
 use xorflow_tracking::{ComponentId, FrontierCombiner, FrontierUpdate, Time, INF};
-
-/// A frontier notification as a worker's inbox carries it: the shard and what moved.
-pub type Notification = (u32, Vec<FrontierUpdate>);
 
 /// What a vertex instance's own input channels say about progress (markers and end of stream).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -32,6 +30,8 @@ pub struct Frontiers {
     /// When (ns, `measure/clock.rs`) the latest notification was learned: the end point of
     /// notification latency.
     pub seen_ns: u64,
+    /// What the last read took from the inbox (kept for its allocation).
+    read: Vec<(u32, FrontierUpdate)>,
 }
 
 impl Frontiers {
@@ -42,20 +42,23 @@ impl Frontiers {
             combiner: FrontierCombiner::new(components, shards.max(1)),
             by_component: vec![0; components],
             seen_ns: 0,
+            read: Vec::new(),
         }
     }
 
-    /// Reads every notification waiting in `inbox` (trAcker), stamping [`Frontiers::seen_ns`].
+    /// Reads every update waiting in `inbox` (trAcker), stamping [`Frontiers::seen_ns`].
     ///
     /// # Errors
-    /// A notification naming an unknown component or shard.
-    pub fn read(&mut self, inbox: &Receiver<Notification>) -> Result<(), String> {
-        while let Ok((shard, ups)) = inbox.try_recv() {
-            self.seen_ns = crate::measure::clock::now_ns();
-            for u in ups {
-                if let Some(f) = self.combiner.update(shard as usize, u)? {
-                    self.by_component[u.component as usize] = f;
-                }
+    /// An update naming an unknown component or shard.
+    pub fn read(&mut self, inbox: &FrontierInbox) -> Result<(), String> {
+        self.read.clear();
+        if !inbox.take(&mut self.read) {
+            return Ok(());
+        }
+        self.seen_ns = crate::measure::clock::now_ns();
+        for &(shard, u) in &self.read {
+            if let Some(f) = self.combiner.update(shard as usize, u)? {
+                self.by_component[u.component as usize] = f;
             }
         }
         Ok(())
@@ -109,30 +112,28 @@ mod tests {
 
     #[test]
     fn notified_follows_the_mode() {
-        let (tx, rx) = crossbeam_channel::unbounded();
+        let rx = FrontierInbox::new();
         let mut f = Frontiers::new(TrackingMode::Tracker, 2, 2);
-        tx.send((
+        rx.offer(
             0,
-            vec![FrontierUpdate {
+            &[FrontierUpdate {
                 component: 1,
                 frontier: 5,
             }],
-        ))
-        .unwrap();
+        );
         f.read(&rx).unwrap();
         assert_eq!(
             f.notified(1, OPEN),
             0,
             "one shard of two reported: the minimum is 0"
         );
-        tx.send((
+        rx.offer(
             1,
-            vec![FrontierUpdate {
+            &[FrontierUpdate {
                 component: 1,
                 frontier: 9,
             }],
-        ))
-        .unwrap();
+        );
         f.read(&rx).unwrap();
         assert_eq!(
             f.notified(1, OPEN),
@@ -149,16 +150,15 @@ mod tests {
 
     #[test]
     fn unknown_component_is_an_error() {
-        let (tx, rx) = crossbeam_channel::unbounded();
+        let rx = FrontierInbox::new();
         let mut f = Frontiers::new(TrackingMode::Tracker, 1, 1);
-        tx.send((
+        rx.offer(
             0,
-            vec![FrontierUpdate {
+            &[FrontierUpdate {
                 component: 3,
                 frontier: 1,
             }],
-        ))
-        .unwrap();
+        );
         assert!(f.read(&rx).unwrap_err().contains("unknown component 3"));
     }
 }

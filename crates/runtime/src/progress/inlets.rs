@@ -1,12 +1,11 @@
 //! The receivers of trAcker's frames as the transport delivers them (`net/payload.rs`): ack
 //! pieces go to the tracker shard hosted here, frontiers to every local worker's inbox.
 
-use super::frontiers::Notification;
+use super::frontier_inbox::FrontierInbox;
 use super::tracker_agent::TrackerAgent;
 use crate::net::frame::{read_acks, read_frontier};
 use crate::net::payload::Inlet;
 use crate::wake::Unparkers;
-use crossbeam_channel::Sender;
 use std::sync::Arc;
 
 /// `Kind::Acks`: a process acker's piece for a shard hosted here.
@@ -27,7 +26,7 @@ impl Inlet for AckInlet {
 /// `Kind::Frontier`: a shard's frontier updates, for every worker of this process.
 pub struct FrontierInlet {
     /// Frontier inboxes of this process's workers.
-    pub inboxes: Vec<Sender<Notification>>,
+    pub inboxes: Vec<Arc<FrontierInbox>>,
     /// Wakes the workers.
     pub unparkers: Arc<Unparkers>,
 }
@@ -35,8 +34,8 @@ pub struct FrontierInlet {
 impl Inlet for FrontierInlet {
     fn take(&self, f: &[u8]) -> Result<(), String> {
         let (shard, ups) = read_frontier(f)?;
-        for (w, tx) in self.inboxes.iter().enumerate() {
-            if tx.send((shard, ups.clone())).is_ok() {
+        for (w, inbox) in self.inboxes.iter().enumerate() {
+            if inbox.offer(shard, &ups) {
                 self.unparkers.unpark(w);
             }
         }

@@ -391,7 +391,7 @@ impl ProcessAcker {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::progress::frontiers::Notification;
+    use crate::progress::frontier_inbox::FrontierInbox;
     use crate::wake::Unparkers;
     use xorflow_tracking::{Topology, Tracker, INF};
 
@@ -401,7 +401,7 @@ mod tests {
     fn acker_and_tracker(
         g: Granularity,
         sources: usize,
-        inboxes: Vec<crossbeam_channel::Sender<Notification>>,
+        inboxes: Vec<Arc<FrontierInbox>>,
     ) -> (Arc<ProcessAcker>, Arc<TrackerAgent>) {
         let unparkers = Arc::new(Unparkers::new(inboxes.len()));
         let agent = Arc::new(TrackerAgent::new(
@@ -478,14 +478,18 @@ mod tests {
     #[test]
     fn idle_hand_offs_wait_until_they_can_complete_a_slot() {
         let g = Granularity::new(10);
-        let (tx, rx) = crossbeam_channel::unbounded();
-        let (acker, agent) = acker_and_tracker(g, 1, vec![tx]);
+        let rx = Arc::new(FrontierInbox::new());
+        let (acker, agent) = acker_and_tracker(g, 1, vec![rx.clone()]);
         let hand_off = |edit: &dyn Fn(&mut LocalAcker)| {
             let mut a = LocalAcker::new(g);
             edit(&mut a);
             acker.submit(a.flush(), 0, Urgency::Idle).unwrap();
         };
-        let frontier = || rx.try_iter().flat_map(|(_, ups)| ups).last();
+        let frontier = || {
+            let mut read = Vec::new();
+            rx.take(&mut read);
+            read.pop().map(|(_, u)| u)
+        };
         let flushes = || agent.stats().flushes_applied;
         hand_off(&|a| a.xor_slots(0, 5, 5, 0xa));
         hand_off(&|a| a.heartbeat(0, 100));

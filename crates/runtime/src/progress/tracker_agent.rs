@@ -10,12 +10,11 @@
 //! A notification goes out for components some vertex acts on (windows, sinks) and, for termination,
 //! for every component reaching `INF`; a pass-through vertex's frontier is not worth a wake-up.
 
-use super::frontiers::Notification;
+use super::frontier_inbox::FrontierInbox;
 use crate::measure::traffic::{MessageKind, Traffic};
 use crate::net::frame;
 use crate::net::link::RemoteTx;
 use crate::wake::Unparkers;
-use crossbeam_channel::Sender;
 use serde::{Deserialize, Serialize};
 use std::sync::{Arc, Mutex};
 use xorflow_tracking::ack::Heartbeat;
@@ -78,7 +77,7 @@ pub struct TrackerAgent {
     inner: Mutex<Inner>,
     /// `interest[c]`: some vertex acts on component `c`'s frontier.
     interest: Vec<bool>,
-    workers: Vec<Sender<Notification>>,
+    workers: Vec<Arc<FrontierInbox>>,
     unparkers: Arc<Unparkers>,
     remote: Vec<RemoteTx>,
 }
@@ -91,7 +90,7 @@ impl TrackerAgent {
         shard: u32,
         tracker: Tracker,
         interest: Vec<bool>,
-        workers: Vec<Sender<Notification>>,
+        workers: Vec<Arc<FrontierInbox>>,
         unparkers: Arc<Unparkers>,
         remote: Vec<RemoteTx>,
     ) -> Self {
@@ -132,10 +131,11 @@ impl TrackerAgent {
             .collect();
         if !wanted.is_empty() {
             let bytes = wanted.len() as u64 * FrontierUpdate::WIRE_BYTES;
-            for (w, tx) in self.workers.iter().enumerate() {
-                inner.stats.traffic.record(MessageKind::Frontier, bytes);
-                // A worker that already finished has dropped its receiver; nothing to tell it.
-                if tx.send((self.shard, wanted.clone())).is_ok() {
+            for (w, inbox) in self.workers.iter().enumerate() {
+                // Only an offer into an empty inbox is a message (frontier_inbox.rs); others
+                // join the unread updates of a worker already due to read them.
+                if inbox.offer(self.shard, &wanted) {
+                    inner.stats.traffic.record(MessageKind::Frontier, bytes);
                     self.unparkers.unpark(w);
                 }
             }

@@ -15,10 +15,9 @@ use crate::measure::stats::VertexStats;
 use crate::measure::traffic::Traffic;
 use crate::net::worker_reads::WorkerSockets;
 use crate::operators::Vertex;
-use crate::progress::frontiers::Notification;
+use crate::progress::frontier_inbox::FrontierInbox;
 use crate::progress::handoff::Handoff;
 use crate::wake::Wake;
-use crossbeam_channel::Receiver;
 use ctx::WorkerCtx;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -62,7 +61,7 @@ pub(crate) struct Worker {
     /// The hand-off of this worker's acks to its process acker (trAcker only).
     pub handoff: Option<Handoff>,
     /// Frontier notifications from the tracker shards (trAcker only).
-    pub inbox: Option<Receiver<Notification>>,
+    pub inbox: Option<std::sync::Arc<FrontierInbox>>,
     pub abort: Arc<AtomicBool>,
     /// Where this thread's CPU goes (`measure/cpu.rs`); started when the loop starts.
     pub cpu: WorkerClock,

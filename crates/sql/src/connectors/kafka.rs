@@ -215,13 +215,17 @@ impl Encoder<Row> for JsonRecords {
             false => row.len(),
         };
         for (c, v) in self.columns.iter().zip(&row[..n]) {
-            let j = match v {
-                Value::Timestamp(ms) => serde_json::Value::String(format_timestamp(*ms)),
-                v => v.to_json(),
-            };
-            obj.insert(c.clone(), j);
+            obj.insert(c.clone(), to_json(v));
         }
         let _ = serde_json::to_writer(value, &obj);
+    }
+}
+
+/// A value as a JSON record holds it: timestamps as Flink's SQL text.
+pub fn to_json(v: &Value) -> serde_json::Value {
+    match v {
+        Value::Timestamp(ms) => serde_json::Value::String(format_timestamp(*ms)),
+        v => v.to_json(),
     }
 }
 

@@ -225,6 +225,11 @@ impl<'a> Builder<'a> {
                 Ok(self.df.source(&name, n, move |i| t.source(i, n)))
             }
             "" => Err(format!("table '{}' has no 'connector' option", table.name)),
+            "upsert-kafka" => Err(format!(
+                "table '{}': an upsert-kafka table is written only (reading a changelog from \
+                 Kafka is not supported; a 'kafka' table reads the topic's records as rows)",
+                table.name,
+            )),
             other => Err(format!(
                 "table '{}': 'connector' = '{other}' cannot be read (sources: filesystem, kafka, nexmark)",
                 table.name,
