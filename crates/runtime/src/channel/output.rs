@@ -19,6 +19,22 @@ use xorflow_core::Element;
 use xorflow_tracking::range_tag::RangeTag;
 use xorflow_tracking::{ComponentId, Slot, Time};
 
+/// A round-robin edge's plan for a batch of `len` elements over `n` targets, the turn at
+/// `start`: `(target, run length)` per target in turn, and the turn after the batch. Each target
+/// gets what taking turns one element at a time would give it (the first `len % n` targets
+/// from `start` one more than the others), in one contiguous run: the sender appends a run to
+/// one buffer instead of switching buffers every element (chain K = 10, 1 process x 2
+/// workers: 41.4-42.6 -> 48.7-49.8 M elements/s, docs/benchmarks.md).
+pub fn round_robin_runs(
+    start: usize,
+    len: usize,
+    n: usize,
+) -> (impl Iterator<Item = (usize, usize)>, usize) {
+    let (base, extra) = (len / n, len % n);
+    let runs = (0..n).map(move |k| ((start + k) % n, base + usize::from(k < extra)));
+    (runs, (start + extra) % n)
+}
+
 /// How long a sender whose batches are held back (backpressure) parks before it retries, ns.
 const HELD_BACK_RETRY_NS: u64 = 1_000_000;
 
@@ -26,7 +42,8 @@ const HELD_BACK_RETRY_NS: u64 = 1_000_000;
 pub enum Partitioner<T> {
     /// Same worker.
     Forward,
-    /// Target instances in turn, one element at a time.
+    /// Target instances in turn: a batch's elements in contiguous runs, each target as many as
+    /// taking turns one element at a time would give it ([`round_robin_runs`]).
     RoundRobin {
         /// Next target.
         next: usize,
@@ -173,6 +190,23 @@ impl<T: Send> EdgeOutput<T> {
                 }
             }
             Partitioner::RoundRobin { next } => {
+                let mut elements = elements;
+                let (len, exact) = elements.size_hint();
+                if n > 1 && exact == Some(len) && len >= n {
+                    // In runs: each target gets a contiguous run of the batch, as many elements
+                    // as alternating one by one from `next` would give it (the first `len % n`
+                    // targets from `next` one more), and `next` moves on as far. One target's
+                    // buffer stays in registers for a run instead of switching every element.
+                    let (runs, after) = round_robin_runs(*next, len, n);
+                    for (target, run) in runs {
+                        let t = &mut targets[target];
+                        for el in elements.by_ref().take(run) {
+                            Self::append(*epoch, t, el, lineage, ctx);
+                        }
+                    }
+                    *next = after;
+                }
+                // A batch smaller than the targets (or of unknown length): one by one.
                 let mut i = *next;
                 for el in elements {
                     Self::append(*epoch, &mut targets[i], el, lineage, ctx);
@@ -415,5 +449,42 @@ impl<T: Send> EdgeOutput<T> {
         self.targets
             .iter()
             .any(|t| !t.buf.is_empty() || !t.markers.is_empty())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::round_robin_runs;
+    use proptest::prelude::*;
+
+    proptest! {
+        /// Runs give every target exactly the elements, and leave the same turn, that taking
+        /// turns one element at a time does, over any sequence of batches.
+        #[test]
+        fn runs_count_as_one_at_a_time(
+            n in 1usize..9,
+            batches in proptest::collection::vec(0usize..200, 1..20),
+            start in 0usize..9,
+        ) {
+            let start = start % n;
+            let (mut by_runs, mut by_turns) = (vec![0usize; n], vec![0usize; n]);
+            let (mut turn_runs, mut turn_one) = (start, start);
+            for &len in &batches {
+                let (runs, after) = round_robin_runs(turn_runs, len, n);
+                let mut total = 0;
+                for (t, run) in runs {
+                    by_runs[t] += run;
+                    total += run;
+                }
+                prop_assert_eq!(total, len);
+                turn_runs = after;
+                for _ in 0..len {
+                    by_turns[turn_one] += 1;
+                    turn_one = (turn_one + 1) % n;
+                }
+                prop_assert_eq!(&by_runs, &by_turns);
+                prop_assert_eq!(turn_runs, turn_one);
+            }
+        }
     }
 }
