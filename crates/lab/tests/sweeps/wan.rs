@@ -62,7 +62,9 @@ const MESH: [&str; 4] = ["--experiments", "mesh", "--no-flink", "--no-storm"];
 
 /// The runs of a quick mesh sweep at RTT 0 and 40 ms: two (RTT 0 is added as the knee's
 /// baseline), counted right, at rate, and the delayed one later by at least the one-way delay.
-fn the_mesh_sees_the_delay(runs: &[BTreeMap<String, String>]) {
+/// Err (with the figures) when only the last holds not: the timing of a loaded machine, which the
+/// caller measures once more.
+fn the_mesh_sees_the_delay(runs: &[BTreeMap<String, String>]) -> Result<(), String> {
     assert_eq!(runs.len(), 2, "{runs:?}");
     let ysb: Vec<_> = runs.iter().filter(|r| r["workload"] == "Ysb").collect();
     assert_eq!(ysb.len(), 2);
@@ -80,10 +82,10 @@ fn the_mesh_sees_the_delay(runs: &[BTreeMap<String, String>]) {
     // "20 ms later": the base run's own waiting overlaps the hop, and the tests of this binary
     // run side by side on 2 cores, which inflated a base to 17 ms in CI.)
     let (p50_0, p50_40) = (num(base, "window_p50_ms"), num(delayed, "window_p50_ms"));
-    assert!(
-        p50_40 >= 19.0 && p50_40 >= p50_0 + 5.0,
-        "window p50 {p50_0} ms -> {p50_40} ms at 40 ms RTT"
-    );
+    match p50_40 >= 19.0 && p50_40 >= p50_0 + 5.0 {
+        true => Ok(()),
+        false => Err(format!("window p50 {p50_0} ms -> {p50_40} ms at 40 ms RTT")),
+    }
 }
 
 /// The runs of a quick notification sweep at 40 ms RTT: the quick variants, two, counted right,
@@ -128,11 +130,22 @@ fn a_sweep_in_network_namespaces_sees_the_delay_of_every_packet() {
     if !xorflow_testkit::namespaces_here() {
         return;
     }
-    let out = tempfile::tempdir().expect("tempdir");
+    let (out, again) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
     let mut args = vec!["--network", "netns"];
     args.extend(MESH);
     let (dir, runs) = sweep(out.path(), &args);
-    the_mesh_sees_the_delay(&runs);
+    // A base run slower than the delayed one was disturbed (CI at afc9163: 41.8 ms without delay,
+    // 29 ms with it, beside another test binary): the pair is measured once more.
+    let dir = match the_mesh_sees_the_delay(&runs) {
+        Ok(()) => dir,
+        Err(first) => {
+            let (dir, runs) = sweep(again.path(), &args);
+            if let Err(second) = the_mesh_sees_the_delay(&runs) {
+                panic!("{first}; measured again: {second}");
+            }
+            dir
+        }
+    };
     // Each run went through a router: its command and what it delivered are in the run folder.
     for run in std::fs::read_dir(dir.join("runs")).unwrap() {
         let run = run.unwrap().path();
