@@ -346,8 +346,12 @@ impl<T: Send, E: Encoder<T>> Sink<T> for KafkaSink<T, E> {
     }
 
     /// Aborts what this instance has open (the killed process's transaction was aborted when
-    /// the producer was initialized); a fresh run (`None`) marks its start.
-    fn rollback(&mut self, committed: Option<u64>) -> Result<(), OperatorError> {
+    /// the producer was initialized). Writes no marker, even for `None` (a snapshot taken
+    /// before this instance's first commit): the marker of a commit made after that snapshot
+    /// must stay the last one, or [`Sink::durable_commit`] would not see it and the restored
+    /// run would write that checkpoint's output again (duplicates after kill -9 when the run
+    /// restored checkpoint 1, `crates/cli/tests/kafka/flights.rs`).
+    fn rollback(&mut self, _committed: Option<u64>) -> Result<(), OperatorError> {
         if self.in_transaction {
             let uri = self.uri.clone();
             self.producer()?
@@ -355,10 +359,14 @@ impl<T: Send, E: Encoder<T>> Sink<T> for KafkaSink<T, E> {
                 .map_err(|e| format!("{uri}: cannot abort a transaction: {e}"))?;
             self.in_transaction = false;
         }
-        if committed.is_none() {
-            self.commit_with(Marker::Reset)?;
-        }
         Ok(())
+    }
+
+    /// A run that restores nothing marks its start (a `reset` marker): markers of an earlier
+    /// run with the same transactional id are not its own.
+    fn fresh_start(&mut self) -> Result<(), OperatorError> {
+        self.rollback(None)?;
+        Ok(self.commit_with(Marker::Reset)?)
     }
 
     fn durable_commit(&mut self) -> Result<Option<u64>, OperatorError> {

@@ -212,7 +212,7 @@ fn a_killed_producers_transaction_is_fenced_and_its_commit_marker_survives() {
     };
     let mut s = KafkaSink::new(uri.clone(), 0, Text);
     s.open(true).unwrap();
-    s.rollback(None).unwrap();
+    s.fresh_start().unwrap();
     s.write(batch(0)).unwrap();
     s.commit(5).unwrap();
     // Written, not committed: the process "dies" with its transaction open.
@@ -229,6 +229,32 @@ fn a_killed_producers_transaction_is_fenced_and_its_commit_marker_survives() {
     let mut other = KafkaSink::<u64, Text>::new(uri, 1, Text);
     other.open(true).unwrap();
     assert_eq!(other.durable_commit().unwrap(), None);
+}
+
+/// A run restored from a snapshot taken before the sink's first commit (checkpoint 1's: the
+/// sink had committed nothing then) rolls back to "nothing", but the commit of checkpoint 1 made
+/// after that snapshot, before the kill, is in the output: the restored sink must still see it
+/// as its last commit, or checkpoint 1's output is written twice (2 duplicate rows in
+/// `crates/cli/tests/kafka/flights.rs`, CI, when a rollback to nothing wrote a `reset` marker).
+/// A fresh start of the same id, by contrast, forgets it.
+#[test]
+fn a_rollback_to_nothing_keeps_a_commit_that_raced_with_the_kill() {
+    let Some(b) = broker() else { return };
+    let uri = KafkaUri::parse(&b.uri("raced-first")).unwrap();
+    admin::create_topic(&uri, 1, &[]).unwrap();
+    let batch: Vec<_> = (0..10u64).map(|i| Element::new(i, i)).collect();
+    let mut s = KafkaSink::new(uri.clone(), 0, Text);
+    s.open(true).unwrap();
+    s.fresh_start().unwrap();
+    s.write(batch).unwrap();
+    s.commit(1).unwrap();
+    std::mem::forget(s);
+    let mut again = KafkaSink::<u64, Text>::new(uri.clone(), 0, Text);
+    again.open(true).unwrap();
+    again.rollback(None).unwrap();
+    assert_eq!(again.durable_commit().unwrap(), Some(1));
+    again.fresh_start().unwrap();
+    assert_eq!(again.durable_commit().unwrap(), None);
 }
 
 /// A killed instance's transaction left open on the control topic (its marker written, its
@@ -250,12 +276,12 @@ fn another_instances_open_transaction_does_not_hide_a_commit() {
     };
     let mut s0 = KafkaSink::new(uri.clone(), 0, Text);
     s0.open(true).unwrap();
-    s0.rollback(None).unwrap();
+    s0.fresh_start().unwrap();
     s0.write(batch(0)).unwrap();
     s0.commit(1).unwrap();
     let mut s1 = KafkaSink::<u64, Text>::new(uri.clone(), 1, Text);
     s1.open(true).unwrap();
-    s1.rollback(None).unwrap();
+    s1.fresh_start().unwrap();
     // Instance 1 dies between writing its commit marker and committing: a producer with its
     // transactional id (fencing `s1`) leaves a transaction open where instance 1 writes markers.
     let control = xorflow_kafka::sink::control_topic("interleaved");

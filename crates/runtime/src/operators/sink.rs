@@ -81,6 +81,18 @@ pub trait Sink<T>: Send {
         Ok(())
     }
 
+    /// [`Staging::PerCheckpoint`], a run that restores nothing (neither a checkpoint nor
+    /// `--resume`): what an earlier, abandoned run with the same output committed is not part of
+    /// its output. Unlike [`Sink::rollback`]`(None)` on a restore, which must leave the record
+    /// of a commit that raced with the failure readable for [`Sink::durable_commit`], this may
+    /// hide every earlier commit. The default is `rollback(None)`.
+    ///
+    /// # Errors
+    /// A message naming what failed.
+    fn fresh_start(&mut self) -> Result<(), OperatorError> {
+        self.rollback(None)
+    }
+
     /// [`Staging::PerCheckpoint`], after a restore's [`Sink::rollback`]: the last checkpoint
     /// whose commit the output itself holds durably, if the sink can tell (a commit marker
     /// written in the same transaction as the data: `crates/kafka/src/sink.rs`). A commit can
@@ -282,7 +294,7 @@ impl<T: Data, S: Sink<T> + 'static> Operator for SinkOp<T, S> {
         // A run that restores nothing has committed nothing: what an earlier, abandoned run
         // committed must not become part of its output (a resumed run rolls back in restore).
         if staging == Staging::PerCheckpoint && ctx.resume.is_none() {
-            self.sink.rollback(None)?;
+            self.sink.fresh_start()?;
         }
         Ok(())
     }
