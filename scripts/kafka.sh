@@ -125,6 +125,8 @@ start() {
     if ! kill -0 "$(cat "$dir/pid")" 2>/dev/null; then
       echo "kafka.sh: the broker exited during start: see $dir/server.log and $dir/stdout.log" >&2
       tail -n 5 "$dir/stdout.log" >&2 || true
+      # The folder may be removed once the caller gives up (--forget): show why here.
+      grep -m 5 -i "error\|exception" "$dir/server.log" >&2 || true
       exit 1
     fi
     if answers "$port" && grep -q "Kafka Server started\|\[KafkaRaftServer nodeId=1\] Kafka Server started" "$dir/server.log" 2>/dev/null; then

@@ -35,7 +35,8 @@ impl TestBroker {
     /// Java or Maven is missing outside CI.
     ///
     /// # Panics
-    /// The broker does not start (the script's output is in the message).
+    /// The broker does not start in 3 attempts on fresh ports (the script's output of each is in
+    /// the message).
     pub fn start(repo: &Path) -> Option<Self> {
         Self::start_with(repo, &[])
     }
@@ -58,25 +59,33 @@ impl TestBroker {
         if !java_here() {
             return None;
         }
-        let port = std::net::TcpListener::bind("127.0.0.1:0")
-            .and_then(|l| l.local_addr())
-            .expect("a free port")
-            .port();
-        let b = TestBroker {
-            repo: repo.to_path_buf(),
-            port,
-        };
-        let owner = std::process::id().to_string();
-        let mut args = vec!["--owner", owner.as_str()];
-        args.extend_from_slice(extra);
-        let o = b.script_with("start", &args);
-        assert!(
-            o.status.success(),
-            "scripts/kafka.sh start --port {port}: {}{}",
-            String::from_utf8_lossy(&o.stdout),
-            String::from_utf8_lossy(&o.stderr)
-        );
-        Some(b)
+        // A port found free may be taken by another program before the broker binds it (its
+        // controller's port too: scripts/kafka.sh), so a start that fails is tried twice more
+        // on fresh ports; the failures are all reported if none starts.
+        let mut failures = Vec::new();
+        for _ in 0..3 {
+            let port = std::net::TcpListener::bind("127.0.0.1:0")
+                .and_then(|l| l.local_addr())
+                .expect("a free port")
+                .port();
+            let b = TestBroker {
+                repo: repo.to_path_buf(),
+                port,
+            };
+            let owner = std::process::id().to_string();
+            let mut args = vec!["--owner", owner.as_str()];
+            args.extend_from_slice(extra);
+            let o = b.script_with("start", &args);
+            if o.status.success() {
+                return Some(b);
+            }
+            failures.push(format!(
+                "scripts/kafka.sh start --port {port}: {}{}",
+                String::from_utf8_lossy(&o.stdout),
+                String::from_utf8_lossy(&o.stderr)
+            ));
+        }
+        panic!("no broker started in 3 attempts:\n{}", failures.join("\n"))
     }
 
     fn script(&self, cmd: &str) -> std::process::Output {

@@ -144,7 +144,7 @@ fn a_missing_topic_and_an_absent_broker_are_named() {
     assert!(e.contains("topic 'nothing-here' does not exist"), "{e}");
 }
 
-/// Emits 0..n, one per time unit, 50 per poll.
+/// Emits 0..n, one per time unit, 50 per poll, a poll every 20 ms.
 struct Count {
     next: u64,
     n: u64,
@@ -161,9 +161,10 @@ impl Source<u64> for Count {
         if self.next == self.n {
             SourcePoll::Done
         } else {
-            // 50 elements every 5 ms: the run lasts at least half a second of wall time, so
-            // several 20 ms checkpoints complete however loaded the machine is.
-            SourcePoll::WaitUntil(out.now_ns() + 5_000_000)
+            // 50 elements every 20 ms: the run lasts at least 2 s of wall time, so several 20 ms
+            // checkpoints complete however loaded the machine is (0.5 s saw none in a CI run
+            // with a load average of 9 on 2 cores).
+            SourcePoll::WaitUntil(out.now_ns() + 20_000_000)
         }
     }
 }
