@@ -217,6 +217,16 @@ impl<T: Send> EdgeOutput<T> {
                 }
                 *next = i;
             }
+            Partitioner::Hash(h) if n.is_power_of_two() => {
+                // The same target as `% n`, without a 64-bit division per element (20-90 cycles
+                // by CPU, the slow end on older Intel Xeons; a mask is 1). timely's exchange
+                // does the same.
+                let mask = n as u64 - 1;
+                for el in elements {
+                    let i = (h(&el.data) & mask) as usize;
+                    Self::append(*epoch, &mut targets[i], el, lineage, ctx);
+                }
+            }
             Partitioner::Hash(h) => {
                 for el in elements {
                     let i = (h(&el.data) % n as u64) as usize;
