@@ -89,7 +89,11 @@ pub fn live_child(parent: u32, index: usize, killed: &[u32]) -> u32 {
             t0.elapsed() < Duration::from_secs(30),
             "process {index} of {parent} never (re)started in 30 s (process {parent} {}; \
              local processes now: {:?})",
-            if running(parent) { "still runs" } else { "has ended" },
+            if running(parent) {
+                "still runs"
+            } else {
+                "has ended"
+            },
             children_with_env(parent, "XORFLOW_LOCAL_PROCESS", &index.to_string())
         );
         thread::sleep(Duration::from_millis(20));
