@@ -243,12 +243,13 @@ impl<T: Data> Stream<T> {
         self.unary(name, move |_| {
             let f = f.clone();
             move |batch: Vec<Element<T>>, out: &mut OutputPort<O>, ctx: &mut WorkerCtx| {
-                out.push_all(
-                    batch
-                        .into_iter()
-                        .map(|el| Element::new(el.time, f(el.data))),
-                    ctx,
-                )
+                // Collected in place when `O` has `T`'s layout (std's in-place collect of a
+                // vector's own iterator), and then passed on whole (`OutputPort::push_vec`).
+                let mapped: Vec<Element<O>> = batch
+                    .into_iter()
+                    .map(|el| Element::new(el.time, f(el.data)))
+                    .collect();
+                out.push_vec(mapped, ctx)
             }
         })
     }

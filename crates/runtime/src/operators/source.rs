@@ -55,7 +55,6 @@ pub trait Source<T>: Send {
 
 /// The emitting side a source sees during one poll.
 pub struct SourceOutput<'a, T> {
-    port: &'a mut OutputPort<T>,
     ctx: &'a mut WorkerCtx,
     heartbeat: Option<Time>,
     emitted: usize,
@@ -65,6 +64,10 @@ pub struct SourceOutput<'a, T> {
     failure: Option<String>,
     /// Event-log channel `<source>.out` (every element's time), when logging.
     log: Option<&'a mut xorflow_measure::log::Channel>,
+    /// The poll's elements, pushed into the port together after the poll: a batch goes
+    /// through the edge's partitioning once, in runs (`channel/output.rs`, `append_run`),
+    /// instead of one dispatch per element.
+    staged: &'a mut Vec<Element<T>>,
 }
 
 impl<T: Clone + Send> SourceOutput<'_, T> {
@@ -76,7 +79,7 @@ impl<T: Clone + Send> SourceOutput<'_, T> {
         if let Some(ch) = &mut self.log {
             ch.log(time);
         }
-        self.port.push(Element::new(time, data), self.ctx);
+        self.staged.push(Element::new(time, data));
     }
 
     /// Promises that this source emits nothing with time below `time` from now on. Applied after
@@ -134,6 +137,9 @@ pub struct Sources<T> {
     next_epoch_ns: Option<u64>,
     /// Event-log channel `<source>.out` ([`Operator::take_event_log`]).
     log: Option<xorflow_measure::log::Channel>,
+    /// A poll's elements before they are pushed ([`SourceOutput`]'s `staged`), kept for its
+    /// capacity.
+    staged: Vec<Element<T>>,
 }
 
 impl<T: Clone + Send> Sources<T> {
@@ -153,6 +159,7 @@ impl<T: Clone + Send> Sources<T> {
             epoch: 0,
             next_epoch_ns: None,
             log: None,
+            staged: Vec::new(),
         }
     }
 
@@ -215,6 +222,7 @@ impl<T: Clone + Send> Sources<T> {
         ctx: &mut WorkerCtx,
         stats: &mut VertexStats,
         log: &mut Option<xorflow_measure::log::Channel>,
+        staged: &mut Vec<Element<T>>,
     ) -> Result<bool, OperatorError> {
         match inst.state {
             State::Done => return Ok(false),
@@ -225,17 +233,21 @@ impl<T: Clone + Send> Sources<T> {
             _ => {}
         }
         let mut so = SourceOutput {
-            port: out,
             ctx,
             heartbeat: None,
             emitted: 0,
             measured: 0,
             failure: None,
             log: log.as_mut(),
+            staged,
         };
         let poll = inst.source.poll(&mut so);
         let (emitted, measured, mut heartbeat) = (so.emitted, so.measured, so.heartbeat);
-        if let Some(why) = so.failure {
+        let failure = so.failure.take();
+        if !staged.is_empty() {
+            out.push_all(staged.drain(..), ctx);
+        }
+        if let Some(why) = failure {
             out.commit(ctx);
             return Err(format!("source instance {}: {why}", inst.id).into());
         }
@@ -351,7 +363,15 @@ impl<T: Clone + Send + 'static> Operator for Sources<T> {
             if out.blocked() {
                 break;
             }
-            did |= Self::poll(inst, self.epoch, out, ctx, stats, &mut self.log)?;
+            did |= Self::poll(
+                inst,
+                self.epoch,
+                out,
+                ctx,
+                stats,
+                &mut self.log,
+                &mut self.staged,
+            )?;
         }
         if ctx.progress.markers_in_band() {
             did |= self.send_markers(out, ctx);

@@ -126,6 +126,14 @@ impl<T: Clone + Send> OutputPort<T> {
     /// than repeated `push` because partitioning is dispatched once.
     #[inline]
     pub fn push_all(&mut self, elements: impl Iterator<Item = Element<T>>, ctx: &mut WorkerCtx) {
+        let (len, exact) = elements.size_hint();
+        if exact == Some(len) && self.chained.is_empty() && self.edges.len() == 1 {
+            // Counted up front: the edge's runs move the elements with `Vec::extend`, which an
+            // `inspect` in between would slow to one check per element.
+            self.pushed += len as u64;
+            self.edges[0].push_all(elements, &mut ctx.sending());
+            return;
+        }
         let pushed = &mut self.pushed;
         let mut counted = |_: &Element<T>| *pushed += 1;
         match (self.edges.len(), self.chained.len()) {
@@ -137,6 +145,19 @@ impl<T: Clone + Send> OutputPort<T> {
                     self.push(el, ctx);
                 }
             }
+        }
+    }
+
+    /// Sends the elements of `batch` (batched, like [`OutputPort::push_all`]); into a single
+    /// forward edge the vector itself is passed on when nothing is buffered
+    /// ([`EdgeOutput::push_vec`]).
+    #[inline]
+    pub fn push_vec(&mut self, batch: Vec<Element<T>>, ctx: &mut WorkerCtx) {
+        if self.chained.is_empty() && self.edges.len() == 1 {
+            self.pushed += batch.len() as u64;
+            self.edges[0].push_vec(batch, &mut ctx.sending());
+        } else {
+            self.push_all(batch.into_iter(), ctx);
         }
     }
 
