@@ -10,6 +10,7 @@ pub mod chain;
 pub mod changelog;
 pub mod checkpoint_cost;
 pub mod cpu;
+pub mod floor;
 pub mod generator;
 pub mod named;
 pub mod restore;

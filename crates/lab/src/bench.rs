@@ -17,6 +17,10 @@ use xorflow_runtime::net::cluster::is_local_child;
 pub(crate) enum Bench {
     /// The trAcker paper's chain: K pass-through stages, each after a round-robin re-partition.
     Chain(ChainArgs),
+    /// The floor of a hop: elements written into batches, handed to another thread through a
+    /// queue and read there, with nothing of the engine in between (ns per element, wall and
+    /// CPU; docs/benchmarks.md, "Where the limit is").
+    Floor(FloorArgs),
     /// Service traffic per element by graph size, processes and granularity (the trAcker paper).
     Traffic(StandArgs),
     /// Maximum sustainable throughput: none / tracker / markers at granularity 1 and 100.
@@ -75,6 +79,16 @@ pub(crate) enum Bench {
         #[arg(required = true)]
         dirs: Vec<PathBuf>,
     },
+}
+
+/// Options of `bench floor`.
+#[derive(Args)]
+pub(crate) struct FloorArgs {
+    #[command(flatten)]
+    cfg: xorflow_bench::floor::FloorConfig,
+    /// Print JSON lines instead of text.
+    #[arg(long)]
+    json: bool,
 }
 
 /// Options of `bench peers`.
@@ -249,6 +263,10 @@ pub fn run(bench: Bench) -> Result<(), CommandError> {
             xorflow_bench::restore::describe,
         ),
         Bench::Checkpoints(a) => run_checkpoint_cost(&a),
+        Bench::Floor(a) => {
+            let r = xorflow_bench::floor::run(&a.cfg).map_err(CommandError::Config)?;
+            print_results(Ok(r), a.json, xorflow_bench::floor::describe)
+        }
         Bench::Alignment(a) => run_table(
             xorflow_bench::alignment::run(&a.cfg),
             a.json,
@@ -364,6 +382,7 @@ fn run_stand(b: Bench) -> Result<(), CommandError> {
         Bench::Snapshots(a) => (vec![experiments::Experiment::Snapshots], a),
         Bench::All(a) => (experiments::ALL.to_vec(), a),
         Bench::Peers(_)
+        | Bench::Floor(_)
         | Bench::Nexmark(_)
         | Bench::Cpu(_)
         | Bench::Wan(_)
