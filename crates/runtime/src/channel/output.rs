@@ -194,6 +194,18 @@ impl<T: Send> EdgeOutput<T> {
                     ctx,
                 );
             }
+            Partitioner::RoundRobin { .. } if n == 1 => {
+                // One target takes every turn: a forward edge.
+                let mut elements = elements;
+                Self::append_run(
+                    *epoch,
+                    &mut targets[0],
+                    &mut elements,
+                    usize::MAX,
+                    lineage,
+                    ctx,
+                );
+            }
             Partitioner::RoundRobin { next } => {
                 let mut elements = elements;
                 let (len, exact) = elements.size_hint();
@@ -299,12 +311,13 @@ impl<T: Send> EdgeOutput<T> {
     }
 
     /// Appends the next `run` elements of `elements` (all that are left if fewer) to target
-    /// `t`, as [`EdgeOutput::append`] one by one would. With a lineage range the buffer's range
-    /// grows by the same range for every element, so it is widened once per stretch and the
-    /// elements are moved with `Vec::extend`, in stretches that end where a buffer fills up: no
-    /// per-element range or fill check (a forward hop or a round-robin run, `map` between them,
-    /// cost 10.5 ns per element against timely's 6.9: docs/benchmarks.md, "The hot path next to
-    /// timely's"). Without one (a source's own elements) each element's time counts.
+    /// `t`, as [`EdgeOutput::append`] one by one would. The elements are moved with
+    /// `Vec::extend`, in stretches that end where a buffer fills up, and the buffer's range is
+    /// widened once per stretch: by the lineage range, or without one (a source's own elements)
+    /// by the stretch's lowest and highest time, found in a separate pass over the moved
+    /// elements. No per-element range or fill check in the move (a forward hop or a round-robin
+    /// run, `map` between them, cost 10.5 ns per element against timely's 6.9:
+    /// docs/benchmarks.md, "The hot path next to timely's").
     #[inline(always)]
     fn append_run(
         epoch: u64,
@@ -314,12 +327,6 @@ impl<T: Send> EdgeOutput<T> {
         lineage: Option<(Time, Time)>,
         ctx: &mut SendCtx<'_>,
     ) {
-        let Some((lo, hi)) = lineage else {
-            for el in (&mut *elements).take(run) {
-                Self::append(epoch, t, el, None, ctx);
-            }
-            return;
-        };
         let size = ctx.batching.batch_size;
         while run > 0 {
             // A buffer is sent as soon as it holds `size` elements: there is room for one more.
@@ -330,15 +337,20 @@ impl<T: Send> EdgeOutput<T> {
             if added == 0 {
                 return;
             }
+            let (lo, hi) = lineage.unwrap_or_else(|| {
+                (t.buf[before..].iter()).fold((Time::MAX, 0), |(lo, hi), e| {
+                    (lo.min(e.time), hi.max(e.time))
+                })
+            });
             if before == 0 {
                 if t.markers.is_empty() {
                     t.opened_ns = ctx.now_ns;
                 }
-                (t.tmin, t.tmax) = (lo, hi);
+                (t.tmin, t.tmax, t.exact) = (lo, hi, lineage.is_none());
             } else {
                 (t.tmin, t.tmax) = (t.tmin.min(lo), t.tmax.max(hi));
+                t.exact &= lineage.is_none();
             }
-            t.exact = false;
             if t.buf.len() >= size {
                 Self::seal_and_send(epoch, t, ctx);
             }
