@@ -12,7 +12,7 @@ use std::path::PathBuf;
 use std::sync::OnceLock;
 use std::time::Duration;
 
-pub use crate::config::MAX_TIMER_SLACK;
+pub use crate::config::{MAX_SOURCE_DELAY, MAX_TIMER_SLACK};
 
 /// How often process 0 restarts a job that lost a process, when `--restart-attempts` is not
 /// given.
@@ -337,6 +337,14 @@ pub struct EngineArgs {
     #[arg(help_heading = "Engine tuning", hide_short_help = true, long, default_value = "1us", value_parser = humantime::parse_duration)]
     #[serde(serialize_with = "text::duration")]
     pub timer_slack: Duration,
+    /// How late a paced source (a rate, a replay's speed, a generator's schedule) may emit an
+    /// element when its elements come closer together than this: one wake-up then emits every
+    /// element due within it, so batches grow with the load and the CPU follows the data
+    /// (docs/cpu.md, "A paced source waits for company"). An element's latency grows by at most
+    /// this; notification latency does not. 0s: every element at its due time.
+    #[arg(help_heading = "Engine tuning", hide_short_help = true, long, default_value = "1ms", value_parser = humantime::parse_duration)]
+    #[serde(serialize_with = "text::duration")]
+    pub source_delay: Duration,
     /// Window contents: fold (one accumulator per window and key) or retain (every element,
     /// folded when the window closes); the same results.
     #[arg(
@@ -481,6 +489,7 @@ impl EngineArgs {
             chaining: self.chaining,
             instance_frontiers: self.instance_frontiers,
             timer_slack: self.timer_slack,
+            source_delay: self.source_delay,
             ack_multiplier: self.ack_multiplier,
             tracker_shards: self.tracker_shards,
             tracker_layout: self
@@ -575,6 +584,13 @@ impl EngineArgs {
                  wake that late",
                 humantime::format_duration(self.timer_slack),
                 humantime::format_duration(MAX_TIMER_SLACK)
+            ));
+        }
+        if self.source_delay > MAX_SOURCE_DELAY {
+            return Err(format!(
+                "--source-delay {} is over {}: a paced source's elements would leave that late",
+                humantime::format_duration(self.source_delay),
+                humantime::format_duration(MAX_SOURCE_DELAY)
             ));
         }
         // `runtime()` keeps the directory only with an interval; a restart continues from a

@@ -8,7 +8,7 @@ use crate::wake::Unparkers;
 use xorflow_tracking::Granularity;
 
 /// How a worker cuts its output into batches (`--batch-size`, `--flush-timeout`,
-/// `--batch-flush-on-idle`, `--timer-slack`).
+/// `--batch-flush-on-idle`, `--timer-slack`, `--source-delay`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Batching {
     /// Elements per batch before it is sent.
@@ -19,6 +19,9 @@ pub struct Batching {
     pub flush_on_idle: bool,
     /// How late this worker's timed waits may wake, ns (`RuntimeConfig::timer_slack`).
     pub timer_slack_ns: u64,
+    /// How late a paced source whose elements come closer together than this may be polled,
+    /// ns (`RuntimeConfig::source_delay`, `operators/source_pace.rs`).
+    pub source_delay_ns: u64,
 }
 
 /// What sending a batch needs of the worker, borrowed for one call into a channel.

@@ -591,6 +591,7 @@ mod tests {
             flush_timeout_ns: u64::MAX,
             flush_on_idle: true,
             timer_slack_ns: 0,
+            source_delay_ns: 0,
         };
         let (mut progress, mut traffic, unparkers) =
             (NoProgress, Traffic::default(), Unparkers::new(1));

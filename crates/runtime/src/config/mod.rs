@@ -132,6 +132,9 @@ pub enum TrackerLayout {
 /// guard against a mistyped unit, checked by `EngineArgs::validate`. The runtime itself takes any
 /// slack (tests use 400 ms to see a latency budget's effect: `tests/engine/dataflow.rs`).
 pub const MAX_TIMER_SLACK: Duration = Duration::from_millis(10);
+/// Largest `--source-delay` the command line takes (a guard against a mistyped unit, as
+/// [`MAX_TIMER_SLACK`]): a paced source's element leaves at most this late.
+pub const MAX_SOURCE_DELAY: Duration = Duration::from_secs(1);
 /// Most worker threads per process: far more than the cores of any machine this runs on.
 pub const MAX_WORKERS: usize = 256;
 /// Most worker threads over all processes of a job.
@@ -196,6 +199,11 @@ pub struct RuntimeConfig {
     /// How late a worker's timed waits may wake (`--timer-slack`; docs/cpu.md): 1 us for
     /// precise schedules and flush timeouts, Linux's 50 us for fewer timer wake-ups.
     pub timer_slack: Duration,
+    /// How late a paced source may be polled when its elements come closer together than this
+    /// (`--source-delay`; `operators/source_pace.rs`): one wake-up then emits about rate x delay
+    /// elements instead of one, and element latency grows by at most this. Zero: every element
+    /// at its due time.
+    pub source_delay: Duration,
     /// Self-cancelling random acks added per real ack: 2 × this (the tracker load of the
     /// scalability experiment, docs/bench-stand.md: 1x/5x/9x/17x = 0/2/4/8).
     pub ack_multiplier: usize,

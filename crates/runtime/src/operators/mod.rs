@@ -26,6 +26,7 @@ pub mod outputs;
 pub mod process;
 pub mod sink;
 pub mod source;
+pub mod source_pace;
 mod store;
 pub mod unary;
 pub mod window;

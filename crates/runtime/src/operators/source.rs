@@ -1,5 +1,6 @@
 //! Sources: user code that emits timed elements and heartbeats.
 
+use super::source_pace::Pace;
 use super::{Operator, Receipt};
 use crate::batch::Batch;
 use crate::measure::stats::VertexStats;
@@ -113,7 +114,12 @@ impl<T: Clone + Send> SourceOutput<'_, T> {
 
 enum State {
     Active,
-    Waiting(u64),
+    /// Nothing is due before `due` (ns); the worker polls the instance whenever it runs after
+    /// that, and wakes for it at `latest` (`source_pace.rs`).
+    Waiting {
+        due: u64,
+        latest: u64,
+    },
     Done,
 }
 
@@ -123,6 +129,8 @@ struct Instance<T> {
     state: State,
     /// Latest heartbeat (tracking `markers`: the instance's markers derive from it).
     heartbeat: Time,
+    /// How late its waits may be served (`source_pace.rs`).
+    pace: Pace,
 }
 
 /// The source operator on one worker: the source instances hosted here.
@@ -153,6 +161,7 @@ impl<T: Clone + Send> Sources<T> {
                     source,
                     state: State::Active,
                     heartbeat: 0,
+                    pace: Pace::default(),
                 })
                 .collect(),
             marker: 0,
@@ -226,8 +235,8 @@ impl<T: Clone + Send> Sources<T> {
     ) -> Result<bool, OperatorError> {
         match inst.state {
             State::Done => return Ok(false),
-            State::Waiting(t) if t > ctx.now_ns => {
-                ctx.wake_at(t);
+            State::Waiting { due, latest } if due > ctx.now_ns => {
+                ctx.wake_at(latest);
                 return Ok(false);
             }
             _ => {}
@@ -252,14 +261,16 @@ impl<T: Clone + Send> Sources<T> {
             return Err(format!("source instance {}: {why}", inst.id).into());
         }
         stats.elements_out += emitted as u64;
+        inst.pace.emitted(emitted);
         stats.measured.record(measured, ctx.now_ns);
         let mut did = emitted > 0;
         out.commit(ctx);
         match poll {
             SourcePoll::Ready => inst.state = State::Active,
-            SourcePoll::WaitUntil(t) => {
-                inst.state = State::Waiting(t);
-                ctx.wake_at(t);
+            SourcePoll::WaitUntil(due) => {
+                let latest = inst.pace.wait(due, ctx.batching.source_delay_ns);
+                inst.state = State::Waiting { due, latest };
+                ctx.wake_at(latest);
             }
             SourcePoll::Done => {
                 inst.state = State::Done;

@@ -102,6 +102,7 @@ impl WorkerCtx {
                 flush_timeout_ns: config.flush_timeout.as_nanos() as u64,
                 flush_on_idle: config.batch_flush_on_idle,
                 timer_slack_ns: config.timer_slack.as_nanos() as u64,
+                source_delay_ns: config.source_delay.as_nanos() as u64,
             },
             latency_sampling: config
                 .latency_sample
