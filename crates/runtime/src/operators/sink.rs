@@ -306,17 +306,18 @@ impl<T: Data, S: Sink<T> + 'static> Operator for SinkOp<T, S> {
         ctx: &mut WorkerCtx,
         stats: &mut VertexStats,
     ) -> Result<Receipt, OperatorError> {
-        let warm = ctx.warmup_until;
+        // A batch tracked at its elements' own slots from past the warm-up holds nothing of it.
+        let warm = match ctx.warmup_until {
+            w if b.exact && ctx.granularity.start(b.lo) >= w => 0,
+            w => w,
+        };
         if ctx.config.latency_probe && ctx.frontiers.live() {
             if self.probe.log.is_none() {
                 self.probe.log = Some(SlotLog::default());
                 self.probe.sampling = ctx.latency_sampling;
             }
-            self.probe.record_batch(
-                b.data.iter().map(|e| e.time).filter(|&t| t >= warm),
-                ctx.granularity,
-                ctx.now_ns,
-            );
+            self.probe
+                .record_batch(&b.data, warm, ctx.granularity, ctx.now_ns);
         }
         let n = if warm == 0 {
             b.data.len()
