@@ -301,6 +301,8 @@ mod tests {
                 (Engine::Xorflow, 10),
                 (Engine::Xorflow, 10),
                 (Engine::Xorflow, 10),
+                (Engine::Xorflow, 10),
+                (Engine::Xorflow, 20),
                 (Engine::Xorflow, 20),
                 (Engine::Xorflow, 20),
                 (Engine::Xorflow, 20),
@@ -309,6 +311,8 @@ mod tests {
                 (Engine::Storm, 5)
             ]
         );
+        assert_eq!(s[5].label, "10/s sources precise");
+        assert_eq!(s[5].xorflow_args, ["--source-delay", "0s"]);
         assert_eq!(s[1].label, "10/s slack 50us");
         assert_eq!(s[2].label, "10/s batched");
         assert_eq!(s[2].xorflow_args, XORFLOW_MODES[1].1);
