@@ -45,22 +45,32 @@ pub fn is_gzip(p: &Path) -> bool {
     p.extension().is_some_and(|e| e == "gz")
 }
 
-/// One row: its 1-based line number and the asked-for fields.
+/// One row: its 1-based line number and the asked-for fields (as text, or what a caller's
+/// parser made of the line: [`read_json_input`]).
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Row {
+pub struct Row<F = Vec<String>> {
     /// Line of the file (the CSV header is line 1).
     pub line: u64,
     /// The fields, in the order asked for.
-    pub fields: Vec<String>,
+    pub fields: F,
 }
 
 /// A file read: its rows in file order, and the skipped ones with why.
-#[derive(Debug, Default)]
-pub struct Rows {
+#[derive(Debug)]
+pub struct Rows<F = Vec<String>> {
     /// Rows read.
-    pub rows: Vec<Row>,
+    pub rows: Vec<Row<F>>,
     /// (line, reason) of every skipped row.
     pub malformed: Vec<(u64, String)>,
+}
+
+impl<F> Default for Rows<F> {
+    fn default() -> Self {
+        Rows {
+            rows: Vec::new(),
+            malformed: Vec::new(),
+        }
+    }
 }
 
 /// The UTF-8 byte-order mark some editors put at the start of a text file.
@@ -103,14 +113,99 @@ pub fn read_input(
             )
         })
     };
+    read_files(path, |f| read_rows(f, format_of(f)?, columns, required))
+}
+
+/// Every line of a JSON-lines input (a file or a folder of them, each maybe gzip) as `parse`
+/// makes it of the line's text, or the line skipped with why (`parse`'s reason, or a line that
+/// is not UTF-8); blank lines are no rows, lines are numbered as [`read_input`] numbers them.
+/// A file is read whole and its lines parsed on up to `threads` threads, each a contiguous
+/// share of the lines, so a large file is parsed on every core a job has (`xorflow sql`'s file
+/// tables: `crates/sql/src/connectors/filesystem.rs`).
+///
+/// # Errors
+/// A file that cannot be opened or read, or an empty folder, naming it.
+pub fn read_json_input<F: Send>(
+    path: &Path,
+    threads: usize,
+    parse: &(dyn Fn(&str) -> Result<F, String> + Sync),
+) -> Result<Rows<F>, String> {
+    read_files(path, |f| {
+        let err = |e: &dyn std::fmt::Display| format!("cannot read '{}': {e}", f.display());
+        let file = std::fs::File::open(f).map_err(|e| err(&e))?;
+        // Sized once (a plain file's length; a gzip stream grows it): no copies while reading.
+        let len = file.metadata().map_or(0, |m| m.len() as usize);
+        let mut bytes = Vec::with_capacity(len + 1);
+        let read = match is_gzip(f) {
+            true => std::io::Read::read_to_end(
+                &mut flate2::read::MultiGzDecoder::new(std::io::BufReader::new(file)),
+                &mut bytes,
+            ),
+            false => std::io::Read::read_to_end(&mut { file }, &mut bytes),
+        };
+        read.map_err(|e| err(&e))?;
+        let text = bytes.strip_prefix(BOM).unwrap_or(&bytes);
+        let lines: Vec<&[u8]> = text.split(|&b| b == b'\n').collect();
+        let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+        let share = lines.len().div_ceil(threads.clamp(1, cores)).max(1);
+        let parts: Vec<Rows<F>> = std::thread::scope(|scope| {
+            let handles: Vec<_> = (lines.chunks(share).enumerate())
+                .map(|(k, chunk)| scope.spawn(move || json_lines(chunk, k * share, parse)))
+                .collect();
+            (handles.into_iter())
+                .map(|h| h.join().unwrap_or_else(|p| std::panic::resume_unwind(p)))
+                .collect()
+        });
+        let mut out = Rows::default();
+        for p in parts {
+            out.rows.extend(p.rows);
+            out.malformed.extend(p.malformed);
+        }
+        Ok(out)
+    })
+}
+
+/// `lines` (the line before the first is line `before`) parsed by `parse`.
+fn json_lines<F>(
+    lines: &[&[u8]],
+    before: usize,
+    parse: &(dyn Fn(&str) -> Result<F, String> + Sync),
+) -> Rows<F> {
+    let mut out = Rows::default();
+    for (i, bytes) in lines.iter().enumerate() {
+        let line = (before + i + 1) as u64;
+        let bytes = bytes.strip_suffix(b"\r").unwrap_or(bytes);
+        match std::str::from_utf8(bytes) {
+            Ok(text) if text.trim().is_empty() => {}
+            Ok(text) => match parse(text) {
+                Ok(fields) => out.rows.push(Row { line, fields }),
+                Err(why) => out.malformed.push((line, why)),
+            },
+            Err(e) => {
+                let at = e.valid_up_to() + 1;
+                out.malformed
+                    .push((line, format!("not UTF-8 (at byte {at} of the line)")));
+            }
+        }
+    }
+    out
+}
+
+/// What `read` makes of `path`, or of every file of the folder `path` in name order, as if
+/// they were one: lines numbered on from one file to the next, so that a row's line stays one
+/// number (the late output's `line`); a malformed row also names its file and the line in it.
+/// Hidden files (an editor's, a sync tool's) are not input.
+fn read_files<F>(
+    path: &Path,
+    mut read: impl FnMut(&Path) -> Result<Rows<F>, String>,
+) -> Result<Rows<F>, String> {
     if !path.is_dir() {
-        return read_rows(path, format_of(path)?, columns, required);
+        return read(path);
     }
     let err = |e: std::io::Error| format!("cannot read folder '{}': {e}", path.display());
     let mut files = Vec::new();
     for e in std::fs::read_dir(path).map_err(err)? {
         let e = e.map_err(err)?;
-        // Hidden files (an editor's, a sync tool's) are not input.
         if !e.file_name().to_string_lossy().starts_with('.') && e.path().is_file() {
             files.push(e.path());
         }
@@ -119,13 +214,10 @@ pub fn read_input(
     if files.is_empty() {
         return Err(format!("folder '{}' holds no files", path.display()));
     }
-    // The files in name order, as if they were one: lines numbered on from one file to the
-    // next, so that a row's line stays one number (the late output's `line`); a malformed row
-    // also names its file and the line in it.
     let mut out = Rows::default();
     let mut offset = 0;
     for f in &files {
-        let r = read_rows(f, format_of(f)?, columns, required)?;
+        let r = read(f)?;
         let name = f
             .file_name()
             .map_or_else(String::new, |n| n.to_string_lossy().into_owned());
@@ -510,6 +602,34 @@ mod tests {
         let empty = tempfile::tempdir().unwrap();
         let e = read_input(empty.path(), None, &cols(&["t"]), 1).unwrap_err();
         assert!(e.contains("holds no files"), "{e}");
+    }
+
+    /// The parallel JSON reader numbers, keeps and skips lines as the row reader does, on any
+    /// number of threads: a folder of a plain and a gzip file, with a byte-order mark, blank
+    /// lines, a CRLF, a line that is not UTF-8 and one the parser refuses.
+    #[test]
+    fn json_lines_read_in_parallel_are_the_rows_the_row_reader_reads() {
+        let dir = tempfile::tempdir().unwrap();
+        let a = b"\xEF\xBB\xBF{\"k\":\"a\"}\n\n{\"k\":\"b\"}\r\n{\"k\":\"\xFF\"}\n{\"x\":1}\n{\"k\":\"c\"}";
+        std::fs::write(dir.path().join("a.jsonl"), a).unwrap();
+        let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+        gz.write_all(b"{\"k\":\"d\"}\n{\"k\":\"e\"}\n").unwrap();
+        std::fs::write(dir.path().join("b.jsonl.gz"), gz.finish().unwrap()).unwrap();
+        let want = read_input(dir.path(), None, &cols(&["k"]), 1).unwrap();
+        let parse = |line: &str| match serde_json::from_str::<serde_json::Value>(line) {
+            Ok(v) => match v.get("k") {
+                Some(serde_json::Value::String(k)) => Ok(vec![k.clone()]),
+                _ => Err("no field 'k'".to_string()),
+            },
+            Err(e) => Err(format!("not JSON: {e}")),
+        };
+        for threads in [1, 2, 3, 8] {
+            let got = read_json_input(dir.path(), threads, &parse).unwrap();
+            assert_eq!(got.rows, want.rows, "{threads} threads");
+            assert_eq!(got.malformed, want.malformed, "{threads} threads");
+        }
+        assert_eq!(want.rows.len(), 5);
+        assert_eq!(want.malformed.len(), 2, "{:?}", want.malformed);
     }
 
     /// Catches: an error message quoting a whole 2 MB header line.

@@ -2,10 +2,11 @@
 //! runtime's row reader (`crates/runtime/src/connectors/rows.rs`: gzip, folders in name
 //! order, malformed rows counted and named) and typed by the table's columns.
 
+use super::json_format::JsonFormat;
 use crate::catalog::Table;
 use crate::types::{parse_timestamp, Row, SqlType, Value};
 use std::path::Path;
-use xorflow_runtime::connectors::rows::{read_input, RowFormat};
+use xorflow_runtime::connectors::rows::{read_input, read_json_input, RowFormat};
 
 /// A table's rows read from its file(s): (event time ms, row) in file order, and the rows
 /// skipped with (line, why).
@@ -36,11 +37,13 @@ pub fn format_of(table: &Table) -> Result<RowFormat, String> {
     }
 }
 
-/// Reads the table's `'path'`.
+/// Reads the table's `'path'`: the columns `keep` marks (the others are NULL, never parsed), a
+/// JSON-lines file's lines parsed on up to `threads` threads
+/// ([`super::json_format::JsonFormat`]).
 ///
 /// # Errors
 /// No `'path'`, a file that cannot be read, a CSV header without a column.
-pub fn read(table: &Table) -> Result<FileRows, String> {
+pub fn read(table: &Table, keep: &[bool], threads: usize) -> Result<FileRows, String> {
     let path = table.option("path").ok_or_else(|| {
         format!(
             "table '{}': the filesystem connector needs a 'path'",
@@ -49,6 +52,21 @@ pub fn read(table: &Table) -> Result<FileRows, String> {
     })?;
     let format = format_of(table)?;
     let columns = table.schema.names();
+    if format == RowFormat::JsonLines {
+        let json = JsonFormat::new(
+            &table.schema,
+            table.rowtime.map(|r| r.column),
+            Some(keep.to_vec()),
+        );
+        let read = read_json_input(Path::new(path), threads, &|line| {
+            json.decode(line.as_bytes())
+        })
+        .map_err(|e| format!("table '{}': {e}", table.name))?;
+        return Ok(FileRows {
+            rows: read.rows.into_iter().map(|r| r.fields).collect(),
+            malformed: read.malformed,
+        });
+    }
     let read = read_input(Path::new(path), Some(format), &columns, 0)
         .map_err(|e| format!("table '{}': {e}", table.name))?;
     let mut out = FileRows {
@@ -62,7 +80,7 @@ pub fn read(table: &Table) -> Result<FileRows, String> {
         let mut row = Vec::with_capacity(columns.len());
         for (i, text) in r.fields.iter().enumerate() {
             let ty = table.schema.fields[i].ty;
-            if null == Some(text.as_str()) {
+            if null == Some(text.as_str()) || !(keep[i] || rowtime == Some(i)) {
                 row.push(Value::Null);
                 continue;
             }

@@ -5,10 +5,10 @@
 //! by name, timestamps as Flink's SQL text; a changelog's records get an `"op"` field (`+I`,
 //! `-U`, `+U`, `-D`).
 
+use super::json_format::JsonFormat;
 use crate::catalog::Table;
 use crate::changelog::RowKind;
-use crate::schema::Schema;
-use crate::types::{format_timestamp, Row, SqlType, Value};
+use crate::types::{format_timestamp, Row, Value};
 use std::sync::Arc;
 use std::time::Duration;
 use xorflow_kafka::source::{
@@ -130,61 +130,28 @@ fn humantime_ms(t: &str) -> Option<Duration> {
 /// Decodes JSON records into rows of a table's schema.
 #[derive(Clone)]
 pub struct JsonRows {
-    columns: Arc<Vec<(String, SqlType)>>,
-    rowtime: Option<usize>,
+    format: Arc<JsonFormat>,
 }
 
 impl JsonRows {
     /// The decoder of `table`'s records.
     pub fn new(table: &Table) -> Self {
         JsonRows {
-            columns: Arc::new(columns(&table.schema)),
-            rowtime: table.rowtime.map(|r| r.column),
+            format: Arc::new(JsonFormat::new(
+                &table.schema,
+                table.rowtime.map(|r| r.column),
+                None,
+            )),
         }
-    }
-}
-
-fn columns(schema: &Schema) -> Vec<(String, SqlType)> {
-    schema
-        .fields
-        .iter()
-        .map(|f| (f.name.clone(), f.ty))
-        .collect()
-}
-
-/// A JSON value as a value of `ty` (`None`: not of the type).
-pub fn from_json(v: &serde_json::Value, ty: SqlType) -> Option<Value> {
-    use serde_json::Value as J;
-    match v {
-        J::Null => Some(Value::Null),
-        J::String(s) => super::filesystem::parse_field(s, ty),
-        J::Bool(b) if ty == SqlType::Boolean => Some(Value::Bool(*b)),
-        J::Number(n) => super::filesystem::parse_field(&n.to_string(), ty),
-        _ => None,
     }
 }
 
 impl Decoder<Row> for JsonRows {
     fn decode(&mut self, record: &RecordView<'_>) -> Decoded<Row> {
-        let obj = match serde_json::from_slice::<serde_json::Value>(record.payload) {
-            Ok(serde_json::Value::Object(o)) => o,
-            Ok(_) => return Decoded::Malformed("not a JSON object".into()),
-            Err(e) => return Decoded::Malformed(format!("not JSON: {e}")),
-        };
-        let mut row = Vec::with_capacity(self.columns.len());
-        for (name, ty) in self.columns.iter() {
-            let v = obj.get(name).unwrap_or(&serde_json::Value::Null);
-            match from_json(v, *ty) {
-                Some(x) => row.push(x),
-                None => return Decoded::Malformed(format!("field {name}: {v} is not a {ty}")),
-            }
+        match self.format.decode(record.payload) {
+            Ok((t, row)) => Decoded::Element(t.max(0) as Time, row),
+            Err(why) => Decoded::Malformed(why),
         }
-        let t = match self.rowtime.map(|c| &row[c]) {
-            Some(Value::Timestamp(ms)) => (*ms).max(0) as Time,
-            Some(_) => return Decoded::Malformed("no event time (NULL)".into()),
-            None => 0,
-        };
-        Decoded::Element(t, row)
     }
 }
 

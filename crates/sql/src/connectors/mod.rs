@@ -1,7 +1,9 @@
 //! The connectors of SQL tables: `filesystem` (JSON lines, CSV), `kafka` (JSON records),
-//! `nexmark` (the generator) and `upsert-kafka` (a changelog as keyed records, written only).
+//! `nexmark` (the generator) and `upsert-kafka` (a changelog as keyed records, written only);
+//! `json_format` is the JSON format files and Kafka records share.
 
 pub mod filesystem;
+pub mod json_format;
 pub mod kafka;
 pub mod nexmark;
 pub mod upsert_kafka;

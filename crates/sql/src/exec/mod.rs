@@ -118,14 +118,34 @@ impl<'a> Builder<'a> {
                 let s = self.stream(input)?;
                 let exprs = exprs.clone();
                 let name = self.name("project");
+                // A column that only one output reads, as itself, is moved out of the input row
+                // rather than cloned (a string's reference count, a row's worth of values): no
+                // other output can read it, so the order of evaluation does not matter.
+                let mut reads = Vec::new();
+                for e in exprs.iter() {
+                    e.columns(&mut reads);
+                }
+                let moved: Vec<Option<usize>> = (exprs.iter())
+                    .map(|e| {
+                        e.as_column()
+                            .filter(|c| reads.iter().filter(|r| *r == c).count() == 1)
+                    })
+                    .collect();
+                let project = move |r: &mut Row| -> Row {
+                    (exprs.iter().zip(&moved))
+                        .map(|(e, m)| match m {
+                            Some(c) => std::mem::replace(&mut r[*c], Value::Null),
+                            None => e.eval(r),
+                        })
+                        .collect()
+                };
                 // A changelog row keeps its kind, after its columns (crate::changelog).
                 match input.changelog() {
-                    false => s.map(&name, move |r: Row| {
-                        exprs.iter().map(|e| e.eval(&r)).collect()
-                    }),
-                    true => s.map(&name, move |r: Row| {
-                        let mut out: Row = exprs.iter().map(|e| e.eval(&r)).collect();
-                        out.push(r.last().cloned().unwrap_or(Value::Null));
+                    false => s.map(&name, move |mut r: Row| project(&mut r)),
+                    true => s.map(&name, move |mut r: Row| {
+                        let kind = r.last().cloned().unwrap_or(Value::Null);
+                        let mut out = project(&mut r);
+                        out.push(kind);
                         out
                     }),
                 }
@@ -181,20 +201,12 @@ impl<'a> Builder<'a> {
                 let records = match self.files.get(&key) {
                     Some(r) => r.clone(),
                     None => {
-                        let FileRows { rows, malformed } = filesystem::read(table)?;
+                        let keep = self.keep(table);
+                        let FileRows { rows, malformed } = filesystem::read(table, &keep, n)?;
                         self.counters.rows_read.insert(table.name.clone(), rows.len() + malformed.len());
                         self.counters.malformed.insert(table.name.clone(), malformed);
-                        let keep = self.keep(table);
-                        let prune = |mut r: Row| {
-                            for (v, k) in r.iter_mut().zip(&keep) {
-                                if !k {
-                                    *v = Value::Null;
-                                }
-                            }
-                            r
-                        };
                         let r: Vec<(Time, Row)> = (rows.into_iter())
-                            .map(|(t, r)| (t.max(0) as Time, prune(r)))
+                            .map(|(t, r)| (t.max(0) as Time, r))
                             .collect();
                         let r = Arc::new(r);
                         self.files.insert(key, r.clone());
