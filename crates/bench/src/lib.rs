@@ -12,6 +12,7 @@ pub mod checkpoint_cost;
 pub mod cpu;
 pub mod floor;
 pub mod generator;
+pub mod machine;
 pub mod named;
 pub mod restore;
 pub mod stand;

@@ -138,6 +138,9 @@ pub fn run(a: SqlArgs) -> Result<(), JobError> {
             );
         }
     }
+    if let Some(line) = window_latency(&report.vertices) {
+        eprintln!("{line}");
+    }
     let mut read: Vec<String> = (counters.rows_read.iter())
         .map(|(t, n)| format!("{n} rows of {t}"))
         .collect();
@@ -174,6 +177,33 @@ pub fn run(a: SqlArgs) -> Result<(), JobError> {
         start.elapsed().as_secs_f64()
     );
     Ok(())
+}
+
+/// "window latency: p50 X ms, p99 Y ms (N windows, ...)": over every window of the job's
+/// window aggregates (`window_aggregate`, `window_aggregate#2`, ...), the time from the last
+/// input row a window's instance received to its result, when trAcker's frontier passed the
+/// window's end (`crates/runtime/src/operators/window.rs`). `None` when no window closed.
+fn window_latency(vertices: &[xorflow_runtime::measure::stats::VertexStats]) -> Option<String> {
+    let mut windows = vertices
+        .iter()
+        .filter(|v| v.name.starts_with("window_aggregate"))
+        .map(|v| &v.notification_latency_ns);
+    let mut h = windows.next()?.clone();
+    for w in windows {
+        h.add(w).ok()?;
+    }
+    if h.is_empty() {
+        return None;
+    }
+    let ms = |q: f64| h.value_at_quantile(q) as f64 / 1e6;
+    Some(format!(
+        "window latency: p50 {:.3} ms, p99 {:.3} ms, max {:.3} ms ({} window closings, one per \
+         window and instance, from the last row the instance received to its result)",
+        ms(0.5),
+        ms(0.99),
+        ms(1.0),
+        h.len()
+    ))
 }
 
 /// A short stable fingerprint of the job's text: a resumed run must run the same SQL.

@@ -121,6 +121,12 @@ pub fn report(dir: &Path, plan: &Plan, runs: &[Measured]) -> String {
     let _ = writeln!(t, "- command: `{}`", command_line());
     let _ = writeln!(
         t,
+        "- machine: {}, {} cores",
+        crate::machine::cpu_model(),
+        std::thread::available_parallelism().map_or(1, |n| n.get())
+    );
+    let _ = writeln!(
+        t,
         "- every run: {} s of generation, 2 sources, 1 process x 2 workers unless said; {} \
          campaigns unless said; sampled by `xorflow-lab profile` at 99 Hz (xorflow: dwarf, \
          inlined frames; JVMs: frame pointers and a perf map)",

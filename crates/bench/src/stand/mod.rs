@@ -81,7 +81,6 @@ impl Meta {
         {
             git.push_str("-dirty");
         }
-        let cpuinfo = std::fs::read_to_string("/proc/cpuinfo").unwrap_or_default();
         let meminfo = std::fs::read_to_string("/proc/meminfo").unwrap_or_default();
         let mem_kib: f64 = meminfo
             .lines()
@@ -93,11 +92,7 @@ impl Meta {
             git,
             started_utc: chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Secs, true),
             cpus: std::thread::available_parallelism().map_or(1, |n| n.get()),
-            cpu_model: cpuinfo
-                .lines()
-                .find_map(|l| l.strip_prefix("model name"))
-                .map(|v| v.trim_start_matches([' ', '\t', ':']).to_string())
-                .unwrap_or_default(),
+            cpu_model: crate::machine::cpu_model(),
             memory_gib: mem_kib / 1024.0 / 1024.0,
             kernel: sh("uname", &["-r"]).unwrap_or_default(),
             profile: profile.name().into(),
