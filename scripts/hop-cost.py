@@ -26,11 +26,16 @@ TIMELY = os.path.join(ROOT, "peers/timely/target/release/xorflow-peer-timely")
 
 
 def cpu_model():
+    """The first model name with its family and model, as crates/bench/src/machine.rs says it."""
+    fields = {}
     with open("/proc/cpuinfo") as f:
         for line in f:
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    return "unknown"
+            k, _, v = line.partition(":")
+            fields.setdefault(k.strip(), v.strip())
+    name = fields.get("model name", "unknown")
+    if "cpu family" in fields and "model" in fields:
+        return f"{name} (cpu family {fields['cpu family']}, model {fields['model']})"
+    return name
 
 
 def measured(argv):
@@ -69,7 +74,16 @@ def main():
     raw = open(os.path.join(out, "raw.jsonl"), "w")
     procs = [int(p) for p in a.processes.split(",")]
     rows = []
+    floors = []
     for r in range(a.rounds):
+        # The floor in every round, between the engines' runs: the machine's speed moves
+        # between hours (a floor measured after all rounds read 5x one measured alone).
+        o = subprocess.run([LAB, "bench", "floor", "--json"], check=True, capture_output=True,
+                           text=True).stdout
+        for line in o.splitlines():
+            f = json.loads(line)
+            floors.append(f)
+            raw.write(json.dumps({"round": r, "floor": f}) + "\n")
         for p in procs:
             for k in (1, 10):
                 for engine in ("xorflow", "timely"):
@@ -81,14 +95,6 @@ def main():
                     raw.write(json.dumps(row) + "\n")
                     raw.flush()
                     print(json.dumps(row), flush=True)
-    floors = []
-    for _ in range(3):
-        o = subprocess.run([LAB, "bench", "floor", "--json"], check=True, capture_output=True,
-                           text=True).stdout
-        for line in o.splitlines():
-            f = json.loads(line)
-            floors.append(f)
-            raw.write(json.dumps({"floor": f}) + "\n")
     raw.close()
 
     def med(engine, k, p, key):
@@ -115,7 +121,7 @@ def main():
     for v in ("hand-over", "copy"):
         c = statistics.median(f["cpu_ns_per_element"] for f in floors if f["variant"] == v)
         w = statistics.median(f["wall_ns_per_element"] for f in floors if f["variant"] == v)
-        s.append(f"- the floor, {v} (`xorflow-lab bench floor`, median of 3): CPU {c:.2f} ns per "
+        s.append(f"- the floor, {v} (`xorflow-lab bench floor`, once per round, median): CPU {c:.2f} ns per "
                  f"element per hop on two threads, {w:.2f} ns wall")
     text = "\n".join(s) + "\n"
     open(os.path.join(out, "summary.md"), "w").write(text)
