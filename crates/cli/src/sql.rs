@@ -129,6 +129,34 @@ pub fn run(a: SqlArgs) -> Result<(), JobError> {
             if bad.len() > 3 { "; ..." } else { "" }
         );
     }
+    let mut read: Vec<String> = (counters.rows_read.iter())
+        .map(|(t, n)| format!("{n} rows of {t}"))
+        .collect();
+    for t in &counters.files {
+        use xorflow_sql::connectors::file_source::{LINES_READ, MALFORMED};
+        let count = |name: &str| -> u64 {
+            (report.vertices.iter())
+                .filter(|v| v.name == t.vertex)
+                .filter_map(|v| v.counters.get(name))
+                .sum()
+        };
+        let bad = count(MALFORMED);
+        if bad > 0 {
+            // Named from this process's instances; the count is over every process's.
+            let shown = t.malformed_examples();
+            eprintln!(
+                "warning: table {}: {bad} malformed rows skipped ({}{})",
+                t.table,
+                shown.join("; "),
+                if bad > shown.len() as u64 {
+                    "; ..."
+                } else {
+                    ""
+                }
+            );
+        }
+        read.push(format!("{} rows of {}", count(LINES_READ), t.table));
+    }
     if let Ok(late) = counters.late.lock() {
         for (op, (n, first)) in late.iter() {
             eprintln!(
@@ -141,9 +169,6 @@ pub fn run(a: SqlArgs) -> Result<(), JobError> {
     if let Some(line) = window_latency(&report.vertices) {
         eprintln!("{line}");
     }
-    let mut read: Vec<String> = (counters.rows_read.iter())
-        .map(|(t, n)| format!("{n} rows of {t}"))
-        .collect();
     for (table, c) in &counters.kafka {
         let n = c.snapshot();
         let first = (n.examples.first()).map_or(String::new(), |e| {

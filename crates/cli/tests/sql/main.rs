@@ -5,6 +5,7 @@
 mod common;
 mod errors;
 mod explain;
+mod file_input;
 mod flights;
 mod job_file;
 mod nexmark;

@@ -10,7 +10,7 @@
 //! record's index. Paced ([`Replay::paced`]), it emits at a steady rate, as a live feed of the
 //! file would.
 
-use crate::measure::clock::now_ns;
+use super::rate::Rate;
 use crate::operators::source::{Source, SourceOutput, SourcePoll};
 use crate::operators::OperatorError;
 use std::sync::Arc;
@@ -24,10 +24,7 @@ pub struct Replay<T> {
     watermark: Time,
     newest: Time,
     bound: Time,
-    /// Records per second (`None`: as fast as the run takes them).
-    rate: Option<f64>,
-    /// When pacing started (ns on [`now_ns`]'s clock) and how many records it has emitted since.
-    paced_from: Option<(u64, u64)>,
+    rate: Rate,
 }
 
 impl<T> Replay<T> {
@@ -45,36 +42,21 @@ impl<T> Replay<T> {
             watermark: 0,
             newest: 0,
             bound,
-            rate: None,
-            paced_from: None,
+            rate: Rate::default(),
         }
     }
 
     /// Emits `per_second` records per second (this instance's share; `0.0`: unpaced). A resumed
     /// replay paces from its first poll.
     pub fn paced(mut self, per_second: f64) -> Self {
-        self.rate = (per_second > 0.0).then_some(per_second);
+        self.rate = Rate::new(per_second);
         self
-    }
-
-    /// How many records the pace allows now (`Err`: none before this time, ns).
-    fn allowed(&mut self, budget: usize) -> Result<usize, u64> {
-        let Some(rate) = self.rate else {
-            return Ok(budget);
-        };
-        let now = now_ns();
-        let (start, emitted) = *self.paced_from.get_or_insert((now, 0));
-        let due = ((now - start) as f64 * rate / 1e9) as u64 + 1;
-        match due.saturating_sub(emitted) {
-            0 => Err(start + (emitted as f64 * 1e9 / rate) as u64),
-            n => Ok(budget.min(n as usize)),
-        }
     }
 }
 
 impl<T: Clone + Send + Sync> Source<T> for Replay<T> {
     fn poll(&mut self, out: &mut SourceOutput<'_, T>) -> SourcePoll {
-        let budget = match self.allowed(out.budget()) {
+        let budget = match self.rate.allowed(out.budget()) {
             Ok(n) => n,
             Err(at) => return SourcePoll::WaitUntil(at),
         };
@@ -83,9 +65,7 @@ impl<T: Clone + Send + Sync> Source<T> for Replay<T> {
                 return SourcePoll::Done;
             };
             self.next += self.step;
-            if let Some((_, emitted)) = &mut self.paced_from {
-                *emitted += 1;
-            }
+            self.rate.emitted();
             self.newest = self.newest.max(*t);
             out.emit((*t).max(self.watermark), r.clone());
             self.watermark = self.watermark.max(self.newest.saturating_sub(self.bound));
@@ -141,20 +121,5 @@ mod tests {
             .unwrap_err()
             .to_string()
             .contains("not of this input"));
-    }
-
-    #[test]
-    fn a_paced_replay_allows_what_its_rate_has_made_due() {
-        let mut r = Replay::new(Arc::new(vec![(0, ()); 10]), 0, 1, 0).paced(1000.0);
-        // At the first poll one record is due; the next is due 1 ms after pacing started.
-        assert_eq!(r.allowed(64), Ok(1));
-        r.paced_from.as_mut().unwrap().1 = 1;
-        let (start, _) = r.paced_from.unwrap();
-        match r.allowed(64) {
-            Err(at) => assert_eq!(at, start + 1_000_000),
-            Ok(n) => assert!(now_ns() >= start + 1_000_000 && n >= 1),
-        }
-        let mut unpaced = Replay::new(Arc::new(vec![(0, ())]), 0, 1, 0).paced(0.0);
-        assert_eq!(unpaced.allowed(64), Ok(64));
     }
 }

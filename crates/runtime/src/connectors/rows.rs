@@ -74,7 +74,7 @@ impl<F> Default for Rows<F> {
 }
 
 /// The UTF-8 byte-order mark some editors put at the start of a text file.
-const BOM: &[u8] = b"\xEF\xBB\xBF";
+pub(crate) const BOM: &[u8] = b"\xEF\xBB\xBF";
 
 /// The longest piece of a file's content an error message quotes, in bytes (a 2 MB header line
 /// is not an error message).
@@ -191,16 +191,14 @@ fn json_lines<F>(
     out
 }
 
-/// What `read` makes of `path`, or of every file of the folder `path` in name order, as if
-/// they were one: lines numbered on from one file to the next, so that a row's line stays one
-/// number (the late output's `line`); a malformed row also names its file and the line in it.
-/// Hidden files (an editor's, a sync tool's) are not input.
-fn read_files<F>(
-    path: &Path,
-    mut read: impl FnMut(&Path) -> Result<Rows<F>, String>,
-) -> Result<Rows<F>, String> {
+/// The files an input names: `path` itself, or the files of the folder `path` in name order
+/// (hidden files, an editor's or a sync tool's, are not input).
+///
+/// # Errors
+/// A folder that cannot be listed or holds no files, naming it.
+pub fn input_files(path: &Path) -> Result<Vec<std::path::PathBuf>, String> {
     if !path.is_dir() {
-        return read(path);
+        return Ok(vec![path.to_path_buf()]);
     }
     let err = |e: std::io::Error| format!("cannot read folder '{}': {e}", path.display());
     let mut files = Vec::new();
@@ -214,6 +212,21 @@ fn read_files<F>(
     if files.is_empty() {
         return Err(format!("folder '{}' holds no files", path.display()));
     }
+    Ok(files)
+}
+
+/// What `read` makes of `path`, or of every file of the folder `path` in name order, as if
+/// they were one: lines numbered on from one file to the next, so that a row's line stays one
+/// number (the late output's `line`); a malformed row also names its file and the line in it.
+/// Hidden files (an editor's, a sync tool's) are not input.
+fn read_files<F>(
+    path: &Path,
+    mut read: impl FnMut(&Path) -> Result<Rows<F>, String>,
+) -> Result<Rows<F>, String> {
+    if !path.is_dir() {
+        return read(path);
+    }
+    let files = input_files(path)?;
     let mut out = Rows::default();
     let mut offset = 0;
     for f in &files {

@@ -1,12 +1,17 @@
-//! `'connector' = 'filesystem'`: a JSON-lines or CSV file, or a folder of them, read with the
-//! runtime's row reader (`crates/runtime/src/connectors/rows.rs`: gzip, folders in name
-//! order, malformed rows counted and named) and typed by the table's columns.
+//! `'connector' = 'filesystem'`: a JSON-lines or CSV file, or a folder of them. Plain JSON
+//! lines are read while the job runs ([`super::file_source`]); CSV and gzip files are read
+//! whole first with the runtime's row reader (`crates/runtime/src/connectors/rows.rs`: folders
+//! in name order, malformed rows counted and named) and typed by the table's columns.
 
+use super::file_source::FileTable;
 use super::json_format::JsonFormat;
 use crate::catalog::Table;
 use crate::types::{parse_timestamp, Row, SqlType, Value};
 use std::path::Path;
-use xorflow_runtime::connectors::rows::{read_input, read_json_input, RowFormat};
+use xorflow_runtime::connectors::line_blocks::BlockPlan;
+use xorflow_runtime::connectors::rows::{
+    input_files, is_gzip, read_input, read_json_input, RowFormat,
+};
 
 /// A table's rows read from its file(s): (event time ms, row) in file order, and the rows
 /// skipped with (line, why).
@@ -37,6 +42,73 @@ pub fn format_of(table: &Table) -> Result<RowFormat, String> {
     }
 }
 
+/// Whether the table is read while the job runs ([`super::file_source`]): JSON lines, no file
+/// gzip-compressed. CSV (whose quoted values may span lines) and gzip are read whole first.
+///
+/// # Errors
+/// No `'path'`, a bad `'format'`, a folder that cannot be listed or holds no files.
+pub fn streams(table: &Table) -> Result<bool, String> {
+    if format_of(table)? != RowFormat::JsonLines {
+        return Ok(false);
+    }
+    let files = input_files(Path::new(path_of(table)?))
+        .map_err(|e| format!("table '{}': {e}", table.name))?;
+    Ok(!files.iter().any(|f| is_gzip(f)))
+}
+
+/// The JSON table `table` as a [`FileTable`] of `instances` source instances, reading the
+/// columns `keep` marks, its source vertex named `vertex`.
+///
+/// # Errors
+/// No `'path'`, a file that cannot be opened.
+pub fn file_table(
+    table: &Table,
+    vertex: &str,
+    keep: Vec<bool>,
+    bound: xorflow_runtime::Time,
+    instances: usize,
+) -> Result<FileTable, String> {
+    let plan = BlockPlan::of(Path::new(path_of(table)?), instances)
+        .map_err(|e| format!("table '{}': {e}", table.name))?;
+    let json = JsonFormat::new(&table.schema, table.rowtime.map(|r| r.column), Some(keep));
+    Ok(FileTable::new(
+        &table.name,
+        vertex,
+        plan,
+        json,
+        bound,
+        rate_of(table)?,
+    ))
+}
+
+/// `'rows-per-second'` (as Flink's datagen connector names it): the table's rows are emitted
+/// at this rate over all source instances, as a live feed of the file would deliver them; 0
+/// without it (as fast as the job reads).
+///
+/// # Errors
+/// A rate that is not a positive number.
+pub fn rate_of(table: &Table) -> Result<f64, String> {
+    match table.option("rows-per-second") {
+        None => Ok(0.0),
+        Some(text) => match text.trim().parse::<f64>() {
+            Ok(r) if r > 0.0 && r.is_finite() => Ok(r),
+            _ => Err(format!(
+                "table '{}': 'rows-per-second' = '{text}' is not a positive number",
+                table.name
+            )),
+        },
+    }
+}
+
+fn path_of(table: &Table) -> Result<&str, String> {
+    table.option("path").ok_or_else(|| {
+        format!(
+            "table '{}': the filesystem connector needs a 'path'",
+            table.name
+        )
+    })
+}
+
 /// Reads the table's `'path'`: the columns `keep` marks (the others are NULL, never parsed), a
 /// JSON-lines file's lines parsed on up to `threads` threads
 /// ([`super::json_format::JsonFormat`]).
@@ -44,12 +116,7 @@ pub fn format_of(table: &Table) -> Result<RowFormat, String> {
 /// # Errors
 /// No `'path'`, a file that cannot be read, a CSV header without a column.
 pub fn read(table: &Table, keep: &[bool], threads: usize) -> Result<FileRows, String> {
-    let path = table.option("path").ok_or_else(|| {
-        format!(
-            "table '{}': the filesystem connector needs a 'path'",
-            table.name
-        )
-    })?;
+    let path = path_of(table)?;
     let format = format_of(table)?;
     let columns = table.schema.names();
     if format == RowFormat::JsonLines {

@@ -25,6 +25,9 @@ pub struct Counters {
     /// Per window operator: rows later than the watermark allowed (too late for every
     /// window), with the event time of the first one.
     pub late: Arc<Mutex<BTreeMap<String, (u64, i64)>>>,
+    /// Per JSON file table read while the job runs: its lines read and malformed lines are
+    /// counted under its source vertex ([`crate::connectors::file_source`]).
+    pub files: Vec<crate::connectors::file_source::FileTable>,
     /// Per Kafka table: what its source instances in this process counted (records read,
     /// malformed, late, the first ones by partition and offset).
     pub kafka: Vec<(String, crate::connectors::kafka::Counters)>,
@@ -196,6 +199,15 @@ impl<'a> Builder<'a> {
         let n = self.parallelism;
         let name = self.name(&format!("source: {}", table.name));
         match table.connector() {
+            "filesystem" if filesystem::streams(table)? => {
+                let bound = match table.rowtime {
+                    Some(rt) => rt.delay_ms.max(0) as Time,
+                    None => Time::MAX,
+                };
+                let t = filesystem::file_table(table, &name, self.keep(table), bound, n)?;
+                self.counters.files.push(t.clone());
+                Ok(self.df.source(&name, n, move |i| t.source(i, n)))
+            }
             "filesystem" => {
                 let key = table.name.to_ascii_lowercase();
                 let records = match self.files.get(&key) {
@@ -218,9 +230,10 @@ impl<'a> Builder<'a> {
                     // Without event time every row has time 0 and the watermark stays there.
                     None => Time::MAX,
                 };
-                Ok(self
-                    .df
-                    .source(&name, n, move |i| Replay::new(records.clone(), i, n, bound)))
+                let rate = filesystem::rate_of(table)? / n as f64;
+                Ok(self.df.source(&name, n, move |i| {
+                    Replay::new(records.clone(), i, n, bound).paced(rate)
+                }))
             }
             "kafka" => {
                 use crate::connectors::kafka::{source_config, JsonRows};
