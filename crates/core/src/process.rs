@@ -85,6 +85,27 @@ pub trait KeyedProcess<K, T>: Send + Sync + 'static {
         ctx: &mut ProcessContext<'_, Self::Out, Self::Side>,
     );
 
+    /// Whether the operator hands each input batch's elements of one key to
+    /// [`KeyedProcess::on_elements`] together (a mini-batch, as Flink SQL's
+    /// `table.exec.mini-batch` folds a key's rows before emitting its change), instead of one
+    /// by one to `on_element`.
+    const BATCHED: bool = false;
+
+    /// Several elements of `key` from one input batch, in arrival order, at `ctx.time()` (the
+    /// latest of their times); called instead of `on_element` when [`KeyedProcess::BATCHED`].
+    /// By default, each element in turn.
+    fn on_elements(
+        &self,
+        key: &K,
+        state: &mut Option<Self::State>,
+        elements: &mut Vec<T>,
+        ctx: &mut ProcessContext<'_, Self::Out, Self::Side>,
+    ) {
+        for e in elements.drain(..) {
+            self.on_element(key, state, e, ctx);
+        }
+    }
+
     /// A timer of `key` set for `ctx.time()` has fired.
     fn on_timer(
         &self,

@@ -9,6 +9,9 @@
 //! slot. Timers fire in time order once the frontier reaches them; a timer set for a time the
 //! frontier has already reached fires in the same round.
 //!
+//! A function that folds a key's elements ([`KeyedProcess::BATCHED`], the SQL GROUP BY) gets
+//! each input batch's elements of one key together, with the latest of their times.
+//!
 //! Results of `on_element` travel with the element's time and tracking range; those of a timer
 //! at `t` with time `t - 1` in the hold's slot. The instance takes the buffered checkpoint cut.
 
@@ -19,7 +22,7 @@ use crate::measure::stats::VertexStats;
 use crate::operators::OperatorError;
 use crate::port::OutputPort;
 use crate::worker::ctx::WorkerCtx;
-use rustc_hash::FxHashSet;
+use rustc_hash::{FxHashMap, FxHashSet};
 use std::collections::BTreeMap;
 use std::hash::Hash;
 use std::sync::Arc;
@@ -79,6 +82,12 @@ pub struct Process<T, K, F: KeyedProcess<K, T>> {
     /// The holds as of the last snapshot.
     snapshot_holds: Vec<(Time, u64, u64)>,
     fired: u64,
+    /// A batch's elements by key ([`KeyedProcess::BATCHED`]): (key, latest time, elements),
+    /// the key's place in it, and emptied element vectors to reuse. Kept between batches so
+    /// that a batch allocates nothing once they have grown.
+    groups: Vec<(K, Time, Vec<T>)>,
+    index: FxHashMap<K, usize>,
+    spare: Vec<Vec<T>>,
 }
 
 /// Names a state failure after the vertex.
@@ -124,6 +133,31 @@ where
             epoch: 0,
             snapshot_holds: Vec::new(),
             fired: 0,
+            groups: Vec::new(),
+            index: FxHashMap::default(),
+            spare: Vec::new(),
+        }
+    }
+
+    /// Fills `groups` with `data`'s elements by key, keys in order of first arrival, each with
+    /// the latest time of its elements ([`KeyedProcess::BATCHED`]).
+    fn group_by_key(&mut self, data: Vec<Element<T>>) {
+        self.index.clear();
+        for el in data {
+            let key = (self.key)(&el.data);
+            match self.index.get(&key) {
+                Some(&i) => {
+                    let g = &mut self.groups[i];
+                    g.1 = g.1.max(el.time);
+                    g.2.push(el.data);
+                }
+                None => {
+                    self.index.insert(key.clone(), self.groups.len());
+                    let mut items = self.spare.pop().unwrap_or_default();
+                    items.push(el.data);
+                    self.groups.push((key, el.time, items));
+                }
+            }
         }
     }
 
@@ -291,6 +325,38 @@ where
         let (f, frontier, name) = (self.f.clone(), self.fired_below, self.name.clone());
         let err = state_err(&name);
         let mut any = false;
+        if F::BATCHED {
+            self.group_by_key(b.data);
+            let mut groups = std::mem::take(&mut self.groups);
+            for (key, time, items) in groups.drain(..) {
+                let mut items = items;
+                let bf = &mut self.buf;
+                let tables = self.tables.as_mut().expect("opened before the first step");
+                (tables.state)
+                    .update(&key, |st| {
+                        let mut pc = ProcessContext::new(
+                            time,
+                            frontier,
+                            &mut bf.out,
+                            &mut bf.side,
+                            &mut bf.timers,
+                        );
+                        f.on_elements(&key, st, &mut items, &mut pc);
+                    })
+                    .map_err(&err)?;
+                let slot = deferred::creator_slot(time, b.lo, b.exact, ctx);
+                self.add_timers(&key, slot, ctx).map_err(&err)?;
+                any |= self.push_outputs(time, out, ctx, stats);
+                items.clear();
+                self.spare.push(items);
+            }
+            self.groups = groups;
+            if any {
+                out.0.commit(ctx);
+                out.1.commit(ctx);
+            }
+            return Ok(Receipt::Done);
+        }
         for el in b.data {
             let key = (self.key)(&el.data);
             let bf = &mut self.buf;

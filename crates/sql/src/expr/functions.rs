@@ -234,40 +234,60 @@ pub fn date_format(ms: i64, pattern: &str) -> String {
     let Some(t) = DateTime::from_timestamp_millis(ms) else {
         return format_timestamp(ms);
     };
-    let mut out = String::new();
-    let chars: Vec<char> = pattern.chars().collect();
-    let mut i = 0;
-    while i < chars.len() {
-        let c = chars[i];
+    let mut out = String::with_capacity(pattern.len() + 4);
+    let mut chars = pattern.chars().peekable();
+    while let Some(c) = chars.next() {
+        if c == '\'' {
+            // Quoted text, up to the next quote.
+            out.extend(chars.by_ref().take_while(|&d| d != '\''));
+            continue;
+        }
         let mut n = 1;
-        while i + n < chars.len() && chars[i + n] == c {
+        while chars.next_if_eq(&c).is_some() {
             n += 1;
         }
-        let num = |v: i64, n: usize| format!("{v:0n$}");
         match c {
-            'y' if n == 2 => out.push_str(&num(t.year() as i64 % 100, 2)),
-            'y' => out.push_str(&num(t.year() as i64, n)),
-            'M' => out.push_str(&num(t.month() as i64, n)),
-            'd' => out.push_str(&num(t.day() as i64, n)),
-            'H' => out.push_str(&num(t.hour() as i64, n)),
-            'm' => out.push_str(&num(t.minute() as i64, n)),
-            's' => out.push_str(&num(t.second() as i64, n)),
+            'y' if n == 2 => push_number(&mut out, t.year() as i64 % 100, 2),
+            'y' => push_number(&mut out, t.year() as i64, n),
+            'M' => push_number(&mut out, t.month() as i64, n),
+            'd' => push_number(&mut out, t.day() as i64, n),
+            'H' => push_number(&mut out, t.hour() as i64, n),
+            'm' => push_number(&mut out, t.minute() as i64, n),
+            's' => push_number(&mut out, t.second() as i64, n),
             'S' => {
-                let milli = num(t.timestamp_subsec_millis() as i64, 3);
-                out.push_str(&format!("{milli:0<n$}")[..n]);
-            }
-            '\'' => {
-                let end = chars[i + 1..].iter().position(|x| *x == '\'');
-                let end = end.map_or(chars.len(), |e| i + 1 + e);
-                out.extend(&chars[i + 1..end]);
-                i = end + 1;
-                continue;
+                // The fraction's first n digits (zeros past the milliseconds).
+                let milli = t.timestamp_subsec_millis();
+                let digits = [milli / 100, milli / 10 % 10, milli % 10];
+                out.extend(
+                    (0..n).map(|k| char::from(b'0' + digits.get(k).map_or(0, |&d| d as u8))),
+                );
             }
             _ => out.extend(std::iter::repeat_n(c, n)),
         }
-        i += n;
     }
     out
+}
+
+/// `v` in decimal, zero-padded to `width` characters (a sign counted in them), as
+/// `format!("{v:0width$}")` writes it, without formatting machinery: DATE_FORMAT runs per row.
+fn push_number(out: &mut String, v: i64, width: usize) {
+    let mut digits = [0u8; 20];
+    let mut at = digits.len();
+    let mut u = v.unsigned_abs();
+    loop {
+        at -= 1;
+        digits[at] = b'0' + (u % 10) as u8;
+        u /= 10;
+        if u == 0 {
+            break;
+        }
+    }
+    let len = digits.len() - at + usize::from(v < 0);
+    if v < 0 {
+        out.push('-');
+    }
+    out.extend(std::iter::repeat_n('0', width.saturating_sub(len)));
+    out.extend(digits[at..].iter().map(|&d| char::from(d)));
 }
 
 /// `CAST(v AS ty)`: NULL where the value cannot be read as `ty` (Flink fails the job there;
@@ -377,6 +397,24 @@ mod tests {
             "2015-07-15 09:05:03.042"
         );
         assert_eq!(extract(ms, TimeField::Hour), Value::Int(9));
+        assert_eq!(date_format(ms, "yy 'at' H, S SSSSS"), "15 at 9, 0 04200");
+    }
+
+    proptest::proptest! {
+        /// The digits DATE_FORMAT writes are those of Rust's zero-padded formatting, and a
+        /// whole timestamp pattern gives chrono's text for it.
+        #[test]
+        fn date_format_numbers_are_formats(v in proptest::num::i64::ANY, width in 0usize..25,
+                                           ms in -10_000_000_000_000i64..10_000_000_000_000) {
+            let mut out = String::new();
+            push_number(&mut out, v, width);
+            proptest::prop_assert_eq!(out, format!("{v:0width$}"));
+            let t = DateTime::from_timestamp_millis(ms).unwrap();
+            proptest::prop_assert_eq!(
+                date_format(ms, "yyyy-MM-dd HH:mm:ss.SSS"),
+                t.format("%Y-%m-%d %H:%M:%S%.3f").to_string()
+            );
+        }
     }
 
     #[test]
