@@ -1,6 +1,11 @@
 //! `xorflow`: run and inspect jobs of the xorflow stream processing engine. The experiments
 //! (bench stand, peers, profiler, delay tools) are the second binary, `xorflow-lab` (crates/lab).
 
+/// mimalloc, not glibc's malloc: workers free rows other workers allocated, which glibc
+/// serializes on the allocating arena's lock (docs/cpu.md, "mimalloc").
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 use clap::{Args, CommandFactory, FromArgMatches, Parser, Subcommand};
 use std::io::IsTerminal;
 use std::path::PathBuf;

@@ -6,6 +6,11 @@
 //! experiment runs a job as a user would (`xorflow run ...`); users of the engine need only
 //! `xorflow` (crates/cli).
 
+/// The allocator of `xorflow` (crates/cli/src/main.rs), so the lab measures the engine as users
+/// run it.
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 use clap::{CommandFactory, FromArgMatches, Parser, Subcommand};
 use std::path::PathBuf;
 use xorflow_cli::job_file;
