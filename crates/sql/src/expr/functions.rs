@@ -96,9 +96,10 @@ impl Func {
         if a.iter().any(Value::is_null) {
             return Value::Null;
         }
+        // Borrowed, not an `Arc` clone: no atomic count per argument read.
         let s = |i: usize| match &a[i] {
-            Value::Str(s) => s.clone(),
-            v => Arc::from(v.to_text()),
+            Value::Str(s) => std::borrow::Cow::Borrowed(&**s),
+            v => std::borrow::Cow::Owned(v.to_text()),
         };
         match self {
             Func::Mod => match (a[0].as_i64(), a[1].as_i64()) {
@@ -140,6 +141,13 @@ impl Func {
                     _ => Value::Null,
                 }
             }
+            // Text already in the case asked for is the value itself (no new string).
+            Func::Upper if is_str_where(&a[0], |b| b.is_ascii() && !b.is_ascii_lowercase()) => {
+                a[0].clone()
+            }
+            Func::Lower if is_str_where(&a[0], |b| b.is_ascii() && !b.is_ascii_uppercase()) => {
+                a[0].clone()
+            }
             Func::Upper => Value::str(&s(0).to_uppercase()),
             Func::Lower => Value::str(&s(0).to_lowercase()),
             Func::CharLength => Value::Int(s(0).chars().count() as i64),
@@ -163,9 +171,14 @@ impl Func {
                 if sep.is_empty() {
                     return Value::Null;
                 }
-                text.split(&*sep)
-                    .nth(i as usize)
-                    .map_or(Value::Null, Value::str)
+                // A one-character separator (q22's '/') is found with memchr, not a substring
+                // searcher.
+                let mut one = sep.chars();
+                let piece = match (one.next(), one.next()) {
+                    (Some(c), None) => text.split(c).nth(i as usize),
+                    _ => text.split(&*sep).nth(i as usize),
+                };
+                piece.map_or(Value::Null, Value::str)
             }
             Func::RegexpExtract(re) => {
                 let owned;
@@ -290,6 +303,11 @@ fn push_number(out: &mut String, v: i64, width: usize) {
     out.extend(digits[at..].iter().map(|&d| char::from(d)));
 }
 
+/// Whether `v` is a VARCHAR whose every byte passes `test`.
+fn is_str_where(v: &Value, test: impl Fn(u8) -> bool) -> bool {
+    matches!(v, Value::Str(t) if t.bytes().all(test))
+}
+
 /// `CAST(v AS ty)`: NULL where the value cannot be read as `ty` (Flink fails the job there;
 /// docs/sql.md, "Differences from Flink SQL").
 pub fn cast(v: Value, ty: SqlType) -> Value {
@@ -375,6 +393,17 @@ mod tests {
         assert!(Func::SplitIndex
             .call(&[v("a/b"), v("/"), Value::Int(5)])
             .is_null());
+        // A longer separator, and a one-character one that is not ASCII.
+        let long = Func::SplitIndex.call(&[v("a::b::c"), v("::"), Value::Int(2)]);
+        assert_eq!(long, v("c"));
+        let wide = Func::SplitIndex.call(&[v("aéb"), v("é"), Value::Int(1)]);
+        assert_eq!(wide, v("b"));
+        // Case functions: text already in the case, text to change, and a number as text.
+        assert_eq!(Func::Lower.call(&[v("apple")]), v("apple"));
+        assert_eq!(Func::Lower.call(&[v("ApPlÉ")]), v("applé"));
+        assert_eq!(Func::Upper.call(&[v("APPLE")]), v("APPLE"));
+        assert_eq!(Func::Upper.call(&[Value::Int(12)]), v("12"));
+        assert_eq!(Func::Lower.call(&[Value::Int(12)]), v("12"));
         let re = Func::RegexpExtract(None);
         let got = re.call(&[
             v("channel_id=123&x"),

@@ -100,10 +100,16 @@ impl Scalar {
                 otherwise.as_ref().map_or(Value::Null, |e| e.eval(row))
             }
             Scalar::Cast(e, ty) => functions::cast(e.eval(row), *ty),
-            Scalar::Call(f, args) => {
-                let vals: Vec<Value> = args.iter().map(|a| a.eval(row)).collect();
-                f.call(&vals)
-            }
+            Scalar::Call(f, args) => match args.len() {
+                // Up to four arguments (every function but a long CONCAT or COALESCE) on the
+                // stack: a call per row allocates nothing for its arguments.
+                n @ 0..=4 => {
+                    let vals: [Value; 4] =
+                        std::array::from_fn(|i| args.get(i).map_or(Value::Null, |a| a.eval(row)));
+                    f.call(&vals[..n])
+                }
+                _ => f.call(&args.iter().map(|a| a.eval(row)).collect::<Vec<_>>()),
+            },
             Scalar::InList(e, list, negated) => {
                 let v = e.eval(row);
                 if v.is_null() {
