@@ -108,9 +108,20 @@ impl<'de> Visitor<'de> for RowVisitor<'_> {
 
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Row, A::Error> {
         let f = self.format;
-        let mut row = vec![Value::Null; f.columns.len()];
+        // Room for two more values: a computed grouping key or a shared call
+        // (`crate::exec`) is appended without moving the row.
+        let mut row = Vec::with_capacity(f.columns.len() + 2);
+        row.resize(f.columns.len(), Value::Null);
+        // Records of one producer list their keys in one order: the column after the last
+        // one found is tried first, so a key is usually one comparison, not a scan.
+        let mut next = 0;
         while let Some(Key(key)) = map.next_key()? {
-            match f.column(&key).filter(|&c| f.keep[c]) {
+            let c = match f.columns.get(next) {
+                Some((name, _)) if *name == key => Some(next),
+                _ => f.column(&key),
+            };
+            next = c.map_or(0, |c| c + 1);
+            match c.filter(|&c| f.keep[c]) {
                 Some(c) => {
                     let (name, ty) = &f.columns[c];
                     row[c] = map.next_value_seed(FieldSeed {

@@ -8,6 +8,7 @@ pub mod window;
 
 use crate::connectors::filesystem::{self, FileRows};
 use crate::connectors::nexmark::NexmarkTable;
+use crate::expr::Scalar;
 use crate::plan::{Plan, WindowKind};
 use crate::types::{Row, Value};
 use std::collections::BTreeMap;
@@ -118,8 +119,10 @@ impl<'a> Builder<'a> {
                 s.filter(&name, move |r: &Row| p.holds(r))
             }
             Plan::Project { input, exprs, .. } => {
-                let s = self.stream(input)?;
-                let exprs = exprs.clone();
+                let (s, exprs) = match self.shared_calls(input, exprs)? {
+                    Some(calc) => calc,
+                    None => (self.stream(input)?, exprs.clone()),
+                };
                 let name = self.name("project");
                 // A column that only one output reads, as itself, is moved out of the input row
                 // rather than cloned (a string's reference count, a row's worth of values): no
@@ -184,6 +187,69 @@ impl<'a> Builder<'a> {
             Plan::GroupAggregate { .. } => changelog_ops::group_aggregate(self, plan)?,
             Plan::TopN { .. } => changelog_ops::top_n(self, plan)?,
         })
+    }
+
+    /// A projection over a filter (Flink's Calc) whose condition calls a function that occurs
+    /// again in the condition or the projection (Nexmark q21's `REGEXP_EXTRACT(url, ...)` and
+    /// `lower(channel)`): each such call is evaluated once per row, into a column appended to
+    /// the row before the filter, and the condition and the projection read that column, as
+    /// Flink's code generation reuses common expressions. The filter's stream and the
+    /// projection's rewritten expressions; `None` when nothing repeats. Calls are evaluated
+    /// where the condition's AND, OR or CASE would have skipped them: functions return NULL
+    /// on bad input and never fail, so only the cost can differ.
+    ///
+    /// # Errors
+    /// What the filter's input refuses.
+    fn shared_calls(
+        &mut self,
+        input: &Plan,
+        exprs: &[Scalar],
+    ) -> Result<Option<(Stream<Row>, Vec<Scalar>)>, String> {
+        let Plan::Filter {
+            input: inner,
+            predicate,
+        } = input
+        else {
+            return Ok(None);
+        };
+        if input.changelog() {
+            return Ok(None);
+        }
+        let (mut in_filter, mut all) = (Vec::new(), Vec::new());
+        predicate.calls(&mut in_filter);
+        predicate.calls(&mut all);
+        exprs.iter().for_each(|e| e.calls(&mut all));
+        let text = |e: &Scalar| format!("{e:?}");
+        let all: Vec<String> = all.iter().map(|e| text(e)).collect();
+        let mut shared: Vec<(String, Scalar)> = Vec::new();
+        for call in in_filter {
+            let t = text(call);
+            if all.iter().filter(|a| **a == t).count() > 1 && !shared.iter().any(|(s, _)| *s == t) {
+                shared.push((t, call.clone()));
+            }
+        }
+        if shared.is_empty() {
+            return Ok(None);
+        }
+        let width = inner.schema().fields.len();
+        let column = |e: &Scalar| {
+            let t = matches!(e, Scalar::Call(..)).then(|| text(e))?;
+            let j = shared.iter().position(|(s, _)| *s == t)?;
+            Some(Scalar::Column(width + j))
+        };
+        let predicate = predicate.rewrite(&column);
+        let exprs = exprs.iter().map(|e| e.rewrite(&column)).collect();
+        let calls: Arc<Vec<Scalar>> = Arc::new(shared.into_iter().map(|(_, e)| e).collect());
+        let s = self.stream(inner)?;
+        let s = s.map(&self.name("shared_calls"), move |mut r: Row| {
+            for e in calls.iter() {
+                let v = e.eval(&r);
+                r.push(v);
+            }
+            r
+        });
+        let s = s.filter(&self.name("filter"), move |r: &Row| predicate.holds(r));
+        Ok(Some((s, exprs)))
     }
 
     /// Which of `table`'s columns the job reads (all, when unknown).

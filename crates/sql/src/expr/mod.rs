@@ -152,9 +152,19 @@ impl Scalar {
     /// The same expression with every column index `i` read as `map(i)` (for moving a filter
     /// below a projection or a join).
     pub fn remap(&self, map: &dyn Fn(usize) -> usize) -> Scalar {
-        let b = |e: &Scalar| Box::new(e.remap(map));
+        self.rewrite(&|e| e.as_column().map(|i| Scalar::Column(map(i))))
+    }
+
+    /// The same expression with each sub-expression for which `f` gives a replacement (the
+    /// outermost first) replaced by it.
+    pub fn rewrite(&self, f: &dyn Fn(&Scalar) -> Option<Scalar>) -> Scalar {
+        if let Some(e) = f(self) {
+            return e;
+        }
+        let map = f;
+        let b = |e: &Scalar| Box::new(e.rewrite(map));
         match self {
-            Scalar::Column(i) => Scalar::Column(map(*i)),
+            Scalar::Column(i) => Scalar::Column(*i),
             Scalar::Literal(v) => Scalar::Literal(v.clone()),
             Scalar::Binary(op, l, r, t) => Scalar::Binary(*op, b(l), b(r), *t),
             Scalar::Not(e) => Scalar::Not(b(e)),
@@ -162,16 +172,51 @@ impl Scalar {
             Scalar::IsNull(e, n) => Scalar::IsNull(b(e), *n),
             Scalar::Case(w, o) => Scalar::Case(
                 w.iter()
-                    .map(|(c, r)| (c.remap(map), r.remap(map)))
+                    .map(|(c, r)| (c.rewrite(map), r.rewrite(map)))
                     .collect(),
                 o.as_ref().map(|e| b(e)),
             ),
             Scalar::Cast(e, t) => Scalar::Cast(b(e), *t),
-            Scalar::Call(f, a) => Scalar::Call(f.clone(), a.iter().map(|e| e.remap(map)).collect()),
+            Scalar::Call(f, a) => {
+                Scalar::Call(f.clone(), a.iter().map(|e| e.rewrite(map)).collect())
+            }
             Scalar::InList(e, l, n) => {
-                Scalar::InList(b(e), l.iter().map(|x| x.remap(map)).collect(), *n)
+                Scalar::InList(b(e), l.iter().map(|x| x.rewrite(map)).collect(), *n)
             }
             Scalar::Like(e, re, n) => Scalar::Like(b(e), re.clone(), *n),
+        }
+    }
+
+    /// Every function call in the expression, outer calls before the calls in their arguments.
+    pub fn calls<'a>(&'a self, out: &mut Vec<&'a Scalar>) {
+        if let Scalar::Call(..) = self {
+            out.push(self);
+        }
+        match self {
+            Scalar::Column(_) | Scalar::Literal(_) => {}
+            Scalar::Binary(_, l, r, _) => {
+                l.calls(out);
+                r.calls(out);
+            }
+            Scalar::Not(e)
+            | Scalar::Neg(e)
+            | Scalar::IsNull(e, _)
+            | Scalar::Cast(e, _)
+            | Scalar::Like(e, ..) => e.calls(out),
+            Scalar::Case(w, o) => {
+                for (c, r) in w {
+                    c.calls(out);
+                    r.calls(out);
+                }
+                if let Some(e) = o {
+                    e.calls(out);
+                }
+            }
+            Scalar::Call(_, a) => a.iter().for_each(|e| e.calls(out)),
+            Scalar::InList(e, l, _) => {
+                e.calls(out);
+                l.iter().for_each(|x| x.calls(out));
+            }
         }
     }
 
