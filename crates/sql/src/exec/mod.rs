@@ -34,6 +34,9 @@ pub struct Counters {
     pub kafka: Vec<(String, crate::connectors::kafka::Counters)>,
 }
 
+/// A filter's stream and the expressions of the projection over it ([`Builder::shared_calls`]).
+type Calc = (Stream<Row>, Vec<Scalar>);
+
 /// The state of building one job's dataflow.
 pub struct Builder<'a> {
     /// The dataflow.
@@ -204,7 +207,7 @@ impl<'a> Builder<'a> {
         &mut self,
         input: &Plan,
         exprs: &[Scalar],
-    ) -> Result<Option<(Stream<Row>, Vec<Scalar>)>, String> {
+    ) -> Result<Option<Calc>, String> {
         let Plan::Filter {
             input: inner,
             predicate,
