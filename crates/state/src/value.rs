@@ -40,6 +40,10 @@ pub struct ValueTable<K, V> {
     /// [`Entry::changed`]): one hash lookup per write instead of two.
     changed_evicted: FxHashSet<K>,
     tick: u64,
+    /// Whether the backend may hold records of this table: once flushed to, restored into, or
+    /// rolled back under the cache. Until then a key not in the cache is absent, and a miss
+    /// (every new key of a join or a deduplication) costs no key encoding and no backend lock.
+    backend_used: bool,
 }
 
 impl<K, V> ValueTable<K, V>
@@ -55,6 +59,7 @@ where
             dirty: 0,
             changed_evicted: FxHashSet::default(),
             tick: 0,
+            backend_used: false,
         }
     }
 
@@ -80,9 +85,14 @@ where
         {
             hashbrown::hash_table::Entry::Occupied(o) => o.into_mut(),
             hashbrown::hash_table::Entry::Vacant(v) => {
-                let key = codec::key_bytes(&self.t.name, self.t.id, (self.t.group)(k), k)?;
-                let bytes = crate::backend::lock(&self.t.backend).get(&key)?;
-                let value = bytes.map(|b| codec::decode(&self.t.name, &b)).transpose()?;
+                let value = match self.backend_used {
+                    false => None,
+                    true => {
+                        let key = codec::key_bytes(&self.t.name, self.t.id, (self.t.group)(k), k)?;
+                        let bytes = crate::backend::lock(&self.t.backend).get(&key)?;
+                        bytes.map(|b| codec::decode(&self.t.name, &b)).transpose()?
+                    }
+                };
                 let e = Entry {
                     stored: value.is_some(),
                     value,
@@ -211,6 +221,7 @@ where
             e.stored = value.is_some();
             batch.push((key, value));
         }
+        self.backend_used |= !batch.is_empty();
         lock(&self.t.backend).write(&batch)?;
         self.dirty = 0;
         self.evict();
@@ -322,6 +333,7 @@ where
         self.dirty = 0;
         if !self.t.in_memory() {
             lock(&self.t.backend).delete_prefix(&[self.t.id])?;
+            self.backend_used = true;
         }
         let records = deltas.iter().flat_map(|d| &d.records);
         let mine = records.filter(|r| r.table() == Some(self.t.id));
@@ -395,6 +407,7 @@ where
         self.cache.clear();
         self.changed_evicted.clear();
         self.dirty = 0;
+        self.backend_used = true;
     }
 
     /// Keys in the cache, and of them dirty.

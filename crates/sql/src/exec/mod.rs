@@ -203,11 +203,7 @@ impl<'a> Builder<'a> {
     ///
     /// # Errors
     /// What the filter's input refuses.
-    fn shared_calls(
-        &mut self,
-        input: &Plan,
-        exprs: &[Scalar],
-    ) -> Result<Option<Calc>, String> {
+    fn shared_calls(&mut self, input: &Plan, exprs: &[Scalar]) -> Result<Option<Calc>, String> {
         let Plan::Filter {
             input: inner,
             predicate,
