@@ -173,6 +173,80 @@ fn a_file_table_killed_mid_run_resumes_at_each_instances_block_and_offset() {
     assert_same_rows("after kill -9", &read_csv(&out, true), &want);
 }
 
+/// Sessions are keyed processes with timers (crates/runtime/src/operators/process.rs): a run
+/// killed mid-way restores their state and timers from the checkpoint. 30,000 rows, key `i %
+/// 7`, 1 ms apart, with a 3 s jump every 5,000 rows: per key, one 2 s session per stretch.
+#[test]
+fn sessions_killed_mid_run_resume_their_state_and_timers() {
+    let dir = tempfile::tempdir().unwrap();
+    let input = dir.path().join("t.json");
+    let mut f = std::io::BufWriter::new(std::fs::File::create(&input).unwrap());
+    let mut sessions: BTreeMap<(u64, u64), (u64, u64, u64)> = BTreeMap::new();
+    for i in 0..30_000u64 {
+        let ms = i + (i / 5_000) * 3_000;
+        let text = format!(
+            "2024-01-01 {:02}:{:02}:{:02}.{:03}",
+            ms / 3_600_000,
+            ms / 60_000 % 60,
+            ms / 1000 % 60,
+            ms % 1000
+        );
+        writeln!(f, "{{\"k\": {}, \"v\": {i}, \"ts\": \"{text}\"}}", i % 7).unwrap();
+        let s = sessions.entry((i % 7, i / 5_000)).or_insert((ms, ms, 0));
+        s.1 = ms;
+        s.2 += 1;
+    }
+    f.flush().unwrap();
+    let at = |ms: u64| {
+        format!(
+            "2024-01-01 {:02}:{:02}:{:02}.{:03}",
+            ms / 3_600_000,
+            ms / 60_000 % 60,
+            ms / 1000 % 60,
+            ms % 1000
+        )
+    };
+    let want: Vec<Vec<String>> = (sessions.into_iter())
+        .map(|((k, _), (first, last, n))| {
+            vec![k.to_string(), at(first), at(last + 2_000), n.to_string()]
+        })
+        .collect();
+    let out = dir.path().join("out.csv");
+    let checkpoints = dir.path().join("checkpoints");
+    // 6,000 rows per second: a 5 s run.
+    let sql = format!(
+        "{} SELECT k, window_start, window_end, count(*) FROM TABLE(SESSION(TABLE t PARTITION BY k, \
+         DESCRIPTOR(ts), INTERVAL '2' SECOND)) GROUP BY k, window_start, window_end",
+        table(&input, ", 'rows-per-second' = '6000'")
+    );
+    let child = Command::cargo_bin("xorflow")
+        .unwrap()
+        .args(["sql", "--execute", &sql, "--processes", "2"])
+        .args(["--checkpoint-interval", "200ms", "--restart-attempts", "3"])
+        .arg("--checkpoint-dir")
+        .arg(&checkpoints)
+        .arg("--output")
+        .arg(&out)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    wait_first_checkpoint(&checkpoints);
+    std::thread::sleep(Duration::from_millis(1500));
+    kill9(live_child(child.id(), 1, &[]));
+    let o = wait_output(child, Duration::from_secs(120));
+    let (stdout, stderr) = (
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr),
+    );
+    assert!(o.status.success(), "{stderr}");
+    assert!(
+        format!("{stdout}{stderr}").contains("resumed from checkpoint"),
+        "the run did not say it restarted: {stdout} {stderr}"
+    );
+    assert_same_rows("sessions after kill -9", &read_csv(&out, true), &want);
+}
+
 #[test]
 fn a_bad_rate_is_refused_before_the_run() {
     let dir = tempfile::tempdir().unwrap();

@@ -88,6 +88,10 @@ pub struct Process<T, K, F: KeyedProcess<K, T>> {
     groups: Vec<(K, Time, Vec<T>)>,
     index: FxHashMap<K, usize>,
     spare: Vec<Vec<T>>,
+    /// Whether timers are written to the `timers` table as well as indexed in memory: only a
+    /// job that checkpoints or resumes reads them back (`snapshot`, `rebuild`). Without, the
+    /// table would double every timer's cost (an interval join sets one per element).
+    persist_timers: bool,
 }
 
 /// Names a state failure after the vertex.
@@ -136,6 +140,7 @@ where
             groups: Vec::new(),
             index: FxHashMap::default(),
             spare: Vec::new(),
+            persist_timers: true,
         }
     }
 
@@ -171,11 +176,13 @@ where
             if !self.timers.entry(t).or_default().insert(key.clone()) {
                 continue;
             }
-            self.tables
-                .as_mut()
-                .expect("opened")
-                .timers
-                .insert(&(t, key.clone()), ())?;
+            if self.persist_timers {
+                self.tables
+                    .as_mut()
+                    .expect("opened")
+                    .timers
+                    .insert(&(t, key.clone()), ())?;
+            }
             if !self.holds.contains_key(&t) {
                 let tag = deferred::open_hold(&self.downstream, slot, ctx);
                 self.holds.insert(t, (tag, slot));
@@ -223,10 +230,12 @@ where
         let (f, name) = (self.f.clone(), self.name.clone());
         let err = state_err(&name);
         for key in keys {
-            self.tables()
-                .timers
-                .remove(&(t, key.clone()))
-                .map_err(&err)?;
+            if self.persist_timers {
+                self.tables()
+                    .timers
+                    .remove(&(t, key.clone()))
+                    .map_err(&err)?;
+            }
             let b = &mut self.buf;
             let tables = self.tables.as_mut().expect("opened before the first step");
             (tables.state)
@@ -295,6 +304,7 @@ where
     const STATEFUL: bool = true;
 
     fn open(&mut self, ctx: &mut WorkerCtx) -> Result<(), OperatorError> {
+        self.persist_timers = ctx.checkpointer.is_some() || ctx.resume.is_some();
         let err = state_err(&self.name);
         let mut store = super::store::open(&self.config, &self.name, ctx).map_err(&err)?;
         let (g1, g2) = (self.group.clone(), self.group.clone());

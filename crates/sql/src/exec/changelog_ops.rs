@@ -142,6 +142,44 @@ impl TopN {
 }
 
 /// `row` with its rank (1-based) and room for the changelog's kind after it.
+impl TopN {
+    /// A top-1 (deduplication, Nexmark q18: the last bid per bidder and auction): the batch's
+    /// best row replaces the partition's if strictly better (the first to arrive keeps rank 1
+    /// on a tie), the old row moved into the update-before rather than copied.
+    fn deduplicate(
+        &self,
+        r: &mut Ranked,
+        rows: &mut Vec<Row>,
+        ctx: &mut ProcessContext<'_, Row, ()>,
+    ) {
+        let old = r.rows.pop();
+        let mut new: Option<Row> = None;
+        for row in rows.drain(..) {
+            let better = match new.as_ref().or(old.as_ref()) {
+                None => true,
+                Some(top) => self.cmp(&row, top) == Ordering::Less,
+            };
+            if better {
+                new = Some(row);
+            }
+        }
+        match (old, new) {
+            (old, None) => r.rows.extend(old),
+            (old, Some(now)) => {
+                match old {
+                    Some(mut old) => {
+                        old.push(Value::Int(1));
+                        ctx.emit(RowKind::UpdateBefore.push(old));
+                        ctx.emit(RowKind::UpdateAfter.push(ranked(&now, 0)));
+                    }
+                    None => ctx.emit(RowKind::Insert.push(ranked(&now, 0))),
+                }
+                r.rows.push(now);
+            }
+        }
+    }
+}
+
 fn ranked(row: &Row, rank: usize) -> Row {
     let mut r = Vec::with_capacity(row.len() + 2);
     r.extend_from_slice(row);
@@ -180,6 +218,9 @@ impl KeyedProcess<Key, Row> for TopN {
         ctx: &mut ProcessContext<'_, Row, ()>,
     ) {
         let r = state.get_or_insert_with(Ranked::default);
+        if self.limit == 1 {
+            return self.deduplicate(r, rows, ctx);
+        }
         // The ranks as they were, copied at the first row that changes them.
         let mut before: Option<Vec<Row>> = None;
         for row in rows.drain(..) {
