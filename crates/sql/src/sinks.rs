@@ -246,6 +246,17 @@ struct Counted {
 }
 
 impl Sink<Row> for Counted {
+    /// A blackhole has nothing outside the run to keep exactly once, so its rows are dropped
+    /// as they come even with checkpoints (as Flink's blackhole sink), instead of held until
+    /// the job ends; the `print` sink and the terminal stage theirs, so that a restart prints
+    /// nothing twice. A blackhole's count then includes rows emitted again after a restart.
+    fn staging(&self) -> xorflow_runtime::Staging {
+        match self.print {
+            None => xorflow_runtime::Staging::Direct,
+            Some(_) => xorflow_runtime::Staging::AtEnd,
+        }
+    }
+
     fn write(&mut self, batch: Vec<Element<Row>>) -> Result<(), OperatorError> {
         self.rows.fetch_add(batch.len() as u64, Ordering::Relaxed);
         let Some(p) = &mut self.print else {
