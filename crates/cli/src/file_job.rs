@@ -571,6 +571,8 @@ pub fn run(a: FileArgs) -> Result<(), JobError> {
         Windows::Session(gap) => gap,
     };
     let mut runtime = a.engine.runtime(granularity);
+    // This process ends with the run: its state goes with the exit (`RuntimeConfig`).
+    runtime.leave_state_to_exit = true;
     // What a resumed run must keep (not the pacing, --rate, nor the outputs' names): named, so
     // that a refused resume says what differs (crates/runtime/src/execute/job_id.rs).
     let word = |v: &str| v.replace(' ', "\\s");

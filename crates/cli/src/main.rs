@@ -269,6 +269,8 @@ fn run_flights_weather(a: FlightsWeatherArgs) -> Result<(), CommandError> {
     cfg.sources = a.sources;
     cfg.speed = a.speed;
     cfg.runtime = a.engine.runtime(granularity_s);
+    // This process ends with the run: its state goes with the exit (`RuntimeConfig`).
+    cfg.runtime.leave_state_to_exit = true;
     cfg.runtime.state.changelog =
         changelog(&a.changelog, cfg.runtime.total_workers()).map_err(CommandError::Config)?;
     let s = xorflow_flights::join::run(&cfg)?;
@@ -328,6 +330,8 @@ fn run_flights(a: FlightsArgs) -> Result<(), CommandError> {
     cfg.speed = a.speed;
     cfg.progress = std::io::stderr().is_terminal() && !quiet(&a.engine);
     cfg.runtime = a.engine.runtime(granularity_s);
+    // This process ends with the run: its state goes with the exit (`RuntimeConfig`).
+    cfg.runtime.leave_state_to_exit = true;
     cfg.kafka = kafka;
     cfg.runtime.state.changelog =
         changelog(&a.changelog, cfg.runtime.total_workers()).map_err(CommandError::Config)?;

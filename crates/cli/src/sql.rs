@@ -81,6 +81,8 @@ pub fn run(a: SqlArgs) -> Result<(), JobError> {
     let job = plan_job(&texts, &target).map_err(|e| cfg(e.to_string()))?;
     let start = Instant::now();
     let mut runtime = a.engine.runtime(job.granularity_ms());
+    // This process ends with the run: its state goes with the exit (`RuntimeConfig`).
+    runtime.leave_state_to_exit = true;
     let all: String = texts.iter().map(|t| t.text.as_str()).collect();
     runtime.job_key = format!("sql {}", fingerprint(&all));
     runtime.time_per_second = Some(1000);

@@ -538,6 +538,7 @@ impl EngineArgs {
             },
             window_state: self.window_state,
             local_recovery: !self.no_local_recovery,
+            leave_state_to_exit: false,
             checkpoint_cut: self.checkpoint_cut,
             checkpoint_interval: self.checkpoint_interval,
             checkpoint_dir: self.checkpoint_interval.map(|_| {

@@ -28,6 +28,7 @@ pub mod sink;
 pub mod source;
 pub mod source_pace;
 mod store;
+mod teardown;
 pub mod unary;
 pub mod window;
 mod window_version;

@@ -90,6 +90,8 @@ pub struct Process<T, K, F: KeyedProcess<K, T>> {
     groups: Vec<(K, Time, Vec<T>)>,
     index: FxHashMap<K, usize>,
     spare: Vec<Vec<T>>,
+    /// [`crate::RuntimeConfig::leave_state_to_exit`], from [`Operator::open`].
+    leave_to_exit: bool,
 }
 
 /// Names a state failure after the vertex.
@@ -138,6 +140,7 @@ where
             groups: Vec::new(),
             index: FxHashMap::default(),
             spare: Vec::new(),
+            leave_to_exit: false,
         }
     }
 
@@ -327,6 +330,7 @@ where
             holds,
         });
         self.store = Some(store);
+        self.leave_to_exit = ctx.config.leave_state_to_exit;
         Ok(())
     }
 
@@ -533,7 +537,8 @@ where
 
     /// Removes the instance's on-disk state: without checkpoints nothing can use it again.
     fn close(&mut self) -> Result<(), OperatorError> {
-        self.tables = None;
+        let timers = std::mem::take(&mut self.timers);
+        super::teardown::release((self.tables.take(), timers), self.leave_to_exit);
         match self.store.take() {
             Some(store) => store.remove().map_err(state_err(&self.name)),
             None => Ok(()),

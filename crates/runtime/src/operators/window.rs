@@ -129,6 +129,8 @@ pub struct Window<T, K, A: Aggregate<T>> {
     version: Option<WindowVersion>,
     /// The open windows' (end, hold tag, hold slot) as of the last snapshot (its holds).
     snapshot_holds: Vec<(Time, u64, u64)>,
+    /// [`crate::RuntimeConfig::leave_state_to_exit`], from [`Operator::open`].
+    leave_to_exit: bool,
 }
 
 impl<T, K, A> Window<T, K, A>
@@ -175,6 +177,7 @@ where
             epoch_rises: 0,
             version: None,
             snapshot_holds: Vec::new(),
+            leave_to_exit: false,
         }
     }
 
@@ -472,6 +475,7 @@ where
             .map_err(&err)?;
         self.open_windows = Some(open);
         self.store = Some(store);
+        self.leave_to_exit = ctx.config.leave_state_to_exit;
         Ok(())
     }
 
@@ -669,8 +673,8 @@ where
 
     /// Removes the instance's on-disk state: without checkpoints nothing can use it again.
     fn close(&mut self) -> Result<(), OperatorError> {
-        self.contents = None;
-        self.open_windows = None;
+        let state = (self.contents.take(), self.open_windows.take());
+        super::teardown::release(state, self.leave_to_exit);
         match self.store.take() {
             Some(store) => store.remove().map_err(state_err(&self.name)),
             None => Ok(()),
