@@ -115,8 +115,9 @@ pub use config::{
     MIN_BASE_TIME_MS, OPTIONS,
 };
 pub use generate::{
-    bid_numbers, event, kind_of, BidNumbers, AUCTION_ID_LEAD, FIRST_AUCTION_ID, FIRST_CATEGORY_ID,
-    FIRST_PERSON_ID, HOT_BATCH, NUM_CATEGORIES, PERSON_ID_LEAD,
+    bid_numbers, event, event_fields, kind_of, BidNumbers, Fields, AUCTION_ID_LEAD,
+    FIRST_AUCTION_ID, FIRST_CATEGORY_ID, FIRST_PERSON_ID, HOT_BATCH, NUM_CATEGORIES,
+    PERSON_ID_LEAD,
 };
 pub use iter::Generator;
 pub use json::{format_timestamp_ms, to_json, write_json, write_json_line};

@@ -8,7 +8,9 @@
 use crate::catalog::Table;
 use crate::schema::Schema;
 use crate::types::{Row, Value};
-use xorflow_nexmark::{bid_numbers, event, kind_of, BidNumbers, Event, EventKind, NexmarkConfig};
+use xorflow_nexmark::{
+    bid_numbers, event_fields, kind_of, BidNumbers, Event, EventKind, Fields, NexmarkConfig,
+};
 use xorflow_runtime::operators::OperatorError;
 use xorflow_runtime::{Source, SourceOutput, SourcePoll, Time};
 
@@ -128,6 +130,12 @@ impl NexmarkTable {
             .collect()
     }
 
+    /// The event fields the job reads: the generator makes only these ([`event_fields`]).
+    fn fields_read(&self) -> Fields {
+        let read = (self.fields.iter().zip(&self.keep)).filter(|(_, &k)| k);
+        Fields(read.fold(0, |m, (&f, _)| m | 1 << f))
+    }
+
     fn row(&self, e: &Event) -> Row {
         (self.fields.iter().zip(&self.keep))
             .map(|(&f, &k)| if k { field(e, f) } else { Value::Null })
@@ -222,6 +230,7 @@ impl Source<Row> for NexmarkSource {
         };
         let c = &self.table.config;
         let numbers_only = self.table.numbers_only();
+        let fields = self.table.fields_read();
         let mut emitted = 0;
         while emitted < out.budget() && self.next < due {
             if c.events > 0 && self.next >= c.events {
@@ -238,7 +247,7 @@ impl Source<Row> for NexmarkSource {
                     (b.date_time_ms, self.table.bid_row(&b))
                 }
                 false => {
-                    let e = event(c, n);
+                    let e = event_fields(c, n, fields);
                     (e.date_time_ms(), self.table.row(&e))
                 }
             };
