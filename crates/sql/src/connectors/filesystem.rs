@@ -191,7 +191,7 @@ pub fn parse_field(text: &str, ty: SqlType) -> Option<Value> {
         SqlType::Varchar => Value::str(text),
         SqlType::Int | SqlType::Bigint => Value::Int(t.parse().ok()?),
         SqlType::Double => Value::Double(t.parse().ok()?),
-        SqlType::Decimal(_, s) => Value::Decimal(crate::expr::functions::parse_decimal(t, s)?, s),
+        SqlType::Decimal(_, s) => Value::decimal(crate::expr::functions::parse_decimal(t, s)?, s),
         SqlType::Boolean => match t.to_ascii_lowercase().as_str() {
             "true" => Value::Bool(true),
             "false" => Value::Bool(false),

@@ -297,7 +297,7 @@ mod tests {
             vec![
                 Value::Int(12),
                 Value::str("a\"b"),
-                Value::Decimal(150, 2),
+                Value::decimal(150, 2),
                 Value::Bool(true),
                 Value::Timestamp(t),
                 Value::Double(3.0),

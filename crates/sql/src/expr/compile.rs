@@ -863,7 +863,7 @@ fn number(text: &str) -> Option<(Value, SqlType)> {
         let scale = frac.len() as u8;
         let u = super::functions::parse_decimal(text, scale)?;
         let precision = (int.trim_start_matches('0').len() as u8 + scale).max(1);
-        return Some((Value::Decimal(u, scale), SqlType::Decimal(precision, scale)));
+        return Some((Value::decimal(u, scale), SqlType::Decimal(precision, scale)));
     }
     let i: i64 = text.parse().ok()?;
     let ty = if i32::try_from(i).is_ok() {

@@ -109,7 +109,7 @@ impl Func {
             Func::Abs => match &a[0] {
                 Value::Int(i) => Value::Int(i.abs()),
                 Value::Double(d) => Value::Double(d.abs()),
-                Value::Decimal(u, s) => Value::Decimal(u.abs(), *s),
+                Value::Decimal(u, s) => Value::decimal(u.get().abs(), *s),
                 _ => Value::Null,
             },
             Func::Floor | Func::Ceil => match &a[0] {
@@ -119,10 +119,10 @@ impl Func {
                     _ => d.ceil(),
                 }),
                 Value::Decimal(u, s) => {
-                    let d = 10i128.pow(*s as u32);
+                    let (u, d) = (u.get(), 10i128.pow(*s as u32));
                     let q = u.div_euclid(d);
                     let up = matches!(self, Func::Ceil) && u.rem_euclid(d) != 0;
-                    Value::Decimal(q + up as i128, 0)
+                    Value::decimal(q + up as i128, 0)
                 }
                 _ => Value::Null,
             },
@@ -136,7 +136,7 @@ impl Func {
                     }
                     Value::Decimal(u, s) => {
                         let to = digits.clamp(0, *s as i64) as u8;
-                        Value::Decimal(rescale(*u, *s, to), to)
+                        Value::decimal(rescale(u.get(), *s, to), to)
                     }
                     _ => Value::Null,
                 }
@@ -318,7 +318,7 @@ pub fn cast(v: Value, ty: SqlType) -> Value {
         SqlType::Bigint | SqlType::Int => match &v {
             Value::Int(_) => v,
             Value::Double(d) if d.is_finite() => Value::Int(d.trunc() as i64),
-            Value::Decimal(u, s) => Value::Int((u / 10i128.pow(*s as u32)) as i64),
+            Value::Decimal(u, s) => Value::Int((u.get() / 10i128.pow(*s as u32)) as i64),
             Value::Str(t) => t.trim().parse().map_or(Value::Null, Value::Int),
             Value::Bool(b) => Value::Int(*b as i64),
             Value::Timestamp(ms) => Value::Int(ms.div_euclid(1000)),
@@ -331,10 +331,10 @@ pub fn cast(v: Value, ty: SqlType) -> Value {
         SqlType::Decimal(_, s) => match &v {
             Value::Int(_) | Value::Decimal(..) => v
                 .decimal_at(s)
-                .map_or(Value::Null, |u| Value::Decimal(u, s)),
-            Value::Double(d) => Value::Decimal((d * 10f64.powi(s as i32)).round() as i128, s),
+                .map_or(Value::Null, |u| Value::decimal(u, s)),
+            Value::Double(d) => Value::decimal((d * 10f64.powi(s as i32)).round() as i128, s),
             Value::Str(t) => {
-                parse_decimal(t.trim(), s).map_or(Value::Null, |u| Value::Decimal(u, s))
+                parse_decimal(t.trim(), s).map_or(Value::Null, |u| Value::decimal(u, s))
             }
             _ => Value::Null,
         },
@@ -452,7 +452,7 @@ mod tests {
         assert!(cast(Value::str("4x"), SqlType::Bigint).is_null());
         assert_eq!(
             cast(Value::str("1.25"), SqlType::Decimal(10, 1)),
-            Value::Decimal(13, 1)
+            Value::decimal(13, 1)
         );
         assert_eq!(parse_decimal("-0.5", 2), Some(-50));
         assert_eq!(parse_decimal("abc", 2), None);

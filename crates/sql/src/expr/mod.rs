@@ -86,7 +86,7 @@ impl Scalar {
             Scalar::Neg(e) => match e.eval(row) {
                 Value::Int(i) => i.checked_neg().map_or(Value::Null, Value::Int),
                 Value::Double(d) => Value::Double(-d),
-                Value::Decimal(u, s) => Value::Decimal(-u, s),
+                Value::Decimal(u, s) => Value::decimal(-u.get(), s),
                 Value::Interval(i) => Value::Interval(-i),
                 _ => Value::Null,
             },
@@ -388,5 +388,5 @@ fn decimal_arithmetic(op: BinOp, a: &Value, b: &Value, s: u8) -> Value {
         }
         _ => None,
     };
-    r.map_or(Value::Null, |u| Value::Decimal(u, s))
+    r.map_or(Value::Null, |u| Value::decimal(u, s))
 }
