@@ -85,6 +85,12 @@ pub struct NexmarkArgs {
     /// slow; Nexmark's own runner warms up too).
     #[arg(long, default_value_t = 1)]
     flink_warmup_runs: usize,
+    /// Both engines' checkpoint interval: xorflow's --checkpoint-interval (checkpoints in a
+    /// folder beside the run's log, deleted after it) and Flink's checkpointing interval.
+    /// Nexmark's Flink configuration takes 3 minutes, which a run of seconds never reaches; both
+    /// engines then carry what checkpointing costs while running (epochs, barriers) and write none.
+    #[arg(long, default_value = "3m", value_parser = humantime::parse_duration)]
+    checkpoint_interval: Duration,
     /// Flink's state backend: rocksdb (Nexmark's configuration) or hashmap.
     #[arg(long, default_value = "rocksdb", value_parser = ["rocksdb", "hashmap"])]
     flink_state_backend: String,
@@ -238,6 +244,8 @@ struct Results<'a> {
     java_version: Option<String>,
     flink_warmup_runs: usize,
     flink_state_backend: &'a str,
+    /// Both engines' checkpoint interval, ms (`--checkpoint-interval`).
+    checkpoint_interval_ms: u128,
     counting: &'a str,
     latency: &'a str,
     queries: Vec<QueryRow>,
@@ -365,13 +373,16 @@ fn bench(a: &NexmarkArgs, queries: &[(String, PathBuf)]) -> Result<PathBuf> {
                 }
                 let log = format!("r{round}-{q}-{}", sys.name());
                 let stem = out.join("runs").join(&log);
+                // A folder of its own per run: one holding an earlier run's checkpoints is refused.
+                let checkpoints = stem.with_extension("checkpoints");
+                let ckpt = (a.checkpoint_interval, checkpoints.as_path());
                 let r = match sys {
                     System::Xorflow => {
-                        let args = sql_args(&files_ddl, path, a.parallelism);
+                        let args = sql_args(&files_ddl, path, a.parallelism, ckpt);
                         xorflow_run(&xorflow, &args, &stem, a.timeout, &kinds, None)?
                     }
                     System::XorflowGen => {
-                        let args = sql_args(&gen_ddl, path, a.parallelism);
+                        let args = sql_args(&gen_ddl, path, a.parallelism, ckpt);
                         let tables = tables_read(&runs, q, path)?;
                         xorflow_run(&xorflow, &args, &stem, a.timeout, &kinds, Some(&tables))?
                     }
@@ -389,6 +400,8 @@ fn bench(a: &NexmarkArgs, queries: &[(String, PathBuf)]) -> Result<PathBuf> {
                                 &a.flink_warmup_runs.to_string(),
                                 "--state-backend",
                                 &a.flink_state_backend,
+                                "--checkpoint-interval-ms",
+                                &a.checkpoint_interval.as_millis().max(1).to_string(),
                                 "--name",
                                 q,
                             ]
@@ -397,6 +410,10 @@ fn bench(a: &NexmarkArgs, queries: &[(String, PathBuf)]) -> Result<PathBuf> {
                         flink_run(&argv, &stem, a.timeout)?
                     }
                 };
+                if checkpoints.exists() {
+                    std::fs::remove_dir_all(&checkpoints)
+                        .with_context(|| format!("cannot remove '{}'", checkpoints.display()))?;
+                }
                 let r = Run {
                     query: q.clone(),
                     round,
@@ -434,6 +451,7 @@ fn bench(a: &NexmarkArgs, queries: &[(String, PathBuf)]) -> Result<PathBuf> {
         java_version: text_of("java_version"),
         flink_warmup_runs: a.flink_warmup_runs,
         flink_state_backend: &a.flink_state_backend,
+        checkpoint_interval_ms: a.checkpoint_interval.as_millis(),
         counting: COUNTING,
         latency: LATENCY,
         queries: rows,
@@ -451,8 +469,14 @@ fn bench(a: &NexmarkArgs, queries: &[(String, PathBuf)]) -> Result<PathBuf> {
     Ok(out)
 }
 
-/// `xorflow sql --file DDL --file QUERY --workers P`.
-fn sql_args(ddl: &Path, query: &Path, parallelism: usize) -> Vec<String> {
+/// `xorflow sql --file DDL --file QUERY --workers P --checkpoint-interval MSms --checkpoint-dir
+/// DIR`.
+fn sql_args(
+    ddl: &Path,
+    query: &Path,
+    parallelism: usize,
+    checkpoints: (Duration, &Path),
+) -> Vec<String> {
     vec![
         "sql".into(),
         "--file".into(),
@@ -461,6 +485,10 @@ fn sql_args(ddl: &Path, query: &Path, parallelism: usize) -> Vec<String> {
         query.display().to_string(),
         "--workers".into(),
         parallelism.to_string(),
+        "--checkpoint-interval".into(),
+        format!("{}ms", checkpoints.0.as_millis().max(1)),
+        "--checkpoint-dir".into(),
+        checkpoints.1.display().to_string(),
     ]
 }
 
@@ -1003,6 +1031,12 @@ fn summary(r: &Results, a: &NexmarkArgs) -> String {
     let _ = writeln!(t, "started: {}", r.started_utc);
     let _ = writeln!(t, "CPU: {} ({} cores)", r.cpu_model, r.cores);
     let _ = writeln!(t, "xorflow: {}", r.xorflow_version);
+    let _ = writeln!(
+        t,
+        "checkpoints: every {} on both engines (xorflow --checkpoint-interval, Flink's \
+         execution.checkpointing.interval; Nexmark's is 3 min)",
+        humantime::format_duration(Duration::from_millis(r.checkpoint_interval_ms as u64))
+    );
     if a.no_flink {
         let _ = writeln!(t, "Flink SQL: left out (--no-flink)");
     } else {
@@ -1022,7 +1056,8 @@ fn summary(r: &Results, a: &NexmarkArgs) -> String {
         t,
         "{}",
         wrap(
-            "xorflow: `xorflow sql --file <out>/ddl_files.sql --file qN.sql --workers P`, the \
+            "xorflow: `xorflow sql --file <out>/ddl_files.sql --file qN.sql --workers P \
+             --checkpoint-interval I --checkpoint-dir <run>.checkpoints`, the \
              process's wall time and CPU (user + system, wait4). Flink: from submitting the job \
              (planning the INSERT and starting the MiniCluster included) to its end, and the \
              JVM's CPU over that time (OperatingSystemMXBean); \"net\": over the job's net \

@@ -101,8 +101,23 @@ fn xorflow_alone_reports_rates_and_passes_over_a_refused_query() {
     )
     .unwrap();
     let out = tmp.path().join("out");
-    let (results, summary) = bench(&out, &nexmark, &["--no-flink"], 300);
+    let args = ["--no-flink", "--checkpoint-interval", "1ms"];
+    let (results, summary) = bench(&out, &nexmark, &args, 300);
     check_xorflow(&results, &["q0", "q2", "q99"]);
+    // Checkpoints as asked, each run's in a folder of its own, deleted after it.
+    assert_eq!(results["checkpoint_interval_ms"], 1, "{results}");
+    assert!(summary.contains("checkpoints: every 1ms"), "{summary}");
+    let err = std::fs::read_to_string(out.join("runs/r1-q0-xorflow.err")).unwrap();
+    assert!(
+        err.contains("checkpoints: "),
+        "q0 ran with checkpoints: {err}"
+    );
+    let left: Vec<_> = std::fs::read_dir(out.join("runs"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .filter(|n| n.to_string_lossy().ends_with(".checkpoints"))
+        .collect();
+    assert!(left.is_empty(), "checkpoint folders left: {left:?}");
     let q99 = &results["queries"][2];
     assert_eq!(q99["xorflow_status"], "unsupported", "{q99}");
     assert!(q99["xorflow_message"]

@@ -50,7 +50,8 @@ import org.apache.flink.table.catalog.ObjectPath;
  * <pre>
  * java ... xorflow.peer.flinksql.NexmarkSql --query examples/nexmark/queries/q0.sql \
  *     --data-dir data/nexmark --parallelism 2 [--ddl FILE] [--warmup-runs N] \
- *     [--state-backend rocksdb|hashmap] [--managed-memory 2g] [--name q0]
+ *     [--state-backend rocksdb|hashmap] [--managed-memory 2g] [--checkpoint-interval-ms 180000] \
+ *     [--name q0]
  * </pre>
  *
  * <p>It runs the DDL (default: the bundled {@code ddl_files.sql}, {@code ${DATA_DIR}} replaced by
@@ -82,6 +83,8 @@ public final class NexmarkSql {
         int warmupRuns = 0;
         String stateBackend = "rocksdb";
         String managedMemory;
+        /** Nexmark's conf/config.yaml: every 3 minutes. */
+        long checkpointIntervalMs = 180_000;
 
         static Args parse(String[] argv) {
             Args a = new Args();
@@ -91,7 +94,7 @@ public final class NexmarkSql {
                     System.out.println(
                             "usage: NexmarkSql --query FILE --data-dir DIR [--parallelism P] [--ddl FILE] "
                                     + "[--warmup-runs N] [--state-backend rocksdb|hashmap] [--managed-memory SIZE] "
-                                    + "[--name NAME]");
+                                    + "[--checkpoint-interval-ms MS] [--name NAME]");
                     System.exit(0);
                 }
                 if (i + 1 >= argv.length) {
@@ -106,6 +109,7 @@ public final class NexmarkSql {
                     case "--managed-memory" -> a.managedMemory = v;
                     case "--parallelism" -> a.parallelism = positive(k, v);
                     case "--warmup-runs" -> a.warmupRuns = Integer.parseInt(v);
+                    case "--checkpoint-interval-ms" -> a.checkpointIntervalMs = positive(k, v);
                     case "--state-backend" -> {
                         if (!v.equals("rocksdb") && !v.equals("hashmap")) {
                             throw new IllegalArgumentException("--state-backend: rocksdb or hashmap, not " + v);
@@ -159,11 +163,12 @@ public final class NexmarkSql {
     /** Nexmark's Flink settings (conf/config.yaml) that apply to a MiniCluster on one machine. */
     static Configuration configuration(Args a, Path tmp) {
         Configuration conf = new Configuration();
-        // State: RocksDB, incremental checkpoints every 3 minutes, exactly once, local recovery.
+        // State: RocksDB, incremental checkpoints (Nexmark's: every 3 minutes), exactly once, local
+        // recovery.
         conf.set(StateBackendOptions.STATE_BACKEND, a.stateBackend);
         conf.set(CheckpointingOptions.INCREMENTAL_CHECKPOINTS, true);
         conf.set(CheckpointingOptions.CHECKPOINTS_DIRECTORY, tmp.resolve("checkpoints").toUri().toString());
-        conf.set(CheckpointingOptions.CHECKPOINTING_INTERVAL, Duration.ofMinutes(3));
+        conf.set(CheckpointingOptions.CHECKPOINTING_INTERVAL, Duration.ofMillis(a.checkpointIntervalMs));
         conf.set(CheckpointingOptions.CHECKPOINTING_CONSISTENCY_MODE, CheckpointingMode.EXACTLY_ONCE);
         conf.set(CheckpointingOptions.LOCAL_RECOVERY, true);
         conf.set(CheckpointingOptions.ENABLE_CHECKPOINTS_AFTER_TASKS_FINISH, false);
