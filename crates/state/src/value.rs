@@ -44,6 +44,9 @@ pub struct ValueTable<K, V> {
     /// rolled back under the cache. Until then a key not in the cache is absent, and a miss
     /// (every new key of a join or a deduplication) costs no key encoding and no backend lock.
     backend_used: bool,
+    /// A snapshot was taken or restored from: a key deleted since must be stated in the next
+    /// increment. Before the first snapshot (always full) a deleted key needs no record.
+    snapshotted: bool,
 }
 
 impl<K, V> ValueTable<K, V>
@@ -60,6 +63,7 @@ where
             changed_evicted: FxHashSet::default(),
             tick: 0,
             backend_used: false,
+            snapshotted: false,
         }
     }
 
@@ -119,6 +123,12 @@ where
     /// # Errors
     /// The backend failed or holds a value that does not decode.
     pub fn get(&mut self, k: &K) -> Result<Option<&V>, StateError> {
+        if self.t.in_memory() {
+            // The cache is the state: a miss is an absent key, not worth an empty entry.
+            let hash = self.hasher.hash_one(k);
+            let hit = self.cache.find(hash, |(x, _)| x == k);
+            return Ok(hit.and_then(|(_, e)| e.value.as_ref()));
+        }
         Ok(self.load(k, false)?.value.as_ref())
     }
 
@@ -185,8 +195,31 @@ where
             e.changed = true;
             newly_dirty = !std::mem::replace(&mut e.dirty, true);
         }
+        let absent = e.value.is_none();
         self.dirty += usize::from(newly_dirty);
+        if absent {
+            self.drop_absent(k);
+        }
         Ok(r)
+    }
+
+    /// In memory, a key without a value leaves the cache at once: there is no backend to write
+    /// its deletion to, and an empty entry kept for it would stay for good (an interval join or
+    /// a deduplication that sees ever new keys grew by an entry per key it had seen). A
+    /// deletion since the last snapshot is remembered in `changed_evicted`, so the next
+    /// increment states it. On disk the entry stays until its deletion is flushed.
+    fn drop_absent(&mut self, k: &K) {
+        if !self.t.in_memory() {
+            return;
+        }
+        let hash = self.hasher.hash_one(k);
+        if let Ok(o) = self.cache.find_entry(hash, |(x, _)| x == k) {
+            let ((_, e), _) = o.remove();
+            self.dirty -= usize::from(e.dirty);
+            if e.changed && self.snapshotted {
+                self.changed_evicted.insert(k.clone());
+            }
+        }
     }
 
     /// Deletes `k`; returns its value.
@@ -194,7 +227,9 @@ where
     /// # Errors
     /// As [`ValueTable::upsert`].
     pub fn remove(&mut self, k: &K) -> Result<Option<V>, StateError> {
-        Ok(self.mark_dirty(k)?.value.take())
+        let v = self.mark_dirty(k)?.value.take();
+        self.drop_absent(k);
+        Ok(v)
     }
 
     /// Writes every dirty key to the backend, then drops the least recently used clean keys
@@ -252,6 +287,7 @@ where
     /// # Errors
     /// As [`ValueTable::get`].
     pub fn snapshot(&mut self, d: &mut Delta) -> Result<(), StateError> {
+        self.snapshotted = true;
         let keys: Vec<K> = if d.full {
             self.changed_evicted.clear();
             self.cache.iter_mut().for_each(|(_, e)| e.changed = false);
@@ -331,6 +367,7 @@ where
         self.cache.clear();
         self.changed_evicted.clear();
         self.dirty = 0;
+        self.snapshotted = true;
         if !self.t.in_memory() {
             lock(&self.t.backend).delete_prefix(&[self.t.id])?;
             self.backend_used = true;
@@ -408,6 +445,7 @@ where
         self.changed_evicted.clear();
         self.dirty = 0;
         self.backend_used = true;
+        self.snapshotted = true;
     }
 
     /// Keys in the cache, and of them dirty.

@@ -262,3 +262,39 @@ fn only_stored_keys_cost_a_tombstone() {
     v.flush().unwrap();
     assert_eq!(v.get(&2).unwrap(), Some(&21));
 }
+
+/// Catches: deleted keys kept as empty entries in memory (an interval join or a deduplication
+/// over ever new keys grew by an entry per key it had seen, for good).
+#[test]
+fn a_memory_table_holds_only_its_live_keys() {
+    let mut store = StateStore::with_backend(Box::new(MemoryBackend::new()), CacheConfig::MEMORY);
+    let mut t: xorflow_state::ValueTable<u32, u64> = store
+        .value_table("values", |k: &u32| {
+            KeyGroups::DEFAULT.of_hash(u64::from(*k).wrapping_mul(0x9E37_79B9_7F4A_7C15))
+        })
+        .unwrap();
+    for k in 0..10_000u32 {
+        t.insert(&k, 1).unwrap();
+        match k % 3 {
+            0 => drop(t.remove(&k).unwrap()),
+            1 => t.update(&k, |v| *v = None).unwrap(),
+            _ => {}
+        }
+        // Reads and updates of absent keys leave nothing behind either.
+        assert_eq!(t.get(&(k + 1_000_000)).unwrap(), None);
+        t.update(&(k + 2_000_000), |v| assert!(v.is_none()))
+            .unwrap();
+    }
+    assert_eq!(t.cached().0, 3_333, "one entry per live key");
+    // After a snapshot, a deletion is stated in the next increment.
+    t.snapshot(&mut Delta::new(true)).unwrap();
+    t.remove(&2).unwrap();
+    assert_eq!(t.cached().0, 3_332);
+    let mut d = Delta::new(false);
+    t.snapshot(&mut d).unwrap();
+    assert_eq!(d.records.len(), 1, "{:?}", d.records);
+    assert!(matches!(
+        d.records[0],
+        xorflow_state::delta::Record::Delete { .. }
+    ));
+}
