@@ -68,6 +68,8 @@ where
     type State = JoinBuffers<L, R>;
     type Out = O;
     type Side = ();
+    /// A pair is emitted when its second element arrives; timers only drop elements.
+    const CLEANUP_TIMERS: bool = true;
 
     fn on_element(
         &self,

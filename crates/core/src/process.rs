@@ -91,6 +91,14 @@ pub trait KeyedProcess<K, T>: Send + Sync + 'static {
     /// by one to `on_element`.
     const BATCHED: bool = false;
 
+    /// Whether the function's timers only drop state and never emit (an interval join's
+    /// cleanup). Then, once the input has ended (the frontier at [`crate::INF`]), the operator
+    /// does not fire them: the state they would clear goes with the operator, and a bounded run
+    /// whose elements all wait for the end (Nexmark q7 over the generator: every bid in one
+    /// window) skips a lookup and a cleanup per element. Timers that come due while the input
+    /// runs fire as always.
+    const CLEANUP_TIMERS: bool = false;
+
     /// Several elements of `key` from one input batch, in arrival order, at `ctx.time()` (the
     /// latest of their times); called instead of `on_element` when [`KeyedProcess::BATCHED`].
     /// By default, each element in turn.

@@ -31,10 +31,13 @@ use std::sync::Arc;
 use xorflow_core::{Data, Element, KeyedProcess, ProcessContext};
 use xorflow_state::checkpoint::Hold;
 use xorflow_state::{KeyGroup, StateConfig, StateError, StateStore, ValueTable};
-use xorflow_tracking::{ComponentId, Time};
+use xorflow_tracking::{ComponentId, Time, INF};
 
 /// Counter: timers fired (one per key and time).
 pub const TIMERS_FIRED: &str = "timers_fired";
+/// Counter: cleanup timers left unfired because the input had ended
+/// (`KeyedProcess::CLEANUP_TIMERS`), one per key and time.
+pub const TIMERS_LEFT_AT_END: &str = "timers_left_at_end";
 
 /// What a snapshot keeps beside the tables: the timer times' holds and how far timers fired.
 #[derive(Clone, Debug, Default, serde::Serialize, serde::Deserialize)]
@@ -84,6 +87,8 @@ pub struct Process<T, K, F: KeyedProcess<K, T>> {
     /// The holds as of the last snapshot.
     snapshot_holds: Vec<(Time, u64, u64)>,
     fired: u64,
+    /// Cleanup timers left unfired at the end of the input.
+    left_at_end: u64,
     /// A batch's elements by key ([`KeyedProcess::BATCHED`]): (key, latest time, elements),
     /// the key's place in it, and emptied element vectors to reuse. Kept between batches so
     /// that a batch allocates nothing once they have grown.
@@ -137,6 +142,7 @@ where
             epoch: 0,
             snapshot_holds: Vec::new(),
             fired: 0,
+            left_at_end: 0,
             groups: Vec::new(),
             index: FxHashMap::default(),
             spare: Vec::new(),
@@ -417,6 +423,17 @@ where
         stats: &mut VertexStats,
     ) -> Result<(), OperatorError> {
         let mut released = Vec::new();
+        if frontier == INF && F::CLEANUP_TIMERS {
+            // The input has ended: these timers would only clear state that goes with the
+            // operator (`KeyedProcess::CLEANUP_TIMERS`). Their holds are released unfired.
+            for (t, keys) in std::mem::take(&mut self.timers) {
+                self.left_at_end += keys.len() as u64;
+                let Some((tag, slot)) = self.holds.remove(&t) else {
+                    return Err(format!("process '{}': timer {t} has no hold", self.name).into());
+                };
+                released.push((slot, tag));
+            }
+        }
         while let Some(t) = self.timers.first_key_value().map(|(&t, _)| t) {
             if t > frontier {
                 break;
@@ -533,6 +550,7 @@ where
 
     fn report(&mut self, stats: &mut VertexStats) {
         stats.count(TIMERS_FIRED, self.fired);
+        stats.count(TIMERS_LEFT_AT_END, self.left_at_end);
     }
 
     /// Removes the instance's on-disk state: without checkpoints nothing can use it again.

@@ -12,7 +12,7 @@ use proptest::prelude::*;
 use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
-use xorflow_runtime::operators::process::TIMERS_FIRED;
+use xorflow_runtime::operators::process::{TIMERS_FIRED, TIMERS_LEFT_AT_END};
 use xorflow_runtime::operators::window::{LATE_ELEMENTS, LATE_UPDATES};
 use xorflow_runtime::operators::OperatorError;
 use xorflow_runtime::{
@@ -561,14 +561,25 @@ fn late_records_update_sessions_and_the_rest_go_aside() {
 /// after every 4 records) with bounds `(lower, upper)`; returns the (left value, right value)
 /// pairs emitted.
 fn run_join(
-    (workers, mode, pace_ns): (usize, TrackingMode, u64),
+    c: (usize, TrackingMode, u64),
     left: Vec<Ev>,
     right: Vec<Ev>,
     bounds: (i64, i64),
 ) -> Vec<(u64, u64)> {
+    run_join_timers(c, left, right, bounds).0
+}
+
+/// As [`run_join`], with the join's cleanup timers fired while the input ran and left unfired
+/// at its end.
+fn run_join_timers(
+    (workers, mode, pace_ns): (usize, TrackingMode, u64),
+    left: Vec<Ev>,
+    right: Vec<Ev>,
+    bounds: (i64, i64),
+) -> (Vec<(u64, u64)>, u64, u64) {
     let out = VecSink::<(u64, u64)>::shared();
     let f = out.factory();
-    bounded(60, move || {
+    let report = bounded(60, move || {
         let cfg = RuntimeConfig {
             workers,
             tracking: mode,
@@ -591,9 +602,11 @@ fn run_join(
             .sink("out", f);
         df.run().unwrap()
     });
+    let join = report.vertex("join").expect("the join's vertex");
+    let timers = (join.counter(TIMERS_FIRED), join.counter(TIMERS_LEFT_AT_END));
     let mut pairs: Vec<(u64, u64)> = out.take().into_iter().map(|e| e.data).collect();
     pairs.sort();
-    pairs
+    (pairs, timers.0, timers.1)
 }
 
 /// The nested-loop join: every (left, right) pair of a key with `a + lower <= b <= a + upper`.
@@ -630,8 +643,15 @@ fn interval_joins_emit_every_matching_pair_once() {
                 want.len()
             );
             // Paced, so buffers are cleaned up while partners are still to come.
-            let got = run_join((3, mode, 200_000), left, right, bounds);
+            let (got, fired, left_at_end) =
+                run_join_timers((3, mode, 200_000), left, right, bounds);
             assert_eq!(got, want, "{mode:?} {bounds:?}");
+            // The last elements' cleanups lie beyond the input's end: left unfired there
+            // (`KeyedProcess::CLEANUP_TIMERS`). With a frontier, earlier ones fire as it moves.
+            assert!(left_at_end > 0, "{mode:?} {bounds:?}");
+            if mode != TrackingMode::None {
+                assert!(fired > 0, "{mode:?} {bounds:?}: {fired} fired");
+            }
         }
     }
 }
