@@ -77,13 +77,21 @@ impl Func {
     /// The value on `args` (already evaluated). NULL arguments give NULL except where the
     /// function says otherwise (COALESCE, IF).
     pub fn call(&self, a: &[Value]) -> Value {
+        let refs: Vec<&Value> = a.iter().collect();
+        self.call_on(&refs)
+    }
+
+    /// [`Func::call`] on borrowed arguments: a column or a literal argument is read where it
+    /// is, not cloned (a string's `Arc` count is one atomic add and one subtract per read, and a
+    /// literal's count is shared by every worker: Nexmark q22's three `SPLIT_INDEX(url, '/', n)`
+    /// per row).
+    pub fn call_on(&self, a: &[&Value]) -> Value {
         match self {
             Func::Coalesce => {
                 return a
                     .iter()
                     .find(|v| !v.is_null())
-                    .cloned()
-                    .unwrap_or(Value::Null)
+                    .map_or(Value::Null, |v| (*v).clone())
             }
             Func::If => {
                 return match a[0] {
@@ -93,7 +101,7 @@ impl Func {
             }
             _ => {}
         }
-        if a.iter().any(Value::is_null) {
+        if a.iter().any(|v| v.is_null()) {
             return Value::Null;
         }
         // Borrowed, not an `Arc` clone: no atomic count per argument read.
@@ -127,7 +135,7 @@ impl Func {
                 _ => Value::Null,
             },
             Func::Round => {
-                let digits = a.get(1).and_then(Value::as_i64).unwrap_or(0);
+                let digits = a.get(1).and_then(|v| v.as_i64()).unwrap_or(0);
                 match &a[0] {
                     Value::Int(i) => Value::Int(*i),
                     Value::Double(d) => {
@@ -157,7 +165,7 @@ impl Func {
                 let text = s(0);
                 let from = a[1].as_i64().unwrap_or(1).max(1) as usize - 1;
                 let chars = text.chars().skip(from);
-                let out: String = match a.get(2).and_then(Value::as_i64) {
+                let out: String = match a.get(2).and_then(|v| v.as_i64()) {
                     Some(n) => chars.take(n.max(0) as usize).collect(),
                     None => chars.collect(),
                 };
@@ -192,7 +200,7 @@ impl Func {
                         Err(_) => return Value::Null,
                     },
                 };
-                let group = a.get(2).and_then(Value::as_i64).unwrap_or(1).max(0) as usize;
+                let group = a.get(2).and_then(|v| v.as_i64()).unwrap_or(1).max(0) as usize;
                 re.captures(&s(0))
                     .and_then(|c| c.get(group))
                     .map_or(Value::Null, |m| Value::str(m.as_str()))

@@ -102,11 +102,19 @@ impl Scalar {
             Scalar::Cast(e, ty) => functions::cast(e.eval(row), *ty),
             Scalar::Call(f, args) => match args.len() {
                 // Up to four arguments (every function but a long CONCAT or COALESCE) on the
-                // stack: a call per row allocates nothing for its arguments.
+                // stack: a call per row allocates nothing for its arguments. Columns and
+                // literals are borrowed where they are (`Func::call_on`), others computed.
                 n @ 0..=4 => {
-                    let vals: [Value; 4] =
-                        std::array::from_fn(|i| args.get(i).map_or(Value::Null, |a| a.eval(row)));
-                    f.call(&vals[..n])
+                    let computed: [Value; 4] = std::array::from_fn(|i| match args.get(i) {
+                        Some(Scalar::Column(_) | Scalar::Literal(_)) | None => Value::Null,
+                        Some(a) => a.eval(row),
+                    });
+                    let refs: [&Value; 4] = std::array::from_fn(|i| match args.get(i) {
+                        Some(Scalar::Column(c)) => &row[*c],
+                        Some(Scalar::Literal(v)) => v,
+                        _ => &computed[i],
+                    });
+                    f.call_on(&refs[..n])
                 }
                 _ => f.call(&args.iter().map(|a| a.eval(row)).collect::<Vec<_>>()),
             },
