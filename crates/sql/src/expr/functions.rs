@@ -150,10 +150,10 @@ impl Func {
                 }
             }
             // Text already in the case asked for is the value itself (no new string).
-            Func::Upper if is_str_where(&a[0], |b| b.is_ascii() && !b.is_ascii_lowercase()) => {
+            Func::Upper if is_str_where(a[0], |b| b.is_ascii() && !b.is_ascii_lowercase()) => {
                 a[0].clone()
             }
-            Func::Lower if is_str_where(&a[0], |b| b.is_ascii() && !b.is_ascii_uppercase()) => {
+            Func::Lower if is_str_where(a[0], |b| b.is_ascii() && !b.is_ascii_uppercase()) => {
                 a[0].clone()
             }
             Func::Upper => Value::str(&s(0).to_uppercase()),
