@@ -119,13 +119,13 @@ impl Scalar {
                 _ => f.call(&args.iter().map(|a| a.eval(row)).collect::<Vec<_>>()),
             },
             Scalar::InList(e, list, negated) => {
-                let v = e.eval(row);
+                let v = operand(e, row);
                 if v.is_null() {
                     return Value::Null;
                 }
                 let mut saw_null = false;
                 for item in list {
-                    let w = item.eval(row);
+                    let w = operand(item, row);
                     saw_null |= w.is_null();
                     if !w.is_null() && w == v {
                         return Value::Bool(!negated);
@@ -137,8 +137,8 @@ impl Scalar {
                     Value::Bool(*negated)
                 }
             }
-            Scalar::Like(e, re, negated) => match e.eval(row) {
-                Value::Str(s) => Value::Bool(re.is_match(&s) != *negated),
+            Scalar::Like(e, re, negated) => match &*operand(e, row) {
+                Value::Str(s) => Value::Bool(re.is_match(s) != *negated),
                 _ => Value::Null,
             },
         }
@@ -284,7 +284,8 @@ fn binary(op: BinOp, l: &Scalar, r: &Scalar, ty: SqlType, row: &[Value]) -> Valu
         }
         _ => {}
     }
-    let (a, b) = (l.eval(row), r.eval(row));
+    let (a, b) = (operand(l, row), operand(r, row));
+    let (a, b) = (&*a, &*b);
     if a.is_null() || b.is_null() {
         return Value::Null;
     }
@@ -296,7 +297,18 @@ fn binary(op: BinOp, l: &Scalar, r: &Scalar, ty: SqlType, row: &[Value]) -> Valu
         BinOp::Gt => Value::Bool(a > b),
         BinOp::GtEq => Value::Bool(a >= b),
         BinOp::Concat => Value::str(&format!("{}{}", a.to_text(), b.to_text())),
-        _ => arithmetic(op, &a, &b, ty),
+        _ => arithmetic(op, a, b, ty),
+    }
+}
+
+/// `e`'s value on `row`, borrowed where it already is (a column, a literal): comparing a string
+/// column with a literal then touches neither's `Arc` count, and a literal's count is one cache
+/// line that every worker would write.
+fn operand<'a>(e: &'a Scalar, row: &'a [Value]) -> std::borrow::Cow<'a, Value> {
+    match e {
+        Scalar::Column(i) => std::borrow::Cow::Borrowed(&row[*i]),
+        Scalar::Literal(v) => std::borrow::Cow::Borrowed(v),
+        e => std::borrow::Cow::Owned(e.eval(row)),
     }
 }
 
