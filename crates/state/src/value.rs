@@ -433,7 +433,18 @@ where
     /// # Errors
     /// As [`ValueTable::get`].
     pub fn mark_changed(&mut self, k: &K) -> Result<(), StateError> {
-        self.load(k, false)?.changed = true;
+        let e = self.load(k, false)?;
+        e.changed = true;
+        let absent = e.value.is_none();
+        if absent && self.t.in_memory() {
+            // No empty entry kept for an absent key (`drop_absent`): the next snapshot states
+            // its absence from `changed_evicted`.
+            let hash = self.hasher.hash_one(k);
+            if let Ok(o) = self.cache.find_entry(hash, |(x, _)| x == k) {
+                o.remove();
+            }
+            self.changed_evicted.insert(k.clone());
+        }
         Ok(())
     }
 
