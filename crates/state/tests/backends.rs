@@ -297,4 +297,14 @@ fn a_memory_table_holds_only_its_live_keys() {
         d.records[0],
         xorflow_state::delta::Record::Delete { .. }
     ));
+    // A key marked changed while absent (a versioned cut's window) is stated, not kept.
+    t.mark_changed(&3).unwrap();
+    assert_eq!(t.cached().0, 3_332);
+    let mut d = Delta::new(false);
+    t.snapshot(&mut d).unwrap();
+    assert_eq!(d.records.len(), 1, "{:?}", d.records);
+    assert!(matches!(
+        d.records[0],
+        xorflow_state::delta::Record::Delete { .. }
+    ));
 }
