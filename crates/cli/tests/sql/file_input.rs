@@ -12,7 +12,7 @@ use std::path::Path;
 use std::process::{Command, Output, Stdio};
 use std::time::Duration;
 
-fn table(path: &Path, extra: &str) -> String {
+pub(crate) fn table(path: &Path, extra: &str) -> String {
     format!(
         "CREATE TABLE t (k BIGINT, v BIGINT, ts TIMESTAMP(3), \
          WATERMARK FOR ts AS ts - INTERVAL '1' SECOND) \
@@ -21,7 +21,7 @@ fn table(path: &Path, extra: &str) -> String {
     )
 }
 
-const PER_WINDOW: &str = "SELECT k, window_start, count(*), sum(v) \
+pub(crate) const PER_WINDOW: &str = "SELECT k, window_start, count(*), sum(v) \
      FROM TABLE(TUMBLE(TABLE t, DESCRIPTOR(ts), INTERVAL '1' SECOND)) \
      GROUP BY k, window_start, window_end";
 
@@ -38,7 +38,7 @@ fn xorflow(sql: &str, out: &Path, args: &[&str]) -> Output {
 /// `n` lines: row `i` has key `i % 7`, value `i`, event time 2024-01-01 00:00:00 plus `i` ms;
 /// every `bad_every`-th line (from line `bad_every`) is not JSON. Returns the oracle's rows of
 /// [`PER_WINDOW`] and the number of bad lines.
-fn write_rows(path: &Path, n: u64, bad_every: u64) -> (Vec<Vec<String>>, u64) {
+pub(crate) fn write_rows(path: &Path, n: u64, bad_every: u64) -> (Vec<Vec<String>>, u64) {
     let mut f = std::io::BufWriter::new(std::fs::File::create(path).unwrap());
     let mut windows: BTreeMap<(u64, u64), (u64, u64)> = BTreeMap::new();
     let mut bad = 0;

@@ -11,3 +11,4 @@ mod job_file;
 mod nexmark;
 mod oracle;
 mod recovery;
+mod replay;

@@ -94,6 +94,12 @@ impl<T: Clone + Send> SourceOutput<'_, T> {
         self.ctx.batching.batch_size
     }
 
+    /// The tracking granularity, time units per slot: frontiers move a slot at a time, so a
+    /// waiting source that advances its heartbeat need only wake when it enters a new slot.
+    pub fn granularity(&self) -> u64 {
+        self.ctx.granularity.get()
+    }
+
     /// The worker's clock, ns ([`crate::measure::clock::now_ns`]).
     pub fn now_ns(&self) -> u64 {
         self.ctx.now_ns

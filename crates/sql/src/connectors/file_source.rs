@@ -8,10 +8,16 @@
 //! at the watermark with its event time kept, for the window operators to count as late.
 //! Malformed lines are skipped and counted; the first few are kept with their file and byte
 //! offset, named by line when the run reports them ([`FileTable::malformed_examples`]).
+//!
+//! With a [`Pace`] (`'replay.*'`), each row waits until its event time is due. A waiting
+//! instance's watermark follows the replay's clock (the event time due now, less the delay),
+//! as a live feed's would: instances deal the file out in blocks, so one may wait for its next
+//! block while the other carries the present, and its watermark must not hold windows back.
 
 use super::json_format::JsonFormat;
 use std::sync::{Arc, Mutex};
 use xorflow_runtime::connectors::line_blocks::{BlockPlan, BlockReader};
+use xorflow_runtime::connectors::pace::Pace;
 use xorflow_runtime::connectors::rate::Rate;
 use xorflow_runtime::operators::source::{Source, SourceOutput, SourcePoll};
 use xorflow_runtime::{OperatorError, Time, VertexStats};
@@ -43,6 +49,8 @@ pub struct FileTable {
     bound: Time,
     /// Rows per second over all instances (`'rows-per-second'`; 0: as fast as the job reads).
     rate: f64,
+    /// The event-time replay (`'replay.*'`), shared by every table of the job.
+    pace: Option<Pace>,
     examples: Arc<Mutex<Vec<Example>>>,
 }
 
@@ -64,7 +72,16 @@ impl FileTable {
             format: Arc::new(format),
             bound,
             rate,
+            pace: None,
             examples: Arc::default(),
+        }
+    }
+
+    /// The same table replayed at `pace` (each row due at its event time on the replay's clock).
+    pub fn paced(self, pace: Pace) -> Self {
+        FileTable {
+            pace: Some(pace),
+            ..self
         }
     }
 
@@ -76,6 +93,9 @@ impl FileTable {
             table: self.clone(),
             newest: 0,
             watermark: 0,
+            pending: None,
+            pending_at: (0, 0),
+            resumed: false,
             lines: 0,
             malformed: 0,
         }
@@ -115,11 +135,55 @@ pub struct FileSource {
     table: FileTable,
     newest: Time,
     watermark: Time,
+    /// A row read whose event time is not yet due on the replay's clock.
+    pending: Option<(Time, Row)>,
+    /// The reader's position before the pending row's line ([`Source::position`]).
+    pending_at: (usize, u64),
+    /// Whether [`Source::seek`] resumed this instance (its newest event time is then the
+    /// replay's origin, if it is the first to poll).
+    resumed: bool,
     lines: u64,
     malformed: u64,
 }
 
 impl FileSource {
+    /// Emits a row of event time `t` (below the watermark: at the watermark, for the windows to
+    /// count as late) and advances the watermark.
+    fn emit(&mut self, t: Time, row: Row, out: &mut SourceOutput<'_, Row>) {
+        self.rate.emitted();
+        self.newest = self.newest.max(t);
+        out.emit(t.max(self.watermark), row);
+        self.watermark = (self.watermark).max(self.newest.saturating_sub(self.table.bound));
+    }
+
+    /// `Err(at)` when the replay holds a row of event time `t` until `at` (ns on the monotonic
+    /// clock), after promising what the replay's clock allows.
+    fn due(&mut self, t: Time, out: &mut SourceOutput<'_, Row>) -> Result<(), u64> {
+        let Some(pace) = &self.table.pace else {
+            return Ok(());
+        };
+        let start = pace.start(self.resumed.then_some(self.newest as i64));
+        let at = pace.due_ns(start, t as i64);
+        if at <= xorflow_runtime::measure::clock::now_ns() {
+            return Ok(());
+        }
+        let now = pace.event_now_ms(start).max(0) as Time;
+        let bound = self.table.bound;
+        self.watermark = self.watermark.max(now.saturating_sub(bound));
+        out.heartbeat(self.watermark);
+        // Until the row is due the watermark goes on with the replay's clock. Frontiers move a
+        // slot at a time, so the instance wakes when it would enter the next slot: sleeping to
+        // the row instead held windows back by up to a block's duration (a block, ~1 s of rows,
+        // against 1 s windows drifted from 10 to 450 ms over 14 windows: docs/sql.md).
+        let g = out.granularity().max(1);
+        let next = (self.watermark / g).saturating_add(1).saturating_mul(g);
+        let tick = pace.due_ns(
+            start,
+            next.saturating_add(bound).min(i64::MAX as u64) as i64,
+        );
+        Err(at.min(tick))
+    }
+
     fn skip(&mut self, file: usize, offset: u64, why: String) {
         self.malformed += 1;
         if let Ok(mut kept) = self.table.examples.lock() {
@@ -139,7 +203,22 @@ impl Source<Row> for FileSource {
             Ok(n) => n,
             Err(at) => return SourcePoll::WaitUntil(at),
         };
+        let mut budget = budget;
+        if let Some((t, row)) = self.pending.take() {
+            if let Err(at) = self.due(t, out) {
+                self.pending = Some((t, row));
+                return SourcePoll::WaitUntil(at);
+            }
+            self.emit(t, row, out);
+            budget = budget.saturating_sub(1);
+        }
+        let paced = self.table.pace.is_some();
         for _ in 0..budget {
+            let before = if paced {
+                self.reader.position()
+            } else {
+                (0, 0)
+            };
             let line = match self.reader.next_line() {
                 Ok(Some(line)) => line,
                 Ok(None) => return SourcePoll::Done,
@@ -153,13 +232,13 @@ impl Source<Row> for FileSource {
             match decoded {
                 Ok((t, row)) => {
                     self.lines += 1;
-                    self.rate.emitted();
                     let t = t.max(0) as Time;
-                    self.newest = self.newest.max(t);
-                    out.emit(t.max(self.watermark), row);
-                    self.watermark = self
-                        .watermark
-                        .max(self.newest.saturating_sub(self.table.bound));
+                    if let Err(at) = self.due(t, out) {
+                        self.pending = Some((t, row));
+                        self.pending_at = before;
+                        return SourcePoll::WaitUntil(at);
+                    }
+                    self.emit(t, row, out);
                 }
                 // Blank lines are no rows (the error path only: a row is never blank).
                 Err(_) if line.bytes.iter().all(u8::is_ascii_whitespace) => {}
@@ -180,9 +259,13 @@ impl Source<Row> for FileSource {
     }
 
     /// "BLOCK:OFFSET:NEWEST": the next line's block and byte offset, and the newest event time
-    /// read before it (the watermark resumes from it).
+    /// read before it (the watermark resumes from it). A row held by the replay is not yet
+    /// emitted: the position is its line's, so that a restart reads it again.
     fn position(&self) -> Option<String> {
-        let (block, offset) = self.reader.position();
+        let (block, offset) = match &self.pending {
+            Some(_) => self.pending_at,
+            None => self.reader.position(),
+        };
         Some(format!("{block}:{offset}:{}", self.newest))
     }
 
@@ -196,6 +279,8 @@ impl Source<Row> for FileSource {
         self.reader.seek(block as usize, offset)?;
         self.newest = newest;
         self.watermark = newest.saturating_sub(self.table.bound);
+        self.pending = None;
+        self.resumed = true;
         Ok(())
     }
 

@@ -100,6 +100,70 @@ pub fn rate_of(table: &Table) -> Result<f64, String> {
     }
 }
 
+/// A table's `'replay.*'` options: (origin ms, speed, start ms since the epoch).
+pub type ReplayOptions = (i64, f64, Option<i64>);
+
+/// `'replay.origin'` (a timestamp, as the table's JSON writes them), `'replay.speed'` (event
+/// time per wall-clock time, default 1) and `'replay.start-ms'` (ms since the Unix epoch;
+/// default: when the job's first source polls): the table's rows are emitted each when its
+/// event time is due, `(t - origin) / speed` after the start, as the live feed the file was
+/// recorded from would deliver them ([`xorflow_runtime::connectors::pace`]). `None` without
+/// `'replay.origin'`.
+///
+/// # Errors
+/// A replay option without `'replay.origin'`, a value that does not parse, a table without a
+/// `WATERMARK` (no event time to pace by), one that also sets `'rows-per-second'`, or one that
+/// is not streamed (CSV, gzip: read whole before the job runs).
+pub fn replay_of(table: &Table) -> Result<Option<ReplayOptions>, String> {
+    let name = &table.name;
+    let Some(origin) = table.option("replay.origin") else {
+        for k in ["replay.speed", "replay.start-ms"] {
+            if table.option(k).is_some() {
+                return Err(format!("table '{name}': '{k}' needs 'replay.origin'"));
+            }
+        }
+        return Ok(None);
+    };
+    let origin_ms = crate::types::parse_timestamp(origin.trim()).ok_or_else(|| {
+        format!(
+            "table '{name}': 'replay.origin' = '{origin}' is not a timestamp              ('yyyy-MM-dd HH:mm:ss[.SSS]')"
+        )
+    })?;
+    let speed = match table.option("replay.speed") {
+        None => 1.0,
+        Some(text) => match text.trim().parse::<f64>() {
+            Ok(s) if s > 0.0 && s.is_finite() => s,
+            _ => {
+                return Err(format!(
+                    "table '{name}': 'replay.speed' = '{text}' is not a positive number"
+                ))
+            }
+        },
+    };
+    let start = match table.option("replay.start-ms") {
+        None => None,
+        Some(text) => Some(text.trim().parse::<i64>().map_err(|_| {
+            format!("table '{name}': 'replay.start-ms' = '{text}' is not ms since the epoch")
+        })?),
+    };
+    if table.rowtime.is_none() {
+        return Err(format!(
+            "table '{name}': a replay needs the table's event time (a WATERMARK FOR column)"
+        ));
+    }
+    if table.option("rows-per-second").is_some() {
+        return Err(format!(
+            "table '{name}': 'rows-per-second' and 'replay.origin' pace the same rows; set one"
+        ));
+    }
+    if !streams(table)? {
+        return Err(format!(
+            "table '{name}': a replay needs 'format' = 'json' over plain (not gzip) files,              which are read while the job runs"
+        ));
+    }
+    Ok(Some((origin_ms, speed, start)))
+}
+
 fn path_of(table: &Table) -> Result<&str, String> {
     table.option("path").ok_or_else(|| {
         format!(

@@ -13,6 +13,7 @@ use crate::plan::{Plan, WindowKind};
 use crate::types::{Row, Value};
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
+use xorflow_runtime::connectors::pace::Pace;
 use xorflow_runtime::connectors::replay::Replay;
 use xorflow_runtime::{Dataflow, Stream, Time};
 
@@ -32,6 +33,9 @@ pub struct Counters {
     /// Per Kafka table: what its source instances in this process counted (records read,
     /// malformed, late, the first ones by partition and offset).
     pub kafka: Vec<(String, crate::connectors::kafka::Counters)>,
+    /// The replay clock every replayed file table of the job shares (`'replay.*'`), with the
+    /// first such table's name and options.
+    pub replay: Option<(String, filesystem::ReplayOptions, Pace)>,
 }
 
 /// A filter's stream and the expressions of the projection over it ([`Builder::shared_calls`]).
@@ -260,6 +264,23 @@ impl<'a> Builder<'a> {
         }
     }
 
+    /// The job's replay clock for table `table` with options `o`: one for all tables, so that
+    /// they replay in step.
+    fn pace(&mut self, table: &str, o: filesystem::ReplayOptions) -> Result<Pace, String> {
+        match &self.counters.replay {
+            None => {
+                let pace = Pace::new(o.0, o.1, o.2);
+                self.counters.replay = Some((table.to_string(), o, pace.clone()));
+                Ok(pace)
+            }
+            Some((_, first, pace)) if *first == o => Ok(pace.clone()),
+            Some((other, ..)) => Err(format!(
+                "table '{table}': its 'replay.*' options differ from table '{other}''s; the \
+                 tables of a job replay on one clock"
+            )),
+        }
+    }
+
     fn scan(&mut self, table: &crate::catalog::Table) -> Result<Stream<Row>, String> {
         let n = self.parallelism;
         let name = self.name(&format!("source: {}", table.name));
@@ -269,11 +290,16 @@ impl<'a> Builder<'a> {
                     Some(rt) => rt.delay_ms.max(0) as Time,
                     None => Time::MAX,
                 };
-                let t = filesystem::file_table(table, &name, self.keep(table), bound, n)?;
+                let mut t = filesystem::file_table(table, &name, self.keep(table), bound, n)?;
+                if let Some(o) = filesystem::replay_of(table)? {
+                    t = t.paced(self.pace(&table.name, o)?);
+                }
                 self.counters.files.push(t.clone());
                 Ok(self.df.source(&name, n, move |i| t.source(i, n)))
             }
             "filesystem" => {
+                // Refuses replay options, which a table read whole cannot honour.
+                filesystem::replay_of(table)?;
                 let key = table.name.to_ascii_lowercase();
                 let records = match self.files.get(&key) {
                     Some(r) => r.clone(),

@@ -1,0 +1,150 @@
+//! File tables replayed at their event-time pace (`'replay.*'`:
+//! crates/runtime/src/connectors/pace.rs, crates/sql/src/connectors/file_source.rs): the rows and
+//! results are the unpaced run's (the batch oracle's), each window's rows come out when its
+//! input has come due, not at the end, and bad replay options are refused before the run.
+
+use crate::file_input::{table, write_rows, PER_WINDOW};
+use crate::oracle::assert_same_rows;
+use assert_cmd::cargo::CommandCargoExt;
+use std::io::{BufRead, BufReader};
+use std::process::{Command, Stdio};
+use std::time::{SystemTime, UNIX_EPOCH};
+
+fn epoch_ms() -> f64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .unwrap()
+        .as_secs_f64()
+        * 1e3
+}
+
+/// 6,000 rows 1 ms apart (6 s of event time, 2024-01-01 00:00:00 on) replayed as recorded, on
+/// two workers: the file's ~1.2 s blocks alternate between the instances, so each waits for its
+/// next block while the other reads; its watermark must follow the replay's clock meanwhile, or
+/// windows ending inside the other's block wait up to a block (0.4 to 0.8 s here, before
+/// 2026-12-07). A window `[s, s + 1 s)` with the table's 1 s delay is due 2 s + s after the start.
+#[test]
+fn a_replay_emits_each_window_when_its_input_is_due_with_the_batch_result() {
+    let dir = tempfile::tempdir().unwrap();
+    let input = dir.path().join("t.json");
+    let (want, _) = write_rows(&input, 6_000, u64::MAX);
+    let sql = format!(
+        "{} {PER_WINDOW}",
+        table(&input, ", 'replay.origin' = '2024-01-01 00:00:00'")
+    );
+    let mut child = Command::cargo_bin("xorflow")
+        .unwrap()
+        .args(["sql", "--execute", &sql, "--workers", "2"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Each CSV line with the wall time it arrived at.
+    let mut lines = Vec::new();
+    for line in BufReader::new(child.stdout.take().unwrap()).lines() {
+        lines.push((epoch_ms(), line.unwrap()));
+    }
+    let o = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert!(o.status.success(), "{stderr}");
+    let start: f64 = (stderr.lines())
+        .find_map(|l| l.strip_prefix("replay: started at "))
+        .and_then(|l| l.split_whitespace().next()?.parse().ok())
+        .unwrap_or_else(|| panic!("no replay start reported: {stderr}"));
+    let rows: Vec<Vec<String>> = (lines.iter().skip(1))
+        .map(|(_, l)| l.split(',').map(String::from).collect())
+        .collect();
+    assert_same_rows("replayed", &rows, &want);
+    // Windows [0, 1 s) to [3 s, 4 s): the last two close at the end of the input.
+    for s in 0..4u64 {
+        let start_text = format!("2024-01-01 00:00:{s:02}.000");
+        let last = (lines.iter())
+            .filter(|(_, l)| l.split(',').nth(1) == Some(start_text.as_str()))
+            .map(|(at, _)| *at)
+            .fold(f64::MIN, f64::max);
+        let due = start + (s as f64 + 2.0) * 1e3;
+        assert!(
+            last >= due - 20.0,
+            "window {s}: out {:.0} ms before its input was due",
+            due - last
+        );
+        assert!(
+            last - due < 300.0,
+            "window {s}: out {:.0} ms after its input was due",
+            last - due
+        );
+    }
+    let end = lines.last().map_or(0.0, |l| l.0);
+    assert!(
+        end - start >= 5_500.0,
+        "6 s of events replayed in {:.0} ms",
+        end - start
+    );
+}
+
+#[test]
+fn bad_replay_options_are_refused_before_the_run() {
+    let dir = tempfile::tempdir().unwrap();
+    let input = dir.path().join("t.json");
+    write_rows(&input, 10, u64::MAX);
+    let csv = dir.path().join("t.csv");
+    std::fs::write(&csv, "k,v,ts\n1,2,2024-01-01 00:00:00\n").unwrap();
+    let origin = ", 'replay.origin' = '2024-01-01 00:00:00'";
+    let cases = [
+        (
+            table(&input, ", 'replay.speed' = '2'"),
+            "'replay.speed' needs 'replay.origin'",
+        ),
+        (
+            table(&input, ", 'replay.origin' = 'noon'"),
+            "'replay.origin' = 'noon' is not a timestamp",
+        ),
+        (
+            table(&input, &format!("{origin}, 'replay.speed' = '0'")),
+            "'replay.speed' = '0' is not a positive number",
+        ),
+        (
+            table(&input, &format!("{origin}, 'replay.start-ms' = 'now'")),
+            "'replay.start-ms' = 'now' is not ms since the epoch",
+        ),
+        (
+            table(&input, &format!("{origin}, 'rows-per-second' = '10'")),
+            "'rows-per-second' and 'replay.origin' pace the same rows",
+        ),
+        (
+            table(&csv, origin).replace("'json'", "'csv'"),
+            "a replay needs 'format' = 'json'",
+        ),
+        (
+            format!(
+                "CREATE TABLE t (k BIGINT, v BIGINT, ts TIMESTAMP(3)) WITH ('connector' = \
+                 'filesystem', 'path' = '{}', 'format' = 'json'{origin});",
+                input.display()
+            ),
+            "a replay needs the table's event time",
+        ),
+        (
+            format!(
+                "{} {}",
+                table(&input, origin),
+                table(&input, &format!("{origin}, 'replay.speed' = '3'"))
+                    .replace("TABLE t ", "TABLE u ")
+            ),
+            "the tables of a job replay on one clock",
+        ),
+    ];
+    for (ddl, why) in cases {
+        let query = match ddl.contains("TABLE u ") {
+            true => "SELECT t.k FROM t JOIN u ON t.k = u.k",
+            false => "SELECT k FROM t",
+        };
+        let o = Command::cargo_bin("xorflow")
+            .unwrap()
+            .args(["sql", "--execute", &format!("{ddl} {query}")])
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "{why}: {stderr}");
+        assert!(stderr.contains(why), "expected {why:?}: {stderr}");
+    }
+}
