@@ -38,6 +38,12 @@ pub struct Job {
     pub explain: bool,
 }
 
+/// A session window's end is its last row's time plus the gap, anywhere in a slot, and it
+/// closes when the frontier passes it, which moves a slot at a time: with slots of the gap (10 s
+/// in Nexmark q11) a session waited 5 s of event time on average. Slots of at most 100 ms keep
+/// that wait within 100 ms (docs/sql.md, "Emission").
+const SESSION_SLOT_MS: i64 = 100;
+
 impl Job {
     /// The tracking granularity (substream length) for the job's windows, ms: the greatest
     /// common divisor of their sizes and slides, so every window end is a substream boundary
@@ -51,7 +57,7 @@ impl Job {
             WindowKind::Tumble { size } => vec![size],
             WindowKind::Hop { slide, size } => vec![slide, size],
             WindowKind::Cumulate { step, size } => vec![step, size],
-            WindowKind::Session { gap } => vec![gap],
+            WindowKind::Session { gap } => vec![gap, SESSION_SLOT_MS],
         });
         let g = lengths.fold(0u64, |g, x| gcd(g, x.max(1) as u64));
         if g == 0 {
