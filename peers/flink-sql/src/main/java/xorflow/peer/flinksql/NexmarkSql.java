@@ -24,6 +24,7 @@ import java.util.stream.Stream;
 import org.apache.flink.api.common.JobExecutionResult;
 import org.apache.flink.configuration.CheckpointingOptions;
 import org.apache.flink.configuration.ConfigOptions;
+import org.apache.flink.configuration.ExecutionOptions;
 import org.apache.flink.configuration.Configuration;
 import org.apache.flink.configuration.MemorySize;
 import org.apache.flink.configuration.PipelineOptions;
@@ -85,6 +86,12 @@ public final class NexmarkSql {
         String managedMemory;
         /** Nexmark's conf/config.yaml: every 3 minutes. */
         long checkpointIntervalMs = 180_000;
+        /** Flink's default network buffer timeout (execution.buffer-timeout.interval), ms. */
+        long bufferTimeoutMs = 100;
+        /** Flink's default watermark interval (pipeline.auto-watermark-interval), ms. */
+        long watermarkIntervalMs = 200;
+        /** Nexmark's configuration: mini-batch aggregation on. */
+        boolean miniBatch = true;
 
         static Args parse(String[] argv) {
             Args a = new Args();
@@ -94,7 +101,8 @@ public final class NexmarkSql {
                     System.out.println(
                             "usage: NexmarkSql --query FILE --data-dir DIR [--parallelism P] [--ddl FILE] "
                                     + "[--warmup-runs N] [--state-backend rocksdb|hashmap] [--managed-memory SIZE] "
-                                    + "[--checkpoint-interval-ms MS] [--name NAME]");
+                                    + "[--checkpoint-interval-ms MS] [--buffer-timeout-ms MS] "
+                                    + "[--watermark-interval-ms MS] [--mini-batch true|false] [--name NAME]");
                     System.exit(0);
                 }
                 if (i + 1 >= argv.length) {
@@ -110,6 +118,14 @@ public final class NexmarkSql {
                     case "--parallelism" -> a.parallelism = positive(k, v);
                     case "--warmup-runs" -> a.warmupRuns = Integer.parseInt(v);
                     case "--checkpoint-interval-ms" -> a.checkpointIntervalMs = positive(k, v);
+                    case "--buffer-timeout-ms" -> a.bufferTimeoutMs = positive(k, v);
+                    case "--watermark-interval-ms" -> a.watermarkIntervalMs = positive(k, v);
+                    case "--mini-batch" -> {
+                        if (!v.equals("true") && !v.equals("false")) {
+                            throw new IllegalArgumentException("--mini-batch: true or false, not " + v);
+                        }
+                        a.miniBatch = v.equals("true");
+                    }
                     case "--state-backend" -> {
                         if (!v.equals("rocksdb") && !v.equals("hashmap")) {
                             throw new IllegalArgumentException("--state-backend: rocksdb or hashmap, not " + v);
@@ -185,10 +201,14 @@ public final class NexmarkSql {
                         ? MemorySize.parse(a.managedMemory)
                         : MemorySize.ofMebiBytes(1024L * a.parallelism));
         // The table planner's: mini-batch aggregation and split distinct aggregates.
-        conf.set(ExecutionConfigOptions.TABLE_EXEC_MINIBATCH_ENABLED, true);
+        conf.set(ExecutionConfigOptions.TABLE_EXEC_MINIBATCH_ENABLED, a.miniBatch);
         conf.set(ExecutionConfigOptions.TABLE_EXEC_MINIBATCH_ALLOW_LATENCY, Duration.ofSeconds(2));
         conf.set(ExecutionConfigOptions.TABLE_EXEC_MINIBATCH_SIZE, 50_000L);
         conf.set(OptimizerConfigOptions.TABLE_OPTIMIZER_DISTINCT_AGG_SPLIT_ENABLED, true);
+        // Latency: Flink's defaults (100 ms, 200 ms) unless told; its docs advise a buffer
+        // timeout "close to 0 (for example 5 or 10 ms)" to minimize latency.
+        conf.set(ExecutionOptions.BUFFER_TIMEOUT, Duration.ofMillis(a.bufferTimeoutMs));
+        conf.set(PipelineOptions.AUTO_WATERMARK_INTERVAL, Duration.ofMillis(a.watermarkIntervalMs));
         return conf;
     }
 
@@ -236,6 +256,9 @@ public final class NexmarkSql {
         com.sun.management.OperatingSystemMXBean os =
                 (com.sun.management.OperatingSystemMXBean) ManagementFactory.getOperatingSystemMXBean();
         StatementSet set = statementSet(tEnv, inserts);
+        // Printed rows (a 'print' sink) after this line are the measured run's.
+        System.out.println("-- measured run");
+        System.out.flush();
         long submitMs = System.currentTimeMillis();
         long cpu0 = os.getProcessCpuTime();
         long t0 = System.nanoTime();
@@ -268,6 +291,8 @@ public final class NexmarkSql {
         field(j, "state_backend", quote(conf.get(StateBackendOptions.STATE_BACKEND)));
         field(j, "managed_memory_mib", Long.toString(conf.get(TaskManagerOptions.MANAGED_MEMORY_SIZE).getMebiBytes()));
         field(j, "mini_batch", Boolean.toString(conf.get(ExecutionConfigOptions.TABLE_EXEC_MINIBATCH_ENABLED)));
+        field(j, "buffer_timeout_ms", Long.toString(conf.get(ExecutionOptions.BUFFER_TIMEOUT).toMillis()));
+        field(j, "watermark_interval_ms", Long.toString(conf.get(PipelineOptions.AUTO_WATERMARK_INTERVAL).toMillis()));
         field(j, "object_reuse", Boolean.toString(env.getConfig().isObjectReuseEnabled()));
         field(j, "object_reuse_option", Boolean.toString(conf.get(PipelineOptions.OBJECT_REUSE)));
         System.out.println(j.append('}'));
