@@ -21,6 +21,8 @@ use xorflow_cli::outcome::CommandError;
 use xorflow_cli::say;
 use xorflow_cli::terminal::print_out;
 
+mod latency;
+
 /// The Nexmark tables, in the order of their event kinds.
 const TABLES: [&str; 3] = ["person", "auction", "bid"];
 
@@ -42,15 +44,14 @@ const COUNTING: &str = "Events counted: the rows of the tables a query reads (a 
      all kinds, by the time, so its figures for a bid-only query are 50/46 of what this rule \
      gives.";
 
-/// What the window latency figures are, and why Flink has none.
-const LATENCY: &str = "Window latency: for xorflow, the time from the last input row a window \
-     aggregate's instance received to the window's result, when trAcker's frontier passed the \
-     window's end, over every window of the run (`xorflow sql`'s \"window latency\" line; the \
-     median of the runs' p50 and p99). Over files read as fast as they can be, event time is not \
-     wall-clock time, so this is the engine's completion delay, not a delay behind a clock. \
-     Flink: not measured, since its blackhole sink records no latency and a window's last input \
-     is not observable from outside its operator; no figure is given rather than an invented \
-     one.";
+/// What xorflow's own window figure in the throughput runs is.
+const LATENCY: &str = "xorflow's completion delay in the throughput runs: the time from the \
+     last input row a window aggregate's instance received to the window's result, when \
+     trAcker's frontier passed the window's end, over every window of the run (`xorflow sql`'s \
+     \"window latency\" line; the median of the runs' p50 and p99). Over files read as fast as \
+     they can be, event time is not wall-clock time, so this is a delay inside the engine, not \
+     behind a clock, and Flink has no equivalent; the window latency of both engines against \
+     the clock is measured by the replay runs below.";
 
 /// Options of `xorflow-lab bench nexmark`.
 #[derive(Args)]
@@ -112,6 +113,23 @@ pub struct NexmarkArgs {
     /// A run that takes longer is killed and reported as failed.
     #[arg(long, default_value = "10m", value_parser = humantime::parse_duration)]
     timeout: Duration,
+    /// Window latency runs: both engines replay a second set of events at this rate, events/s
+    /// of all kinds on the wall clock, each event when its event time is due (0: no latency
+    /// runs).
+    #[arg(long, default_value_t = 20_000)]
+    latency_rate: u64,
+    /// How much faster event time runs than the wall clock in the latency runs: at 10, a 10 s
+    /// window closes every second, so a run of seconds measures dozens of windows. The events
+    /// are generated at --latency-rate / --latency-speed events per second of event time.
+    #[arg(long, default_value_t = 10)]
+    latency_speed: u64,
+    /// How long each latency run replays (its events: --latency-rate times this).
+    #[arg(long, default_value = "30s", value_parser = humantime::parse_duration)]
+    latency_duration: Duration,
+    /// Queries of the latency runs, from <nexmark-dir>/latency/ [default: those of q5, q7, q8
+    /// and q11 the bench runs].
+    #[arg(long, value_delimiter = ',')]
+    latency_queries: Vec<String>,
 }
 
 /// Which engine a run is of.
@@ -250,6 +268,12 @@ struct Results<'a> {
     latency: &'a str,
     queries: Vec<QueryRow>,
     runs: Vec<Run>,
+    /// The window latency runs ([`latency`]): how the events were replayed, each query's
+    /// medians, each run.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    latency_replay: Option<latency::Replay>,
+    latency_queries: Vec<latency::LatencyRow>,
+    latency_runs: Vec<latency::LatencyRun>,
 }
 
 /// Runs `xorflow-lab bench nexmark`.
@@ -262,6 +286,14 @@ pub fn run(a: NexmarkArgs) -> Result<(), CommandError> {
         return Err(CommandError::Config(
             "--rounds, --parallelism and --events must be at least 1".into(),
         ));
+    }
+    if a.latency_rate > 0
+        && (a.latency_speed == 0 || !a.latency_rate.is_multiple_of(a.latency_speed))
+    {
+        return Err(CommandError::Config(format!(
+            "--latency-speed {} must divide --latency-rate {} (the events' rate of event time)",
+            a.latency_speed, a.latency_rate
+        )));
     }
     let queries = queries(&a).map_err(|e| CommandError::Config(e.to_string()))?;
     let dir = bench(&a, &queries)?;
@@ -429,6 +461,8 @@ fn bench(a: &NexmarkArgs, queries: &[(String, PathBuf)]) -> Result<PathBuf> {
         }
     }
 
+    let latency = latency::run_all(a, &out, &xorflow, flink_cmd.as_ref(), queries)?;
+
     let rows: Vec<QueryRow> = queries.iter().map(|(q, _)| row(q, &runs)).collect();
     let flink_json = runs.iter().find_map(|r| r.flink.as_ref());
     let text_of = |k: &str| {
@@ -456,6 +490,9 @@ fn bench(a: &NexmarkArgs, queries: &[(String, PathBuf)]) -> Result<PathBuf> {
         latency: LATENCY,
         queries: rows,
         runs,
+        latency_replay: latency.as_ref().map(|l| l.replay.clone()),
+        latency_queries: latency.as_ref().map_or_else(Vec::new, |l| l.rows.clone()),
+        latency_runs: latency.map_or_else(Vec::new, |l| l.runs),
     };
     let json = serde_json::to_string_pretty(&results).expect("results serialize");
     std::fs::write(out.join("results.json"), json + "\n")?;
@@ -624,17 +661,29 @@ fn machine_busy_s() -> Option<f64> {
 /// `timeout`: its wall time from spawn to exit, and its CPU (user + system, itself and the
 /// children it waited for) from the rusage wait4 returns.
 fn measured(argv: &[String], stem: &Path, timeout: Duration) -> Result<Exit> {
+    measured_as(argv, stem, timeout, false)
+}
+
+/// As [`measured`]; with `stamp`, each line of stdout is written to `stem`.out as it arrives,
+/// after the wall-clock time it arrived at (ms since the epoch, a tab): the window latency runs
+/// ([`latency`]) time the rows the engines print.
+fn measured_as(argv: &[String], stem: &Path, timeout: Duration, stamp: bool) -> Result<Exit> {
     let (out_p, err_p) = (stem.with_extension("out"), stem.with_extension("err"));
     let mut cmd = Command::new(&argv[0]);
+    let out_file = File::create(&out_p)?;
     cmd.args(&argv[1..])
         .stdin(Stdio::null())
-        .stdout(File::create(&out_p)?)
         .stderr(File::create(&err_p)?);
+    match stamp {
+        true => cmd.stdout(Stdio::piped()),
+        false => cmd.stdout(out_file.try_clone()?),
+    };
     let busy0 = machine_busy_s();
     let t0 = Instant::now();
-    let child = cmd
+    let mut child = cmd
         .spawn()
         .with_context(|| format!("cannot start `{}`", argv.join(" ")))?;
+    let stamper = (child.stdout.take()).map(|pipe| latency::stamp_lines(pipe, out_file));
     let pid = child.id() as libc::pid_t;
     let done = Arc::new(AtomicBool::new(false));
     let killed = Arc::new(AtomicBool::new(false));
@@ -672,6 +721,11 @@ fn measured(argv: &[String], stem: &Path, timeout: Duration) -> Result<Exit> {
     let busy1 = machine_busy_s();
     done.store(true, Ordering::Release);
     let _ = watchdog.join();
+    if let Some(h) = stamper {
+        // The pipe closes with the process (and any child holding it).
+        h.join()
+            .map_err(|_| anyhow::anyhow!("the stdout reader panicked"))??;
+    }
     drop(child);
     let tv = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 / 1e6;
     let cpu_s = tv(ru.ru_utime) + tv(ru.ru_stime);
@@ -1181,22 +1235,28 @@ fn summary(r: &Results, a: &NexmarkArgs) -> String {
     let _ = writeln!(t, "{}", wrap(&disturbance(r)));
     let _ = writeln!(t);
     let _ = writeln!(t, "{}", wrap(LATENCY));
-    let mut rows = vec![["query", "xorflow window p50, ms", "p99, ms", "Flink"]
+    let mut rows = vec![["query", "xorflow completion p50, ms", "p99, ms"]
         .map(String::from)
         .to_vec()];
     for q in &r.queries {
         if let Some((p50, p99)) = q.xorflow.as_ref().and_then(|m| m.window_latency_ms) {
-            let flink = if a.no_flink { "-" } else { "not measured" };
             rows.push(vec![
                 q.query.clone(),
                 format!("{p50:.3}"),
                 format!("{p99:.3}"),
-                flink.into(),
             ]);
         }
     }
     if rows.len() > 1 {
         t.push_str(&table(&rows));
+    }
+    if let Some(replay) = &r.latency_replay {
+        let _ = writeln!(t);
+        t.push_str(&latency::section(
+            replay,
+            &r.latency_queries,
+            &r.latency_runs,
+        ));
     }
     t
 }

@@ -79,6 +79,35 @@ fn check_xorflow(results: &Value, queries: &[&str]) {
     assert!(results["cpu_model"].as_str().is_some_and(|s| !s.is_empty()));
 }
 
+/// The latency runs of q7 (3 s at 20,000 events/s, event time 10x: 30 s, so the windows ending
+/// at 10 s and 20 s are measured and the last one, closed by the end of the input, is not):
+/// each system's medians, its stamped output kept, the summary's table.
+fn check_latency(results: &Value, summary: &str, out: &Path, systems: &[&str]) {
+    let replay = &results["latency_replay"];
+    assert_eq!(num(replay, "speed"), 10.0, "{replay}");
+    assert_eq!(num(replay, "delay_ms"), 4000.0, "{replay}");
+    let q7 = &results["latency_queries"][0];
+    assert_eq!(q7["query"], "q7", "{q7}");
+    for sys in systems {
+        let m = &q7[sys];
+        assert_eq!(num(m, "windows"), 2.0, "{sys}: {q7}");
+        let (p50, p99) = (num(m, "p50_ms"), num(m, "p99_ms"));
+        // Not before the input was due, and well within the 1 s between windows.
+        assert!((-5.0..1000.0).contains(&p50) && p50 <= p99, "{sys}: {q7}");
+        let stamped =
+            std::fs::read_to_string(out.join(format!("runs/latency-r1-q7-{sys}.out"))).unwrap();
+        assert!(
+            stamped.lines().any(|l| l.contains("\t") && l.contains("[")),
+            "{stamped}"
+        );
+    }
+    assert!(summary.contains("Flink/xorflow p99"), "{summary}");
+    assert!(
+        !out.join("data-latency").exists(),
+        "the latency events are deleted"
+    );
+}
+
 #[test]
 fn xorflow_alone_reports_rates_and_passes_over_a_refused_query() {
     let tmp = tempfile::tempdir().unwrap();
@@ -91,7 +120,9 @@ fn xorflow_alone_reports_rates_and_passes_over_a_refused_query() {
         "ddl_gen.sql",
         "queries/q0.sql",
         "queries/q2.sql",
+        "latency/q7.sql",
     ] {
+        std::fs::create_dir_all(nexmark.join(f).parent().unwrap()).unwrap();
         std::fs::copy(examples.join(f), nexmark.join(f)).unwrap();
     }
     std::fs::write(
@@ -101,8 +132,17 @@ fn xorflow_alone_reports_rates_and_passes_over_a_refused_query() {
     )
     .unwrap();
     let out = tmp.path().join("out");
-    let args = ["--no-flink", "--checkpoint-interval", "1ms"];
+    let args = [
+        "--no-flink",
+        "--checkpoint-interval",
+        "1ms",
+        "--latency-queries",
+        "q7",
+        "--latency-duration",
+        "3s",
+    ];
     let (results, summary) = bench(&out, &nexmark, &args, 300);
+    check_latency(&results, &summary, &out, &["xorflow"]);
     check_xorflow(&results, &["q0", "q2", "q99"]);
     // Checkpoints as asked, each run's in a folder of its own, deleted after it.
     assert_eq!(results["checkpoint_interval_ms"], 1, "{results}");
@@ -126,6 +166,7 @@ fn xorflow_alone_reports_rates_and_passes_over_a_refused_query() {
     // q0, q2: over the files and with the generator; q99 once, refused.
     let runs = results["runs"].as_array().unwrap();
     assert_eq!(runs.len(), 5, "{runs:?}");
+    assert_eq!(results["latency_runs"].as_array().unwrap().len(), 1);
     assert!(runs.iter().all(|r| r["system"] != "flink"));
     for q in ["q0", "q2"] {
         let line = summary
@@ -166,8 +207,17 @@ fn flink_sql_runs_beside_xorflow() {
     let tmp = tempfile::tempdir().unwrap();
     let out = tmp.path().join("out");
     let nexmark = repo().join("examples/nexmark");
-    let (results, summary) = bench(&out, &nexmark, &["--queries", "q0,q2"], 1800);
+    let args = [
+        "--queries",
+        "q0,q2",
+        "--latency-queries",
+        "q7",
+        "--latency-duration",
+        "3s",
+    ];
+    let (results, summary) = bench(&out, &nexmark, &args, 1800);
     check_xorflow(&results, &["q0", "q2"]);
+    check_latency(&results, &summary, &out, &["xorflow", "flink"]);
     for q in results["queries"].as_array().unwrap() {
         let (x, f) = (&q["xorflow"], &q["flink"]);
         assert_eq!(num(f, "events"), num(x, "events"), "{q}");
