@@ -27,6 +27,31 @@ pub(crate) fn creator_slot(time: Time, lo: u64, exact: bool, ctx: &WorkerCtx) ->
     }
 }
 
+/// The slot a window ending at `end` holds its downstream components in (and tracks its results
+/// in), opened by the element at `time` in a batch from slot `lo`. With one tracker shard: the
+/// results' own slot, that of `end - 1` (never below the creator's), as docs/design.md,
+/// requirement 8, first had it: the hold is XOR-ed into the worker's acker before the creator's
+/// receive tag, and the acker is flushed whole and in order (`progress/idle_gate.rs`), so the one
+/// tracker (or each replica) sees the hold first. A window then holds back nothing below its
+/// results: with the creator's slot, a hopping window opened at `s` held a cascade over its
+/// results (Nexmark q5's `MaxBids`) at `s` until it closed, `size - slide` after the cascade's
+/// own windows could (docs/sql.md, "A cascade over HOP windows"). With several shards the hold at
+/// `end - 1` races with the receive (docs/sharding-notes.md, section 2): the creator's slot.
+#[inline]
+pub(crate) fn window_hold_slot(
+    end: Time,
+    time: Time,
+    lo: u64,
+    exact: bool,
+    ctx: &WorkerCtx,
+) -> u64 {
+    let creator = creator_slot(time, lo, exact, ctx);
+    match ctx.config.tracker_shards {
+        1 => ctx.granularity.slot(end.saturating_sub(1)).max(creator),
+        _ => creator,
+    }
+}
+
 /// Opens a hold in slot `slot` of every component of `downstream`; returns its tag (0 without
 /// trAcker: nothing to hold).
 pub(crate) fn open_hold(downstream: &[ComponentId], slot: u64, ctx: &mut WorkerCtx) -> u64 {

@@ -3,13 +3,14 @@
 //!
 //! Deferred output holds its slot open (docs/design.md, requirement 8): when a window `[a, b)` is opened
 //! on an instance by an input batch tracked over slots `[lo, hi]`, before that batch's receive tag,
-//! the instance XORs a fresh tag `r` into slot `lo` of every downstream component (the creator's
-//! slot, not the results' slot `b - 1`). When the frontier reaches `b` the results (time `b - 1`)
-//! are pushed with tracking range `[lo, lo]` and committed, and only then is `r` XOR-ed again to
-//! release the hold. So a downstream component, even another window, can never be declared complete
-//! at `b - 1` between the notification and the emission, and with a sharded tracker the hold, the
-//! creator's receive tag and the output all live in the shard owning `lo` (docs/sharding-notes.md,
-//! option 1: conservative, shard-local).
+//! the instance XORs a fresh tag `r` into slot `h` of every downstream component. When the frontier
+//! reaches `b` the results (time `b - 1`) are pushed with tracking range `[h, h]` and committed, and
+//! only then is `r` XOR-ed again to release the hold. So a downstream component, even another
+//! window, can never be declared complete at `b - 1` between the notification and the emission.
+//! With one tracker shard `h` is the results' own slot, `b - 1`'s; with several it is the creator's
+//! slot `lo`, so that the hold, the creator's receive tag and the output all live in the shard
+//! owning `lo` (docs/sharding-notes.md, option 1: conservative, shard-local; the choice is
+//! [`deferred::window_hold_slot`]).
 //!
 //! Allowed lateness: the contents of window `[s, e)` are kept under `e + lateness` (so the state
 //! layer's close at the frontier is the purge), and the window fires once at `e` from a copy. A
@@ -225,8 +226,8 @@ where
         end.saturating_add(self.spec.lateness())
     }
 
-    /// Marks window `end` as receiving input now, opening it (and its hold, in the creator's
-    /// slot `slot`: [`deferred::creator_slot`]) if needed.
+    /// Marks window `end` as receiving input now, opening it (and its hold, in slot `slot`:
+    /// [`deferred::window_hold_slot`]) if needed.
     #[inline]
     fn touch(&mut self, end: Time, slot: u64, later: bool, ctx: &mut WorkerCtx) {
         let now = ctx.now_ns;
@@ -272,8 +273,8 @@ where
                 .iter()
                 .take_while(|e| e.time >= fired && self.spec.ends(e.time) == (first, n))
                 .count();
-            let slot = deferred::creator_slot(data[i].time, lo, exact, ctx);
             for end in (0..n).map(|k| first + k * slide) {
+                let slot = deferred::window_hold_slot(end, data[i].time, lo, exact, ctx);
                 self.touch(end, slot, later, ctx);
                 let kept_at = self.kept_at(end);
                 let key = &self.key;
@@ -314,7 +315,7 @@ where
                 }
                 taken = true;
                 if end > self.fired_below {
-                    let slot = deferred::creator_slot(el.time, b.lo, b.exact, ctx);
+                    let slot = deferred::window_hold_slot(end, el.time, b.lo, b.exact, ctx);
                     self.touch(end, slot, later, ctx);
                 }
                 let contents = self
