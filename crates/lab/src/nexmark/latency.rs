@@ -226,6 +226,15 @@ pub(super) fn window_latencies(
     (out, at_end)
 }
 
+/// A ratio with two significant digits below 10 (0.026x, 2.7x), none above (25x).
+fn ratio(x: f64) -> String {
+    match x {
+        x if x >= 10.0 => format!("{x:.0}x"),
+        x if x >= 1.0 => format!("{x:.1}x"),
+        x => format!("{x:.2}x"),
+    }
+}
+
 /// The `q`-quantile (nearest rank) of `xs`, sorted.
 fn quantile(sorted: &[f64], q: f64) -> f64 {
     let i = ((q * sorted.len() as f64).ceil() as usize).clamp(1, sorted.len());
@@ -441,10 +450,7 @@ pub(super) fn section(replay: &Replay, rows: &[LatencyRow], runs: &[LatencyRun])
         let mut row = vec![r.query.clone(), windows.to_string()];
         row.extend(cell(&r.xorflow));
         row.extend(cell(&r.flink));
-        row.push(
-            r.flink_over_xorflow_p99
-                .map_or("-".into(), |x| format!("{x:.1}x")),
-        );
+        row.push(r.flink_over_xorflow_p99.map_or("-".into(), ratio));
         table_rows.push(row);
     }
     t.push_str(&table(&table_rows));
@@ -724,6 +730,10 @@ mod tests {
         let sorted = [1.0, 2.0, 3.0, 4.0];
         assert_eq!(quantile(&sorted, 0.5), 2.0);
         assert_eq!(quantile(&sorted, 0.99), 4.0);
+        assert_eq!(
+            [0.026, 2.71, 25.4].map(ratio),
+            ["0.03x", "2.7x", "25x"].map(String::from)
+        );
     }
 
     #[test]
